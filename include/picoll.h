@@ -1,0 +1,41 @@
+/* picoll: MPI collectives on GPU buffers through PMPI interposition.
+ *
+ * Applications need nothing from this header: preload libpicoll.so (or link it before the MPI
+ * library) and the MPI calls are intercepted. These few functions are for tools and tests. */
+#ifndef PICOLL_H
+#define PICOLL_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PICOLL_VERSION_MAJOR 0
+#define PICOLL_VERSION_MINOR 1
+#define PICOLL_VERSION_PATCH 0
+
+/* "0.1.0" */
+const char *picoll_version(void);
+
+/* 1 when picoll intercepts collectives in this process (initialised through MPI_Init or
+ * MPI_Init_thread with PICOLL_ENABLE=1 and a configuration accepted by every rank), else 0. */
+int picoll_active(void);
+
+typedef struct {
+    unsigned long id;  /* unique per communicator context in this process */
+    int enabled;       /* picoll may run its own algorithms on this communicator */
+    int size;          /* communicator size */
+    int local_size;    /* ranks of this communicator on this node */
+    int num_nodes;     /* nodes the communicator spans */
+    char reason[128];  /* why it is disabled, when it is */
+} picoll_comm_info_t;
+
+/* Describe picoll's context for comm. Returns MPI_SUCCESS and fills info if a context exists
+ * (one is created by the first intercepted collective on comm), MPI_ERR_OTHER if none does. */
+int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,201 @@
+#include "build-config.h"
+#include "comm.h"
+#include "log.h"
+#include "core.h"
+#include <picoll.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t comm_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static picoll_comm_t *comm_list;
+static unsigned long comm_next_id = 1;
+
+static void comm_list_add(picoll_comm_t *ctx)
+{
+    pthread_mutex_lock(&comm_list_lock);
+    ctx->id = comm_next_id++;
+    ctx->prev = NULL;
+    ctx->next = comm_list;
+    if (comm_list != NULL) {
+        comm_list->prev = ctx;
+    }
+    comm_list = ctx;
+    pthread_mutex_unlock(&comm_list_lock);
+}
+
+static void comm_list_remove(picoll_comm_t *ctx)
+{
+    pthread_mutex_lock(&comm_list_lock);
+    if (ctx->prev != NULL) {
+        ctx->prev->next = ctx->next;
+    } else {
+        comm_list = ctx->next;
+    }
+    if (ctx->next != NULL) {
+        ctx->next->prev = ctx->prev;
+    }
+    pthread_mutex_unlock(&comm_list_lock);
+}
+
+static void comm_destroy(picoll_comm_t *ctx)
+{
+    picoll_debug("destroying context %lu (size %d)", ctx->id, ctx->size);
+    comm_list_remove(ctx);
+    if (ctx->node_comm != MPI_COMM_NULL) {
+        PMPI_Comm_free(&ctx->node_comm);
+    }
+    free(ctx);
+}
+
+/* Delete callback: MPI_Comm_free, or MPI_Finalize through picoll_comm_finalize. */
+static int comm_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    picoll_reentry++;
+    comm_destroy(attr);
+    picoll_reentry--;
+    return MPI_SUCCESS;
+}
+
+picoll_status_t picoll_comm_keyval_create(void)
+{
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete_fn, &picoll_g.comm_keyval,
+                                NULL) != MPI_SUCCESS) {
+        picoll_error("MPI_Comm_create_keyval failed");
+        return PICOLL_ERR_MPI;
+    }
+    return PICOLL_OK;
+}
+
+void picoll_comm_finalize(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&comm_list_lock);
+        picoll_comm_t *ctx = comm_list;
+        pthread_mutex_unlock(&comm_list_lock);
+        if (ctx == NULL) {
+            break;
+        }
+        /* runs comm_delete_fn, which unlinks ctx */
+        if (PMPI_Comm_delete_attr(ctx->comm, picoll_g.comm_keyval) != MPI_SUCCESS) {
+            comm_destroy(ctx);
+        }
+    }
+    PMPI_Comm_free_keyval(&picoll_g.comm_keyval);
+}
+
+/* The set-up steps of a context on this rank; collective over ctx->comm. Every rank runs every
+ * step whatever happened before, so that the exchanges stay matched; a failure is remembered and
+ * agreed on at the end. */
+static int comm_setup(picoll_comm_t *ctx)
+{
+    int ok = 1;
+    int leader;
+
+    if (picoll_g.cfg.test_fail_setup == picoll_g.world_rank) {
+        ok = 0;
+        snprintf(ctx->reason, sizeof(ctx->reason), "set-up failure forced by PICOLL_TEST_FAIL_SETUP=%d",
+                 picoll_g.world_rank);
+    }
+    if (PMPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
+                             &ctx->node_comm) != MPI_SUCCESS) {
+        ctx->node_comm = MPI_COMM_NULL;
+        ok = 0;
+        snprintf(ctx->reason, sizeof(ctx->reason), "MPI_Comm_split_type failed");
+        ctx->local_rank = 0;
+        ctx->local_size = 1;
+    } else {
+        PMPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
+        PMPI_Comm_size(ctx->node_comm, &ctx->local_size);
+    }
+    leader = ctx->local_rank == 0;
+    if (PMPI_Allreduce(&leader, &ctx->num_nodes, 1, MPI_INT, MPI_SUM, ctx->comm) != MPI_SUCCESS) {
+        ok = 0;
+        ctx->num_nodes = 0;
+    }
+    return ok;
+}
+
+picoll_comm_t *picoll_comm_create(MPI_Comm comm)
+{
+    picoll_comm_t *ctx;
+    int inter = 0;
+    int vote[2], agreed[2];
+
+    picoll_reentry++;
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        /* Cannot even remember the decision: the caller falls back. Still take part in nothing
+         * collective here, since no rank can have started a context this call. */
+        picoll_error("out of memory creating a communicator context");
+        picoll_reentry--;
+        return NULL;
+    }
+    ctx->comm = comm;
+    ctx->node_comm = MPI_COMM_NULL;
+    ctx->local_size = 1;
+    ctx->num_nodes = 1;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) {
+        /* every rank sees an intercommunicator alike: no exchange needed */
+        snprintf(ctx->reason, sizeof(ctx->reason), "intercommunicator");
+        PMPI_Comm_remote_size(comm, &ctx->size);
+        goto out_attach;
+    }
+    PMPI_Comm_rank(comm, &ctx->rank);
+    PMPI_Comm_size(comm, &ctx->size);
+
+    /* Agreement: vote[0] = 1 if this rank is ready, vote[1] = its rank if not (MIN gives the
+     * lowest failing rank). */
+    vote[0] = comm_setup(ctx);
+    vote[1] = vote[0] ? ctx->size : ctx->rank;
+    if (PMPI_Allreduce(vote, agreed, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        agreed[0] = 0;
+        agreed[1] = ctx->rank;
+    }
+    ctx->enabled = agreed[0];
+    if (!ctx->enabled && vote[0]) {
+        snprintf(ctx->reason, sizeof(ctx->reason), "set-up failed on rank %d of the communicator",
+                 agreed[1]);
+    }
+
+out_attach:
+    comm_list_add(ctx);
+    if (!ctx->enabled) {
+        picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->size, ctx->reason);
+    } else {
+        picoll_debug("context %lu: size %d, %d on this node, %d nodes", ctx->id, ctx->size,
+                     ctx->local_size, ctx->num_nodes);
+    }
+    if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
+        picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);
+        comm_destroy(ctx);
+        ctx = NULL;
+    }
+    picoll_reentry--;
+    return ctx;
+}
+
+PICOLL_EXPORT int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info);
+int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info)
+{
+    picoll_comm_t *ctx;
+    int found = 0;
+
+    if (!picoll_g.active || comm == MPI_COMM_NULL ||
+        PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) != MPI_SUCCESS || !found) {
+        return MPI_ERR_OTHER;
+    }
+    info->id = ctx->id;
+    info->enabled = ctx->enabled;
+    info->size = ctx->size;
+    info->local_size = ctx->local_size;
+    info->num_nodes = ctx->num_nodes;
+    snprintf(info->reason, sizeof(info->reason), "%s", ctx->reason);
+    return MPI_SUCCESS;
+}

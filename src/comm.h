@@ -1,0 +1,42 @@
+/* picoll's per-communicator context, cached as an MPI attribute on the user's communicator. */
+#ifndef PICOLL_COMM_H
+#define PICOLL_COMM_H
+
+#include <mpi.h>
+#include "status.h"
+
+typedef struct picoll_comm {
+    MPI_Comm comm;          /* the user's communicator, not owned */
+    unsigned long id;       /* unique in this process */
+    int enabled;            /* agreed by every rank of comm at creation */
+    int rank, size;
+    MPI_Comm node_comm;     /* ranks of comm on this node; owned, MPI_COMM_NULL when unused */
+    int local_rank, local_size;
+    int num_nodes;
+    char reason[128];       /* why it is disabled */
+    struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */
+} picoll_comm_t;
+
+/* Create the keyval; once, from picoll_init. */
+picoll_status_t picoll_comm_keyval_create(void);
+/* Destroy every live context and free the keyval; from picoll_finalize. */
+void picoll_comm_finalize(void);
+
+/* Context of comm, created collectively over comm on first use. comm must be a valid
+ * communicator. Every rank gets a context with the same `enabled`. */
+static inline picoll_comm_t *picoll_comm_get(MPI_Comm comm);
+picoll_comm_t *picoll_comm_create(MPI_Comm comm);
+
+#include "core.h"
+
+static inline picoll_comm_t *picoll_comm_get(MPI_Comm comm)
+{
+    picoll_comm_t *ctx;
+    int found;
+    if (PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) == MPI_SUCCESS && found) {
+        return ctx;
+    }
+    return picoll_comm_create(comm);
+}
+
+#endif

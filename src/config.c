@@ -1,0 +1,322 @@
+#include "config.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PICOLL_ENV_PREFIX "PICOLL_"
+
+static const picoll_config_var_t config_vars[] = {
+    {.name = "PICOLL_ENABLE", .type = PICOLL_CFG_BOOL, .def = "1",
+     .offset = offsetof(picoll_config_t, enable),
+     .doc = "1: intercept collectives; 0: pure pass-through, every call goes to PMPI untouched"},
+    {.name = "PICOLL_LOG_LEVEL", .type = PICOLL_CFG_ENUM, .def = "warn",
+     .choices = "error,warn,info,debug,trace", .offset = offsetof(picoll_config_t, log_level),
+     .doc = "messages printed to stderr, each prefixed with the world rank"},
+    {.name = "PICOLL_STATS", .type = PICOLL_CFG_BOOL, .def = "0",
+     .offset = offsetof(picoll_config_t, stats),
+     .doc = "1: rank 0 prints calls and bytes per collective and algorithm, summed over ranks, at MPI_Finalize"},
+    {.name = "PICOLL_HOST", .type = PICOLL_CFG_ENUM, .def = "off", .choices = "off,on,auto",
+     .offset = offsetof(picoll_config_t, host),
+     .doc = "collectives on host buffers through picoll's shared-memory executor: off, on, or auto (only where the selection table says it wins)"},
+    {.name = "PICOLL_WORKSPACE_SIZE", .type = PICOLL_CFG_SIZE, .def = "8M",
+     .offset = offsetof(picoll_config_t, workspace_size),
+     .doc = "bytes of shared workspace per local rank and communicator; larger messages go through it in chunks"},
+    {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "64k",
+     .offset = offsetof(picoll_config_t, allreduce_oneshot_max),
+     .doc = "largest allreduce (bytes) run one-shot: every rank reduces all inputs"},
+    {.name = "PICOLL_ALLREDUCE_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "1G",
+     .offset = offsetof(picoll_config_t, allreduce_twoshot_max),
+     .doc = "largest allreduce (bytes) run two-shot (reduce-scatter then all-gather); larger ones go to the underlying MPI"},
+    {.name = "PICOLL_TIMEOUT", .type = PICOLL_CFG_DOUBLE, .def = "60",
+     .offset = offsetof(picoll_config_t, timeout),
+     .doc = "seconds a rank waits for a peer inside a collective before it reports the missing ranks and aborts the job"},
+    {.name = "PICOLL_TEST_FAIL_SETUP", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,
+     .offset = offsetof(picoll_config_t, test_fail_setup),
+     .doc = "testing only: the world rank whose communicator set-up is made to fail (-1: none)"},
+};
+
+#define CONFIG_NVARS (sizeof(config_vars) / sizeof(config_vars[0]))
+
+const picoll_config_var_t *picoll_config_vars(size_t *count)
+{
+    *count = CONFIG_NVARS;
+    return config_vars;
+}
+
+const picoll_config_var_t *picoll_config_find(const char *name)
+{
+    for (size_t i = 0; i < CONFIG_NVARS; i++) {
+        if (strcmp(config_vars[i].name, name) == 0) {
+            return &config_vars[i];
+        }
+    }
+    return NULL;
+}
+
+int picoll_parse_size(const char *text, size_t *out)
+{
+    static const struct {
+        const char *suffix;
+        unsigned shift;
+    } units[] = {
+        {"", 0},    {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10}, {"m", 20},
+        {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30}, {"gib", 30},
+    };
+    const char *p = text;
+    char *end;
+    unsigned long long v;
+
+    while (isspace((unsigned char)*p)) {
+        p++;
+    }
+    if (!isdigit((unsigned char)*p)) {
+        return -1; /* also rejects a sign */
+    }
+    errno = 0;
+    v = strtoull(p, &end, 10);
+    if (errno != 0) {
+        return -1;
+    }
+    size_t n = strlen(end);
+    while (n > 0 && isspace((unsigned char)end[n - 1])) {
+        n--;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strlen(units[i].suffix) == n && strncasecmp(end, units[i].suffix, n) == 0) {
+            if (v > (SIZE_MAX >> units[i].shift)) {
+                return -1;
+            }
+            *out = (size_t)v << units[i].shift;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_bool(const char *text, int *out)
+{
+    static const char *const yes[] = {"1", "y", "yes", "on", "true"};
+    static const char *const no[] = {"0", "n", "no", "off", "false"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(text, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp(text, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_enum(const char *choices, const char *text, int *out)
+{
+    size_t len = strlen(text);
+    int index = 0;
+    for (const char *c = choices; *c != '\0'; index++) {
+        const char *comma = strchr(c, ',');
+        size_t clen = comma ? (size_t)(comma - c) : strlen(c);
+        if (clen == len && strncasecmp(c, text, len) == 0) {
+            *out = index;
+            return 0;
+        }
+        if (!comma) {
+            break;
+        }
+        c = comma + 1;
+    }
+    return -1;
+}
+
+static int parse_long(const char *text, long min, long max, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *text, double *out)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !(v >= 0.0) || v > 1e9) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+picoll_status_t picoll_config_parse(const picoll_config_var_t *var, const char *text,
+                                    picoll_config_t *cfg, char *err, size_t errlen)
+{
+    void *field = (char *)cfg + var->offset;
+    const char *form = NULL;
+
+    switch (var->type) {
+    case PICOLL_CFG_BOOL:
+        if (parse_bool(text, (int *)field) != 0) {
+            form = "expected 1/0, yes/no, on/off or true/false";
+        }
+        break;
+    case PICOLL_CFG_SIZE:
+        if (picoll_parse_size(text, (size_t *)field) != 0) {
+            form = "expected a size in bytes: a non-negative integer with an optional unit "
+                   "k, m or g (powers of 1024; kb, mib... also accepted), e.g. 256k or 10M";
+        }
+        break;
+    case PICOLL_CFG_INT:
+        if (parse_long(text, var->min, var->max, (long *)field) != 0) {
+            snprintf(err, errlen, "%s=\"%s\" is invalid: expected an integer from %ld to %ld",
+                     var->name, text, var->min, var->max);
+            return PICOLL_ERR_CONFIG;
+        }
+        break;
+    case PICOLL_CFG_DOUBLE:
+        if (parse_double(text, (double *)field) != 0) {
+            form = "expected a non-negative number, e.g. 30 or 0.5";
+        }
+        break;
+    case PICOLL_CFG_ENUM:
+        if (parse_enum(var->choices, text, (int *)field) != 0) {
+            snprintf(err, errlen, "%s=\"%s\" is invalid: expected one of %s", var->name, text,
+                     var->choices);
+            return PICOLL_ERR_CONFIG;
+        }
+        break;
+    case PICOLL_CFG_STRING:
+        *(const char **)field = text;
+        break;
+    }
+    if (form != NULL) {
+        snprintf(err, errlen, "%s=\"%s\" is invalid: %s", var->name, text, form);
+        return PICOLL_ERR_CONFIG;
+    }
+    return PICOLL_OK;
+}
+
+picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env)
+{
+    picoll_status_t status = PICOLL_OK;
+    char err[512];
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < CONFIG_NVARS; i++) {
+        /* defaults are in the table as text and parse by construction (a unit test checks) */
+        (void)picoll_config_parse(&config_vars[i], config_vars[i].def, cfg, err, sizeof(err));
+    }
+    if (env == NULL) {
+        return PICOLL_OK;
+    }
+    for (char *const *e = env; *e != NULL; e++) {
+        const char *eq;
+        char name[128];
+        size_t nlen;
+
+        if (strncmp(*e, PICOLL_ENV_PREFIX, sizeof(PICOLL_ENV_PREFIX) - 1) != 0) {
+            continue;
+        }
+        eq = strchr(*e, '=');
+        if (eq == NULL) {
+            continue;
+        }
+        nlen = (size_t)(eq - *e);
+        if (nlen >= sizeof(name)) {
+            nlen = sizeof(name) - 1;
+        }
+        memcpy(name, *e, nlen);
+        name[nlen] = '\0';
+        const picoll_config_var_t *var = picoll_config_find(name);
+        if (var == NULL) {
+            picoll_warn("unknown variable %s ignored (picoll_info lists the valid ones)", name);
+            continue;
+        }
+        if (picoll_config_parse(var, eq + 1, cfg, err, sizeof(err)) != PICOLL_OK) {
+            picoll_error("%s", err);
+            status = PICOLL_ERR_CONFIG;
+            /* keep the default for this one */
+            (void)picoll_config_parse(var, var->def, cfg, err, sizeof(err));
+        }
+    }
+    return status;
+}
+
+void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t *cfg, char *buf,
+                          size_t len)
+{
+    const void *field = (const char *)cfg + var->offset;
+    switch (var->type) {
+    case PICOLL_CFG_BOOL:
+        snprintf(buf, len, "%d", *(const int *)field);
+        break;
+    case PICOLL_CFG_SIZE: {
+        size_t v = *(const size_t *)field;
+        if (v != 0 && v % (1u << 30) == 0) {
+            snprintf(buf, len, "%zuG", v >> 30);
+        } else if (v != 0 && v % (1u << 20) == 0) {
+            snprintf(buf, len, "%zuM", v >> 20);
+        } else if (v != 0 && v % (1u << 10) == 0) {
+            snprintf(buf, len, "%zuk", v >> 10);
+        } else {
+            snprintf(buf, len, "%zu", v);
+        }
+        break;
+    }
+    case PICOLL_CFG_INT:
+        snprintf(buf, len, "%ld", *(const long *)field);
+        break;
+    case PICOLL_CFG_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)field);
+        break;
+    case PICOLL_CFG_ENUM: {
+        int index = *(const int *)field;
+        const char *c = var->choices;
+        for (int i = 0; i < index && c != NULL; i++) {
+            c = strchr(c, ',');
+            c = c ? c + 1 : NULL;
+        }
+        if (c == NULL) {
+            snprintf(buf, len, "?");
+        } else {
+            const char *comma = strchr(c, ',');
+            snprintf(buf, len, "%.*s", comma ? (int)(comma - c) : (int)strlen(c), c);
+        }
+        break;
+    }
+    case PICOLL_CFG_STRING:
+        snprintf(buf, len, "%s", *(const char *const *)field ? *(const char *const *)field : "");
+        break;
+    }
+}
+
+unsigned picoll_config_hash(const picoll_config_t *cfg)
+{
+    unsigned h = 2166136261u; /* FNV-1a over the formatted values */
+    char buf[256];
+    for (size_t i = 0; i < CONFIG_NVARS; i++) {
+        if (config_vars[i].offset == offsetof(picoll_config_t, log_level)) {
+            continue; /* may differ between ranks */
+        }
+        picoll_config_format(&config_vars[i], cfg, buf, sizeof(buf));
+        for (const char *p = buf; *p; p++) {
+            h = (h ^ (unsigned char)*p) * 16777619u;
+        }
+        h = (h ^ 0xff) * 16777619u;
+    }
+    return h;
+}

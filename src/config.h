@@ -1,0 +1,64 @@
+/* The one table of PICOLL_* environment variables, and their parsed values. */
+#ifndef PICOLL_CONFIG_H
+#define PICOLL_CONFIG_H
+
+#include <stddef.h>
+#include "status.h"
+
+typedef enum {
+    PICOLL_CFG_BOOL,   /* int: 0 or 1 */
+    PICOLL_CFG_SIZE,   /* size_t: bytes, units k/m/g (powers of 1024) */
+    PICOLL_CFG_INT,    /* long, within [min, max] */
+    PICOLL_CFG_DOUBLE, /* double, >= 0 */
+    PICOLL_CFG_ENUM,   /* int: index into the comma-separated choices */
+    PICOLL_CFG_STRING  /* const char *, may be empty */
+} picoll_cfg_type_t;
+
+typedef enum { PICOLL_HOST_OFF, PICOLL_HOST_ON, PICOLL_HOST_AUTO } picoll_host_mode_t;
+
+/* Parsed values: one field per table entry. */
+typedef struct {
+    int enable;
+    int log_level;             /* picoll_log_level_t */
+    int stats;
+    int host;                  /* picoll_host_mode_t */
+    size_t workspace_size;
+    size_t allreduce_oneshot_max;
+    size_t allreduce_twoshot_max;
+    double timeout;
+    long test_fail_setup;
+} picoll_config_t;
+
+typedef struct {
+    const char *name;     /* full variable name, "PICOLL_..." */
+    picoll_cfg_type_t type;
+    const char *def;      /* default, as text in the variable's own syntax */
+    const char *choices;  /* PICOLL_CFG_ENUM: comma-separated, lower case */
+    long min, max;        /* PICOLL_CFG_INT: accepted range */
+    size_t offset;        /* of the value in picoll_config_t */
+    const char *doc;      /* one line */
+} picoll_config_var_t;
+
+const picoll_config_var_t *picoll_config_vars(size_t *count);
+const picoll_config_var_t *picoll_config_find(const char *name);
+
+/* Parse one value. On failure writes a message naming the variable and the accepted form. */
+picoll_status_t picoll_config_parse(const picoll_config_var_t *var, const char *text,
+                                    picoll_config_t *cfg, char *err, size_t errlen);
+
+/* Defaults, then every variable found in env (a NULL-terminated "NAME=value" array, e.g. environ).
+ * Malformed values are reported through picoll_error and leave their default; unknown PICOLL_*
+ * names are reported through picoll_warn. Returns PICOLL_ERR_CONFIG if any value was malformed. */
+picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env);
+
+/* The value of var in cfg, formatted in the variable's syntax. */
+void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t *cfg,
+                          char *buf, size_t len);
+
+/* Parse a size ("4096", "256k", "10M", "1G", "2MB", "64KiB"); 0 on success. */
+int picoll_parse_size(const char *text, size_t *out);
+
+/* A hash of the values that must be equal on every rank (all but the log level). */
+unsigned picoll_config_hash(const picoll_config_t *cfg);
+
+#endif

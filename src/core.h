@@ -1,0 +1,30 @@
+/* Process-wide state shared by the PMPI layer and the library. */
+#ifndef PICOLL_CORE_H
+#define PICOLL_CORE_H
+
+#include <mpi.h>
+#include "config.h"
+
+#define PICOLL_EXPORT __attribute__((visibility("default")))
+
+typedef struct {
+    int active;        /* intercepting: initialised, enabled and agreed by every world rank */
+    int stats;         /* copy of cfg.stats, read on the hot path */
+    int thread_level;  /* provided by MPI_Init_thread */
+    int world_rank;
+    int world_size;
+    int comm_keyval;   /* attribute caching picoll_comm_t on communicators */
+    picoll_config_t cfg;
+} picoll_global_t;
+
+extern picoll_global_t picoll_g;
+
+/* Nonzero while picoll itself is calling MPI on this thread: wrappers go straight to PMPI. */
+extern _Thread_local int picoll_reentry __attribute__((tls_model("initial-exec")));
+
+/* Called by the MPI_Init / MPI_Init_thread wrappers after PMPI_Init succeeded, by every rank. */
+void picoll_init(int thread_level);
+/* Called by the MPI_Finalize wrapper before PMPI_Finalize. */
+void picoll_finalize(void);
+
+#endif

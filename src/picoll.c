@@ -1,0 +1,99 @@
+#include "build-config.h"
+#include "comm.h"
+#include "core.h"
+#include "log.h"
+#include "stats.h"
+#include <picoll.h>
+
+#include <limits.h>
+#include <stdio.h>
+
+extern char **environ;
+
+picoll_global_t picoll_g;
+_Thread_local int picoll_reentry __attribute__((tls_model("initial-exec")));
+
+PICOLL_EXPORT const char *picoll_version(void);
+const char *picoll_version(void)
+{
+    return PACKAGE_VERSION;
+}
+
+PICOLL_EXPORT int picoll_active(void);
+int picoll_active(void)
+{
+    return picoll_g.active;
+}
+
+void picoll_init(int thread_level)
+{
+    picoll_status_t cfg_status;
+    int vote[3], agreed[3];
+
+    picoll_reentry++;
+    picoll_g.thread_level = thread_level;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &picoll_g.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &picoll_g.world_size);
+    picoll_log_rank = picoll_g.world_rank;
+
+    cfg_status = picoll_config_load(&picoll_g.cfg, environ);
+    picoll_log_level = picoll_g.cfg.log_level;
+    if (!picoll_g.cfg.enable) {
+        /* pure pass-through: not one MPI call of picoll's own */
+        picoll_debug("PICOLL_ENABLE=0: every call goes to the underlying MPI");
+        picoll_reentry--;
+        return;
+    }
+
+    /* Every rank must make the same choices, so the configuration must be valid and the same
+     * everywhere: vote[0] valid, vote[1] and vote[2] the hash and its complement (MIN of both
+     * tells whether all hashes are equal). */
+    unsigned hash = picoll_config_hash(&picoll_g.cfg) & 0x7fffffffu;
+    vote[0] = cfg_status == PICOLL_OK;
+    vote[1] = (int)hash;
+    vote[2] = -(int)hash;
+    if (PMPI_Allreduce(vote, agreed, 3, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        picoll_error("configuration agreement failed: picoll disabled");
+        picoll_reentry--;
+        return;
+    }
+    if (!agreed[0]) {
+        if (picoll_g.world_rank == 0 || !vote[0]) {
+            picoll_error("invalid PICOLL_* configuration on %s rank: picoll is disabled for this job, "
+                         "every call goes to the underlying MPI",
+                         vote[0] ? "another" : "this");
+        }
+        picoll_reentry--;
+        return;
+    }
+    if (agreed[1] != -agreed[2]) {
+        if (picoll_g.world_rank == 0) {
+            picoll_error("PICOLL_* variables differ between ranks: picoll is disabled for this job; "
+                         "set them alike on every rank (mpirun -x NAME)");
+        }
+        picoll_reentry--;
+        return;
+    }
+    if (picoll_comm_keyval_create() != PICOLL_OK) {
+        picoll_reentry--;
+        return;
+    }
+    picoll_g.stats = picoll_g.cfg.stats;
+    picoll_g.active = 1;
+    picoll_debug("active on %d ranks, thread level %d", picoll_g.world_size, thread_level);
+    picoll_reentry--;
+}
+
+void picoll_finalize(void)
+{
+    if (!picoll_g.active) {
+        return;
+    }
+    picoll_reentry++;
+    picoll_comm_finalize();
+    if (picoll_g.stats) {
+        picoll_stats_report(MPI_COMM_WORLD);
+    }
+    picoll_g.active = 0;
+    picoll_reentry--;
+}

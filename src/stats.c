@@ -1,0 +1,46 @@
+#include "build-config.h"
+#include "stats.h"
+#include "core.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+static _Atomic unsigned long long stat_calls[PICOLL_COLL_COUNT][PICOLL_ALG_MAX];
+static _Atomic unsigned long long stat_bytes[PICOLL_COLL_COUNT][PICOLL_ALG_MAX];
+
+void picoll_stats_add(picoll_coll_t coll, int alg, size_t bytes)
+{
+    atomic_fetch_add_explicit(&stat_calls[coll][alg], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stat_bytes[coll][alg], bytes, memory_order_relaxed);
+}
+
+void picoll_stats_report(MPI_Comm comm)
+{
+    enum { N = PICOLL_COLL_COUNT * PICOLL_ALG_MAX };
+    unsigned long long local[2 * N], total[2 * N];
+    int rank;
+
+    for (int c = 0; c < PICOLL_COLL_COUNT; c++) {
+        for (int a = 0; a < PICOLL_ALG_MAX; a++) {
+            local[c * PICOLL_ALG_MAX + a] = atomic_load(&stat_calls[c][a]);
+            local[N + c * PICOLL_ALG_MAX + a] = atomic_load(&stat_bytes[c][a]);
+        }
+    }
+    PMPI_Comm_rank(comm, &rank);
+    if (PMPI_Reduce(local, total, 2 * N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm) != MPI_SUCCESS ||
+        rank != 0) {
+        return;
+    }
+    for (int c = 0; c < PICOLL_COLL_COUNT; c++) {
+        const picoll_coll_desc_t *desc = picoll_coll_desc((picoll_coll_t)c);
+        for (int a = 0; a < desc->count; a++) {
+            unsigned long long calls = total[c * PICOLL_ALG_MAX + a];
+            if (calls == 0) {
+                continue;
+            }
+            printf("picoll stats: %-10s %-12s calls %llu bytes %llu\n", desc->name,
+                   desc->algs[a].name, calls, total[N + c * PICOLL_ALG_MAX + a]);
+        }
+    }
+    fflush(stdout);
+}

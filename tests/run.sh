@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs what is missing, then configures,
+# builds and runs CTest twice, against Open MPI (build-openmpi/) and MPICH (build-mpich/).
+#   bash tests/run.sh            both MPIs
+#   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+pkgs="autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev mpich libmpich-dev
+      libhwloc-dev libucx-dev cmake valgrind python3"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "== installing:$missing"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+echo "== autoreconf"
+autoreconf -fi >/dev/null
+
+jobs=$(nproc 2>/dev/null || echo 2)
+status=0
+for mpi in ${PICOLL_TEST_MPIS:-openmpi mpich}; do
+    dir="build-$mpi"
+    case $mpi in
+        openmpi) mpicc=mpicc.openmpi ;;
+        mpich) mpicc=mpicc.mpich ;;
+        *) echo "unknown MPI '$mpi' in PICOLL_TEST_MPIS (openmpi, mpich)"; exit 2 ;;
+    esac
+    echo "== $mpi: configure, build and test in $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && "$top/configure" -q MPICC="$mpicc" && make -j"$jobs" all tests >/dev/null) ||
+        { echo "== $mpi: build failed"; status=1; continue; }
+    (cd "$dir" && ctest --output-on-failure --timeout 300) || status=1
+done
+exit $status
