@@ -22,6 +22,11 @@ const char *picoll_version(void);
  * MPI_Init_thread with PICOLL_ENABLE=1 and a configuration accepted by every rank), else 0. */
 int picoll_active(void);
 
+/* While bypass is nonzero, every intercepted call goes straight to the underlying MPI, as with
+ * PICOLL_ENABLE=0. Every rank of a communicator must make its calls in the same state: flip it
+ * on all ranks between the same two collectives (benchmarks use it for A/B runs in one job). */
+void picoll_set_bypass(int bypass);
+
 typedef struct {
     unsigned long id;  /* unique per communicator context in this process */
     int enabled;       /* picoll may run its own algorithms on this communicator */

@@ -187,7 +187,7 @@ int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info)
     picoll_comm_t *ctx;
     int found = 0;
 
-    if (!picoll_g.active || comm == MPI_COMM_NULL ||
+    if (!picoll_g.initialized || comm == MPI_COMM_NULL ||
         PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) != MPI_SUCCESS || !found) {
         return MPI_ERR_OTHER;
     }

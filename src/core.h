@@ -8,7 +8,9 @@
 #define PICOLL_EXPORT __attribute__((visibility("default")))
 
 typedef struct {
-    int active;        /* intercepting: initialised, enabled and agreed by every world rank */
+    int active;        /* intercepting: initialised, enabled, agreed by every world rank, and
+                          not bypassed (picoll_set_bypass) */
+    int initialized;   /* picoll_init succeeded: active unless bypassed */
     int stats;         /* copy of cfg.stats, read on the hot path */
     int thread_level;  /* provided by MPI_Init_thread */
     int world_rank;

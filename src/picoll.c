@@ -79,14 +79,21 @@ void picoll_init(int thread_level)
         return;
     }
     picoll_g.stats = picoll_g.cfg.stats;
+    picoll_g.initialized = 1;
     picoll_g.active = 1;
     picoll_debug("active on %d ranks, thread level %d", picoll_g.world_size, thread_level);
     picoll_reentry--;
 }
 
+PICOLL_EXPORT void picoll_set_bypass(int bypass);
+void picoll_set_bypass(int bypass)
+{
+    picoll_g.active = picoll_g.initialized && !bypass;
+}
+
 void picoll_finalize(void)
 {
-    if (!picoll_g.active) {
+    if (!picoll_g.initialized) {
         return;
     }
     picoll_reentry++;
@@ -95,5 +102,6 @@ void picoll_finalize(void)
         picoll_stats_report(MPI_COMM_WORLD);
     }
     picoll_g.active = 0;
+    picoll_g.initialized = 0;
     picoll_reentry--;
 }
