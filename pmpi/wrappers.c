@@ -88,43 +88,52 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     return rc;
 }
 
-/* Allgather and alltoall take the same checks: contiguous predefined types on both sides with
- * equal block sizes. Returns the bytes of one block, or 0 when the call goes to PMPI. */
-static size_t block_bytes(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
-                          MPI_Datatype recvtype)
+/* Allgather and alltoall: picoll copies blocks as bytes, so both types must be contiguous
+ * predefined ones. Types may differ between ranks (only the type signatures must match), so a rank
+ * whose types picoll cannot copy still joins the algorithm's vote, with a "no": every rank then
+ * falls back together. Fills args; returns 0 when the call goes straight to PMPI (arguments that
+ * PMPI must judge). */
+static int blocks_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, picoll_blocks_args_t *args)
 {
     picoll_dtype_t rdt = picoll_classify_dtype(recvtype);
-    size_t bytes;
-    if (recvcount <= 0 || rdt == PICOLL_DT_NONE) {
+    int tsize;
+
+    if (recvcount <= 0 || recvtype == MPI_DATATYPE_NULL || sendbuf == recvbuf) {
         return 0;
     }
-    bytes = (size_t)recvcount * picoll_dtype_size(rdt);
-    if (sendbuf != MPI_IN_PLACE) {
-        picoll_dtype_t sdt = picoll_classify_dtype(sendtype);
-        if (sdt == PICOLL_DT_NONE || sendcount <= 0 ||
-            (size_t)sendcount * picoll_dtype_size(sdt) != bytes) {
+    args->sendbuf = sendbuf;
+    args->recvbuf = recvbuf;
+    if (rdt != PICOLL_DT_NONE) {
+        args->block_bytes = (size_t)recvcount * picoll_dtype_size(rdt);
+        args->eligible = 1;
+    } else {
+        /* a derived type: its size still tells every rank's block size */
+        if (PMPI_Type_size(recvtype, &tsize) != MPI_SUCCESS || tsize <= 0) {
             return 0;
         }
+        args->block_bytes = (size_t)recvcount * (size_t)tsize;
+        args->eligible = 0;
     }
-    return bytes;
+    if (sendbuf != MPI_IN_PLACE && args->eligible) {
+        picoll_dtype_t sdt = picoll_classify_dtype(sendtype);
+        args->eligible = sdt != PICOLL_DT_NONE && sendcount > 0 &&
+                         (size_t)sendcount * picoll_dtype_size(sdt) == args->block_bytes;
+    }
+    return 1;
 }
 
 EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                          int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     int rc;
-    if (picoll_g.active && !picoll_reentry && comm != MPI_COMM_NULL && sendbuf != recvbuf) {
-        picoll_blocks_args_t args = {
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .block_bytes = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype),
-        };
-        if (args.block_bytes != 0) {
-            picoll_comm_t *ctx = picoll_comm_get(comm);
-            if (ctx != NULL && ctx->enabled &&
-                picoll_allgather(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
-                return rc;
-            }
+    picoll_blocks_args_t args;
+    if (picoll_g.active && !picoll_reentry && comm != MPI_COMM_NULL &&
+        blocks_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &args)) {
+        picoll_comm_t *ctx = picoll_comm_get(comm);
+        if (ctx != NULL && ctx->enabled &&
+            picoll_allgather(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
+            return rc;
         }
     }
     rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -138,18 +147,13 @@ EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     int rc;
-    if (picoll_g.active && !picoll_reentry && comm != MPI_COMM_NULL && sendbuf != recvbuf) {
-        picoll_blocks_args_t args = {
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .block_bytes = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype),
-        };
-        if (args.block_bytes != 0) {
-            picoll_comm_t *ctx = picoll_comm_get(comm);
-            if (ctx != NULL && ctx->enabled &&
-                picoll_alltoall(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
-                return rc;
-            }
+    picoll_blocks_args_t args;
+    if (picoll_g.active && !picoll_reentry && comm != MPI_COMM_NULL &&
+        blocks_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &args)) {
+        picoll_comm_t *ctx = picoll_comm_get(comm);
+        if (ctx != NULL && ctx->enabled &&
+            picoll_alltoall(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
+            return rc;
         }
     }
     rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);

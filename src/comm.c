@@ -44,6 +44,10 @@ static void comm_destroy(picoll_comm_t *ctx)
 {
     picoll_debug("destroying context %lu (size %d)", ctx->id, ctx->size);
     comm_list_remove(ctx);
+    if (ctx->shm != NULL) {
+        picoll_shm_destroy(ctx->shm);
+        free(ctx->shm);
+    }
     if (ctx->node_comm != MPI_COMM_NULL) {
         PMPI_Comm_free(&ctx->node_comm);
     }
@@ -92,7 +96,7 @@ void picoll_comm_finalize(void)
 /* The set-up steps of a context on this rank; collective over ctx->comm. Every rank runs every
  * step whatever happened before, so that the exchanges stay matched; a failure is remembered and
  * agreed on at the end. */
-static int comm_setup(picoll_comm_t *ctx)
+static int comm_setup(picoll_comm_t *ctx, int *host_ok)
 {
     int ok = 1;
     int leader;
@@ -118,6 +122,27 @@ static int comm_setup(picoll_comm_t *ctx)
         ok = 0;
         ctx->num_nodes = 0;
     }
+
+    /* Host executor: one node only (between nodes is the hierarchical path's job). The decision
+     * inputs are the same on every rank; the outcome is agreed by the caller. */
+    *host_ok = 0;
+    if (picoll_g.cfg.host != PICOLL_HOST_OFF && ctx->num_nodes == 1 &&
+        ctx->node_comm != MPI_COMM_NULL) {
+        ctx->shm = calloc(1, sizeof(*ctx->shm));
+        picoll_status_t st = PICOLL_ERR_NO_MEMORY;
+        picoll_shm_t scratch;
+        /* every rank takes part in the set-up exchanges, even one without memory for it */
+        st = picoll_shm_create(ctx->comm, ctx->node_comm, picoll_g.cfg.workspace_size / 2,
+                               picoll_g.cfg.timeout, ctx->shm ? ctx->shm : &scratch);
+        if (ctx->shm == NULL) {
+            picoll_shm_destroy(&scratch);
+        } else if (st == PICOLL_OK) {
+            *host_ok = 1;
+        } else {
+            picoll_warn("shared-memory workspace set-up failed (%s): host collectives fall back",
+                        picoll_status_string(st));
+        }
+    }
     return ok;
 }
 
@@ -125,7 +150,8 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
 {
     picoll_comm_t *ctx;
     int inter = 0;
-    int vote[2], agreed[2];
+    int vote[3], agreed[3];
+    int host_ok = 0;
 
     picoll_reentry++;
     ctx = calloc(1, sizeof(*ctx));
@@ -151,14 +177,21 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     PMPI_Comm_size(comm, &ctx->size);
 
     /* Agreement: vote[0] = 1 if this rank is ready, vote[1] = its rank if not (MIN gives the
-     * lowest failing rank). */
-    vote[0] = comm_setup(ctx);
+     * lowest failing rank), vote[2] = 1 if its host executor is ready. */
+    vote[0] = comm_setup(ctx, &host_ok);
     vote[1] = vote[0] ? ctx->size : ctx->rank;
-    if (PMPI_Allreduce(vote, agreed, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    vote[2] = host_ok;
+    if (PMPI_Allreduce(vote, agreed, 3, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
         agreed[0] = 0;
         agreed[1] = ctx->rank;
+        agreed[2] = 0;
     }
     ctx->enabled = agreed[0];
+    if ((!agreed[0] || !agreed[2]) && ctx->shm != NULL) {
+        picoll_shm_destroy(ctx->shm);
+        free(ctx->shm);
+        ctx->shm = NULL;
+    }
     if (!ctx->enabled && vote[0]) {
         snprintf(ctx->reason, sizeof(ctx->reason), "set-up failed on rank %d of the communicator",
                  agreed[1]);
@@ -169,8 +202,8 @@ out_attach:
     if (!ctx->enabled) {
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->size, ctx->reason);
     } else {
-        picoll_debug("context %lu: size %d, %d on this node, %d nodes", ctx->id, ctx->size,
-                     ctx->local_size, ctx->num_nodes);
+        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s", ctx->id,
+                     ctx->size, ctx->local_size, ctx->num_nodes, ctx->shm ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

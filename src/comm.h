@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 #include "status.h"
+#include "host/shm.h"
 
 typedef struct picoll_comm {
     MPI_Comm comm;          /* the user's communicator, not owned */
@@ -14,6 +15,7 @@ typedef struct picoll_comm {
     int local_rank, local_size;
     int num_nodes;
     char reason[128];       /* why it is disabled */
+    picoll_shm_t *shm;      /* host executor workspace; NULL when not set up on every rank */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */
 } picoll_comm_t;
 

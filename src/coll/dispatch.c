@@ -1,30 +1,98 @@
 #include "coll/dispatch.h"
+#include "coll/algs.h"
 #include "coll/coll.h"
+#include "core.h"
+#include "memkind.h"
+#include "select.h"
 #include "stats.h"
 
-/* Algorithms are added to these by the executors that run them; until one applies, the call is
- * handed back to the PMPI layer. */
+/* Whether the host executor may touch both buffers. This can differ between ranks (one passes a
+ * device buffer, another a host one): it is this rank's vote, never a path decision on its own. */
+static int host_vote(const void *sendbuf, const void *recvbuf)
+{
+    if (sendbuf != MPI_IN_PLACE && picoll_memkind(sendbuf) != PICOLL_MEM_HOST) {
+        return 0;
+    }
+    return picoll_memkind(recvbuf) == PICOLL_MEM_HOST;
+}
+
+/* Run the chosen algorithm; a "no" vote anywhere turns the call back into a fallback. */
+static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t bytes, int *mpi_rc)
+{
+    if (status == PICOLL_ERR_DISABLED) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    *mpi_rc = MPI_SUCCESS;
+    if (picoll_g.stats) {
+        picoll_stats_add(coll, alg, bytes);
+    }
+    return alg;
+}
 
 int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc)
 {
-    (void)ctx;
-    (void)args;
-    (void)mpi_rc;
-    return PICOLL_ALG_FALLBACK;
+    picoll_shm_t *shm = ctx->shm;
+    size_t bytes;
+    int alg;
+    picoll_status_t status;
+
+    if (shm == NULL) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    bytes = args->count * picoll_dtype_size(args->dtype);
+    alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
+    if (alg == PICOLL_ALG_FALLBACK) {
+        return alg;
+    }
+    int vote = host_vote(args->sendbuf, args->recvbuf);
+    picoll_reentry++;
+    if (alg == PICOLL_ALLREDUCE_ONESHOT) {
+        status = picoll_allreduce_oneshot(shm, args, vote);
+    } else {
+        status = picoll_allreduce_twoshot(shm, args, vote);
+    }
+    picoll_reentry--;
+    return finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, mpi_rc);
 }
 
 int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
-    (void)ctx;
-    (void)args;
-    (void)mpi_rc;
-    return PICOLL_ALG_FALLBACK;
+    picoll_shm_t *shm = ctx->shm;
+    int alg;
+    picoll_status_t status;
+
+    if (shm == NULL) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    alg = picoll_select_allgather(&picoll_g.cfg, ctx->size, args->block_bytes);
+    if (alg == PICOLL_ALG_FALLBACK) {
+        return alg;
+    }
+    int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
+    picoll_reentry++;
+    status = picoll_allgather_shm(shm, args, vote);
+    picoll_reentry--;
+    return finish(PICOLL_COLL_ALLGATHER, alg, status, args->block_bytes * (size_t)ctx->size,
+                  mpi_rc);
 }
 
 int picoll_alltoall(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
-    (void)ctx;
-    (void)args;
-    (void)mpi_rc;
-    return PICOLL_ALG_FALLBACK;
+    picoll_shm_t *shm = ctx->shm;
+    int alg;
+    picoll_status_t status;
+
+    if (shm == NULL) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    alg = picoll_select_alltoall(&picoll_g.cfg, ctx->size, args->block_bytes);
+    if (alg == PICOLL_ALG_FALLBACK) {
+        return alg;
+    }
+    int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
+    picoll_reentry++;
+    status = picoll_alltoall_shm(shm, args, vote);
+    picoll_reentry--;
+    return finish(PICOLL_COLL_ALLTOALL, alg, status, args->block_bytes * (size_t)ctx->size,
+                  mpi_rc);
 }

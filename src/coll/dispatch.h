@@ -20,6 +20,7 @@ typedef struct {
     const void *sendbuf;  /* MPI_IN_PLACE allowed */
     void *recvbuf;
     size_t block_bytes;   /* bytes each rank contributes (allgather) or sends to each rank (alltoall) */
+    int eligible;         /* both types are contiguous predefined ones picoll can copy as bytes */
 } picoll_blocks_args_t;
 
 int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc);

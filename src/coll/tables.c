@@ -1,17 +1,29 @@
 #include "coll/coll.h"
+#include "coll/algs.h"
 
 #define FALLBACK_ALG {.name = "fallback", .desc = "handed to the underlying MPI (PMPI_*)"}
 
 static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_ALLREDUCE_ONESHOT] = {.name = "oneshot",
+                                  .desc = "shared memory: every rank reduces all inputs in rank "
+                                          "order (up to PICOLL_ALLREDUCE_ONESHOT_MAX)"},
+    [PICOLL_ALLREDUCE_TWOSHOT] = {.name = "twoshot",
+                                  .desc = "shared memory: reduce-scatter then all-gather, chunked "
+                                          "by the workspace (up to PICOLL_ALLREDUCE_TWOSHOT_MAX)"},
 };
 
 static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_ALLGATHER_SHM] = {.name = "shm",
+                              .desc = "shared memory: blocks copied in, one barrier, copied out"},
 };
 
 static const picoll_alg_desc_t alltoall_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_ALLTOALL_SHM] = {.name = "shm",
+                             .desc = "shared memory: pieces for every peer copied in, one barrier, "
+                                     "own pieces copied out"},
 };
 
 #define TABLE(n, a) {.name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))}

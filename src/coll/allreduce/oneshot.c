@@ -1,0 +1,28 @@
+/* One-shot allreduce: every rank copies its input into its slot, and after one barrier every
+ * rank reduces all slots in rank order 0..n-1 into its receive buffer. */
+#include "coll/algs.h"
+#include "reduce/reduce.h"
+
+#include <mpi.h>
+#include <string.h>
+
+picoll_status_t picoll_allreduce_oneshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
+                                         int vote)
+{
+    size_t bytes = args->count * picoll_dtype_size(args->dtype);
+    const void *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
+    const void *srcs[shm->nlocal];
+    uint64_t buf = shm->epoch + 1;
+
+    if (vote) {
+        memcpy(picoll_shm_slot(shm, shm->me, buf), src, bytes);
+    }
+    if (!picoll_shm_barrier(shm, vote, "MPI_Allreduce")) {
+        return PICOLL_ERR_DISABLED;
+    }
+    for (int r = 0; r < shm->nlocal; r++) {
+        srcs[r] = picoll_shm_slot(shm, r, buf);
+    }
+    picoll_reduce(args->dtype, args->op, args->recvbuf, srcs, shm->nlocal, args->count);
+    return PICOLL_OK;
+}

@@ -1,0 +1,61 @@
+/* Two-shot allreduce: reduce-scatter then all-gather through the workspace, in chunks of at most
+ * one slot. Rank r reduces block r of the chunk from every slot (in rank order, so the result is
+ * the same whoever computes it), publishes it, and every rank copies all blocks out. */
+#include "coll/algs.h"
+#include "reduce/reduce.h"
+
+#include <mpi.h>
+#include <string.h>
+
+/* Block r of a chunk of n elements: [lo, hi), split in multiples of 64 bytes where possible. */
+static void twoshot_block(size_t n, size_t esize, int nranks, int r, size_t *lo, size_t *hi)
+{
+    size_t align = esize >= 64 ? 1 : 64 / esize;
+    size_t per = (n + (size_t)nranks - 1) / (size_t)nranks;
+    per = (per + align - 1) / align * align;
+    *lo = per * (size_t)r < n ? per * (size_t)r : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
+                                         int vote)
+{
+    size_t esize = picoll_dtype_size(args->dtype);
+    size_t chunk = shm->slot_size / esize;
+    const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
+    char *dst = args->recvbuf;
+    const void *srcs[shm->nlocal];
+    int n = shm->nlocal;
+
+    for (size_t off = 0; off < args->count; off += chunk) {
+        size_t cnt = args->count - off < chunk ? args->count - off : chunk;
+        size_t lo, hi;
+        uint64_t in = shm->epoch + 1, out = shm->epoch + 2;
+
+        if (vote) {
+            memcpy(picoll_shm_slot(shm, shm->me, in), src + off * esize, cnt * esize);
+        }
+        /* only the first chunk's barrier votes: later chunks run once all agreed */
+        if (!picoll_shm_barrier(shm, vote, "MPI_Allreduce")) {
+            return PICOLL_ERR_DISABLED;
+        }
+        vote = 1;
+        twoshot_block(cnt, esize, n, shm->me, &lo, &hi);
+        if (hi > lo) {
+            for (int r = 0; r < n; r++) {
+                srcs[r] = picoll_shm_slot(shm, r, in) + lo * esize;
+            }
+            picoll_reduce(args->dtype, args->op, picoll_shm_slot(shm, shm->me, out) + lo * esize,
+                          srcs, n, hi - lo);
+        }
+        picoll_shm_barrier(shm, 1, "MPI_Allreduce");
+        for (int r = 0; r < n; r++) {
+            twoshot_block(cnt, esize, n, r, &lo, &hi);
+            if (hi > lo) {
+                memcpy(dst + (off + lo) * esize, picoll_shm_slot(shm, r, out) + lo * esize,
+                       (hi - lo) * esize);
+            }
+        }
+    }
+    return PICOLL_OK;
+}

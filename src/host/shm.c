@@ -1,0 +1,217 @@
+#include "build-config.h"
+#include "host/shm.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHM_NAME_LEN 48
+
+static size_t shm_round(size_t v, size_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+/* "/picoll-<pid>-<128 random bits>": unique per job and communicator, not guessable. */
+static int shm_make_name(char *name, size_t len)
+{
+    unsigned char rnd[16];
+    size_t got = 0;
+    while (got < sizeof(rnd)) {
+        ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            picoll_error("getrandom failed: %m");
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    int off = snprintf(name, len, "/picoll-%d-", (int)getpid());
+    for (size_t i = 0; i < sizeof(rnd) && off + 2 < (int)len; i++) {
+        off += snprintf(name + off, len - (size_t)off, "%02x", rnd[i]);
+    }
+    return 0;
+}
+
+picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot_size,
+                                  double timeout, picoll_shm_t *shm)
+{
+    char name[SHM_NAME_LEN] = "";
+    picoll_status_t status = PICOLL_OK;
+    int fd = -1, my_rank;
+    size_t flags_bytes;
+
+    memset(shm, 0, sizeof(*shm));
+    PMPI_Comm_rank(node_comm, &shm->me);
+    PMPI_Comm_size(node_comm, &shm->nlocal);
+    PMPI_Comm_rank(comm, &my_rank);
+    PMPI_Comm_size(comm, &shm->comm_size);
+    shm->timeout = timeout;
+    shm->slot_size = shm_round(slot_size < 4096 ? 4096 : slot_size, 4096);
+    flags_bytes = shm_round((size_t)shm->nlocal * sizeof(picoll_shm_flag_t), 4096);
+    shm->map_size = flags_bytes + (size_t)shm->nlocal * 2 * shm->slot_size;
+
+    shm->comm_ranks = malloc((size_t)shm->nlocal * sizeof(int));
+    if (shm->comm_ranks == NULL) {
+        status = PICOLL_ERR_NO_MEMORY;
+    }
+    /* always take part, so that the exchange stays matched */
+    int dummy[1];
+    PMPI_Allgather(&my_rank, 1, MPI_INT, shm->comm_ranks ? shm->comm_ranks : dummy,
+                   shm->comm_ranks ? 1 : 0, MPI_INT, node_comm);
+
+    if (shm->me == 0 && status == PICOLL_OK) {
+        if (shm_make_name(name, sizeof(name)) != 0) {
+            status = PICOLL_ERR_SYSTEM;
+            name[0] = '\0';
+        } else {
+            fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0) {
+                picoll_error("shm_open(%s) failed: %m", name);
+                status = PICOLL_ERR_SYSTEM;
+                name[0] = '\0';
+            } else {
+                /* posix_fallocate rather than ftruncate alone: a /dev/shm too small for the
+                 * workspace fails here, not with SIGBUS on first touch */
+                int err = posix_fallocate(fd, 0, (off_t)shm->map_size);
+                if (err != 0) {
+                    picoll_warn("cannot reserve %zu bytes of shared memory in /dev/shm (%s): lower "
+                                "PICOLL_WORKSPACE_SIZE or enlarge /dev/shm",
+                                shm->map_size, strerror(err));
+                    status = PICOLL_ERR_NO_MEMORY;
+                }
+            }
+        }
+    }
+    /* the name, or "" when the leader failed */
+    PMPI_Bcast(name, sizeof(name), MPI_CHAR, 0, node_comm);
+    if (name[0] == '\0' && status == PICOLL_OK) {
+        status = PICOLL_ERR_PEER_FAILED;
+    }
+    if (shm->me != 0 && status == PICOLL_OK) {
+        fd = shm_open(name, O_RDWR, 0600);
+        if (fd < 0) {
+            picoll_error("shm_open(%s) failed: %m", name);
+            status = PICOLL_ERR_SYSTEM;
+        }
+    }
+    if (status == PICOLL_OK) {
+        shm->base = mmap(NULL, shm->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (shm->base == MAP_FAILED) {
+            picoll_error("mmap of %zu bytes of shared memory failed: %m", shm->map_size);
+            shm->base = NULL;
+            status = PICOLL_ERR_SYSTEM;
+        }
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    /* once every rank has mapped it (or given up), nothing needs the name: unlink it now, so that
+     * even a crash later leaves nothing behind in /dev/shm */
+    PMPI_Barrier(node_comm);
+    if (shm->me == 0 && name[0] != '\0') {
+        shm_unlink(name);
+    }
+    if (status != PICOLL_OK) {
+        picoll_shm_destroy(shm);
+        return status;
+    }
+    shm->flags = shm->base;
+    shm->data = (char *)shm->base + flags_bytes;
+    picoll_debug("workspace %s: %d local ranks, %zu bytes", name, shm->nlocal, shm->map_size);
+    return PICOLL_OK;
+}
+
+void picoll_shm_destroy(picoll_shm_t *shm)
+{
+    if (shm->base != NULL) {
+        munmap(shm->base, shm->map_size);
+        shm->base = NULL;
+    }
+    free(shm->comm_ranks);
+    shm->comm_ranks = NULL;
+}
+
+static double shm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
+{
+    char missing[256];
+    int off = 0, nmissing = 0;
+    for (int r = 0; r < shm->nlocal; r++) {
+        if (atomic_load_explicit(&shm->flags[r].arrived, memory_order_acquire) < epoch) {
+            if (off < (int)sizeof(missing) - 16) {
+                off += snprintf(missing + off, sizeof(missing) - (size_t)off, "%s%d",
+                                nmissing ? ", " : "", shm->comm_ranks[r]);
+            }
+            nmissing++;
+        }
+    }
+    picoll_error("%s on a communicator of size %d: rank(s) %s did not arrive within %g s "
+                 "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
+                 coll, shm->comm_size, nmissing ? missing : "?", shm->timeout);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll)
+{
+    uint64_t epoch = ++shm->epoch;
+    picoll_shm_flag_t *mine = &shm->flags[shm->me];
+    int all = vote != 0;
+    double deadline = 0.0;
+
+    atomic_store_explicit(&mine->vote[epoch & 1], (uint32_t)(vote != 0), memory_order_relaxed);
+    atomic_store_explicit(&mine->arrived, epoch, memory_order_release);
+    for (int r = 0; r < shm->nlocal; r++) {
+        if (r == shm->me) {
+            continue;
+        }
+        picoll_shm_flag_t *peer = &shm->flags[r];
+        unsigned spins = 0;
+        while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
+            if (++spins < 4096) {
+                cpu_relax();
+                continue;
+            }
+            /* more ranks than cores is common on a test machine: let the peer run */
+            sched_yield();
+            if ((spins & 255) == 0) {
+                double now = shm_now();
+                if (deadline == 0.0) {
+                    deadline = now + shm->timeout;
+                } else if (now > deadline) {
+                    shm_timeout(shm, epoch, coll);
+                }
+            }
+        }
+        /* a peer cannot pass the next barrier before I arrive there, so vote[epoch & 1] is still
+         * the vote of this epoch */
+        all &= (int)atomic_load_explicit(&peer->vote[epoch & 1], memory_order_relaxed);
+    }
+    return all;
+}

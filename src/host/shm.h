@@ -1,0 +1,52 @@
+/* The host executor's symmetric workspace: one POSIX shared-memory segment per node communicator,
+ * with a flag line and two data buffers per local rank, and barriers that carry a vote. */
+#ifndef PICOLL_SHM_H
+#define PICOLL_SHM_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "status.h"
+
+#define PICOLL_CACHE_LINE 128 /* two lines: the adjacent-line prefetcher must not share them */
+
+typedef struct {
+    _Atomic uint64_t arrived;    /* last barrier epoch this rank reached */
+    _Atomic uint32_t vote[2];    /* its vote in the barriers of even and odd epochs */
+    char pad[PICOLL_CACHE_LINE - sizeof(uint64_t) - 2 * sizeof(uint32_t)];
+} picoll_shm_flag_t;
+
+typedef struct {
+    void *base;                /* mapping of the whole segment */
+    size_t map_size;
+    int nlocal, me;            /* ranks on the node, and mine */
+    size_t slot_size;          /* bytes of one data buffer of one rank */
+    uint64_t epoch;            /* barriers this rank has passed */
+    picoll_shm_flag_t *flags;  /* nlocal flag lines */
+    char *data;                /* nlocal slots of two buffers each */
+    int *comm_ranks;           /* rank in the user's communicator of each local rank */
+    int comm_size;
+    double timeout;            /* seconds; from PICOLL_TIMEOUT */
+} picoll_shm_t;
+
+/* Collective over node_comm: local rank 0 creates the segment (an unguessable name, mode 0600)
+ * and every rank maps it; the name is unlinked as soon as all have mapped it. Every rank takes
+ * part in every step even after a local failure (then it returns an error and leaves *shm
+ * unusable); the caller agrees on the outcome over the whole communicator. */
+picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot_size,
+                                  double timeout, picoll_shm_t *shm);
+void picoll_shm_destroy(picoll_shm_t *shm);
+
+static inline char *picoll_shm_slot(const picoll_shm_t *shm, int rank, uint64_t buf)
+{
+    return shm->data + ((size_t)rank * 2 + (buf & 1)) * shm->slot_size;
+}
+
+/* Arrive at the next barrier with my vote and wait for every local rank. Returns the AND of all
+ * votes. A rank that does not arrive within the timeout ends the job through MPI_Abort, after an
+ * error naming the collective, the communicator size and the missing ranks. The data buffer of
+ * this barrier's epoch is picoll_shm_slot(shm, r, shm->epoch) read before the call. */
+int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll);
+
+#endif

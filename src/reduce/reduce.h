@@ -1,0 +1,14 @@
+/* Element-wise reductions on host memory, for every (type, op) pair MPI allows. */
+#ifndef PICOLL_REDUCE_H
+#define PICOLL_REDUCE_H
+
+#include <stddef.h>
+#include "dtype.h"
+
+/* dst = srcs[0] op srcs[1] op ... op srcs[nsrc-1], left to right, so that every rank reducing the
+ * same inputs gets bit-identical results. dst must not overlap any source. nsrc >= 1.
+ * (dt, op) must satisfy picoll_op_valid. */
+void picoll_reduce(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *const *srcs, int nsrc,
+                   size_t count);
+
+#endif
