@@ -1,0 +1,43 @@
+#!/bin/sh
+# expect.sh [--fail] [--within SECONDS] [--no-shm-leftovers] REGEX... -- COMMAND...
+# Runs COMMAND; passes when its exit status is zero (nonzero with --fail), every REGEX matches its
+# combined output, it ended within SECONDS, and (with --no-shm-leftovers) it left no picoll
+# segment in /dev/shm.
+want_fail=0; within=0; shm_check=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --fail) want_fail=1; shift ;;
+        --within) within="$2"; shift 2 ;;
+        --no-shm-leftovers) shm_check=1; shift ;;
+        --) shift; break ;;
+        *) break ;;
+    esac
+done
+regexes=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do regexes="$regexes
+$1"; shift; done
+[ "$1" = "--" ] && shift
+out=$(mktemp)
+before=$(mktemp)
+ls /dev/shm 2>/dev/null | grep '^picoll-' | sort > "$before"
+start=$(date +%s)
+"$@" > "$out" 2>&1
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+cat "$out"
+status=0
+if [ $want_fail = 1 ] && [ $rc = 0 ]; then echo "expect.sh: command succeeded, expected failure"; status=1; fi
+if [ $want_fail = 0 ] && [ $rc != 0 ]; then echo "expect.sh: command failed with status $rc"; status=1; fi
+if [ "$within" != 0 ] && [ "$elapsed" -gt "$within" ]; then
+    echo "expect.sh: took ${elapsed}s, more than ${within}s"; status=1
+fi
+echo "$regexes" | while IFS= read -r re; do
+    [ -z "$re" ] && continue
+    grep -Eq -- "$re" "$out" || { echo "expect.sh: output does not match: $re"; exit 1; }
+done || status=1
+if [ $shm_check = 1 ]; then
+    left=$(ls /dev/shm 2>/dev/null | grep '^picoll-' | sort | comm -13 "$before" -)
+    if [ -n "$left" ]; then echo "expect.sh: left in /dev/shm: $left"; status=1; fi
+fi
+rm -f "$out" "$before"
+exit $status

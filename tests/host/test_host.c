@@ -1,0 +1,278 @@
+/* Host executor tests (run with PICOLL_HOST=on and libpicoll preloaded): each mode checks results
+ * against a reference computed here by a plain loop over every rank's generated input.
+ *   edges     sizes around the one-shot threshold and the workspace slot (size-1, size, size+1)
+ *   loop N    N small allreduces in a tight loop, each checked (flag/epoch races)
+ *   twocomms  calls alternating between two communicators (world and a reversed split)
+ *   thread    MPI_THREAD_SERIALIZED, every call from a worker thread
+ *   int8      8-bit sums that overflow (C wraparound)
+ *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout */
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, size, failures;
+
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            if (failures++ < 10) {                                                             \
+                fprintf(stderr, "rank %d: ", rank);                                            \
+                fprintf(stderr, __VA_ARGS__);                                                  \
+                fprintf(stderr, "\n");                                                         \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+static int32_t gen(int r, size_t i)
+{
+    return (int32_t)((i * 2654435761u + (unsigned)r * 40503u) % 2001u) - 1000;
+}
+
+/* allreduce of count int32 (SUM) and of count doubles (MAX), in place and not, on comm */
+static void check_allreduce(MPI_Comm comm, size_t count)
+{
+    int crank, csize;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    int32_t *in = malloc((count + 1) * sizeof(int32_t));
+    int32_t *out = malloc((count + 1) * sizeof(int32_t));
+    double *din = malloc(count * sizeof(double)), *dout = malloc(count * sizeof(double));
+    for (size_t i = 0; i < count; i++) {
+        in[i] = gen(crank, i);
+        din[i] = (double)gen(crank, i + 7);
+    }
+    for (int inplace = 0; inplace < 2; inplace++) {
+        out[count] = 0x5a5a5a5a; /* guard */
+        if (inplace) {
+            memcpy(out, in, count * sizeof(int32_t));
+            MPI_Allreduce(MPI_IN_PLACE, out, (int)count, MPI_INT32_T, MPI_SUM, comm);
+        } else {
+            MPI_Allreduce(in, out, (int)count, MPI_INT32_T, MPI_SUM, comm);
+        }
+        for (size_t i = 0; i < count; i++) {
+            int32_t e = 0;
+            for (int r = 0; r < csize; r++) {
+                e += gen(r, i);
+            }
+            if (out[i] != e) {
+                CHECK(0, "allreduce sum count %zu inplace %d: [%zu] = %d, expected %d", count,
+                      inplace, i, out[i], e);
+                break;
+            }
+        }
+        CHECK(out[count] == 0x5a5a5a5a, "allreduce count %zu wrote past the end", count);
+    }
+    MPI_Allreduce(din, dout, (int)count, MPI_DOUBLE, MPI_MAX, comm);
+    for (size_t i = 0; i < count; i++) {
+        double e = -1e300;
+        for (int r = 0; r < csize; r++) {
+            e = (double)gen(r, i + 7) > e ? (double)gen(r, i + 7) : e;
+        }
+        if (dout[i] != e) {
+            CHECK(0, "allreduce max count %zu: [%zu] = %g, expected %g", count, i, dout[i], e);
+            break;
+        }
+    }
+    free(in);
+    free(out);
+    free(din);
+    free(dout);
+}
+
+/* allgather and alltoall of `bytes` per block, in place and not */
+static void check_blocks(MPI_Comm comm, size_t bytes)
+{
+    int crank, csize;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    size_t total = bytes * (size_t)csize;
+    unsigned char *in = malloc(total + 1), *out = malloc(total + 1);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        for (size_t i = 0; i < bytes; i++) {
+            in[i] = (unsigned char)(crank * 31 + i * 7);
+        }
+        out[total] = 0xa5;
+        if (inplace) {
+            memcpy(out + (size_t)crank * bytes, in, bytes);
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, (int)bytes, MPI_BYTE, comm);
+        } else {
+            MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, comm);
+        }
+        for (size_t i = 0; i < total; i++) {
+            unsigned char e = (unsigned char)((int)(i / bytes) * 31 + (i % bytes) * 7);
+            if (out[i] != e) {
+                CHECK(0, "allgather %zu bytes inplace %d: [%zu] = %d, expected %d", bytes, inplace,
+                      i, out[i], e);
+                break;
+            }
+        }
+        CHECK(out[total] == 0xa5, "allgather %zu bytes wrote past the end", bytes);
+
+        /* alltoall: block p of rank r holds bytes (r * 13 + p * 5 + i) */
+        for (size_t i = 0; i < total; i++) {
+            in[i] = (unsigned char)(crank * 13 + (int)(i / bytes) * 5 + i % bytes);
+        }
+        out[total] = 0xa5;
+        if (inplace) {
+            memcpy(out, in, total);
+            MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, (int)bytes, MPI_BYTE, comm);
+        } else {
+            MPI_Alltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, comm);
+        }
+        for (size_t i = 0; i < total; i++) {
+            unsigned char e = (unsigned char)((int)(i / bytes) * 13 + crank * 5 + i % bytes);
+            if (out[i] != e) {
+                CHECK(0, "alltoall %zu bytes inplace %d: [%zu] = %d, expected %d", bytes, inplace,
+                      i, out[i], e);
+                break;
+            }
+        }
+        CHECK(out[total] == 0xa5, "alltoall %zu bytes wrote past the end", bytes);
+    }
+    free(in);
+    free(out);
+}
+
+static size_t env_size(const char *name, size_t def)
+{
+    const char *v = getenv(name);
+    return v ? strtoull(v, NULL, 10) : def;
+}
+
+static void mode_edges(void)
+{
+    /* the test's CTest entry sets these variables to plain byte counts */
+    size_t oneshot = env_size("PICOLL_ALLREDUCE_ONESHOT_MAX", 65536);
+    size_t slot = env_size("PICOLL_WORKSPACE_SIZE", 8u << 20) / 2;
+    size_t edges[] = {oneshot, slot, slot / (size_t)size};
+    for (size_t e = 0; e < sizeof(edges) / sizeof(edges[0]); e++) {
+        for (long d = -1; d <= 1; d++) {
+            size_t bytes = edges[e] + (size_t)d;
+            check_allreduce(MPI_COMM_WORLD, bytes / 4 + (d > 0));
+            check_blocks(MPI_COMM_WORLD, bytes);
+        }
+    }
+    check_allreduce(MPI_COMM_WORLD, 3 * slot / 4 + 5); /* several two-shot chunks */
+    check_blocks(MPI_COMM_WORLD, 2 * slot + 3);
+}
+
+static void mode_loop(long n)
+{
+    for (long it = 0; it < n; it++) {
+        long v[2] = {rank + it, (long)rank * it}, s[2];
+        MPI_Allreduce(v, s, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        long e0 = (long)size * (size - 1) / 2 + (long)size * it;
+        long e1 = (long)size * (size - 1) / 2 * it;
+        if (s[0] != e0 || s[1] != e1) {
+            CHECK(0, "loop iteration %ld: got %ld %ld, expected %ld %ld", it, s[0], s[1], e0, e1);
+            return;
+        }
+    }
+}
+
+static void mode_twocomms(void)
+{
+    MPI_Comm rev;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev);
+    for (int it = 0; it < 200; it++) {
+        MPI_Comm c = it % 2 ? rev : MPI_COMM_WORLD;
+        check_allreduce(c, (size_t)(it % 7) * 1000 + 1);
+        if (it % 10 == 0) {
+            check_blocks(c, (size_t)it * 37 + 1);
+        }
+    }
+    MPI_Comm_free(&rev);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    mode_twocomms();
+    check_allreduce(MPI_COMM_WORLD, 300000);
+    return NULL;
+}
+
+static void mode_int8(void)
+{
+    enum { N = 4099 };
+    int8_t in[N], out[N];
+    uint8_t uin[N], uout[N];
+    for (int i = 0; i < N; i++) {
+        in[i] = (int8_t)(100 + rank * 17 + i);
+        uin[i] = (uint8_t)(200 + rank * 29 + i);
+    }
+    MPI_Allreduce(in, out, N, MPI_INT8_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(uin, uout, N, MPI_UNSIGNED_CHAR, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < N; i++) {
+        unsigned e = 0, ue = 0;
+        for (int r = 0; r < size; r++) {
+            e += (unsigned)(uint8_t)(int8_t)(100 + r * 17 + i);
+            ue += (uint8_t)(200 + r * 29 + i);
+        }
+        CHECK(out[i] == (int8_t)(uint8_t)e, "int8 sum [%d] = %d, expected %d", i, out[i],
+              (int8_t)(uint8_t)e);
+        CHECK(uout[i] == (uint8_t)ue, "uint8 sum [%d] = %d, expected %d", i, uout[i], (uint8_t)ue);
+    }
+}
+
+static void mode_stall(int victim, long at)
+{
+    for (long it = 0;; it++) {
+        if (rank == victim && it == at) {
+            fprintf(stderr, "rank %d: stopping at iteration %ld\n", rank, it);
+            raise(SIGSTOP);
+        }
+        long v = 1, s;
+        MPI_Allreduce(&v, &s, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int provided;
+
+    if (strcmp(mode, "thread") == 0) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    if (strcmp(mode, "edges") == 0) {
+        mode_edges();
+    } else if (strcmp(mode, "loop") == 0) {
+        mode_loop(argc > 2 ? atol(argv[2]) : 100000);
+    } else if (strcmp(mode, "twocomms") == 0) {
+        mode_twocomms();
+    } else if (strcmp(mode, "thread") == 0) {
+        pthread_t t;
+        if (provided < MPI_THREAD_SERIALIZED) {
+            CHECK(0, "MPI provides thread level %d < MPI_THREAD_SERIALIZED", provided);
+        } else {
+            pthread_create(&t, NULL, worker, NULL);
+            pthread_join(t, NULL);
+        }
+    } else if (strcmp(mode, "int8") == 0) {
+        mode_int8();
+    } else if (strcmp(mode, "stall") == 0) {
+        mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000);
+    } else {
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|stall [R N]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    int all;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("test_host %s: %s (%d failures over %d ranks)\n", mode, all ? "FAILED" : "passed",
+               all, size);
+    }
+    MPI_Finalize();
+    return failures != 0;
+}

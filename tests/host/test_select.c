@@ -1,0 +1,59 @@
+/* Selection tables of the host executor: which algorithm for which size, by hand. */
+#include "build-config.h"
+#include "coll/algs.h"
+#include "coll/coll.h"
+#include "config.h"
+#include "select.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+static void expect(const char *what, int got, int want)
+{
+    if (got != want) {
+        fprintf(stderr, "%s: algorithm %d, expected %d\n", what, got, want);
+        failures++;
+    }
+}
+
+int main(void)
+{
+    picoll_config_t cfg;
+    char *env_on[] = {"PICOLL_HOST=on", "PICOLL_ALLREDUCE_ONESHOT_MAX=64k",
+                      "PICOLL_ALLREDUCE_TWOSHOT_MAX=16M", NULL};
+    char *env_off[] = {NULL};
+    size_t slot = 4u << 20;
+
+    picoll_config_load(&cfg, env_off);
+    expect("off: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALG_FALLBACK);
+    expect("off: allgather 8 B", picoll_select_allgather(&cfg, 2, 8), PICOLL_ALG_FALLBACK);
+    expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8), PICOLL_ALG_FALLBACK);
+
+    picoll_config_load(&cfg, env_on);
+    expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
+    expect("on: allreduce 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536),
+           PICOLL_ALLREDUCE_ONESHOT);
+    expect("on: allreduce 64 KiB + 1", picoll_select_allreduce(&cfg, slot, 2, 65537),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("on: allreduce 16 MiB", picoll_select_allreduce(&cfg, slot, 2, 16u << 20),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("on: allreduce 16 MiB + 1", picoll_select_allreduce(&cfg, slot, 2, (16u << 20) + 1),
+           PICOLL_ALG_FALLBACK);
+    /* a one-shot threshold above the slot: one-shot only while the input fits one slot */
+    expect("on: allreduce 64 KiB, 32 KiB slot", picoll_select_allreduce(&cfg, 32768, 2, 65536),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1), PICOLL_ALLGATHER_SHM);
+    expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20), PICOLL_ALLTOALL_SHM);
+
+    /* the table names the algorithms selection returns */
+    const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
+    if (ar->count != 3 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0) {
+        fprintf(stderr, "allreduce table does not name oneshot and twoshot\n");
+        failures++;
+    }
+    printf("%d passed, %d failed\n", 12 - failures, failures);
+    return failures != 0;
+}
