@@ -1,5 +1,5 @@
 #!/bin/sh
-# expect.sh [--fail] [--within SECONDS] [--no-shm-leftovers] REGEX... -- COMMAND...
+# expect.sh [--fail|--any-status] [--within SECONDS] [--no-shm-leftovers] REGEX... -- COMMAND...
 # Runs COMMAND; passes when its exit status is zero (nonzero with --fail), every REGEX matches its
 # combined output, it ended within SECONDS, and (with --no-shm-leftovers) it left no picoll
 # segment in /dev/shm.
@@ -7,6 +7,7 @@ want_fail=0; within=0; shm_check=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --fail) want_fail=1; shift ;;
+        --any-status) want_fail=2; shift ;;
         --within) within="$2"; shift 2 ;;
         --no-shm-leftovers) shm_check=1; shift ;;
         --) shift; break ;;

@@ -5,7 +5,8 @@
  *   twocomms  calls alternating between two communicators (world and a reversed split)
  *   thread    MPI_THREAD_SERIALIZED, every call from a worker thread
  *   int8      8-bit sums that overflow (C wraparound)
- *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout */
+ *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout
+ *   kill R N  rank R is killed (SIGKILL) at iteration N: likewise, where the launcher lets them */
 #include <mpi.h>
 #include <pthread.h>
 #include <signal.h>
@@ -220,12 +221,12 @@ static void mode_int8(void)
     }
 }
 
-static void mode_stall(int victim, long at)
+static void mode_stall(int victim, long at, int sig)
 {
     for (long it = 0;; it++) {
         if (rank == victim && it == at) {
-            fprintf(stderr, "rank %d: stopping at iteration %ld\n", rank, it);
-            raise(SIGSTOP);
+            fprintf(stderr, "rank %d: %s at iteration %ld\n", rank, sig == SIGKILL ? "killed" : "stopping", it);
+            raise(sig);
         }
         long v = 1, s;
         MPI_Allreduce(&v, &s, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -262,9 +263,11 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "int8") == 0) {
         mode_int8();
     } else if (strcmp(mode, "stall") == 0) {
-        mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000);
+        mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGSTOP);
+    } else if (strcmp(mode, "kill") == 0) {
+        mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGKILL);
     } else {
-        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|stall [R N]\n");
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|stall [R N]|kill [R N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all;
