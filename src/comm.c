@@ -9,6 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Atomic unsigned long picoll_comm_generation = 1;
+_Thread_local picoll_comm_cache_t picoll_comm_cache __attribute__((tls_model("initial-exec")));
+
+picoll_comm_t *picoll_comm_lookup(MPI_Comm comm)
+{
+    picoll_comm_t *ctx;
+    int found;
+    /* read the generation first: a destruction after this makes the entry stale, never valid */
+    unsigned long gen = atomic_load_explicit(&picoll_comm_generation, memory_order_acquire);
+    if (PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) != MPI_SUCCESS || !found) {
+        ctx = picoll_comm_create(comm);
+        gen = atomic_load_explicit(&picoll_comm_generation, memory_order_acquire);
+    }
+    if (ctx != NULL) {
+        picoll_comm_cache.comm = comm;
+        picoll_comm_cache.ctx = ctx;
+        picoll_comm_cache.generation = gen;
+    }
+    return ctx;
+}
+
 static pthread_mutex_t comm_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static picoll_comm_t *comm_list;
 static unsigned long comm_next_id = 1;
@@ -43,6 +64,7 @@ static void comm_list_remove(picoll_comm_t *ctx)
 static void comm_destroy(picoll_comm_t *ctx)
 {
     picoll_debug("destroying context %lu (size %d)", ctx->id, ctx->size);
+    atomic_fetch_add_explicit(&picoll_comm_generation, 1, memory_order_acq_rel);
     comm_list_remove(ctx);
     if (ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);

@@ -28,17 +28,30 @@ void picoll_comm_finalize(void);
  * communicator. Every rank gets a context with the same `enabled`. */
 static inline picoll_comm_t *picoll_comm_get(MPI_Comm comm);
 picoll_comm_t *picoll_comm_create(MPI_Comm comm);
+picoll_comm_t *picoll_comm_lookup(MPI_Comm comm);
 
+#include <stdatomic.h>
 #include "core.h"
+
+/* The attribute lookup costs more than the rest of a passed-through call, so each thread keeps
+ * its last (handle, context). Destroying any context bumps picoll_comm_generation, which
+ * invalidates every thread's entry: a handle reused after MPI_Comm_free never finds a stale one. */
+extern _Atomic unsigned long picoll_comm_generation;
+typedef struct {
+    MPI_Comm comm;
+    picoll_comm_t *ctx;
+    unsigned long generation;
+} picoll_comm_cache_t;
+extern _Thread_local picoll_comm_cache_t picoll_comm_cache __attribute__((tls_model("initial-exec")));
 
 static inline picoll_comm_t *picoll_comm_get(MPI_Comm comm)
 {
-    picoll_comm_t *ctx;
-    int found;
-    if (PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) == MPI_SUCCESS && found) {
-        return ctx;
+    picoll_comm_cache_t *c = &picoll_comm_cache;
+    if (c->comm == comm && c->ctx != NULL &&
+        c->generation == atomic_load_explicit(&picoll_comm_generation, memory_order_acquire)) {
+        return c->ctx;
     }
-    return picoll_comm_create(comm);
+    return picoll_comm_lookup(comm);
 }
 
 #endif

@@ -27,6 +27,14 @@ typedef struct {
     size_t allreduce_twoshot_max;
     double timeout;
     long test_fail_setup;
+    /* topology (topo/) */
+    const char *topo_file;
+    size_t nvlink_oneshot_max;
+    size_t nvlink_twoshot_max;
+    size_t hcm_oneshot_max;
+    size_t pcie_oneshot_max;
+    size_t nvlink_ipc_max;
+    size_t pcie_ipc_max;
 } picoll_config_t;
 
 typedef struct {

@@ -3,10 +3,12 @@
 #include "coll/coll.h"
 #include "config.h"
 #include "log.h"
+#include "topo/topo.h"
 #include <picoll.h>
 
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef PICOLL_HAVE_UCX
 #include <ucp/api/ucp.h>
@@ -76,15 +78,46 @@ static void print_algorithms(void)
     }
 }
 
+/* The detected (or recorded) topology, its class and the selection tables; 1 on error. */
+static int print_topology(const char *file)
+{
+    picoll_config_t cfg;
+    picoll_topo_t *t = malloc(sizeof(*t));
+    char err[512] = "";
+    picoll_status_t st;
+
+    if (t == NULL) {
+        return 1;
+    }
+    picoll_log_level = PICOLL_LOG_WARN;
+    picoll_config_load(&cfg, environ);
+    if (file != NULL) {
+        cfg.topo_file = file;
+    }
+    st = picoll_topo_load(&cfg, t, err, sizeof(err));
+    if (st != PICOLL_OK) {
+        fprintf(stderr, "picoll_info: %s\n", err);
+        free(t);
+        return 1;
+    }
+    picoll_topo_print(stdout, t, &cfg);
+    free(t);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: picoll_info [-b|--build] [-v|--variables] [-a|--algorithms] [-h|--help]\n"
-               "  with no option, prints everything\n");
+               "                   [-t|--topology [FILE]]\n"
+               "  with no option, prints everything but the topology\n"
+               "  --topology: the GPU topology detected (or recorded in FILE, an `nvidia-smi topo -m`\n"
+               "  text; else PICOLL_TOPO_FILE), its class and the algorithm chosen per size\n");
 }
 
 int main(int argc, char **argv)
 {
-    int build = 0, vars = 0, algs = 0;
+    int build = 0, vars = 0, algs = 0, topo = 0;
+    const char *topo_file = NULL;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-b") || !strcmp(argv[i], "--build")) {
@@ -93,6 +126,11 @@ int main(int argc, char **argv)
             vars = 1;
         } else if (!strcmp(argv[i], "-a") || !strcmp(argv[i], "--algorithms")) {
             algs = 1;
+        } else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--topology")) {
+            topo = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') {
+                topo_file = argv[++i];
+            }
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -101,6 +139,9 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (topo && !build && !vars && !algs) {
+        return print_topology(topo_file);
     }
     if (!build && !vars && !algs) {
         build = vars = algs = 1;
@@ -114,6 +155,9 @@ int main(int argc, char **argv)
     }
     if (algs) {
         print_algorithms();
+    }
+    if (topo && print_topology(topo_file) != 0) {
+        return 1;
     }
     return 0;
 }

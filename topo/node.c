@@ -1,0 +1,124 @@
+#include "build-config.h"
+#include "topo/node.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char bus_id[PICOLL_TOPO_BUSID_LEN];
+    int index;
+    uint32_t hash; /* of the rank's whole-node topology */
+} gpu_msg_t;
+
+void picoll_topo_node_free(picoll_topo_node_t *n)
+{
+    free(n->rank_gpu);
+    n->rank_gpu = NULL;
+    n->nranks = 0;
+}
+
+picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *node,
+                                       const picoll_topo_gpu_id_t *mine, picoll_topo_node_t *out)
+{
+    gpu_msg_t me, *all = NULL;
+    int nranks, rc, used[PICOLL_TOPO_MAX_GPUS], nused = 0;
+    int *rank_gpu = NULL;
+    int nogpu = -1, withgpu = 0;
+    picoll_status_t status = PICOLL_OK;
+
+    memset(out, 0, sizeof(*out));
+    rc = PMPI_Comm_size(node_comm, &nranks);
+    if (rc != MPI_SUCCESS) {
+        picoll_error("PMPI_Comm_size failed on the node communicator (error %d)", rc);
+        return PICOLL_ERR_MPI;
+    }
+    memset(&me, 0, sizeof(me));
+    snprintf(me.bus_id, sizeof(me.bus_id), "%s", mine && mine->bus_id[0] ? mine->bus_id : "");
+    me.index = mine ? mine->index : -1;
+    me.hash = picoll_topo_hash(node);
+    all = calloc((size_t)nranks, sizeof(*all));
+    rank_gpu = calloc((size_t)nranks, sizeof(*rank_gpu));
+    if (all == NULL || rank_gpu == NULL) {
+        status = PICOLL_ERR_NO_MEMORY;
+        /* still take part in the exchange so that the others do not hang */
+    }
+    gpu_msg_t dummy[1];
+    rc = PMPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all ? (void *)all : (void *)dummy,
+                        all ? (int)sizeof(me) : 0, MPI_BYTE, node_comm);
+    if (rc != MPI_SUCCESS) {
+        picoll_error("PMPI_Allgather of the GPU bus ids failed (error %d)", rc);
+        status = PICOLL_ERR_MPI;
+    }
+    if (status != PICOLL_OK) {
+        goto out_free;
+    }
+    /* every rank now holds the same all[]: what follows is deterministic */
+    out->reach = PICOLL_TOPO_REACH_NONE;
+    for (int r = 0; r < nranks; r++) {
+        if (all[r].hash != me.hash) {
+            snprintf(out->why, sizeof(out->why), "ranks 0 and %d see different node topologies", r);
+            for (int k = 0; k < nranks; k++) {
+                rank_gpu[k] = -1;
+            }
+            nused = 0;
+            goto out_done;
+        }
+        int g = all[r].bus_id[0] ? picoll_topo_find_bus_id(node, all[r].bus_id) : -1;
+        if (g < 0 && all[r].index >= 0 && all[r].index < node->ngpus) {
+            g = all[r].index;
+        }
+        rank_gpu[r] = g;
+        if (g < 0) {
+            if (nogpu < 0) {
+                nogpu = r;
+            }
+            continue;
+        }
+        withgpu++;
+        int seen = 0;
+        for (int k = 0; k < nused; k++) {
+            seen |= used[k] == g;
+        }
+        if (!seen) {
+            used[nused++] = g;
+        } else {
+            out->shared = 1;
+        }
+    }
+    if (nogpu >= 0) {
+        snprintf(out->why, sizeof(out->why), withgpu ? "rank %d has no GPU" : "no rank has a GPU (rank %d first)",
+                 nogpu);
+    }
+out_done:
+    status = picoll_topo_restrict(node, used, nused, &out->used);
+    if (status != PICOLL_OK) {
+        goto out_free;
+    }
+    /* rank_gpu as indices into out->used */
+    for (int r = 0; r < nranks; r++) {
+        int g = rank_gpu[r];
+        rank_gpu[r] = -1;
+        for (int k = 0; k < nused && g >= 0; k++) {
+            if (used[k] == g) {
+                rank_gpu[r] = k;
+            }
+        }
+    }
+    if (nogpu < 0 && out->why[0] == '\0') {
+        out->reach = picoll_topo_reach(&out->used, rank_gpu, nranks);
+        if (out->reach == PICOLL_TOPO_REACH_NONE) {
+            snprintf(out->why, sizeof(out->why), "%s",
+                     nranks < 2 ? "a single rank" : "some GPU pair has no peer access");
+        }
+    }
+    out->nranks = nranks;
+    out->rank_gpu = rank_gpu;
+    free(all);
+    return PICOLL_OK;
+
+out_free:
+    free(all);
+    free(rank_gpu);
+    return status;
+}

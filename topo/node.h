@@ -1,0 +1,32 @@
+/* The node-wide topology of a communicator's local ranks: every rank brings its GPU, all compute
+ * the same result. MPI is used through PMPI_* only. */
+#ifndef PICOLL_TOPO_NODE_H
+#define PICOLL_TOPO_NODE_H
+
+#include <mpi.h>
+
+#include "topo/topo.h"
+
+/* What one rank knows of its own GPU. */
+typedef struct {
+    char bus_id[PICOLL_TOPO_BUSID_LEN]; /* "0000:07:00.0"; "" when the rank has no GPU */
+    int index; /* its GPUn in a recorded topology (PICOLL_TOPO_FILE, which has no bus ids), or -1 */
+} picoll_topo_gpu_id_t;
+
+typedef struct {
+    int nranks;
+    int *rank_gpu;          /* [nranks]: index into node (below) of each rank's GPU, -1 none */
+    int shared;             /* some GPU is used by more than one rank */
+    picoll_topo_reach_t reach; /* of all the ranks together: what selection takes */
+    picoll_topo_t used;     /* the distinct GPUs the ranks use, in order of first use; classified */
+    char why[160];          /* when reach is none: why, e.g. "rank 3 has no GPU" */
+} picoll_topo_node_t;
+
+/* Collective over node_comm (the ranks of one node). node is this rank's detected or recorded
+ * topology of the whole node. Every rank returns the same out (or the same error status);
+ * disagreeing inputs (different topologies, a GPU on some ranks only) give reach none. */
+picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *node,
+                                       const picoll_topo_gpu_id_t *mine, picoll_topo_node_t *out);
+void picoll_topo_node_free(picoll_topo_node_t *n);
+
+#endif

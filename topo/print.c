@@ -1,0 +1,167 @@
+/* The topology as picoll_info --topology prints it. */
+#include "build-config.h"
+#include "topo/topo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void picoll_topo_format_size(size_t v, char *buf, size_t len)
+{
+    if (v != 0 && v % (1u << 30) == 0) {
+        snprintf(buf, len, "%zuG", v >> 30);
+    } else if (v != 0 && v % (1u << 20) == 0) {
+        snprintf(buf, len, "%zuM", v >> 20);
+    } else if (v != 0 && v % (1u << 10) == 0) {
+        snprintf(buf, len, "%zuk", v >> 10);
+    } else {
+        snprintf(buf, len, "%zu", v);
+    }
+}
+
+static void cell(const picoll_topo_t *t, int i, int j, char *buf, size_t len)
+{
+    const picoll_topo_link_t *l = &t->links[i][j];
+    if (i == j) {
+        snprintf(buf, len, "X");
+    } else if (l->nvswitch_links > 0) {
+        snprintf(buf, len, "NS%d", l->nvswitch_links);
+    } else if (l->nvlinks > 0) {
+        snprintf(buf, len, "NV%d", l->nvlinks);
+    } else {
+        snprintf(buf, len, "%s", picoll_topo_path_name(l->path));
+    }
+    if (i != j && l->p2p != PICOLL_TOPO_P2P_OK && len > strlen(buf) + 1) {
+        strcat(buf, "*");
+    }
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef picoll_topo_alg_t (*alg_fn_t)(picoll_topo_reach_t, size_t, const picoll_config_t *);
+
+/* One line per collective: the size ranges and their algorithm, e.g.
+ *   allreduce   <= 256k one-shot, <= 10M two-shot, larger handover */
+static void print_ranges(FILE *f, const char *name, alg_fn_t fn, picoll_topo_reach_t reach,
+                         const picoll_config_t *cfg)
+{
+    size_t b[] = {cfg->nvlink_oneshot_max, cfg->nvlink_twoshot_max, cfg->hcm_oneshot_max,
+                  cfg->pcie_oneshot_max,   cfg->nvlink_ipc_max,     cfg->pcie_ipc_max};
+    size_t nb = sizeof(b) / sizeof(b[0]);
+    char sz[32];
+
+    qsort(b, nb, sizeof(b[0]), cmp_size);
+    fprintf(f, "    %-10s", name);
+    picoll_topo_alg_t cur = fn(reach, 0, cfg);
+    int first = 1;
+    for (size_t k = 0; k < nb; k++) {
+        if (b[k] == (size_t)-1) {
+            continue;
+        }
+        picoll_topo_alg_t next = fn(reach, b[k] + 1, cfg);
+        if (next != cur) {
+            picoll_topo_format_size(b[k], sz, sizeof(sz));
+            fprintf(f, "%s<= %s %s", first ? " " : ", ", sz, picoll_topo_alg_name(cur));
+            first = 0;
+            cur = next;
+        }
+    }
+    fprintf(f, "%s%s %s\n", first ? " " : ", ", first ? "all sizes" : "larger",
+            picoll_topo_alg_name(cur));
+}
+
+static void print_selection(FILE *f, const picoll_topo_t *t, uint32_t set, const char *what,
+                            const picoll_config_t *cfg)
+{
+    int ranks[PICOLL_TOPO_MAX_GPUS] = {0}, n = 0;
+    for (uint32_t s = set; s; s &= s - 1) {
+        ranks[n++] = __builtin_ctz(s);
+    }
+    picoll_topo_reach_t reach = picoll_topo_reach(t, ranks, n);
+    fprintf(f, "  %s {", what);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s%d", i ? "," : "", ranks[i]);
+    }
+    fprintf(f, "}, one rank per GPU: reach %s\n", picoll_topo_reach_name(reach));
+    print_ranges(f, "allreduce", picoll_topo_allreduce_alg, reach, cfg);
+    print_ranges(f, "allgather", picoll_topo_allgather_alg, reach, cfg);
+    print_ranges(f, "alltoall", picoll_topo_alltoall_alg, reach, cfg);
+}
+
+void picoll_topo_print(FILE *f, const picoll_topo_t *t, const picoll_config_t *cfg)
+{
+    const picoll_topo_classification_t *c = &t->cls;
+    char buf[32];
+
+    fprintf(f, "topology: %s\n", t->source);
+    fprintf(f, "  %d GPU(s), %d NIC(s)\n", t->ngpus, t->nnics);
+    if (t->ngpus > 0) {
+        fprintf(f, "  %-6s", "");
+        for (int j = 0; j < t->ngpus; j++) {
+            snprintf(buf, sizeof(buf), "GPU%d", j);
+            fprintf(f, " %-6s", buf);
+        }
+        fprintf(f, " %-14s %-5s %s\n", "bus id", "NUMA", "nearest NIC");
+        for (int i = 0; i < t->ngpus; i++) {
+            const picoll_topo_gpu_t *g = &t->gpus[i];
+            snprintf(buf, sizeof(buf), "GPU%d", i);
+            fprintf(f, "  %-6s", buf);
+            for (int j = 0; j < t->ngpus; j++) {
+                cell(t, i, j, buf, sizeof(buf));
+                fprintf(f, " %-6s", buf);
+            }
+            fprintf(f, " %-14s ", g->bus_id[0] ? g->bus_id : "?");
+            if (g->numa_node >= 0) {
+                fprintf(f, "%-5d ", g->numa_node);
+            } else {
+                fprintf(f, "%-5s ", "?");
+            }
+            if (g->nic >= 0) {
+                fprintf(f, "%s (%s)\n", t->nic_names[g->nic], picoll_topo_path_name(g->nic_path));
+            } else {
+                fprintf(f, "?\n");
+            }
+        }
+        fprintf(f, "  NV# direct NVLinks, NS# NVLinks through NVSwitches, PIX/PXB/PHB/NODE/SYS PCIe "
+                   "paths as nvidia-smi names them, * no peer access\n");
+    }
+    fprintf(f, "class: %s", picoll_topo_class_name(c->cls));
+    if (c->cls == PICOLL_TOPO_CLASS_PCIE) {
+        fprintf(f, " (farthest pair: %s, %s)", picoll_topo_path_name(c->pcie_distance),
+                picoll_topo_path_desc(c->pcie_distance));
+    }
+    fprintf(f, "\n");
+    if (c->cls == PICOLL_TOPO_CLASS_HCM) {
+        for (int i = 0; i < t->ngpus; i++) {
+            fprintf(f, "  GPU%d neighbours %d,%d,%d,%d relay %d\n", i, c->hcm_neighbors[i][0],
+                    c->hcm_neighbors[i][1], c->hcm_neighbors[i][2], c->hcm_neighbors[i][3],
+                    c->hcm_relay[i]);
+        }
+    }
+    if (c->cls == PICOLL_TOPO_CLASS_HCM || c->cls == PICOLL_TOPO_CLASS_MIXED) {
+        fprintf(f, "  largest fully connected subsets (%d GPUs):", c->subset_size);
+        for (int s = 0; s < c->nsubsets; s++) {
+            fprintf(f, " {");
+            int k = 0;
+            for (uint32_t m = c->subsets[s]; m; m &= m - 1) {
+                fprintf(f, "%s%d", k++ ? "," : "", __builtin_ctz(m));
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "selection (sizes in bytes: allreduce message, allgather/alltoall receive buffer):\n");
+    uint32_t all = t->ngpus >= 32 ? 0xffffffffu : (1u << t->ngpus) - 1;
+    print_selection(f, t, all, "all GPUs", cfg);
+    if (c->cls == PICOLL_TOPO_CLASS_HCM || c->cls == PICOLL_TOPO_CLASS_MIXED) {
+        for (int s = 0; s < c->nsubsets; s++) {
+            if (c->subsets[s] != all && c->subset_size > 1) {
+                print_selection(f, t, c->subsets[s], "subset", cfg);
+            }
+        }
+    }
+}
