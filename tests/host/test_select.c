@@ -47,6 +47,18 @@ int main(void)
     expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1), PICOLL_ALLGATHER_SHM);
     expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20), PICOLL_ALLTOALL_SHM);
 
+    /* auto: allreduce everywhere; allgather up to 16 KiB and alltoall up to 8 KiB a block */
+    char *env_auto[] = {"PICOLL_HOST=auto", NULL};
+    picoll_config_load(&cfg, env_auto);
+    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
+    expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("auto: allgather 16 KiB", picoll_select_allgather(&cfg, 2, 16384), PICOLL_ALLGATHER_SHM);
+    expect("auto: allgather 16 KiB + 1", picoll_select_allgather(&cfg, 2, 16385),
+           PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 8 KiB", picoll_select_alltoall(&cfg, 2, 8192), PICOLL_ALLTOALL_SHM);
+    expect("auto: alltoall 8 KiB + 1", picoll_select_alltoall(&cfg, 2, 8193), PICOLL_ALG_FALLBACK);
+
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     if (ar->count != 3 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
@@ -54,6 +66,6 @@ int main(void)
         fprintf(stderr, "allreduce table does not name oneshot and twoshot\n");
         failures++;
     }
-    printf("%d passed, %d failed\n", 12 - failures, failures);
+    printf("%d passed, %d failed\n", 18 - failures, failures);
     return failures != 0;
 }
