@@ -178,11 +178,9 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     picoll_reentry++;
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
-        /* Cannot even remember the decision: the caller falls back. Still take part in nothing
-         * collective here, since no rank can have started a context this call. */
-        picoll_error("out of memory creating a communicator context");
-        picoll_reentry--;
-        return NULL;
+        /* the other ranks are entering the set-up exchanges: leaving them would hang the job */
+        picoll_error("out of memory creating a communicator context: aborting the job");
+        PMPI_Abort(comm, 1);
     }
     ctx->comm = comm;
     ctx->node_comm = MPI_COMM_NULL;

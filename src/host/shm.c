@@ -64,12 +64,11 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
 
     shm->comm_ranks = malloc((size_t)shm->nlocal * sizeof(int));
     if (shm->comm_ranks == NULL) {
-        status = PICOLL_ERR_NO_MEMORY;
+        /* the exchange below must stay matched on every rank: nothing sane is left to do */
+        picoll_error("out of memory setting up the shared-memory workspace: aborting the job");
+        PMPI_Abort(comm, 1);
     }
-    /* always take part, so that the exchange stays matched */
-    int dummy[1];
-    PMPI_Allgather(&my_rank, 1, MPI_INT, shm->comm_ranks ? shm->comm_ranks : dummy,
-                   shm->comm_ranks ? 1 : 0, MPI_INT, node_comm);
+    PMPI_Allgather(&my_rank, 1, MPI_INT, shm->comm_ranks, 1, MPI_INT, node_comm);
 
     if (shm->me == 0 && status == PICOLL_OK) {
         if (shm_make_name(name, sizeof(name)) != 0) {
