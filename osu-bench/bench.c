@@ -1,0 +1,911 @@
+/* osu-bench harness: options, buffers, timing, validation and output of the benchmarks.
+ *
+ * Timing follows the OSU micro-benchmarks' method: each rank times every call of the collective
+ * (a barrier between calls, outside the timing), takes its mean over the timed iterations, and
+ * the reported latency is that mean averaged over ranks (min and max over ranks with -f).
+ *
+ * The harness's own bookkeeping (barriers, reductions of timings and validation verdicts) calls
+ * PMPI_* directly, so it never goes through an interposed library it is measuring. */
+#ifdef HAVE_CONFIG_H
+#include "build-config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* RTLD_DEFAULT, getopt_long, posix_memalign */
+#endif
+
+#include "bench.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef OSU_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+/* OSU's defaults: messages above 8 KiB take fewer iterations. */
+#define BENCH_LARGE_MESSAGE 8192
+#define BENCH_ITERS_SMALL 1000
+#define BENCH_ITERS_LARGE 100
+#define BENCH_WARMUP_SMALL 200
+#define BENCH_WARMUP_LARGE 10
+#define BENCH_MAX_SIZE_DEFAULT ((size_t)1 << 20)
+#define BENCH_AB_ROUNDS_DEFAULT 2
+
+/* Output columns, as OSU prints them. */
+#define COL_SIZE 10
+#define COL_FIELD 18
+#define COL_ITERS 12
+
+/* Receive elements no input and no call wrote hold this. */
+#define BENCH_SENTINEL 111
+
+typedef enum { TYPE_CHAR, TYPE_INT, TYPE_FLOAT, TYPE_DOUBLE } type_kind_t;
+
+typedef struct {
+    const char *flag;     /* -T value */
+    const char *mpi_name; /* "# Datatype: MPI_CHAR." */
+    type_kind_t kind;
+    size_t size;
+} type_info_t;
+
+static const type_info_t bench_types[] = {
+    {.flag = "mpi_char", .mpi_name = "MPI_CHAR", .kind = TYPE_CHAR, .size = sizeof(char)},
+    {.flag = "mpi_int", .mpi_name = "MPI_INT", .kind = TYPE_INT, .size = sizeof(int)},
+    {.flag = "mpi_float", .mpi_name = "MPI_FLOAT", .kind = TYPE_FLOAT, .size = sizeof(float)},
+    {.flag = "mpi_double", .mpi_name = "MPI_DOUBLE", .kind = TYPE_DOUBLE, .size = sizeof(double)},
+};
+#define BENCH_NTYPES (sizeof(bench_types) / sizeof(bench_types[0]))
+
+typedef enum { MEM_HOST, MEM_CUDA } mem_kind_t;
+
+typedef struct {
+    size_t min_size, max_size; /* -m, bytes */
+    size_t factor;             /* --factor: ratio of successive sizes */
+    int iters, warmup;         /* -i, -x; -1: OSU's defaults by size */
+    int full;                  /* -f */
+    int validate;              /* -c */
+    int in_place;              /* -l */
+    const type_info_t *type;   /* -T */
+    mem_kind_t mem;            /* -d */
+    int ab_rounds;             /* --ab[=N]: 0 for OSU's output */
+    int corrupt;               /* --test-corrupt */
+} options_t;
+
+/* picoll's public functions, found at run time in the preloaded library (--ab). */
+typedef struct {
+    void (*set_bypass)(int bypass);
+    int (*active)(void);
+    const char *(*version)(void);
+    int (*comm_query)(MPI_Comm comm, void *info);
+} picoll_api_t;
+
+/* picoll_comm_info_t of include/picoll.h, declared here so the benchmarks build without it. */
+typedef struct {
+    unsigned long id;
+    int enabled;
+    int size;
+    int local_size;
+    int num_nodes;
+    char reason[128];
+} picoll_info_copy_t;
+
+typedef struct {
+    const bench_coll_t *coll;
+    options_t opt;
+    MPI_Comm comm;
+    MPI_Datatype type;
+    int rank, np;
+    long spread;          /* inputs lie in [-spread, spread] */
+    void *send, *recv;    /* the buffers the collective is given: host or device */
+    void *hsend, *hrecv;  /* host copies: the same buffers for host memory, staging for CUDA */
+    size_t send_cap, recv_cap; /* bytes allocated */
+    picoll_api_t picoll;
+} bench_t;
+
+/* ------------------------------------------------------------------ values */
+
+/* Deterministic input of element idx on rank, in [-spread, spread] (splitmix64 of both). */
+static long input_value(int rank, size_t idx, long spread)
+{
+    uint64_t x = (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ULL + (uint64_t)idx;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return (long)(x % (uint64_t)(2 * spread + 1)) - spread;
+}
+
+static void store_value(type_kind_t kind, void *buf, size_t i, long v)
+{
+    switch (kind) {
+    case TYPE_CHAR:
+        ((char *)buf)[i] = (char)(signed char)v;
+        break;
+    case TYPE_INT:
+        ((int *)buf)[i] = (int)v;
+        break;
+    case TYPE_FLOAT:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case TYPE_DOUBLE:
+        ((double *)buf)[i] = (double)v;
+        break;
+    }
+}
+
+/* Every value the benchmarks use is an integer exactly representable in each type. */
+static double load_value(type_kind_t kind, const void *buf, size_t i)
+{
+    switch (kind) {
+    case TYPE_CHAR:
+        return (double)(signed char)((const char *)buf)[i];
+    case TYPE_INT:
+        return (double)((const int *)buf)[i];
+    case TYPE_FLOAT:
+        return (double)((const float *)buf)[i];
+    case TYPE_DOUBLE:
+        return ((const double *)buf)[i];
+    }
+    return 0.0;
+}
+
+static MPI_Datatype type_handle(type_kind_t kind)
+{
+    switch (kind) {
+    case TYPE_CHAR:
+        return MPI_CHAR;
+    case TYPE_INT:
+        return MPI_INT;
+    case TYPE_FLOAT:
+        return MPI_FLOAT;
+    case TYPE_DOUBLE:
+        return MPI_DOUBLE;
+    }
+    return MPI_DATATYPE_NULL;
+}
+
+/* ------------------------------------------------------------------ options */
+
+static void print_usage(const bench_coll_t *coll)
+{
+    printf("Usage: osu_%s [options]\n"
+           "OSU micro-benchmark compatible %s latency test (picoll osu-bench %s).\n"
+           "  -m, --message-size [MIN:]MAX  message sizes in bytes, powers of two from MIN\n"
+           "                                (default 1:%zu; K, M, G suffixes accepted)\n"
+           "  -i, --iterations N            timed iterations per size (default %d, %d above %d bytes)\n"
+           "  -x, --warmup N                untimed warm-up iterations (default %d, %d above %d bytes)\n"
+           "  -f, --full                    also min and max latency over ranks, iterations, bus\n"
+           "                                bandwidth (MB/s)\n"
+           "  -c, --validation              check every result; adds a Validation column, exit 1\n"
+           "                                on a mismatch\n"
+           "  -T, --type TYPE               mpi_char (default), mpi_int, mpi_float, mpi_double\n"
+           "  -d, --accelerator host|cuda   buffers in host memory (default) or on the GPU\n"
+           "  -l, --in-place                MPI_IN_PLACE as the send buffer\n"
+           "  -h, --help                    this text;  -v, --version  the version\n"
+           "picoll extensions:\n"
+           "      --ab[=ROUNDS]             with libpicoll.so preloaded: per size, ROUNDS times\n"
+           "                                (default %d) plain MPI then picoll (picoll_set_bypass),\n"
+           "                                printing both latencies and the speed-up\n"
+           "      --factor F                ratio of successive sizes (default 2)\n"
+           "      --test-corrupt            testing only: damage one result so that -c must fail\n",
+           coll->name, coll->title, PACKAGE_VERSION, BENCH_MAX_SIZE_DEFAULT, BENCH_ITERS_SMALL,
+           BENCH_ITERS_LARGE, BENCH_LARGE_MESSAGE, BENCH_WARMUP_SMALL, BENCH_WARMUP_LARGE,
+           BENCH_LARGE_MESSAGE, BENCH_AB_ROUNDS_DEFAULT);
+}
+
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+static int parse_bytes(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+    if (*text < '0' || *text > '9') {
+        return -1;
+    }
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0) {
+        return -1;
+    }
+    if (*end == 'k' || *end == 'K') {
+        shift = 10;
+        end++;
+    } else if (*end == 'm' || *end == 'M') {
+        shift = 20;
+        end++;
+    } else if (*end == 'g' || *end == 'G') {
+        shift = 30;
+        end++;
+    }
+    if (*end != '\0' || v > (SIZE_MAX >> shift)) {
+        return -1;
+    }
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static int parse_int(const char *text, int min, int *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > INT_MAX) {
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* -m [MIN:]MAX, also MIN: */
+static int parse_sizes(const char *text, options_t *opt)
+{
+    char buf[64];
+    char *colon;
+    if (strlen(text) >= sizeof(buf)) {
+        return -1;
+    }
+    strcpy(buf, text);
+    colon = strchr(buf, ':');
+    if (colon == NULL) {
+        return parse_bytes(buf, &opt->max_size);
+    }
+    *colon = '\0';
+    if (parse_bytes(buf, &opt->min_size) != 0) {
+        return -1;
+    }
+    return colon[1] == '\0' ? 0 : parse_bytes(colon + 1, &opt->max_size);
+}
+
+/* Returns 0 to run, 1 on an error (reported by rank 0), 2 when -h or -v answered. */
+static int parse_options(const bench_coll_t *coll, int argc, char **argv, int rank,
+                         options_t *opt)
+{
+    static const struct option longopts[] = {
+        {"message-size", required_argument, NULL, 'm'},
+        {"iterations", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'x'},
+        {"full", no_argument, NULL, 'f'},
+        {"validation", no_argument, NULL, 'c'},
+        {"type", required_argument, NULL, 'T'},
+        {"accelerator", required_argument, NULL, 'd'},
+        {"in-place", no_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'v'},
+        {"ab", optional_argument, NULL, 'A'},
+        {"factor", required_argument, NULL, 'F'},
+        {"test-corrupt", no_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *bad = NULL;
+    char what[96];
+    int c, v;
+
+    *opt = (options_t){
+        .min_size = 1,
+        .max_size = BENCH_MAX_SIZE_DEFAULT,
+        .factor = 2,
+        .iters = -1,
+        .warmup = -1,
+        .type = &bench_types[0],
+        .mem = MEM_HOST,
+    };
+    opterr = 0;
+    optind = 1;
+    while (bad == NULL && (c = getopt_long(argc, argv, ":m:i:x:fcT:d:lhv", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if (parse_sizes(optarg, opt) != 0) {
+                bad = "-m wants [MIN:]MAX in bytes";
+            }
+            break;
+        case 'i':
+            if (parse_int(optarg, 1, &opt->iters) != 0) {
+                bad = "-i wants a positive number of iterations";
+            }
+            break;
+        case 'x':
+            if (parse_int(optarg, 0, &opt->warmup) != 0) {
+                bad = "-x wants a number of warm-up iterations (0 or more)";
+            }
+            break;
+        case 'f':
+            opt->full = 1;
+            break;
+        case 'c':
+            opt->validate = 1;
+            break;
+        case 'T':
+            opt->type = NULL;
+            for (size_t t = 0; t < BENCH_NTYPES; t++) {
+                if (strcmp(optarg, bench_types[t].flag) == 0) {
+                    opt->type = &bench_types[t];
+                }
+            }
+            if (opt->type == NULL) {
+                bad = "-T wants mpi_char, mpi_int, mpi_float or mpi_double";
+            }
+            break;
+        case 'd':
+            if (strcmp(optarg, "host") == 0) {
+                opt->mem = MEM_HOST;
+            } else if (strcmp(optarg, "cuda") == 0) {
+                opt->mem = MEM_CUDA;
+            } else {
+                bad = "-d wants host or cuda";
+            }
+            break;
+        case 'l':
+            opt->in_place = 1;
+            break;
+        case 'A':
+            opt->ab_rounds = BENCH_AB_ROUNDS_DEFAULT;
+            if (optarg != NULL && parse_int(optarg, 1, &opt->ab_rounds) != 0) {
+                bad = "--ab wants a positive number of rounds";
+            }
+            break;
+        case 'F':
+            if (parse_int(optarg, 2, &v) != 0 || v > 1024) {
+                bad = "--factor wants a whole number from 2 to 1024";
+            }
+            opt->factor = (size_t)v;
+            break;
+        case 'C':
+            opt->corrupt = 1;
+            break;
+        case 'h':
+            if (rank == 0) {
+                print_usage(coll);
+            }
+            return 2;
+        case 'v':
+            if (rank == 0) {
+                printf("# picoll osu-bench %s (osu_%s)\n", PACKAGE_VERSION, coll->name);
+            }
+            return 2;
+        case ':':
+            snprintf(what, sizeof(what), "%s is missing its value", argv[optind - 1]);
+            bad = what;
+            break;
+        default:
+            snprintf(what, sizeof(what), "unknown option %s", argv[optind - 1]);
+            bad = what;
+            break;
+        }
+    }
+    if (bad == NULL && optind < argc) {
+        snprintf(what, sizeof(what), "unexpected argument %s", argv[optind]);
+        bad = what;
+    }
+    if (bad == NULL && opt->min_size > opt->max_size) {
+        bad = "-m: MIN is larger than MAX";
+    }
+    if (bad == NULL && opt->max_size < opt->type->size) {
+        bad = "-m: MAX is smaller than one element of the datatype";
+    }
+    if (bad == NULL && opt->max_size / opt->type->size > (size_t)INT_MAX) {
+        bad = "-m: MAX is more elements than an MPI count holds";
+    }
+    if (bad != NULL) {
+        if (rank == 0) {
+            fprintf(stderr, "osu_%s: %s (try -h)\n", coll->name, bad);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+/* Sets up the device of -d cuda on every rank. Returns 0, or -1 and why. */
+static int cuda_setup(MPI_Comm comm, char *why, size_t len)
+{
+    MPI_Comm node;
+    int local = 0;
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    PMPI_Comm_rank(node, &local);
+    PMPI_Comm_free(&node);
+#ifdef OSU_BENCH_CUDA
+    int ndev = 0;
+    cudaError_t err = cudaGetDeviceCount(&ndev);
+    if (err != cudaSuccess) {
+        snprintf(why, len, "no usable CUDA device (cudaGetDeviceCount: %s)", cudaGetErrorString(err));
+        return -1;
+    }
+    if (ndev == 0) {
+        snprintf(why, len, "no CUDA device on this machine");
+        return -1;
+    }
+    err = cudaSetDevice(local % ndev);
+    if (err != cudaSuccess) {
+        snprintf(why, len, "cudaSetDevice(%d): %s", local % ndev, cudaGetErrorString(err));
+        return -1;
+    }
+    return 0;
+#else
+    (void)local;
+    snprintf(why, len, "this benchmark was built without CUDA (configure found no CUDA Toolkit)");
+    return -1;
+#endif
+}
+
+static void *host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes == 0 ? 1 : bytes) != 0) {
+        return NULL;
+    }
+    memset(p, 0, bytes); /* fault the pages in before anything is timed */
+    return p;
+}
+
+static void *device_alloc(size_t bytes)
+{
+#ifdef OSU_BENCH_CUDA
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
+        return NULL;
+    }
+    cudaMemset(p, 0, bytes);
+    return p;
+#else
+    (void)bytes;
+    return NULL;
+#endif
+}
+
+static void device_free(void *p)
+{
+#ifdef OSU_BENCH_CUDA
+    cudaFree(p);
+#else
+    (void)p;
+#endif
+}
+
+/* Copies host staging to device buffers (to_device) or back. Host memory: nothing to do. */
+static void sync_buffer(const bench_t *b, void *dev, void *host, size_t bytes, int to_device)
+{
+#ifdef OSU_BENCH_CUDA
+    if (b->opt.mem == MEM_CUDA) {
+        if (to_device) {
+            cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
+        } else {
+            cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+        }
+    }
+#else
+    (void)b;
+    (void)dev;
+    (void)host;
+    (void)bytes;
+    (void)to_device;
+#endif
+}
+
+static int buffers_alloc(bench_t *b, size_t max_count)
+{
+    size_t send_elems, recv_elems, esize = b->opt.type->size;
+    b->coll->layout(b->np, max_count, &send_elems, &recv_elems);
+    b->send_cap = send_elems * esize;
+    b->recv_cap = recv_elems * esize;
+    b->hsend = host_alloc(b->send_cap);
+    b->hrecv = host_alloc(b->recv_cap);
+    if (b->opt.mem == MEM_CUDA) {
+        b->send = device_alloc(b->send_cap);
+        b->recv = device_alloc(b->recv_cap);
+    } else {
+        b->send = b->hsend;
+        b->recv = b->hrecv;
+    }
+    return b->hsend && b->hrecv && b->send && b->recv ? 0 : -1;
+}
+
+static void buffers_free(bench_t *b)
+{
+    if (b->opt.mem == MEM_CUDA) {
+        device_free(b->send);
+        device_free(b->recv);
+    }
+    free(b->hsend);
+    free(b->hrecv);
+}
+
+/* Writes the inputs of a message of count elements: the send buffer, or with -l the input part
+ * of the receive buffer (the rest gets the sentinel). */
+static void fill_inputs(bench_t *b, size_t count)
+{
+    type_kind_t kind = b->opt.type->kind;
+    size_t send_elems, recv_elems, esize = b->opt.type->size;
+    b->coll->layout(b->np, count, &send_elems, &recv_elems);
+    if (b->opt.in_place) {
+        for (size_t j = 0; j < recv_elems; j++) {
+            size_t src;
+            long v = BENCH_SENTINEL;
+            if (b->coll->in_place_source(b->rank, b->np, count, j, &src)) {
+                v = input_value(b->rank, src, b->spread);
+            }
+            store_value(kind, b->hrecv, j, v);
+        }
+    } else {
+        for (size_t i = 0; i < send_elems; i++) {
+            store_value(kind, b->hsend, i, input_value(b->rank, i, b->spread));
+        }
+        for (size_t j = 0; j < recv_elems; j++) {
+            store_value(kind, b->hrecv, j, BENCH_SENTINEL);
+        }
+        sync_buffer(b, b->send, b->hsend, send_elems * esize, 1);
+    }
+    sync_buffer(b, b->recv, b->hrecv, recv_elems * esize, 1);
+}
+
+/* ------------------------------------------------------------------ timing and validation */
+
+static bench_call_t make_call(const bench_t *b, size_t count)
+{
+    return (bench_call_t){
+        .sendbuf = b->opt.in_place ? MPI_IN_PLACE : b->send,
+        .recvbuf = b->recv,
+        .count = (int)count,
+        .type = b->type,
+        .comm = b->comm,
+    };
+}
+
+/* This rank's mean latency (us) over iters calls, after warmup untimed ones. */
+static double time_calls(bench_t *b, size_t count, int iters, int warmup)
+{
+    bench_call_t call = make_call(b, count);
+    double total = 0.0;
+    if (b->opt.in_place) {
+        /* in place, results feed the next call: start from zeros so that sums stay finite */
+        size_t send_elems, recv_elems;
+        b->coll->layout(b->np, count, &send_elems, &recv_elems);
+        memset(b->hrecv, 0, recv_elems * b->opt.type->size);
+        sync_buffer(b, b->recv, b->hrecv, recv_elems * b->opt.type->size, 1);
+    } else {
+        fill_inputs(b, count);
+    }
+    PMPI_Barrier(b->comm);
+    for (int i = 0; i < warmup + iters; i++) {
+        double t0 = MPI_Wtime();
+        b->coll->call(&call);
+        double t1 = MPI_Wtime();
+        if (i >= warmup) {
+            total += t1 - t0;
+        }
+        PMPI_Barrier(b->comm);
+    }
+    return total * 1e6 / iters;
+}
+
+/* Runs the collective once on fresh inputs and checks every element of this rank's result
+ * against a plain computation from the inputs of every rank. Returns 1 when all ranks pass. */
+static int validate(bench_t *b, size_t count, const char *state)
+{
+    type_kind_t kind = b->opt.type->kind;
+    size_t send_elems, recv_elems, bad = 0, first = 0;
+    double got = 0.0;
+    long want = 0;
+    bench_call_t call = make_call(b, count);
+    int ok, all_ok = 0;
+
+    b->coll->layout(b->np, count, &send_elems, &recv_elems);
+    fill_inputs(b, count);
+    PMPI_Barrier(b->comm);
+    b->coll->call(&call);
+    sync_buffer(b, b->recv, b->hrecv, recv_elems * b->opt.type->size, 0);
+    if (b->opt.corrupt && b->rank == b->np - 1) {
+        store_value(kind, b->hrecv, recv_elems - 1, (long)load_value(kind, b->hrecv, recv_elems - 1) + 1);
+    }
+    for (size_t j = 0; j < recv_elems; j++) {
+        long expect = 0;
+        double v;
+        if (b->coll->reduces) {
+            for (int r = 0; r < b->np; r++) {
+                expect += input_value(r, j, b->spread);
+            }
+        } else {
+            int src_rank;
+            size_t src_idx;
+            b->coll->source(b->rank, b->np, count, j, &src_rank, &src_idx);
+            expect = input_value(src_rank, src_idx, b->spread);
+        }
+        v = load_value(kind, b->hrecv, j);
+        if (v != (double)expect) {
+            if (bad++ == 0) {
+                first = j;
+                got = v;
+                want = expect;
+            }
+        }
+    }
+    if (bad != 0) {
+        fprintf(stderr,
+                "osu_%s: validation failed on rank %d: %zu bytes%s%s: %zu of %zu elements wrong, "
+                "first [%zu] = %g, expected %ld\n",
+                b->coll->name, b->rank, count * b->opt.type->size, state[0] ? ", " : "", state, bad,
+                recv_elems, first, got, want);
+    }
+    ok = bad == 0;
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b->comm);
+    return all_ok;
+}
+
+typedef struct {
+    double avg, min, max; /* over ranks of each rank's mean, us */
+} latency_t;
+
+static latency_t gather_latency(const bench_t *b, double mine)
+{
+    latency_t l = {0.0, 0.0, 0.0};
+    double sum = 0.0;
+    PMPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, b->comm);
+    PMPI_Reduce(&mine, &l.min, 1, MPI_DOUBLE, MPI_MIN, 0, b->comm);
+    PMPI_Reduce(&mine, &l.max, 1, MPI_DOUBLE, MPI_MAX, 0, b->comm);
+    l.avg = sum / b->np;
+    return l;
+}
+
+/* Bus bandwidth in MB/s (bytes per microsecond) of a message of size bytes. */
+static double busbw(const bench_t *b, size_t size, double us)
+{
+    return us > 0.0 ? (double)size * b->coll->busbw_factor(b->np) / us : 0.0;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_header(const bench_t *b)
+{
+    const options_t *o = &b->opt;
+    printf("# OSU MPI%s %s Latency Test (picoll osu-bench %s)\n", o->mem == MEM_CUDA ? "-CUDA" : "",
+           b->coll->title, PACKAGE_VERSION);
+    printf("# Datatype: %s.\n", o->type->mpi_name);
+    if (o->ab_rounds > 0) {
+        printf("# picoll A/B: per size, %d round%s of plain MPI (bypass) then picoll; "
+               "latency is each rank's mean averaged over ranks, median over rounds\n",
+               o->ab_rounds, o->ab_rounds == 1 ? "" : "s");
+        printf("# picoll %s, active %d\n",
+               b->picoll.version != NULL ? b->picoll.version() : "?",
+               b->picoll.active != NULL ? b->picoll.active() : -1);
+        printf("%-*s%*s%*s%*s%*s%*s", COL_SIZE, "# Size", COL_FIELD, "MPI(us)", COL_FIELD,
+               "picoll(us)", COL_FIELD, "Speed-up", COL_FIELD + 2, "MPI BusBW(MB/s)", COL_FIELD + 2,
+               "picoll BusBW(MB/s)");
+    } else {
+        printf("%-*s%*s", COL_SIZE, "# Size", COL_FIELD, "Avg Latency(us)");
+        if (o->full) {
+            printf("%*s%*s%*s%*s", COL_FIELD, "Min Latency(us)", COL_FIELD, "Max Latency(us)",
+                   COL_ITERS, "Iterations", COL_FIELD, "Bus BW(MB/s)");
+        }
+    }
+    if (o->validate) {
+        printf("%*s", COL_FIELD, "Validation");
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static void print_validation(const bench_t *b, int ok)
+{
+    if (b->opt.validate) {
+        printf("%*s", COL_FIELD, ok ? "Pass" : "Fail");
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* After the first collective on the communicator, what picoll made of it. */
+static void print_picoll_comm(const bench_t *b)
+{
+    picoll_info_copy_t info;
+    if (b->picoll.comm_query == NULL) {
+        return;
+    }
+    memset(&info, 0, sizeof(info));
+    if (b->picoll.comm_query(b->comm, &info) != MPI_SUCCESS) {
+        printf("# picoll on MPI_COMM_WORLD: no context (picoll not active: both columns are plain MPI)\n");
+    } else if (!info.enabled) {
+        printf("# picoll on MPI_COMM_WORLD: disabled (%s): both columns are plain MPI\n", info.reason);
+    } else {
+        printf("# picoll on MPI_COMM_WORLD: enabled, %d ranks, %d local, %d node%s\n", info.size,
+               info.local_size, info.num_nodes, info.num_nodes == 1 ? "" : "s");
+    }
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ the runs */
+
+static void size_iterations(const options_t *o, size_t size, int *iters, int *warmup)
+{
+    int large = size > BENCH_LARGE_MESSAGE;
+    *iters = o->iters > 0 ? o->iters : large ? BENCH_ITERS_LARGE : BENCH_ITERS_SMALL;
+    *warmup = o->warmup >= 0 ? o->warmup : large ? BENCH_WARMUP_LARGE : BENCH_WARMUP_SMALL;
+}
+
+/* OSU's output: one row per size. Returns 1 when every validation passed. */
+static int run_osu(bench_t *b, size_t count)
+{
+    size_t size = count * b->opt.type->size;
+    int iters, warmup, ok = 1;
+    latency_t l;
+    size_iterations(&b->opt, size, &iters, &warmup);
+    l = gather_latency(b, time_calls(b, count, iters, warmup));
+    if (b->opt.validate) {
+        ok = validate(b, count, "");
+    }
+    if (b->rank == 0) {
+        printf("%-*zu%*.2f", COL_SIZE, size, COL_FIELD, l.avg);
+        if (b->opt.full) {
+            printf("%*.2f%*.2f%*d%*.2f", COL_FIELD, l.min, COL_FIELD, l.max, COL_ITERS, iters,
+                   COL_FIELD, busbw(b, size, l.avg));
+        }
+        print_validation(b, ok);
+    }
+    return ok;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of n values (sorts them): with 2 rounds, their mean; with more, robust to a round that
+ * the machine disturbed. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A/B: rounds of plain MPI (bypass on) then picoll, on every rank between the same barriers.
+ * Each round's latency is OSU's (each rank's mean averaged over ranks); a row reports the median
+ * over rounds of each. Returns 1 when every validation passed. */
+static int run_ab(bench_t *b, size_t count, int first)
+{
+    size_t size = count * b->opt.type->size;
+    int rounds = b->opt.ab_rounds, iters, warmup, ok = 1;
+    double *lat = malloc(2 * (size_t)rounds * sizeof(*lat)); /* [plain MPI rounds, picoll rounds] */
+    if (lat == NULL) {
+        fprintf(stderr, "osu_%s: out of memory\n", b->coll->name);
+        MPI_Abort(b->comm, 1);
+    }
+    size_iterations(&b->opt, size, &iters, &warmup);
+    for (int round = 0; round < rounds; round++) {
+        for (int on = 0; on < 2; on++) {
+            PMPI_Barrier(b->comm);
+            b->picoll.set_bypass(!on);
+            lat[on * rounds + round] = gather_latency(b, time_calls(b, count, iters, warmup)).avg;
+            if (b->opt.validate && round == 0) {
+                ok &= validate(b, count, on ? "picoll" : "plain MPI");
+            }
+        }
+    }
+    PMPI_Barrier(b->comm);
+    b->picoll.set_bypass(0);
+    if (b->rank == 0) {
+        double mpi = median(lat, rounds), pic = median(lat + rounds, rounds);
+        if (first) {
+            print_picoll_comm(b);
+        }
+        printf("%-*zu%*.2f%*.2f%*.3f%*.2f%*.2f", COL_SIZE, size, COL_FIELD, mpi, COL_FIELD, pic,
+               COL_FIELD, pic > 0.0 ? mpi / pic : 0.0, COL_FIELD + 2, busbw(b, size, mpi),
+               COL_FIELD + 2, busbw(b, size, pic));
+        print_validation(b, ok);
+    }
+    free(lat);
+    return ok;
+}
+
+/* Finds picoll's functions in the process (libpicoll.so preloaded or linked). */
+static int picoll_lookup(picoll_api_t *api)
+{
+    *(void **)&api->set_bypass = dlsym(RTLD_DEFAULT, "picoll_set_bypass");
+    *(void **)&api->active = dlsym(RTLD_DEFAULT, "picoll_active");
+    *(void **)&api->version = dlsym(RTLD_DEFAULT, "picoll_version");
+    *(void **)&api->comm_query = dlsym(RTLD_DEFAULT, "picoll_comm_query");
+    return api->set_bypass != NULL ? 0 : -1;
+}
+
+/* Every rank learns whether all succeeded. */
+static int all_ranks(const bench_t *b, int ok)
+{
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, b->comm);
+    return all;
+}
+
+static int bench_run(bench_t *b)
+{
+    const options_t *o = &b->opt;
+    size_t esize = o->type->size, max_count = o->max_size / esize, count;
+    char why[256] = "";
+    int status = 0, first = 1;
+
+    b->type = type_handle(o->type->kind);
+    if (b->coll->reduces) {
+        /* sums of np inputs stay exact, and within a signed char */
+        b->spread = o->type->kind == TYPE_CHAR ? 127 / b->np : 8;
+        if (b->spread > 8) {
+            b->spread = 8;
+        }
+        if (b->spread < 1) {
+            if (b->rank == 0) {
+                fprintf(stderr, "osu_%s: mpi_char sums overflow beyond 127 ranks: use -T mpi_int\n",
+                        b->coll->name);
+            }
+            return 1;
+        }
+    } else {
+        b->spread = 100;
+    }
+    if (o->ab_rounds > 0 && !all_ranks(b, picoll_lookup(&b->picoll) == 0)) {
+        if (b->rank == 0) {
+            fprintf(stderr, "osu_%s: --ab needs libpicoll.so in the process: run the ranks with "
+                    "LD_PRELOAD=/path/to/libpicoll.so\n", b->coll->name);
+        }
+        return 1;
+    }
+    if (o->mem == MEM_CUDA && !all_ranks(b, cuda_setup(b->comm, why, sizeof(why)) == 0)) {
+        if (b->rank == 0) {
+            fprintf(stderr, "osu_%s: -d cuda: %s\n", b->coll->name,
+                    why[0] ? why : "CUDA set-up failed on another rank");
+        }
+        return 1;
+    }
+    if (!all_ranks(b, buffers_alloc(b, max_count) == 0)) {
+        if (b->rank == 0) {
+            fprintf(stderr, "osu_%s: cannot allocate the buffers of %zu-byte messages on %d ranks\n",
+                    b->coll->name, max_count * esize, b->np);
+        }
+        buffers_free(b);
+        return 1;
+    }
+    if (b->rank == 0) {
+        print_header(b);
+    }
+    count = (o->min_size + esize - 1) / esize;
+    if (count == 0) {
+        count = 1;
+    }
+    for (; count <= max_count; count *= o->factor) {
+        int ok = o->ab_rounds > 0 ? run_ab(b, count, first) : run_osu(b, count);
+        first = 0;
+        if (!ok) {
+            status = 1;
+        }
+        if (count > max_count / o->factor) {
+            break;
+        }
+    }
+    buffers_free(b);
+    return status;
+}
+
+int bench_main(const bench_coll_t *coll, int argc, char **argv)
+{
+    bench_t b;
+    int status;
+
+    memset(&b, 0, sizeof(b));
+    b.coll = coll;
+    b.comm = MPI_COMM_WORLD;
+    MPI_Init(&argc, &argv);
+    PMPI_Comm_rank(b.comm, &b.rank);
+    PMPI_Comm_size(b.comm, &b.np);
+    status = parse_options(coll, argc, argv, b.rank, &b.opt);
+    if (status == 0) {
+        status = bench_run(&b);
+    }
+    MPI_Finalize();
+    return status == 2 ? 0 : status;
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""CTest checker of the osu-bench programs: runs a command and checks its output format.
+
+  check_output.py [checks] -- COMMAND ARGS...
+
+Checks (all by default on a successful run):
+  the first line is "# OSU MPI[-CUDA] <Title> Latency Test", a "# Datatype: MPI_X." line follows,
+  the column header starts with "# Size" and names the columns the options ask for, there is one
+  row per expected message size in order, every field of a row parses (size an integer, numbers
+  floats, Iterations an integer), min <= avg <= max with -f, and the Validation column says Pass.
+
+  --title T           Allreduce, Allgather, Alltoall
+  --sizes MIN:MAX     the -m given to the program, with --factor F and --esize BYTES
+  --full              -f columns;   --validate   -c column;   --ab   the A/B columns
+  --expect-fail       the run must exit non-zero, with a Fail row and a validation message
+  --expect-error RE   the run must exit non-zero, with a line of stderr matching RE
+  --cuda-or-error     -d cuda: either a GPU ran it (checked as above) or it failed with one
+                      clear line saying why
+  --driver DIR        the command is the driver writing to DIR: check results.csv and results.md
+"""
+
+import argparse
+import csv
+import os
+import re
+import subprocess
+import sys
+
+
+def fail(msg, out="", err=""):
+    print("FAIL: " + msg)
+    if out:
+        print("---- stdout\n" + out)
+    if err:
+        print("---- stderr\n" + err)
+    sys.exit(1)
+
+
+def expected_sizes(spec, factor, esize):
+    lo, _, hi = spec.partition(":")
+    lo, hi = int(lo), int(hi)
+    count = max(1, (lo + esize - 1) // esize)
+    sizes = []
+    while count * esize <= hi:
+        sizes.append(count * esize)
+        count *= factor
+    return sizes
+
+
+def check_format(a, out, err):
+    lines = out.splitlines()
+    if not lines:
+        fail("no output", out, err)
+    m = re.match(r"# OSU MPI(-CUDA)? (\w+) Latency Test", lines[0])
+    if not m:
+        fail("first line is not '# OSU MPI ... Latency Test'", out, err)
+    if a.title and m.group(2) != a.title:
+        fail("title %r, expected %r" % (m.group(2), a.title), out, err)
+    if not re.match(r"# Datatype: MPI_[A-Z]+\.$", lines[1]):
+        fail("second line is not '# Datatype: MPI_X.'", out, err)
+    headers = [l for l in lines if l.startswith("# Size")]
+    if len(headers) != 1:
+        fail("expected one '# Size' column header, found %d" % len(headers), out, err)
+    header = headers[0]
+    if a.ab:
+        columns = ["MPI(us)", "picoll(us)", "Speed-up", "MPI BusBW(MB/s)", "picoll BusBW(MB/s)"]
+    else:
+        columns = ["Avg Latency(us)"]
+        if a.full:
+            columns += ["Min Latency(us)", "Max Latency(us)", "Iterations", "Bus BW(MB/s)"]
+    if a.validate:
+        columns.append("Validation")
+    if not header.startswith("# Size       Avg Latency(us)") and not a.ab:
+        fail("column header does not start as OSU's '# Size       Avg Latency(us)'", out, err)
+    pos = 0
+    for c in columns:
+        at = header.find(c, pos)
+        if at < 0:
+            fail("column %r missing or out of order in %r" % (c, header), out, err)
+        pos = at + len(c)
+    rows = [l for l in lines if l.strip() and not l.startswith("#")]
+    sizes = []
+    fails = 0
+    for row in rows:
+        f = row.split()
+        if len(f) != 1 + len(columns):
+            fail("row %r has %d fields, expected %d" % (row, len(f), 1 + len(columns)), out, err)
+        try:
+            sizes.append(int(f[0]))
+            nums = [float(x) for x in f[1:len(f) - (1 if a.validate else 0)]]
+        except ValueError:
+            fail("a field of row %r does not parse" % row, out, err)
+        if any(x < 0 or x != x for x in nums):
+            fail("negative or NaN number in row %r" % row, out, err)
+        if a.full and not a.ab:
+            avg, lo, hi, iters = nums[0], nums[1], nums[2], f[4]
+            if not (lo <= avg + 0.011 and avg <= hi + 0.011):
+                fail("min <= avg <= max does not hold in row %r" % row, out, err)
+            if not iters.isdigit():
+                fail("Iterations is not an integer in row %r" % row, out, err)
+        if a.validate:
+            if f[-1] not in ("Pass", "Fail"):
+                fail("Validation is %r in row %r" % (f[-1], row), out, err)
+            fails += f[-1] == "Fail"
+    if a.sizes:
+        want = expected_sizes(a.sizes, a.factor, a.esize)
+        if sizes != want:
+            fail("sizes %s, expected %s" % (sizes, want), out, err)
+    return fails
+
+
+def check_driver(a, out, err):
+    csv_path = os.path.join(a.driver, "results.csv")
+    md_path = os.path.join(a.driver, "results.md")
+    for p in (csv_path, md_path):
+        if not os.path.exists(p):
+            fail("the driver wrote no " + p, out, err)
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        fail("results.csv has no rows", out, err)
+    for r in rows:
+        float(r["mpi_us"]), float(r["picoll_us"]), float(r["speedup"])
+        if r["validation"] != "Pass":
+            fail("results.csv row not validated: %s" % r, out, err)
+    colls = sorted({r["collective"] for r in rows})
+    if "plain MPI (us)" not in out or "speed-up" not in out:
+        fail("the driver printed no side-by-side table", out, err)
+    with open(md_path) as f:
+        md = f.read()
+    if md.count("| size (B) |") < len(colls):
+        fail("results.md lacks a table per collective", out, err)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--title")
+    p.add_argument("--sizes")
+    p.add_argument("--factor", type=int, default=2)
+    p.add_argument("--esize", type=int, default=1)
+    p.add_argument("--full", action="store_true")
+    p.add_argument("--validate", action="store_true")
+    p.add_argument("--ab", action="store_true")
+    p.add_argument("--expect-fail", action="store_true")
+    p.add_argument("--expect-error")
+    p.add_argument("--cuda-or-error", action="store_true")
+    p.add_argument("--driver")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    a = p.parse_args()
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not cmd:
+        p.error("no command")
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       stdin=subprocess.DEVNULL)
+    out, err = r.stdout, r.stderr
+
+    if a.driver:
+        if r.returncode != 0:
+            fail("the driver exited %d" % r.returncode, out, err)
+        check_driver(a, out, err)
+    elif a.expect_error:
+        if r.returncode == 0:
+            fail("exit status 0, expected a failure", out, err)
+        if not re.search(a.expect_error, err, re.M):
+            fail("stderr does not match %r" % a.expect_error, out, err)
+    elif a.cuda_or_error and r.returncode != 0:
+        msgs = [l for l in err.splitlines() if re.match(r"osu_\w+: -d cuda: \S", l)]
+        if len(msgs) != 1:
+            fail("-d cuda failed without one clear '-d cuda:' line", out, err)
+        print("no GPU: " + msgs[0])
+    elif a.expect_fail:
+        if r.returncode == 0:
+            fail("exit status 0 although a result was corrupted", out, err)
+        fails = check_format(a, out, err)
+        if fails == 0:
+            fail("no row says Fail although a result was corrupted", out, err)
+        if "validation failed" not in err:
+            fail("no 'validation failed' message on stderr", out, err)
+    else:
+        if r.returncode != 0:
+            fail("exit status %d" % r.returncode, out, err)
+        fails = check_format(a, out, err)
+        if fails:
+            fail("%d rows failed validation" % fails, out, err)
+    print("ok: " + " ".join(cmd))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,565 @@
+#!/usr/bin/env python3
+"""picoll osu-bench driver: plain MPI against picoll, side by side.
+
+For each collective and memory kind, one MPI job runs the benchmark program with --ab: per
+message size it times plain MPI (picoll bypassed) then picoll, twice over (A B A B), so that the
+machine's noise cancels in the ratio. Host buffers run with PICOLL_HOST=on; CUDA buffers run when
+a GPU answers. Real OSU micro-benchmarks found through OSU_DIR or PATH run too, once without and
+once with the preload, and add their rows.
+
+Prints a table per collective and writes osu-bench/results/<date>-<host>/ with results.csv,
+results.md and PNG plots (matplotlib, else gnuplot, else none).
+
+Standard library only, plus matplotlib when it is installed.
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COLLECTIVES = ("allreduce", "allgather", "alltoall")
+TYPE_SIZES = {"mpi_char": 1, "mpi_int": 4, "mpi_float": 4, "mpi_double": 8}
+QUICK_SIZES, QUICK_FACTOR = "4:1M", 4
+FULL_SIZES, FULL_FACTOR = "1:1M", 2
+
+
+def parse_bytes(text):
+    m = re.fullmatch(r"(\d+)([kKmMgG]?)", text)
+    if not m:
+        raise argparse.ArgumentTypeError("not a byte count: %r" % text)
+    shift = {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+    return int(m.group(1)) << shift
+
+
+def human(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d%s" % (n >> shift, unit)
+    return str(n)
+
+
+def size_list(lo, hi, factor, esize):
+    """The message sizes the benchmark programs run, as they compute them."""
+    count = max(1, (lo + esize - 1) // esize)
+    out = []
+    while count * esize <= hi:
+        out.append(count * esize)
+        count *= factor
+    return out
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+class Job:
+    """One MPI job whose stdout is read line by line as it runs."""
+
+    def __init__(self, cmd, env):
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, text=True, bufsize=1)
+        self.err = []
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.err.append(line.rstrip("\n"))
+
+    def lines(self):
+        for line in self.proc.stdout:
+            yield line.rstrip("\n")
+
+    def wait(self):
+        rc = self.proc.wait()
+        self.thread.join()
+        return rc
+
+    def first_error(self):
+        """The job's own message, without the launcher's boxes of dashes."""
+        for line in self.err:
+            s = line.strip()
+            if s and not s.startswith("---") and "mpiexec" not in s and "mpirun" not in s \
+                    and "Primary job" not in s and "non-zero" not in s and "Per user-direction" not in s:
+                return s
+        return "exit status %s" % self.proc.returncode
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        b = os.path.abspath(args.build_dir)
+        self.build = b
+        self.mpirun = os.path.join(b, "tests", "mpirun.sh")
+        self.libpicoll = os.path.join(b, ".libs", "libpicoll.so")
+        self.esize = TYPE_SIZES[args.type]
+        self.rows = []      # dicts, see CSV_FIELDS
+        self.notes = []     # lines for the Markdown report
+        self.failures = []
+
+    # ------------------------------------------------------------------ environment
+    def check_build(self):
+        missing = [p for p in [self.mpirun, self.libpicoll] + [self.program(c) for c in self.args.colls]
+                   if not os.path.exists(p)]
+        if missing:
+            sys.exit("driver: missing %s: build first (make all in %s), or pass --build-dir"
+                     % (", ".join(missing), self.build))
+
+    def program(self, coll):
+        return os.path.join(self.build, "osu-bench", "osu_" + coll)
+
+    def env(self, picoll_host=True):
+        env = dict(os.environ)
+        if picoll_host:
+            env["PICOLL_HOST"] = "on"
+        return env
+
+    def launch(self, np, prog, args, preload, picoll_host=True):
+        cmd = [self.mpirun, str(np)] + (["--preload"] if preload else []) + [prog] + args
+        return Job(cmd, self.env(picoll_host))
+
+    def cuda_usable(self):
+        """(True, "") when CUDA buffers can be compared: a GPU answers and plain MPI (the A side,
+        picoll bypassed) takes device buffers, i.e. the MPI is CUDA-aware. Else (False, why)."""
+        np = min(2, self.args.np)
+        job = self.launch(np, self.program(self.args.colls[0]),
+                          ["-d", "cuda", "-c", "-m", "%d:%d" % (self.esize, self.esize), "-i", "1",
+                           "-x", "0", "-T", self.args.type], preload=False, picoll_host=False)
+        for _ in job.lines():
+            pass
+        if job.wait() == 0:
+            return True, ""
+        why = job.first_error()
+        if "-d cuda:" in why:
+            return False, why
+        return False, ("plain MPI failed on CUDA buffers, so there is nothing to compare picoll "
+                       "with (is this MPI CUDA-aware?): " + why)
+
+    def common_args(self):
+        a = self.args
+        out = ["-m", "%d:%d" % (a.min_size, a.max_size), "-T", a.type]
+        if a.iters:
+            out += ["-i", str(a.iters)]
+        if a.warmup is not None:
+            out += ["-x", str(a.warmup)]
+        return out
+
+    # ------------------------------------------------------------------ the A/B runs
+    def run_ab(self, coll, mem):
+        a = self.args
+        sizes = size_list(a.min_size, a.max_size, a.factor, self.esize)
+        args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem] + self.common_args()
+        label = "%s %s" % (coll, mem)
+        log("== %s: %d sizes, %s..%s bytes, np %d, %d rounds of plain MPI / picoll"
+            % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.np, a.rounds))
+        t0 = time.time()
+        job = self.launch(a.np, self.program(coll), args, preload=True)
+        done = 0
+        for line in job.lines():
+            if line.startswith("# picoll on ") or re.match(r"# picoll \S+, active", line):
+                log("   " + line[2:])
+                if line.startswith("# picoll on "):
+                    self.notes.append("%s: %s" % (label, line[2:]))
+                continue
+            if not line or line.startswith("#"):
+                continue
+            f = line.split()
+            try:
+                size, mpi, pic = int(f[0]), float(f[1]), float(f[2])
+            except (ValueError, IndexError):
+                log("   unexpected line: " + line)
+                continue
+            valid = f[6] if len(f) > 6 else ""
+            done += 1
+            self.add_row(coll, mem, "picoll-osu-bench", size, mpi, pic, valid)
+            log("   [%s] %2d/%d %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s  (%.0fs)"
+                % (label, done, len(sizes), human(size), mpi, pic, mpi / pic if pic else 0.0,
+                   valid, time.time() - t0))
+        rc = job.wait()
+        if rc != 0:
+            msg = "%s: the A/B job failed (%s)" % (label, job.first_error())
+            for e in job.err:
+                if "validation failed" in e:
+                    log("   " + e)
+            self.failures.append(msg)
+            log("   FAILED: " + msg)
+
+    def add_row(self, coll, mem, source, size, mpi, pic, valid, datatype=None):
+        self.rows.append({
+            "collective": coll, "memory": mem, "source": source, "np": self.args.np,
+            "datatype": datatype or self.args.type.upper(), "size_bytes": size,
+            "mpi_us": "%.2f" % mpi, "picoll_us": "%.2f" % pic,
+            "speedup": "%.3f" % (mpi / pic) if pic else "", "validation": valid,
+        })
+
+    # ------------------------------------------------------------------ real OSU binaries
+    def find_osu(self, coll):
+        name = "osu_" + coll
+        base = os.environ.get("OSU_DIR")
+        if base:
+            for root, dirs, files in os.walk(base):
+                dirs.sort()
+                if name in files and os.access(os.path.join(root, name), os.X_OK):
+                    return os.path.join(root, name)
+                if root[len(base):].count(os.sep) >= 6:
+                    dirs[:] = []
+            return None
+        return shutil.which(name)
+
+    def run_osu_once(self, prog, mem, preload):
+        """Runs a real OSU binary; returns {size: (avg_us, validation)} and the flags it took."""
+        a = self.args
+        base = ["-m", "%d:%d" % (a.min_size, a.max_size)]
+        if a.iters:
+            base += ["-i", str(a.iters)]
+        if a.warmup is not None:
+            base += ["-x", str(a.warmup)]
+        if mem == "cuda":
+            base += ["-d", "cuda"]
+        # newer OSU versions take -T and -c; older ones reject them
+        for extra in (["-c", "-T", a.type], ["-c"], []):
+            job = self.launch(a.np, prog, base + extra, preload=preload)
+            out = {}
+            for line in job.lines():
+                if not line or line.startswith("#"):
+                    continue
+                f = line.split()
+                try:
+                    out[int(f[0])] = (float(f[1]), f[-1] if f[-1] in ("Pass", "Fail") else "")
+                except (ValueError, IndexError):
+                    pass
+            rc = job.wait()
+            if rc == 0 and out:
+                return out, extra
+            if any(v == "Fail" for _, v in out.values()):
+                return out, extra
+            last_error = job.first_error()
+        raise RuntimeError(last_error)
+
+    def run_osu(self, coll, mem):
+        prog = self.find_osu(coll)
+        if prog is None:
+            return
+        label = "%s %s (OSU %s)" % (coll, mem, prog)
+        log("== %s: without, then with the preload" % label)
+        try:
+            plain, flags = self.run_osu_once(prog, mem, preload=False)
+            pic, _ = self.run_osu_once(prog, mem, preload=True)
+        except RuntimeError as e:
+            msg = "%s: failed (%s)" % (label, e)
+            self.failures.append(msg)
+            log("   FAILED: " + msg)
+            return
+        self.notes.append("%s: flags %s" % (label, " ".join(flags) or "(none)"))
+        for size in sorted(set(plain) & set(pic)):
+            v = [plain[size][1], pic[size][1]]
+            valid = "Fail" if "Fail" in v else "Pass" if v == ["Pass", "Pass"] else ""
+            if valid == "Fail":
+                self.failures.append("%s: validation failed at %d bytes" % (label, size))
+            self.add_row(coll, mem, "osu", size, plain[size][0], pic[size][0], valid,
+                         datatype=None if "-T" in flags else "OSU default")
+            log("   [%s %s OSU] %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s"
+                % (coll, mem, human(size), plain[size][0], pic[size][0],
+                   plain[size][0] / pic[size][0] if pic[size][0] else 0.0, valid))
+
+    # ------------------------------------------------------------------ reports
+    def groups(self):
+        return groups(self.rows)
+
+    @staticmethod
+    def title(coll, mem, source):
+        what = "picoll osu-bench A/B" if source != "osu" else "OSU micro-benchmarks, separate runs"
+        return "%s, %s buffers (%s)" % (coll, mem, what)
+
+    def print_tables(self):
+        for (coll, mem, source), rows in self.groups():
+            log()
+            log(self.title(coll, mem, source) + ", np %d, %s" % (self.args.np, self.args.type.upper()))
+            log("%10s %16s %14s %10s %11s" % ("size (B)", "plain MPI (us)", "picoll (us)", "speed-up",
+                                               "validation"))
+            for r in rows:
+                log("%10d %16s %14s %9sx %11s" % (r["size_bytes"], r["mpi_us"], r["picoll_us"],
+                                                  "%.2f" % float(r["speedup"]) if r["speedup"] else "-",
+                                                  r["validation"] or "-"))
+
+    CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", "mpi_us",
+                  "picoll_us", "speedup", "validation"]
+
+    def write_csv(self, path):
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.CSV_FIELDS)
+            w.writeheader()
+            w.writerows(self.rows)
+
+    def write_markdown(self, path, meta, plots):
+        with open(path, "w") as f:
+            f.write("# picoll osu-bench: plain MPI vs picoll\n\n")
+            for k, v in meta:
+                f.write("- %s: %s\n" % (k, v))
+            for n in self.notes:
+                f.write("- %s\n" % n)
+            for (coll, mem, source), rows in self.groups():
+                f.write("\n## %s\n\n" % self.title(coll, mem, source))
+                f.write("| size (B) | plain MPI (us) | picoll (us) | speed-up | validation |\n")
+                f.write("|---:|---:|---:|---:|:---|\n")
+                for r in rows:
+                    f.write("| %s | %s | %s | %s | %s |\n" % (
+                        human(r["size_bytes"]), r["mpi_us"], r["picoll_us"],
+                        ("%.2fx" % float(r["speedup"])) if r["speedup"] else "-", r["validation"] or "-"))
+            if plots:
+                f.write("\n## Plots\n\n")
+                for p in plots:
+                    f.write("![%s](%s)\n" % (os.path.splitext(p)[0], p))
+            if self.failures:
+                f.write("\n## Failures\n\n")
+                for msg in self.failures:
+                    f.write("- %s\n" % msg)
+
+    # ------------------------------------------------------------------ main
+    def run(self):
+        a = self.args
+        self.check_build()
+        start = time.time()
+        mems = ["host"]
+        if a.mem in ("auto", "cuda"):
+            ok, why = self.cuda_usable()
+            if ok:
+                mems.append("cuda")
+                if a.mem == "cuda":
+                    mems = ["cuda"]
+            elif a.mem == "cuda":
+                sys.exit("driver: --mem cuda: " + why)
+            else:
+                log("== CUDA buffers skipped: " + why)
+                self.notes.append("CUDA buffers skipped: " + why)
+        for mem in mems:
+            for coll in a.colls:
+                self.run_ab(coll, mem)
+                if not a.no_osu:
+                    self.run_osu(coll, mem)
+        if not a.no_osu and not any(self.find_osu(c) for c in a.colls):
+            self.notes.append("no OSU micro-benchmarks found (set OSU_DIR or put osu_allreduce on PATH)")
+        elapsed = time.time() - start
+
+        self.print_tables()
+        host = socket.gethostname().split(".")[0] or "host"
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        outdir = a.out or os.path.join(HERE, "results", "%s-%s" % (stamp, host))
+        os.makedirs(outdir, exist_ok=True)
+        meta = [
+            ("date", datetime.datetime.now().isoformat(timespec="seconds")),
+            ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), os.cpu_count() or 0)),
+            ("ranks", str(a.np)),
+            ("datatype", a.type.upper()),
+            ("sizes", "%s..%s bytes, x%d" % (human(a.min_size), human(a.max_size), a.factor)),
+            ("method", "one job per collective; per size %d rounds of plain MPI (picoll bypassed) then "
+                       "picoll; latency = each rank's mean averaged over ranks (OSU), median over rounds" % a.rounds),
+            ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=on" % self.libpicoll),
+            ("duration", "%.0f s" % elapsed),
+        ]
+        self.write_csv(os.path.join(outdir, "results.csv"))
+        plots = [] if a.no_plots else make_plots(self.rows, outdir)
+        self.write_markdown(os.path.join(outdir, "results.md"), meta, plots)
+        log()
+        log("results: %s (results.csv, results.md%s)" % (outdir, ", %d plots" % len(plots) if plots else ""))
+        log("benchmarks took %.0f s" % elapsed)
+        if self.failures:
+            log("FAILURES:")
+            for msg in self.failures:
+                log("  " + msg)
+            return 1
+        return 0
+
+
+# ---------------------------------------------------------------------- plots
+
+def groups(rows):
+    """[((collective, memory, source), rows)] in the order they ran."""
+    keys = []
+    for r in rows:
+        key = (r["collective"], r["memory"], r["source"])
+        if key not in keys:
+            keys.append(key)
+    return [(k, [r for r in rows if (r["collective"], r["memory"], r["source"]) == k]) for k in keys]
+
+
+def plot_series(rows):
+    """Per (collective, memory): subtitle and [(tag, sizes, mpi, picoll)], OSU rows beside ours."""
+    out = {}
+    for (coll, mem, source), grp in groups(rows):
+        sub = "%s, %s buffers, np %s, %s" % (coll, mem, grp[0]["np"], grp[0]["datatype"])
+        tag = "OSU " if source == "osu" else ""
+        out.setdefault((coll, mem), (sub, []))[1].append(
+            (tag, [int(r["size_bytes"]) for r in grp], [float(r["mpi_us"]) for r in grp],
+             [float(r["picoll_us"]) for r in grp]))
+    return out
+
+
+def plot_names(coll, mem):
+    return "%s-%s-latency.png" % (coll, mem), "%s-%s-speedup.png" % (coll, mem)
+
+
+def plot_matplotlib(plt, rows, outdir):
+    files = []
+    for (coll, mem), (sub, series) in plot_series(rows).items():
+        lat_name, spd_name = plot_names(coll, mem)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for tag, sizes, mpi, pic in series:
+            style = "--" if tag else "-"
+            ax.plot(sizes, mpi, style, marker="o", label=tag + "plain MPI")
+            ax.plot(sizes, pic, style, marker="s", label=tag + "picoll")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("latency (us)")
+        ax.set_title("Latency: " + sub)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, lat_name), dpi=110)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for tag, sizes, mpi, pic in series:
+            ax.plot(sizes, [m / p if p else 0.0 for m, p in zip(mpi, pic)], "--" if tag else "-",
+                    marker="o", label=tag + "speed-up (plain MPI / picoll)")
+        ax.axhline(1.0, color="gray", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("speed-up")
+        ax.set_title("Speed-up: " + sub)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, spd_name), dpi=110)
+        plt.close(fig)
+        files += [lat_name, spd_name]
+    return files
+
+
+def plot_gnuplot(rows, outdir):
+    files = []
+    for (coll, mem), (sub, series) in plot_series(rows).items():
+        lat_name, spd_name = plot_names(coll, mem)
+        lat, spd = [], []
+        for i, (tag, sizes, mpi, pic) in enumerate(series):
+            data = os.path.join(outdir, "%s-%s-%d.dat" % (coll, mem, i))
+            with open(data, "w") as f:
+                for s, m, p in zip(sizes, mpi, pic):
+                    f.write("%d %s %s %s\n" % (s, m, p, m / p if p else 0.0))
+            lat += ["'%s' using 1:2 with linespoints title '%splain MPI'" % (data, tag),
+                    "'%s' using 1:3 with linespoints title '%spicoll'" % (data, tag)]
+            spd += ["'%s' using 1:4 with linespoints title '%sspeed-up'" % (data, tag)]
+        script = ("set terminal pngcairo size 770,500\nset grid\nset logscale x 2\n"
+                  "set xlabel 'message size (bytes)'\n"
+                  "set output '%s'\nset logscale y\nset ylabel 'latency (us)'\n"
+                  "set title 'Latency: %s'\nplot %s\n"
+                  "set output '%s'\nunset logscale y\nset ylabel 'speed-up'\n"
+                  "set title 'Speed-up: %s'\nplot %s, 1 title '' lc rgb 'gray'\n"
+                  % (os.path.join(outdir, lat_name), sub, ", ".join(lat),
+                     os.path.join(outdir, spd_name), sub, ", ".join(spd)))
+        r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+        if r.returncode == 0:
+            files += [lat_name, spd_name]
+        else:
+            log("gnuplot failed: %s" % r.stderr.strip())
+    return files
+
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def make_plots(rows, outdir):
+    """PNG plots of rows into outdir: matplotlib, else Debian's python3 with its matplotlib
+    (python3-matplotlib), else gnuplot. Returns the file names."""
+    if not rows:
+        return []
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plot_matplotlib(plt, rows, outdir)
+    except ImportError:
+        pass
+    if os.path.exists(DEBIAN_PYTHON) and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON):
+        r = subprocess.run([DEBIAN_PYTHON, os.path.abspath(__file__), "--replot", outdir],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            return [f for f in r.stdout.split() if f.endswith(".png")]
+    if shutil.which("gnuplot"):
+        return plot_gnuplot(rows, outdir)
+    log("plots skipped: neither python3-matplotlib nor gnuplot is installed "
+        "(apt-get install python3-matplotlib; osu-bench/run.sh installs it)")
+    return []
+
+
+def replot(outdir):
+    """--replot DIR: the plots of DIR/results.csv, with this interpreter's matplotlib."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(os.path.join(outdir, "results.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    print("\n".join(plot_matplotlib(plt, rows, outdir)))
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build-dir", default=".", help="the configured and built picoll build tree (default: .)")
+    p.add_argument("--np", type=int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--full", action="store_true",
+                   help="the whole OSU range: every power of two from 1 byte to 1 MiB "
+                        "(default: %s, every %dth power of two)" % (QUICK_SIZES, QUICK_FACTOR))
+    p.add_argument("--sizes", help="MIN:MAX message sizes in bytes (K, M suffixes)")
+    p.add_argument("--factor", type=int, help="ratio of successive sizes")
+    p.add_argument("--iters", type=int, help="timed iterations per size (default: OSU's, 1000 or 100)")
+    p.add_argument("--warmup", type=int, help="warm-up iterations per size (default: OSU's, 200 or 10)")
+    p.add_argument("--rounds", type=int, default=2, help="A/B rounds per size (default 2: A B A B)")
+    p.add_argument("--type", default="mpi_float", choices=sorted(TYPE_SIZES),
+                   help="datatype (default mpi_float)")
+    p.add_argument("--colls", default=",".join(COLLECTIVES), help="collectives (default: all)")
+    p.add_argument("--mem", default="auto", choices=("auto", "host", "cuda"),
+                   help="auto: host, and CUDA when a GPU answers (default)")
+    p.add_argument("--out", help="results directory (default: osu-bench/results/<date>-<host>/)")
+    p.add_argument("--no-plots", action="store_true", help="no PNG plots")
+    p.add_argument("--no-osu", action="store_true", help="do not run real OSU binaries")
+    p.add_argument("--replot", metavar="DIR", help="only redraw the plots of DIR/results.csv")
+    a = p.parse_args(argv)
+    if a.replot:
+        return replot(a.replot)
+
+    lo, hi = (FULL_SIZES if a.full else QUICK_SIZES).split(":")
+    if a.sizes:
+        lo, _, hi = a.sizes.partition(":") if ":" in a.sizes else ("1", "", a.sizes)
+    try:
+        a.min_size, a.max_size = parse_bytes(lo), parse_bytes(hi)
+    except argparse.ArgumentTypeError as e:
+        p.error("--sizes: %s" % e)
+    if a.factor is None:
+        a.factor = FULL_FACTOR if a.full else QUICK_FACTOR
+    if a.factor < 2 or a.np < 1 or a.rounds < 1 or a.min_size > a.max_size:
+        p.error("need --factor >= 2, --np >= 1, --rounds >= 1 and MIN <= MAX")
+    if a.max_size < TYPE_SIZES[a.type]:
+        p.error("--sizes: MAX is smaller than one %s" % a.type)
+    a.colls = [c.strip() for c in a.colls.split(",") if c.strip()]
+    for c in a.colls:
+        if c not in COLLECTIVES:
+            p.error("--colls: unknown collective %r (%s)" % (c, ", ".join(COLLECTIVES)))
+    return Bench(a).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

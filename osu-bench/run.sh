@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# picoll's main job, from a fresh Debian 12 machine: installs what is missing, builds picoll and
+# the OSU-compatible benchmarks in build-bench/, then times allreduce, allgather and alltoall
+# under mpirun with plain MPI and with LD_PRELOAD=libpicoll.so, side by side.
+#
+#   bash osu-bench/run.sh              default sizes (4 B..1 MiB, every 4th power of two), np 2
+#   bash osu-bench/run.sh --full       the whole OSU range (every power of two up to 1 MiB)
+#   bash osu-bench/run.sh --np 4 --rounds 4 --colls allreduce     any driver.py option
+#
+# Environment: PICOLL_BENCH_BUILD (build directory, default build-bench), MPICC (default mpicc),
+# OSU_DIR (real OSU micro-benchmarks to run as well). Results: osu-bench/results/<date>-<host>/.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+start=$(date +%s)
+
+pkgs="autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev python3
+      python3-matplotlib"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "== installing:$missing"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+if [ ! -x configure ] || [ configure.ac -nt configure ]; then
+    echo "== autoreconf"
+    autoreconf -fi >/dev/null
+fi
+
+build="${PICOLL_BENCH_BUILD:-build-bench}"
+jobs=$(nproc 2>/dev/null || echo 2)
+mkdir -p "$build"
+if [ ! -f "$build/Makefile" ]; then
+    echo "== configure in $build"
+    (cd "$build" && "$top/configure" -q ${MPICC:+MPICC="$MPICC"})
+fi
+echo "== build in $build"
+make -C "$build" -s -j"$jobs" all >/dev/null
+
+# Debian's python3 has python3-matplotlib; another python3 first on PATH may not.
+python=python3
+[ -x /usr/bin/python3 ] && python=/usr/bin/python3
+echo "== benchmarks (setup took $(( $(date +%s) - start )) s)"
+status=0
+"$python" "$top/osu-bench/driver.py" --build-dir "$build" "$@" || status=$?
+echo "== main job took $(( $(date +%s) - start )) s"
+exit $status
