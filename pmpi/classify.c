@@ -1,5 +1,7 @@
 #include "classify.h"
 
+#include <wchar.h>
+
 /* Most frequent first: the search is linear and runs on every intercepted call. MPI_AINT,
  * MPI_OFFSET and MPI_COUNT are 64-bit signed on every LP64 platform picoll builds for. */
 #define DTYPE_ENTRY(mpi, dt) {(mpi), (dt)}
@@ -69,4 +71,19 @@ picoll_op_t picoll_classify_op(MPI_Op op)
         }
     }
     return PICOLL_OP_NONE;
+}
+
+size_t picoll_classify_copy_size(MPI_Datatype type)
+{
+    picoll_dtype_t dt = picoll_classify_dtype(type);
+    if (dt != PICOLL_DT_NONE) {
+        return picoll_dtype_size(dt);
+    }
+    if (type == MPI_CHAR) {
+        return sizeof(char);
+    }
+    if (type == MPI_WCHAR) {
+        return sizeof(wchar_t);
+    }
+    return 0;
 }

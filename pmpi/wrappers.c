@@ -96,7 +96,7 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 static int blocks_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, picoll_blocks_args_t *args)
 {
-    picoll_dtype_t rdt = picoll_classify_dtype(recvtype);
+    size_t relem = picoll_classify_copy_size(recvtype);
     int tsize;
 
     if (recvcount <= 0 || recvtype == MPI_DATATYPE_NULL || sendbuf == recvbuf) {
@@ -104,8 +104,8 @@ static int blocks_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     }
     args->sendbuf = sendbuf;
     args->recvbuf = recvbuf;
-    if (rdt != PICOLL_DT_NONE) {
-        args->block_bytes = (size_t)recvcount * picoll_dtype_size(rdt);
+    if (relem != 0) {
+        args->block_bytes = (size_t)recvcount * relem;
         args->eligible = 1;
     } else {
         /* a derived type: its size still tells every rank's block size */
@@ -116,9 +116,9 @@ static int blocks_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype
         args->eligible = 0;
     }
     if (sendbuf != MPI_IN_PLACE && args->eligible) {
-        picoll_dtype_t sdt = picoll_classify_dtype(sendtype);
-        args->eligible = sdt != PICOLL_DT_NONE && sendcount > 0 &&
-                         (size_t)sendcount * picoll_dtype_size(sdt) == args->block_bytes;
+        size_t selem = picoll_classify_copy_size(sendtype);
+        args->eligible = selem != 0 && sendcount > 0 &&
+                         (size_t)sendcount * selem == args->block_bytes;
     }
     return 1;
 }

@@ -4,6 +4,7 @@
 #include "coll/coll.h"
 #include "config.h"
 #include "select.h"
+#include "classify.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,12 @@ int main(void)
     expect("auto: alltoall 8 KiB", picoll_select_alltoall(&cfg, 2, 8192), PICOLL_ALLTOALL_SHM);
     expect("auto: alltoall 8 KiB + 1", picoll_select_alltoall(&cfg, 2, 8193), PICOLL_ALG_FALLBACK);
 
+    /* blocks of allgather/alltoall: character types are copied as bytes, pair types never */
+    expect("copy size of MPI_CHAR", (int)picoll_classify_copy_size(MPI_CHAR), 1);
+    expect("copy size of MPI_DOUBLE", (int)picoll_classify_copy_size(MPI_DOUBLE), 8);
+    expect("copy size of MPI_2INT", (int)picoll_classify_copy_size(MPI_2INT), 0);
+    expect("copy size of MPI_DOUBLE_INT", (int)picoll_classify_copy_size(MPI_DOUBLE_INT), 0);
+
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     if (ar->count != 3 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
@@ -66,6 +73,6 @@ int main(void)
         fprintf(stderr, "allreduce table does not name oneshot and twoshot\n");
         failures++;
     }
-    printf("%d passed, %d failed\n", 18 - failures, failures);
+    printf("%d passed, %d failed\n", 22 - failures, failures);
     return failures != 0;
 }
