@@ -28,7 +28,7 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_WORKSPACE_SIZE", .type = PICOLL_CFG_SIZE, .def = "8M",
      .offset = offsetof(picoll_config_t, workspace_size),
      .doc = "bytes of shared workspace per local rank and communicator; larger messages go through it in chunks"},
-    {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "64k",
+    {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, allreduce_oneshot_max),
      .doc = "largest allreduce (bytes) run one-shot: every rank reduces all inputs"},
     {.name = "PICOLL_ALLREDUCE_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "1G",
