@@ -3,10 +3,10 @@
 #include "coll/coll.h"
 
 /* PICOLL_HOST=auto: where the shared-memory executor beat Open MPI 4.1 on a 2-core machine at
- * np=2 (A/B in one job). Allreduce wins at every size; allgather and alltoall, which copy twice
+ * np=2 (osu-bench driver, A/B in one job). Allreduce wins at every size; allgather and alltoall, which copy twice
  * through the workspace, lose to Open MPI's single-copy (CMA) transfers above a few KiB a block. */
-#define AUTO_ALLGATHER_MAX (16u << 10)
-#define AUTO_ALLTOALL_MAX (8u << 10)
+#define AUTO_ALLGATHER_MAX (8u << 10)
+#define AUTO_ALLTOALL_MAX (1u << 10)
 
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes)
 {

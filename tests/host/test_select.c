@@ -48,17 +48,17 @@ int main(void)
     expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1), PICOLL_ALLGATHER_SHM);
     expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20), PICOLL_ALLTOALL_SHM);
 
-    /* auto: allreduce everywhere; allgather up to 16 KiB and alltoall up to 8 KiB a block */
+    /* auto: allreduce everywhere; allgather up to 8 KiB and alltoall up to 1 KiB a block */
     char *env_auto[] = {"PICOLL_HOST=auto", NULL};
     picoll_config_load(&cfg, env_auto);
     expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
     expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("auto: allgather 16 KiB", picoll_select_allgather(&cfg, 2, 16384), PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 16 KiB + 1", picoll_select_allgather(&cfg, 2, 16385),
+    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192), PICOLL_ALLGATHER_SHM);
+    expect("auto: allgather 8 KiB + 1", picoll_select_allgather(&cfg, 2, 8193),
            PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 8 KiB", picoll_select_alltoall(&cfg, 2, 8192), PICOLL_ALLTOALL_SHM);
-    expect("auto: alltoall 8 KiB + 1", picoll_select_alltoall(&cfg, 2, 8193), PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024), PICOLL_ALLTOALL_SHM);
+    expect("auto: alltoall 1 KiB + 1", picoll_select_alltoall(&cfg, 2, 1025), PICOLL_ALG_FALLBACK);
 
     /* blocks of allgather/alltoall: character types are copied as bytes, pair types never */
     expect("copy size of MPI_CHAR", (int)picoll_classify_copy_size(MPI_CHAR), 1);
