@@ -14,18 +14,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 start=$(date +%s)
 
-pkgs="autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev python3
-      python3-matplotlib"
-missing=""
-for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "== installing:$missing"
-    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
-fi
+bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev python3 python3-matplotlib
 
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then
     echo "== autoreconf"

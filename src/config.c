@@ -277,6 +277,19 @@ picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env)
     return status;
 }
 
+void picoll_format_size(size_t v, char *buf, size_t len)
+{
+    if (v != 0 && v % (1u << 30) == 0) {
+        snprintf(buf, len, "%zuG", v >> 30);
+    } else if (v != 0 && v % (1u << 20) == 0) {
+        snprintf(buf, len, "%zuM", v >> 20);
+    } else if (v != 0 && v % (1u << 10) == 0) {
+        snprintf(buf, len, "%zuk", v >> 10);
+    } else {
+        snprintf(buf, len, "%zu", v);
+    }
+}
+
 void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t *cfg, char *buf,
                           size_t len)
 {
@@ -285,19 +298,9 @@ void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t 
     case PICOLL_CFG_BOOL:
         snprintf(buf, len, "%d", *(const int *)field);
         break;
-    case PICOLL_CFG_SIZE: {
-        size_t v = *(const size_t *)field;
-        if (v != 0 && v % (1u << 30) == 0) {
-            snprintf(buf, len, "%zuG", v >> 30);
-        } else if (v != 0 && v % (1u << 20) == 0) {
-            snprintf(buf, len, "%zuM", v >> 20);
-        } else if (v != 0 && v % (1u << 10) == 0) {
-            snprintf(buf, len, "%zuk", v >> 10);
-        } else {
-            snprintf(buf, len, "%zu", v);
-        }
+    case PICOLL_CFG_SIZE:
+        picoll_format_size(*(const size_t *)field, buf, len);
         break;
-    }
     case PICOLL_CFG_INT:
         snprintf(buf, len, "%ld", *(const long *)field);
         break;

@@ -63,6 +63,9 @@ picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env);
 void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t *cfg,
                           char *buf, size_t len);
 
+/* Format a size in the largest unit that divides it exactly: "8M", "256k", "1000". */
+void picoll_format_size(size_t v, char *buf, size_t len);
+
 /* Parse a size ("4096", "256k", "10M", "1G", "2MB", "64KiB"); 0 on success. */
 int picoll_parse_size(const char *text, size_t *out);
 

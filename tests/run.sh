@@ -7,18 +7,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-pkgs="autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev mpich libmpich-dev
-      libhwloc-dev libucx-dev cmake valgrind python3"
-missing=""
-for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "== installing:$missing"
-    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
-fi
+bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev libucx-dev cmake valgrind python3
 
 echo "== autoreconf"
 autoreconf -fi >/dev/null

@@ -6,19 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void picoll_topo_format_size(size_t v, char *buf, size_t len)
-{
-    if (v != 0 && v % (1u << 30) == 0) {
-        snprintf(buf, len, "%zuG", v >> 30);
-    } else if (v != 0 && v % (1u << 20) == 0) {
-        snprintf(buf, len, "%zuM", v >> 20);
-    } else if (v != 0 && v % (1u << 10) == 0) {
-        snprintf(buf, len, "%zuk", v >> 10);
-    } else {
-        snprintf(buf, len, "%zu", v);
-    }
-}
-
 static void cell(const picoll_topo_t *t, int i, int j, char *buf, size_t len)
 {
     const picoll_topo_link_t *l = &t->links[i][j];
@@ -64,7 +51,7 @@ static void print_ranges(FILE *f, const char *name, alg_fn_t fn, picoll_topo_rea
         }
         picoll_topo_alg_t next = fn(reach, b[k] + 1, cfg);
         if (next != cur) {
-            picoll_topo_format_size(b[k], sz, sizeof(sz));
+            picoll_format_size(b[k], sz, sizeof(sz));
             fprintf(f, "%s<= %s %s", first ? " " : ", ", sz, picoll_topo_alg_name(cur));
             first = 0;
             cur = next;

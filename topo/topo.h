@@ -167,7 +167,5 @@ picoll_topo_alg_t picoll_topo_alltoall_alg(picoll_topo_reach_t reach, size_t byt
 /* Matrix, GPUs, class, and the selection table of the whole node and of its largest fully
  * connected subsets, as picoll_info --topology prints them. */
 void picoll_topo_print(FILE *f, const picoll_topo_t *t, const picoll_config_t *cfg);
-/* "256k", "10M", "1G", "1000" */
-void picoll_topo_format_size(size_t v, char *buf, size_t len);
 
 #endif
