@@ -65,6 +65,7 @@ int main(void)
     expect("copy size of MPI_DOUBLE", (int)picoll_classify_copy_size(MPI_DOUBLE), 8);
     expect("copy size of MPI_2INT", (int)picoll_classify_copy_size(MPI_2INT), 0);
     expect("copy size of MPI_DOUBLE_INT", (int)picoll_classify_copy_size(MPI_DOUBLE_INT), 0);
+    expect("MPI_C_COMPLEX", (int)picoll_classify_dtype(MPI_C_COMPLEX), PICOLL_DT_FLOAT_COMPLEX);
 
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
@@ -73,6 +74,6 @@ int main(void)
         fprintf(stderr, "allreduce table does not name oneshot and twoshot\n");
         failures++;
     }
-    printf("%d passed, %d failed\n", 22 - failures, failures);
+    printf("%d passed, %d failed\n", 23 - failures, failures);
     return failures != 0;
 }

@@ -1,4 +1,5 @@
 /* Unit test of the algorithm tables of the intercepted collectives (src/coll/tables.c). */
+#include "build-config.h" /* _GNU_SOURCE, as in src/ */
 #include "coll/coll.h"
 #include "check.h"
 
