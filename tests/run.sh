@@ -25,13 +25,7 @@ for mpi in ${PICOLL_TEST_MPIS:-openmpi mpich}; do
     mkdir -p "$dir"
     (cd "$dir" && "$top/configure" -q MPICC="$mpicc") || { echo "== $mpi: configure failed"; status=1; continue; }
     if ! (cd "$dir" && make -j"$jobs" all tests > build.log 2>&1); then
-        # a parallel libtool build failed once here, intermittently ("not a valid libtool
-        # object"); say so and build once more serially before calling it a failure
-        echo "== $mpi: parallel build failed, retrying serially; its log:"
-        tail -n 20 "$dir/build.log"
-        if ! (cd "$dir" && make all tests > build.log 2>&1); then
-            echo "== $mpi: build failed:"; tail -n 40 "$dir/build.log"; status=1; continue
-        fi
+        echo "== $mpi: build failed:"; tail -n 40 "$dir/build.log"; status=1; continue
     fi
     (cd "$dir" && ctest --output-on-failure --timeout 300) || status=1
 done

@@ -55,7 +55,11 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     return finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, mpi_rc);
 }
 
-int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
+/* Allgather and alltoall: select by block size, vote, run. */
+static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, picoll_coll_t coll,
+                      int (*select)(const picoll_config_t *, int, size_t),
+                      picoll_status_t (*run)(picoll_shm_t *, const picoll_blocks_args_t *, int),
+                      int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
     int alg;
@@ -64,35 +68,25 @@ int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *
     if (shm == NULL) {
         return PICOLL_ALG_FALLBACK;
     }
-    alg = picoll_select_allgather(&picoll_g.cfg, ctx->size, args->block_bytes);
+    alg = select(&picoll_g.cfg, ctx->size, args->block_bytes);
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
     int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
     picoll_reentry++;
-    status = picoll_allgather_shm(shm, args, vote);
+    status = run(shm, args, vote);
     picoll_reentry--;
-    return finish(PICOLL_COLL_ALLGATHER, alg, status, args->block_bytes * (size_t)ctx->size,
-                  mpi_rc);
+    return finish(coll, alg, status, args->block_bytes * (size_t)ctx->size, mpi_rc);
+}
+
+int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
+{
+    return run_blocks(ctx, args, PICOLL_COLL_ALLGATHER, picoll_select_allgather,
+                      picoll_allgather_shm, mpi_rc);
 }
 
 int picoll_alltoall(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
-    picoll_shm_t *shm = ctx->shm;
-    int alg;
-    picoll_status_t status;
-
-    if (shm == NULL) {
-        return PICOLL_ALG_FALLBACK;
-    }
-    alg = picoll_select_alltoall(&picoll_g.cfg, ctx->size, args->block_bytes);
-    if (alg == PICOLL_ALG_FALLBACK) {
-        return alg;
-    }
-    int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
-    picoll_reentry++;
-    status = picoll_alltoall_shm(shm, args, vote);
-    picoll_reentry--;
-    return finish(PICOLL_COLL_ALLTOALL, alg, status, args->block_bytes * (size_t)ctx->size,
-                  mpi_rc);
+    return run_blocks(ctx, args, PICOLL_COLL_ALLTOALL, picoll_select_alltoall,
+                      picoll_alltoall_shm, mpi_rc);
 }
