@@ -66,6 +66,7 @@ static void comm_destroy(picoll_comm_t *ctx)
     picoll_debug("destroying context %lu (size %d)", ctx->id, ctx->size);
     atomic_fetch_add_explicit(&picoll_comm_generation, 1, memory_order_acq_rel);
     comm_list_remove(ctx);
+    picoll_hier_destroy(ctx->hier);
     if (ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
         free(ctx->shm);
@@ -115,10 +116,52 @@ void picoll_comm_finalize(void)
     PMPI_Comm_free_keyval(&picoll_g.comm_keyval);
 }
 
+/* PICOLL_VNODE_SIZE=k: split the node into virtual nodes of k consecutive local ranks. */
+static int comm_split_vnodes(picoll_comm_t *ctx)
+{
+    MPI_Comm vnode;
+    long k = picoll_g.cfg.vnode_size;
+    if (k <= 0 || ctx->node_comm == MPI_COMM_NULL) {
+        return 1;
+    }
+    if (PMPI_Comm_split(ctx->node_comm, (int)(ctx->local_rank / k), ctx->local_rank, &vnode) !=
+        MPI_SUCCESS) {
+        return 0;
+    }
+    PMPI_Comm_free(&ctx->node_comm);
+    ctx->node_comm = vnode;
+    PMPI_Comm_rank(vnode, &ctx->local_rank);
+    PMPI_Comm_size(vnode, &ctx->local_size);
+    return 1;
+}
+
+/* The host executor's workspace on this node (for the single-node algorithms, and for the node
+ * steps of the hierarchical ones). Returns 1 when ready. */
+static int comm_setup_shm(picoll_comm_t *ctx)
+{
+    picoll_shm_t scratch;
+    picoll_status_t st;
+
+    ctx->shm = calloc(1, sizeof(*ctx->shm));
+    /* every rank takes part in the set-up exchanges, even one without memory for it */
+    st = picoll_shm_create(ctx->comm, ctx->node_comm, picoll_g.cfg.workspace_size / 2,
+                           picoll_g.cfg.timeout, ctx->shm ? ctx->shm : &scratch);
+    if (ctx->shm == NULL) {
+        picoll_shm_destroy(&scratch);
+        return 0;
+    }
+    if (st != PICOLL_OK) {
+        picoll_warn("shared-memory workspace set-up failed (%s): host collectives fall back",
+                    picoll_status_string(st));
+        return 0;
+    }
+    return 1;
+}
+
 /* The set-up steps of a context on this rank; collective over ctx->comm. Every rank runs every
  * step whatever happened before, so that the exchanges stay matched; a failure is remembered and
  * agreed on at the end. */
-static int comm_setup(picoll_comm_t *ctx, int *host_ok)
+static int comm_setup(picoll_comm_t *ctx, int *host_ok, int *hier_ok)
 {
     int ok = 1;
     int leader;
@@ -139,30 +182,34 @@ static int comm_setup(picoll_comm_t *ctx, int *host_ok)
         PMPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
         PMPI_Comm_size(ctx->node_comm, &ctx->local_size);
     }
+    if (!comm_split_vnodes(ctx)) {
+        ok = 0;
+        snprintf(ctx->reason, sizeof(ctx->reason), "MPI_Comm_split into virtual nodes failed");
+    }
     leader = ctx->local_rank == 0;
     if (PMPI_Allreduce(&leader, &ctx->num_nodes, 1, MPI_INT, MPI_SUM, ctx->comm) != MPI_SUCCESS) {
         ok = 0;
         ctx->num_nodes = 0;
     }
 
-    /* Host executor: one node only (between nodes is the hierarchical path's job). The decision
-     * inputs are the same on every rank; the outcome is agreed by the caller. */
+    /* The host executor on one node; between nodes, its workspace serves the node steps of the
+     * hierarchical path. The decision inputs are the same on every rank; the outcome is agreed by
+     * the caller. */
+    int want_hier = picoll_g.cfg.net && ctx->num_nodes > 1;
     *host_ok = 0;
-    if (picoll_g.cfg.host != PICOLL_HOST_OFF && ctx->num_nodes == 1 &&
-        ctx->node_comm != MPI_COMM_NULL) {
-        ctx->shm = calloc(1, sizeof(*ctx->shm));
-        picoll_status_t st = PICOLL_ERR_NO_MEMORY;
-        picoll_shm_t scratch;
-        /* every rank takes part in the set-up exchanges, even one without memory for it */
-        st = picoll_shm_create(ctx->comm, ctx->node_comm, picoll_g.cfg.workspace_size / 2,
-                               picoll_g.cfg.timeout, ctx->shm ? ctx->shm : &scratch);
-        if (ctx->shm == NULL) {
-            picoll_shm_destroy(&scratch);
-        } else if (st == PICOLL_OK) {
-            *host_ok = 1;
-        } else {
-            picoll_warn("shared-memory workspace set-up failed (%s): host collectives fall back",
-                        picoll_status_string(st));
+    *hier_ok = 0;
+    if (picoll_g.cfg.host != PICOLL_HOST_OFF && ctx->node_comm != MPI_COMM_NULL &&
+        (ctx->num_nodes == 1 || want_hier)) {
+        *host_ok = comm_setup_shm(ctx);
+        if (want_hier) {
+            size_t slot = picoll_g.cfg.workspace_size / 2;
+            picoll_status_t st = picoll_hier_create(ctx->comm, ctx->node_comm, slot,
+                                                    picoll_g.cfg.timeout, &ctx->hier);
+            if (st != PICOLL_OK) {
+                picoll_warn("network step set-up failed (%s): collectives between nodes fall back",
+                            picoll_status_string(st));
+            }
+            *hier_ok = st == PICOLL_OK;
         }
     }
     return ok;
@@ -172,8 +219,8 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
 {
     picoll_comm_t *ctx;
     int inter = 0;
-    int vote[3], agreed[3];
-    int host_ok = 0;
+    int vote[4], agreed[4];
+    int host_ok = 0, hier_ok = 0;
 
     picoll_reentry++;
     ctx = calloc(1, sizeof(*ctx));
@@ -197,17 +244,26 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     PMPI_Comm_size(comm, &ctx->size);
 
     /* Agreement: vote[0] = 1 if this rank is ready, vote[1] = its rank if not (MIN gives the
-     * lowest failing rank), vote[2] = 1 if its host executor is ready. */
-    vote[0] = comm_setup(ctx, &host_ok);
+     * lowest failing rank), vote[2] = 1 if its host executor is ready, vote[3] = 1 if its
+     * network step is. */
+    vote[0] = comm_setup(ctx, &host_ok, &hier_ok);
     vote[1] = vote[0] ? ctx->size : ctx->rank;
     vote[2] = host_ok;
-    if (PMPI_Allreduce(vote, agreed, 3, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    vote[3] = hier_ok;
+    if (PMPI_Allreduce(vote, agreed, 4, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
         agreed[0] = 0;
         agreed[1] = ctx->rank;
         agreed[2] = 0;
+        agreed[3] = 0;
     }
     ctx->enabled = agreed[0];
-    if ((!agreed[0] || !agreed[2]) && ctx->shm != NULL) {
+    if ((!agreed[0] || !agreed[2] || !agreed[3]) && ctx->hier != NULL) {
+        picoll_hier_destroy(ctx->hier);
+        ctx->hier = NULL;
+    }
+    /* between nodes the workspace serves only the hierarchical algorithms */
+    if ((!agreed[0] || !agreed[2] || (ctx->num_nodes > 1 && ctx->hier == NULL)) &&
+        ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
         free(ctx->shm);
         ctx->shm = NULL;
@@ -222,8 +278,9 @@ out_attach:
     if (!ctx->enabled) {
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->size, ctx->reason);
     } else {
-        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s", ctx->id,
-                     ctx->size, ctx->local_size, ctx->num_nodes, ctx->shm ? "on" : "off");
+        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, network "
+                     "step %s", ctx->id, ctx->size, ctx->local_size, ctx->num_nodes,
+                     ctx->shm ? "on" : "off", ctx->hier ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

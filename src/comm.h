@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 #include "status.h"
+#include "hier.h"
 #include "host/shm.h"
 
 typedef struct picoll_comm {
@@ -11,11 +12,14 @@ typedef struct picoll_comm {
     unsigned long id;       /* unique in this process */
     int enabled;            /* agreed by every rank of comm at creation */
     int rank, size;
-    MPI_Comm node_comm;     /* ranks of comm on this node; owned, MPI_COMM_NULL when unused */
+    MPI_Comm node_comm;     /* ranks of comm on this (virtual) node, by rank; owned, MPI_COMM_NULL
+                               when unused */
     int local_rank, local_size;
     int num_nodes;
     char reason[128];       /* why it is disabled */
     picoll_shm_t *shm;      /* host executor workspace; NULL when not set up on every rank */
+    picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
+                               set up on every rank */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */
 } picoll_comm_t;
 

@@ -27,6 +27,11 @@ typedef struct {
     size_t allreduce_twoshot_max;
     double timeout;
     long test_fail_setup;
+    /* between nodes */
+    int net;
+    long vnode_size;
+    size_t net_rd_max;
+    long net_inflight;
     /* topology (topo/) */
     const char *topo_file;
     size_t nvlink_oneshot_max;

@@ -39,3 +39,29 @@ int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_
     }
     return PICOLL_ALLTOALL_SHM;
 }
+
+int picoll_select_hier_allreduce(const picoll_config_t *cfg, size_t bytes, size_t rail_block)
+{
+    if (cfg->host == PICOLL_HOST_OFF || !cfg->net || bytes == 0) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    return rail_block <= cfg->net_rd_max ? PICOLL_ALLREDUCE_HIER_RD : PICOLL_ALLREDUCE_HIER_RING;
+}
+
+int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max)
+{
+    if (cfg->host == PICOLL_HOST_OFF || !cfg->net || block_bytes == 0 || piece_max == 0 ||
+        cfg->host == PICOLL_HOST_AUTO) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    return PICOLL_ALLGATHER_HIER;
+}
+
+int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max)
+{
+    if (cfg->host == PICOLL_HOST_OFF || !cfg->net || block_bytes == 0 || piece_max == 0 ||
+        cfg->host == PICOLL_HOST_AUTO) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    return PICOLL_ALLTOALL_HIER;
+}

@@ -13,4 +13,10 @@ int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nr
 int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes);
 int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes);
 
+/* Between nodes (the hierarchical algorithms). rail_block: the bytes rail 0 reduces in the first
+ * chunk; piece_max: the largest piece of a block the workspace holds (0: too many ranks). */
+int picoll_select_hier_allreduce(const picoll_config_t *cfg, size_t bytes, size_t rail_block);
+int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
+int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
+
 #endif

@@ -9,16 +9,43 @@
 #define PICOLL_ALGS_H
 
 #include "coll/dispatch.h"
+#include "hier.h"
 #include "host/shm.h"
 
-enum { PICOLL_ALLREDUCE_ONESHOT = 1, PICOLL_ALLREDUCE_TWOSHOT = 2 };
-enum { PICOLL_ALLGATHER_SHM = 1 };
-enum { PICOLL_ALLTOALL_SHM = 1 };
+enum { PICOLL_ALLREDUCE_ONESHOT = 1, PICOLL_ALLREDUCE_TWOSHOT = 2, PICOLL_ALLREDUCE_HIER_RD = 3,
+       PICOLL_ALLREDUCE_HIER_RING = 4 };
+enum { PICOLL_ALLGATHER_SHM = 1, PICOLL_ALLGATHER_HIER = 2 };
+enum { PICOLL_ALLTOALL_SHM = 1, PICOLL_ALLTOALL_HIER = 2 };
+
+/* Block r of n elements split among nranks: [lo, hi), in multiples of 64 bytes where possible. */
+static inline void picoll_split_block(size_t n, size_t esize, int nranks, int r, size_t *lo,
+                                      size_t *hi)
+{
+    size_t align = esize >= 64 ? 1 : 64 / esize;
+    size_t per = (n + (size_t)nranks - 1) / (size_t)nranks;
+    per = (per + align - 1) / align * align;
+    *lo = per * (size_t)r < n ? per * (size_t)r : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
 
 picoll_status_t picoll_allreduce_oneshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
                                          int vote);
 picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
                                          int vote);
+/* Between nodes (hier.h): node step through shm, network step on the rails, node step. The
+ * votes of every rank reach every rank through the messages and the last node barrier. */
+picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
+                                      const picoll_allreduce_args_t *args, int vote, int ring);
+/* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
+ * block that the allgather / alltoall workspace holds (0: none). */
+size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,
+                                        const picoll_allreduce_args_t *args);
+size_t picoll_allgather_hier_piece_max(const picoll_hier_t *h, size_t slot_size);
+size_t picoll_alltoall_hier_piece_max(const picoll_hier_t *h, size_t slot_size);
+picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
+                                      const picoll_blocks_args_t *args, int vote);
+picoll_status_t picoll_alltoall_hier(picoll_shm_t *shm, picoll_hier_t *h,
+                                     const picoll_blocks_args_t *args, int vote);
 picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);
 picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);
 

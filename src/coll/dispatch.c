@@ -40,13 +40,21 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
         return PICOLL_ALG_FALLBACK;
     }
     bytes = args->count * picoll_dtype_size(args->dtype);
-    alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
+    if (ctx->hier != NULL) {
+        alg = picoll_select_hier_allreduce(&picoll_g.cfg, bytes,
+                                           picoll_allreduce_hier_rail_block(shm, ctx->hier, args));
+    } else {
+        alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
+    }
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
     int vote = host_vote(args->sendbuf, args->recvbuf);
     picoll_reentry++;
-    if (alg == PICOLL_ALLREDUCE_ONESHOT) {
+    if (ctx->hier != NULL) {
+        status = picoll_allreduce_hier(shm, ctx->hier, args, vote,
+                                       alg == PICOLL_ALLREDUCE_HIER_RING);
+    } else if (alg == PICOLL_ALLREDUCE_ONESHOT) {
         status = picoll_allreduce_oneshot(shm, args, vote);
     } else {
         status = picoll_allreduce_twoshot(shm, args, vote);
@@ -55,11 +63,37 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     return finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, mpi_rc);
 }
 
-/* Allgather and alltoall: select by block size, vote, run. */
-static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, picoll_coll_t coll,
-                      int (*select)(const picoll_config_t *, int, size_t),
-                      picoll_status_t (*run)(picoll_shm_t *, const picoll_blocks_args_t *, int),
-                      int *mpi_rc)
+/* Allgather and alltoall: select by block size (between nodes: also by what the workspace
+ * holds), vote, run. */
+typedef struct {
+    picoll_coll_t coll;
+    int (*select)(const picoll_config_t *, int, size_t);
+    picoll_status_t (*run)(picoll_shm_t *, const picoll_blocks_args_t *, int);
+    size_t (*hier_piece_max)(const picoll_hier_t *, size_t);
+    int (*hier_select)(const picoll_config_t *, size_t, size_t);
+    picoll_status_t (*hier_run)(picoll_shm_t *, picoll_hier_t *, const picoll_blocks_args_t *, int);
+} blocks_coll_t;
+
+static const blocks_coll_t allgather_coll = {
+    .coll = PICOLL_COLL_ALLGATHER,
+    .select = picoll_select_allgather,
+    .run = picoll_allgather_shm,
+    .hier_piece_max = picoll_allgather_hier_piece_max,
+    .hier_select = picoll_select_hier_allgather,
+    .hier_run = picoll_allgather_hier,
+};
+
+static const blocks_coll_t alltoall_coll = {
+    .coll = PICOLL_COLL_ALLTOALL,
+    .select = picoll_select_alltoall,
+    .run = picoll_alltoall_shm,
+    .hier_piece_max = picoll_alltoall_hier_piece_max,
+    .hier_select = picoll_select_hier_alltoall,
+    .hier_run = picoll_alltoall_hier,
+};
+
+static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args,
+                      const blocks_coll_t *bc, int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
     int alg;
@@ -68,25 +102,32 @@ static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, pico
     if (shm == NULL) {
         return PICOLL_ALG_FALLBACK;
     }
-    alg = select(&picoll_g.cfg, ctx->size, args->block_bytes);
+    if (ctx->hier != NULL) {
+        alg = bc->hier_select(&picoll_g.cfg, args->block_bytes,
+                              bc->hier_piece_max(ctx->hier, shm->slot_size));
+    } else {
+        alg = bc->select(&picoll_g.cfg, ctx->size, args->block_bytes);
+    }
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
     int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
     picoll_reentry++;
-    status = run(shm, args, vote);
+    if (ctx->hier != NULL) {
+        status = bc->hier_run(shm, ctx->hier, args, vote);
+    } else {
+        status = bc->run(shm, args, vote);
+    }
     picoll_reentry--;
-    return finish(coll, alg, status, args->block_bytes * (size_t)ctx->size, mpi_rc);
+    return finish(bc->coll, alg, status, args->block_bytes * (size_t)ctx->size, mpi_rc);
 }
 
 int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
-    return run_blocks(ctx, args, PICOLL_COLL_ALLGATHER, picoll_select_allgather,
-                      picoll_allgather_shm, mpi_rc);
+    return run_blocks(ctx, args, &allgather_coll, mpi_rc);
 }
 
 int picoll_alltoall(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
-    return run_blocks(ctx, args, PICOLL_COLL_ALLTOALL, picoll_select_alltoall,
-                      picoll_alltoall_shm, mpi_rc);
+    return run_blocks(ctx, args, &alltoall_coll, mpi_rc);
 }

@@ -11,12 +11,22 @@ static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALLREDUCE_TWOSHOT] = {.name = "twoshot",
                                   .desc = "shared memory: reduce-scatter then all-gather, chunked "
                                           "by the workspace (up to PICOLL_ALLREDUCE_TWOSHOT_MAX)"},
+    [PICOLL_ALLREDUCE_HIER_RD] = {.name = "hier_rd",
+                                  .desc = "between nodes: node reduce-scatter, recursive doubling "
+                                          "on each rail over UCX, node all-gather (rail blocks up "
+                                          "to PICOLL_NET_RD_MAX)"},
+    [PICOLL_ALLREDUCE_HIER_RING] = {.name = "hier_ring",
+                                    .desc = "between nodes: node reduce-scatter, ring allreduce "
+                                            "on each rail over UCX, node all-gather"},
 };
 
 static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
     [PICOLL_ALLGATHER_SHM] = {.name = "shm",
                               .desc = "shared memory: blocks copied in, one barrier, copied out"},
+    [PICOLL_ALLGATHER_HIER] = {.name = "hier",
+                               .desc = "between nodes: blocks into the node's workspace, node "
+                                       "parts round a ring on each rail over UCX, copied out"},
 };
 
 static const picoll_alg_desc_t alltoall_algs[] = {
@@ -24,6 +34,10 @@ static const picoll_alg_desc_t alltoall_algs[] = {
     [PICOLL_ALLTOALL_SHM] = {.name = "shm",
                              .desc = "shared memory: pieces for every peer copied in, one barrier, "
                                      "own pieces copied out"},
+    [PICOLL_ALLTOALL_HIER] = {.name = "hier",
+                              .desc = "between nodes: pieces into the node's workspace, pairwise "
+                                      "exchange of node parts on each rail over UCX "
+                                      "(PICOLL_NET_INFLIGHT peers at a time), copied out"},
 };
 
 #define TABLE(n, a) {.name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))}

@@ -146,3 +146,8 @@ void picoll_reduce(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *con
         }
     }
 }
+
+void picoll_reduce_acc(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *src, size_t count)
+{
+    reduce_table[dt][op].acc(dst, src, count);
+}

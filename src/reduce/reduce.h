@@ -11,4 +11,7 @@
 void picoll_reduce(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *const *srcs, int nsrc,
                    size_t count);
 
+/* dst = dst op src, element by element. dst must not overlap src. */
+void picoll_reduce_acc(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *src, size_t count);
+
 #endif

@@ -12,16 +12,6 @@
  * caches: 512 KiB was the best of 128 KiB..4 MiB on a 2-core Xeon with 2 MiB of L2 per core. */
 #define TWOSHOT_CHUNK_MAX (512u << 10)
 
-/* Block r of a chunk of n elements: [lo, hi), split in multiples of 64 bytes where possible. */
-static void twoshot_block(size_t n, size_t esize, int nranks, int r, size_t *lo, size_t *hi)
-{
-    size_t align = esize >= 64 ? 1 : 64 / esize;
-    size_t per = (n + (size_t)nranks - 1) / (size_t)nranks;
-    per = (per + align - 1) / align * align;
-    *lo = per * (size_t)r < n ? per * (size_t)r : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
 picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
                                          int vote)
 {
@@ -37,7 +27,7 @@ picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allredu
         size_t lo, hi;
         uint64_t in = shm->epoch + 1, out = shm->epoch + 2;
 
-        twoshot_block(cnt, esize, n, shm->me, &lo, &hi);
+        picoll_split_block(cnt, esize, n, shm->me, &lo, &hi);
         if (vote) {
             /* all but my own block: the others never read it */
             char *slot = picoll_shm_slot(shm, shm->me, in);
@@ -59,7 +49,7 @@ picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allredu
         }
         picoll_shm_barrier(shm, 1, "MPI_Allreduce");
         for (int r = 0; r < n; r++) {
-            twoshot_block(cnt, esize, n, r, &lo, &hi);
+            picoll_split_block(cnt, esize, n, r, &lo, &hi);
             if (hi > lo) {
                 memcpy(dst + (off + lo) * esize, picoll_shm_slot(shm, r, out) + lo * esize,
                        (hi - lo) * esize);

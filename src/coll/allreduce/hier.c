@@ -1,0 +1,172 @@
+/* Allreduce between nodes, in chunks: node reduce-scatter through the workspace (rail l reduces
+ * block l of the chunk from every local rank, in local rank order), allreduce of each block on its
+ * rail over the network (recursive doubling up to PICOLL_NET_RD_MAX bytes, ring above), node
+ * all-gather (every local rank copies every block out of the rail ranks' slots). */
+#include "coll/algs.h"
+#include "reduce/reduce.h"
+
+#include <mpi.h>
+#include <string.h>
+
+#define HIER_CHUNK_MAX (1u << 20)
+#define COLL_NAME "MPI_Allreduce"
+
+/* Recursive doubling on the rail, folding the members beyond the largest power of two into the
+ * first ones. Each pair reduces in the order (lower member, higher member), so both get the same
+ * bits. Returns the AND of every member's vote. */
+static int rail_rd(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *buf, size_t count,
+                   int vote)
+{
+    picoll_net_t *net = h->net;
+    int n = picoll_net_size(net), me = picoll_net_rank(net);
+    size_t bytes = count * picoll_dtype_size(args->dtype);
+    char *bufs[3] = {buf, h->scratch[0], h->scratch[1]};
+    int cur = 0;
+    int p2 = 1;
+    unsigned step = 0;
+
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+    }
+    if (me >= p2) {
+        /* folded: hand my input over, get the result back */
+        picoll_net_req_t r[2];
+        picoll_net_irecv(net, me - p2, 1000, buf, bytes, &r[0]);
+        picoll_net_isend(net, me - p2, 0, buf, bytes, vote, &r[1]);
+        return picoll_net_waitall(net, r, 2, COLL_NAME);
+    }
+    if (me + p2 < n) {
+        picoll_net_req_t r;
+        picoll_net_irecv(net, me + p2, 0, bufs[1], bytes, &r);
+        vote &= picoll_net_waitall(net, &r, 1, COLL_NAME);
+        const void *srcs[2] = {bufs[0], bufs[1]};
+        picoll_reduce(args->dtype, args->op, bufs[2], srcs, 2, count);
+        cur = 2;
+    }
+    step = 1;
+    for (int mask = 1; mask < p2; mask <<= 1, step++) {
+        int partner = me ^ mask;
+        int in = (cur + 1) % 3, out = (cur + 2) % 3;
+        vote &= picoll_net_sendrecv(net, step, partner, bufs[cur], bytes, partner, bufs[in], bytes,
+                                    vote, COLL_NAME);
+        const void *srcs[2] = {me < partner ? bufs[cur] : bufs[in],
+                               me < partner ? bufs[in] : bufs[cur]};
+        picoll_reduce(args->dtype, args->op, bufs[out], srcs, 2, count);
+        cur = out;
+    }
+    if (me + p2 < n) {
+        picoll_net_req_t r;
+        picoll_net_isend(net, me + p2, 1000, bufs[cur], bytes, vote, &r);
+        picoll_net_waitall(net, &r, 1, COLL_NAME);
+    }
+    if (cur != 0) {
+        memcpy(buf, bufs[cur], bytes);
+    }
+    return vote;
+}
+
+/* Ring on the rail, in place: reduce-scatter (segment k is reduced along the ring and ends whole
+ * on member k + 1) then all-gather. Each segment is reduced once, so every member gets the same
+ * bits. Returns the AND of every member's vote: after n - 1 steps each has heard from all. */
+static int rail_ring(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *buf,
+                     size_t count, int vote)
+{
+    picoll_net_t *net = h->net;
+    int n = picoll_net_size(net), me = picoll_net_rank(net);
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    size_t esize = picoll_dtype_size(args->dtype);
+    size_t slo, shi, rlo, rhi;
+
+    for (int s = 0; s < n - 1; s++) {
+        int sseg = (me - s + n) % n, rseg = (me - s - 1 + 2 * n) % n;
+        picoll_split_block(count, esize, n, sseg, &slo, &shi);
+        picoll_split_block(count, esize, n, rseg, &rlo, &rhi);
+        vote &= picoll_net_sendrecv(net, (unsigned)s, right, buf + slo * esize, (shi - slo) * esize,
+                                    left, h->scratch[0], (rhi - rlo) * esize, vote, COLL_NAME);
+        picoll_reduce_acc(args->dtype, args->op, buf + rlo * esize, h->scratch[0], rhi - rlo);
+    }
+    for (int s = 0; s < n - 1; s++) {
+        int sseg = (me + 1 - s + n) % n, rseg = (me - s + n) % n;
+        picoll_split_block(count, esize, n, sseg, &slo, &shi);
+        picoll_split_block(count, esize, n, rseg, &rlo, &rhi);
+        vote &= picoll_net_sendrecv(net, (unsigned)(n + s), right, buf + slo * esize,
+                                    (shi - slo) * esize, left, buf + rlo * esize,
+                                    (rhi - rlo) * esize, vote, COLL_NAME);
+    }
+    return vote;
+}
+
+static size_t hier_chunk(const picoll_shm_t *shm, size_t esize)
+{
+    return (shm->slot_size < HIER_CHUNK_MAX ? shm->slot_size : HIER_CHUNK_MAX) / esize;
+}
+
+size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,
+                                        const picoll_allreduce_args_t *args)
+{
+    size_t esize = picoll_dtype_size(args->dtype);
+    size_t chunk = hier_chunk(shm, esize), lo, hi;
+    picoll_split_block(args->count < chunk ? args->count : chunk, esize, h->nrails, 0, &lo, &hi);
+    return (hi - lo) * esize;
+}
+
+/* ring: the method of every rail in every chunk, chosen once per call so that all agree */
+picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
+                                      const picoll_allreduce_args_t *args, int vote, int ring)
+{
+    size_t esize = picoll_dtype_size(args->dtype);
+    size_t chunk = hier_chunk(shm, esize);
+    const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
+    char *dst = args->recvbuf;
+    const void *srcs[shm->nlocal];
+    int n = shm->nlocal, me = shm->me;
+    int nrails = h->nrails;
+    int on_rail = me < nrails;
+
+    for (size_t off = 0; off < args->count; off += chunk) {
+        size_t cnt = args->count - off < chunk ? args->count - off : chunk;
+        size_t lo = 0, hi = 0;
+        uint64_t in = shm->epoch + 1, out = shm->epoch + 2;
+
+        if (on_rail) {
+            picoll_split_block(cnt, esize, nrails, me, &lo, &hi);
+        }
+        if (vote) {
+            /* all but my own block: the others never read it */
+            char *slot = picoll_shm_slot(shm, me, in);
+            memcpy(slot, src + off * esize, lo * esize);
+            memcpy(slot + hi * esize, src + (off + hi) * esize, (cnt - hi) * esize);
+        }
+        /* a node that votes no still runs the network step, to tell the other nodes */
+        int node_vote = picoll_shm_barrier(shm, vote, COLL_NAME);
+        int all = node_vote;
+        if (on_rail) {
+            char *mine = picoll_shm_slot(shm, me, out) + lo * esize;
+            picoll_net_next(h->net);
+            if (hi > lo) {
+                if (node_vote) {
+                    for (int r = 0; r < n; r++) {
+                        srcs[r] = picoll_shm_slot(shm, r, in) + lo * esize;
+                    }
+                    srcs[me] = src + (off + lo) * esize;
+                    picoll_reduce(args->dtype, args->op, mine, srcs, n, hi - lo);
+                }
+                all = ring ? rail_ring(h, args, mine, hi - lo, node_vote)
+                           : rail_rd(h, args, mine, hi - lo, node_vote);
+            }
+        }
+        /* rail 0 always has a block: through it every local rank learns the global vote */
+        if (!picoll_shm_barrier(shm, all, COLL_NAME)) {
+            return PICOLL_ERR_DISABLED;
+        }
+        vote = 1; /* only the first chunk votes */
+        for (int r = 0; r < nrails; r++) {
+            picoll_split_block(cnt, esize, nrails, r, &lo, &hi);
+            if (hi > lo) {
+                memcpy(dst + (off + lo) * esize, picoll_shm_slot(shm, r, out) + lo * esize,
+                       (hi - lo) * esize);
+            }
+        }
+    }
+    return PICOLL_OK;
+}

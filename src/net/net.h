@@ -1,0 +1,65 @@
+/* The network layer: one UCX worker per rail communicator (the ranks with the same local index on
+ * every node), endpoints to every other member, tagged transfers with a deadline.
+ *
+ * Every message carries an 8-byte header in front of its payload (sent as one UCX iov), holding
+ * the sender's vote: the AND of what it has seen so far. The network steps of the hierarchical
+ * algorithms spread it, so that every rank knows whether all agreed before it writes its receive
+ * buffer, with no extra round trip. */
+#ifndef PICOLL_NET_H
+#define PICOLL_NET_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "status.h"
+
+typedef struct picoll_net picoll_net_t;
+
+/* One transfer in progress. */
+typedef struct {
+    void *ucx;           /* UCX request, NULL once complete */
+    int peer;            /* member of the rail */
+    int is_recv;
+    uint32_t hdr[2];     /* [0]: vote, [1]: the operation's number, checked on receipt */
+    struct {
+        void *buffer;
+        size_t length;
+    } iov[2];            /* header and payload; UCX may read it until completion */
+} picoll_net_req_t;
+
+/* Collective over rail_comm: create the worker, exchange addresses with PMPI, connect to every
+ * member. comm_ranks[i] is the rank, in the user's communicator of size comm_size, of rail
+ * member i (for error messages). Every rank takes part in every exchange even after a local
+ * failure; then it returns an error and *out is NULL. */
+picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
+                                  double timeout, picoll_net_t **out);
+void picoll_net_destroy(picoll_net_t *net);
+
+/* Start the next operation (a chunk of a collective): tags of earlier ones never match again. */
+void picoll_net_next(picoll_net_t *net);
+
+/* Nonblocking send of [header, buf) to rail member `peer` with this operation's `step`, and the
+ * matching receive. The header carries `vote`. Buffers must stay valid until the wait. */
+void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *buf, size_t len,
+                      int vote, picoll_net_req_t *req);
+void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, size_t len,
+                      picoll_net_req_t *req);
+
+/* Wait for n transfers. Returns the AND of the votes received (1 if none was a receive). A peer
+ * that does not answer within the timeout, or a transfer that fails, ends the job through
+ * MPI_Abort after an error naming the collective, the peer's rank and host, and UCX's message. */
+int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll);
+
+/* Send to `to` and receive from `from` at once; returns the vote received. */
+int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sbuf, size_t slen,
+                        int from, void *rbuf, size_t rlen, int vote, const char *coll);
+
+int picoll_net_rank(const picoll_net_t *net);
+int picoll_net_size(const picoll_net_t *net);
+
+/* "UCX 1.13.1" or why there is no UCX; and the transports UCX would use on this machine. */
+const char *picoll_net_version(void);
+void picoll_net_print_transports(FILE *out);
+
+#endif

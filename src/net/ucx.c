@@ -1,0 +1,496 @@
+/* The network layer over UCX's ucp API: one process-wide context, a worker per rail. */
+#include "build-config.h"
+#include "net/net.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef PICOLL_HAVE_UCX
+#include <ucp/api/ucp.h>
+
+#define NET_HOST_MAX 64
+#define NET_MAX_MEMBERS 65535 /* the sender's index has 16 bits of the tag */
+
+struct picoll_net {
+    ucp_worker_h worker;
+    ucp_ep_h *eps;           /* per member; NULL for myself */
+    int rank, size;          /* in the rail */
+    uint32_t op;             /* operations started on this rail */
+    int *comm_ranks;         /* rank in the user's communicator of each member */
+    int comm_size;
+    char (*hosts)[NET_HOST_MAX];
+    double timeout;
+};
+
+_Static_assert(sizeof(((picoll_net_req_t *)0)->iov[0]) == sizeof(ucp_dt_iov_t),
+               "picoll_net_req_t's iov must have ucp_dt_iov_t's layout");
+
+static pthread_once_t ucx_once = PTHREAD_ONCE_INIT;
+static ucp_context_h ucx_context;
+static ucs_status_t ucx_init_status = UCS_ERR_NO_RESOURCE;
+
+static void ucx_init(void)
+{
+    ucp_config_t *config;
+    ucp_params_t params = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        .features = UCP_FEATURE_TAG,
+        .mt_workers_shared = 1, /* rails of different communicators may be used by different threads */
+    };
+
+    ucx_init_status = ucp_config_read(NULL, NULL, &config);
+    if (ucx_init_status != UCS_OK) {
+        picoll_error("ucp_config_read failed: %s", ucs_status_string(ucx_init_status));
+        return;
+    }
+    ucx_init_status = ucp_init(&params, config, &ucx_context);
+    ucp_config_release(config);
+    if (ucx_init_status != UCS_OK) {
+        picoll_error("ucp_init failed: %s", ucs_status_string(ucx_init_status));
+    }
+}
+
+/* An endpoint's peer failed: its requests complete with an error, reported by the wait. */
+static void net_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)arg;
+    (void)ep;
+    picoll_debug("UCX endpoint error: %s", ucs_status_string(status));
+}
+
+static void net_free(picoll_net_t *net)
+{
+    if (net->eps != NULL) {
+        for (int i = 0; i < net->size; i++) {
+            if (net->eps[i] == NULL) {
+                continue;
+            }
+            /* a flushing close: what was sent reaches the peer before the connection goes; bounded,
+             * so that a peer that never progresses again cannot hold us here */
+            ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = 0};
+            ucs_status_ptr_t r = ucp_ep_close_nbx(net->eps[i], &p);
+            if (UCS_PTR_IS_PTR(r)) {
+                struct timespec t0, t;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                while (ucp_request_check_status(r) == UCS_INPROGRESS) {
+                    ucp_worker_progress(net->worker);
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    if (t.tv_sec - t0.tv_sec > 2) {
+                        picoll_debug("closing the endpoint to rail member %d timed out", i);
+                        break;
+                    }
+                }
+                ucp_request_free(r);
+            }
+        }
+        free(net->eps);
+    }
+    if (net->worker != NULL) {
+        ucp_worker_destroy(net->worker);
+    }
+    free(net->comm_ranks);
+    free(net->hosts);
+    free(net);
+}
+
+picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
+                                  double timeout, picoll_net_t **out)
+{
+    picoll_net_t *net = calloc(1, sizeof(*net));
+    picoll_status_t status = PICOLL_OK;
+    ucp_address_t *addr = NULL;
+    size_t addr_len = 0;
+    int my_len = 0, max_len = 0;
+    char *all = NULL;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int hlen = 0;
+    int n, me;
+    ucs_status_t st;
+
+    *out = NULL;
+    PMPI_Comm_size(rail_comm, &n);
+    PMPI_Comm_rank(rail_comm, &me);
+    if (net == NULL) {
+        status = PICOLL_ERR_NO_MEMORY;
+    } else {
+        net->rank = me;
+        net->size = n;
+        net->comm_size = comm_size;
+        net->timeout = timeout;
+        net->comm_ranks = malloc((size_t)n * sizeof(int));
+        net->hosts = calloc((size_t)n, NET_HOST_MAX);
+        net->eps = calloc((size_t)n, sizeof(ucp_ep_h));
+        if (net->comm_ranks == NULL || net->hosts == NULL || net->eps == NULL) {
+            status = PICOLL_ERR_NO_MEMORY;
+        } else {
+            memcpy(net->comm_ranks, comm_ranks, (size_t)n * sizeof(int));
+        }
+    }
+    if (status == PICOLL_OK && n > NET_MAX_MEMBERS) {
+        picoll_warn("%d nodes: the network step supports at most %d", n, NET_MAX_MEMBERS);
+        status = PICOLL_ERR_NOT_SUPPORTED;
+    }
+    if (status == PICOLL_OK) {
+        pthread_once(&ucx_once, ucx_init);
+        if (ucx_init_status != UCS_OK) {
+            status = PICOLL_ERR_UCX;
+        }
+    }
+    if (status == PICOLL_OK) {
+        ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                                  .thread_mode = UCS_THREAD_MODE_SERIALIZED};
+        st = ucp_worker_create(ucx_context, &wp, &net->worker);
+        if (st == UCS_OK) {
+            st = ucp_worker_get_address(net->worker, &addr, &addr_len);
+        }
+        if (st != UCS_OK) {
+            picoll_error("creating a UCX worker failed: %s", ucs_status_string(st));
+            status = PICOLL_ERR_UCX;
+        }
+    }
+
+    /* the exchanges: every rank takes part, a failed one with an empty address */
+    my_len = status == PICOLL_OK ? (int)addr_len : 0;
+    PMPI_Allreduce(&my_len, &max_len, 1, MPI_INT, MPI_MAX, rail_comm);
+    if (PMPI_Get_processor_name(host, &hlen) != MPI_SUCCESS) {
+        snprintf(host, sizeof(host), "?");
+    }
+    host[NET_HOST_MAX - 1] = '\0';
+    size_t rec = sizeof(int) + (size_t)max_len + NET_HOST_MAX;
+    char *mine = calloc(1, rec);
+    all = calloc((size_t)n, rec);
+    if (mine != NULL) {
+        memcpy(mine, &my_len, sizeof(int));
+        if (my_len > 0) {
+            memcpy(mine + sizeof(int), addr, addr_len);
+        }
+        memcpy(mine + sizeof(int) + max_len, host, strlen(host) + 1);
+    }
+    if (mine == NULL || all == NULL) {
+        /* still take part, with a record the others read as a failure */
+        status = PICOLL_ERR_NO_MEMORY;
+        free(mine);
+        mine = calloc(1, rec);
+        free(all);
+        all = calloc((size_t)n, rec);
+        if (mine == NULL || all == NULL) {
+            picoll_error("out of memory exchanging UCX addresses: aborting the job");
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    if (PMPI_Allgather(mine, (int)rec, MPI_BYTE, all, (int)rec, MPI_BYTE, rail_comm) !=
+        MPI_SUCCESS) {
+        status = PICOLL_ERR_MPI;
+    }
+    free(mine);
+    if (addr != NULL) {
+        ucp_worker_release_address(net->worker, addr);
+    }
+    for (int i = 0; status == PICOLL_OK && i < n; i++) {
+        const char *r = all + (size_t)i * rec;
+        int len;
+        memcpy(&len, r, sizeof(int));
+        memcpy(net->hosts[i], r + sizeof(int) + max_len, NET_HOST_MAX);
+        if (i == me) {
+            continue;
+        }
+        if (len == 0) {
+            status = PICOLL_ERR_UCX; /* that member failed; it says why */
+            break;
+        }
+        ucp_ep_params_t ep = {
+            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                          UCP_EP_PARAM_FIELD_ERR_HANDLER,
+            .address = (const ucp_address_t *)(r + sizeof(int)),
+            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+            .err_handler = {.cb = net_ep_error, .arg = net},
+        };
+        st = ucp_ep_create(net->worker, &ep, &net->eps[i]);
+        if (st != UCS_OK) {
+            picoll_error("connecting to rank %d on host %s over UCX failed: %s",
+                         net->comm_ranks[i], net->hosts[i], ucs_status_string(st));
+            net->eps[i] = NULL;
+            status = PICOLL_ERR_UCX;
+        }
+    }
+    free(all);
+    if (status != PICOLL_OK) {
+        if (net != NULL) {
+            net_free(net);
+        }
+        return status;
+    }
+    *out = net;
+    return PICOLL_OK;
+}
+
+void picoll_net_destroy(picoll_net_t *net)
+{
+    if (net != NULL) {
+        net_free(net);
+    }
+}
+
+void picoll_net_next(picoll_net_t *net)
+{
+    net->op++;
+}
+
+int picoll_net_rank(const picoll_net_t *net)
+{
+    return net->rank;
+}
+
+int picoll_net_size(const picoll_net_t *net)
+{
+    return net->size;
+}
+
+/* operation (32 bits) | step (16 bits) | sender (16 bits) */
+static ucp_tag_t net_tag(const picoll_net_t *net, unsigned step, int sender)
+{
+    return ((ucp_tag_t)net->op << 32) | ((ucp_tag_t)(step & 0xffff) << 16) |
+           (ucp_tag_t)(unsigned)sender;
+}
+
+void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *buf, size_t len,
+                      int vote, picoll_net_req_t *req)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                             .datatype = ucp_dt_make_iov()};
+    req->peer = peer;
+    req->is_recv = 0;
+    req->hdr[0] = vote != 0;
+    req->hdr[1] = net->op;
+    req->iov[0].buffer = req->hdr;
+    req->iov[0].length = sizeof(req->hdr);
+    req->iov[1].buffer = (void *)buf;
+    req->iov[1].length = len;
+    req->ucx = ucp_tag_send_nbx(net->eps[peer], req->iov, 2, net_tag(net, step, net->rank), &p);
+}
+
+void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, size_t len,
+                      picoll_net_req_t *req)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
+                             .datatype = ucp_dt_make_iov()};
+    req->peer = peer;
+    req->is_recv = 1;
+    req->hdr[0] = 0;
+    req->hdr[1] = ~net->op;
+    req->iov[0].buffer = req->hdr;
+    req->iov[0].length = sizeof(req->hdr);
+    req->iov[1].buffer = buf;
+    req->iov[1].length = len;
+    req->ucx = ucp_tag_recv_nbx(net->worker, req->iov, 2, net_tag(net, step, peer),
+                                (ucp_tag_t)-1, &p);
+}
+
+static double net_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void net_failed(picoll_net_t *net, const picoll_net_req_t *req, const char *what,
+                       const char *coll)
+{
+    picoll_error("%s on a communicator of size %d: network step with rank %d on host %s failed: "
+                 "%s: aborting the job",
+                 coll, net->comm_size, net->comm_ranks[req->peer], net->hosts[req->peer], what);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, const char *coll)
+{
+    char missing[512];
+    int off = 0, nmissing = 0;
+    for (int i = 0; i < n; i++) {
+        if (reqs[i].ucx == NULL || off >= (int)sizeof(missing) - 96) {
+            continue;
+        }
+        off += snprintf(missing + off, sizeof(missing) - (size_t)off, "%srank %d on host %s",
+                        nmissing++ ? ", " : "", net->comm_ranks[reqs[i].peer],
+                        net->hosts[reqs[i].peer]);
+    }
+    picoll_error("%s on a communicator of size %d: network step: %s did not answer within %g s "
+                 "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
+                 coll, net->comm_size, missing, net->timeout);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
+{
+    double deadline = 0.0;
+    unsigned idle = 0;
+    int all = 1;
+
+    for (int i = 0; i < n; i++) {
+        if (UCS_PTR_IS_ERR(reqs[i].ucx)) {
+            net_failed(net, &reqs[i], ucs_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
+        }
+    }
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < n; i++) {
+            if (reqs[i].ucx == NULL) {
+                continue;
+            }
+            ucs_status_t st = ucp_request_check_status(reqs[i].ucx);
+            if (st == UCS_INPROGRESS) {
+                pending++;
+                continue;
+            }
+            ucp_request_free(reqs[i].ucx);
+            reqs[i].ucx = NULL;
+            if (st != UCS_OK) {
+                net_failed(net, &reqs[i], ucs_status_string(st), coll);
+            }
+        }
+        if (pending == 0) {
+            break;
+        }
+        if (ucp_worker_progress(net->worker) != 0) {
+            idle = 0;
+            continue;
+        }
+        /* more ranks than cores is common on a test machine: let the peer run */
+        if (++idle > 64) {
+            sched_yield();
+        }
+        if ((idle & 255) == 0) {
+            double now = net_now();
+            if (deadline == 0.0) {
+                deadline = now + net->timeout;
+            } else if (now > deadline) {
+                net_timeout(net, reqs, n, coll);
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (!reqs[i].is_recv) {
+            continue;
+        }
+        if (reqs[i].hdr[1] != net->op) {
+            net_failed(net, &reqs[i], "a message of another operation arrived (picoll bug)", coll);
+        }
+        all &= reqs[i].hdr[0] != 0;
+    }
+    return all;
+}
+
+const char *picoll_net_version(void)
+{
+    static char v[64];
+    snprintf(v, sizeof(v), "UCX %s", ucp_get_version_string());
+    return v;
+}
+
+void picoll_net_print_transports(FILE *out)
+{
+    pthread_once(&ucx_once, ucx_init);
+    if (ucx_init_status != UCS_OK) {
+        fprintf(out, "  (UCX did not initialise: %s)\n", ucs_status_string(ucx_init_status));
+        return;
+    }
+    ucp_context_print_info(ucx_context, out);
+}
+
+int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sbuf, size_t slen,
+                        int from, void *rbuf, size_t rlen, int vote, const char *coll)
+{
+    picoll_net_req_t r[2];
+    picoll_net_irecv(net, from, step, rbuf, rlen, &r[0]);
+    picoll_net_isend(net, to, step, sbuf, slen, vote, &r[1]);
+    return picoll_net_waitall(net, r, 2, coll);
+}
+
+#else /* no UCX: no network step; set-up fails and every rank falls back together, so the
+       * transfers below are never reached */
+
+static void net_absent(void)
+{
+    picoll_error("network step reached in a build without UCX (picoll bug): aborting the job");
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void picoll_net_next(picoll_net_t *net)
+{
+    (void)net;
+    net_absent();
+}
+
+void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *buf, size_t len,
+                      int vote, picoll_net_req_t *req)
+{
+    (void)net, (void)peer, (void)step, (void)buf, (void)len, (void)vote, (void)req;
+    net_absent();
+}
+
+void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, size_t len,
+                      picoll_net_req_t *req)
+{
+    (void)net, (void)peer, (void)step, (void)buf, (void)len, (void)req;
+    net_absent();
+}
+
+int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
+{
+    (void)net, (void)reqs, (void)n, (void)coll;
+    net_absent();
+    return 0;
+}
+
+int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sbuf, size_t slen,
+                        int from, void *rbuf, size_t rlen, int vote, const char *coll)
+{
+    (void)net, (void)step, (void)to, (void)sbuf, (void)slen, (void)from, (void)rbuf, (void)rlen;
+    (void)vote, (void)coll;
+    net_absent();
+    return 0;
+}
+
+int picoll_net_rank(const picoll_net_t *net)
+{
+    (void)net;
+    return 0;
+}
+
+int picoll_net_size(const picoll_net_t *net)
+{
+    (void)net;
+    return 1;
+}
+
+picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
+                                  double timeout, picoll_net_t **out)
+{
+    (void)rail_comm;
+    (void)comm_ranks;
+    (void)comm_size;
+    (void)timeout;
+    *out = NULL;
+    return PICOLL_ERR_NOT_SUPPORTED;
+}
+
+void picoll_net_destroy(picoll_net_t *net)
+{
+    (void)net;
+}
+
+const char *picoll_net_version(void)
+{
+    return "none (built without UCX)";
+}
+
+void picoll_net_print_transports(FILE *out)
+{
+    fprintf(out, "  (built without UCX)\n");
+}
+
+#endif
