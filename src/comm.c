@@ -116,7 +116,8 @@ void picoll_comm_finalize(void)
     PMPI_Comm_free_keyval(&picoll_g.comm_keyval);
 }
 
-/* PICOLL_VNODE_SIZE=k: split the node into virtual nodes of k consecutive local ranks. */
+/* PICOLL_VNODE_SIZE=k: split the node into virtual nodes of k local ranks, consecutive ones
+ * (block) or dealt out round-robin (cyclic, PICOLL_VNODE_LAYOUT). */
 static int comm_split_vnodes(picoll_comm_t *ctx)
 {
     MPI_Comm vnode;
@@ -124,8 +125,10 @@ static int comm_split_vnodes(picoll_comm_t *ctx)
     if (k <= 0 || ctx->node_comm == MPI_COMM_NULL) {
         return 1;
     }
-    if (PMPI_Comm_split(ctx->node_comm, (int)(ctx->local_rank / k), ctx->local_rank, &vnode) !=
-        MPI_SUCCESS) {
+    long nvnodes = (ctx->local_size + k - 1) / k;
+    int color = picoll_g.cfg.vnode_layout == PICOLL_VNODE_CYCLIC ? (int)(ctx->local_rank % nvnodes)
+                                                                : (int)(ctx->local_rank / k);
+    if (PMPI_Comm_split(ctx->node_comm, color, ctx->local_rank, &vnode) != MPI_SUCCESS) {
         return 0;
     }
     PMPI_Comm_free(&ctx->node_comm);

@@ -46,6 +46,9 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_VNODE_SIZE", .type = PICOLL_CFG_INT, .def = "0", .min = 0, .max = INT_MAX,
      .offset = offsetof(picoll_config_t, vnode_size),
      .doc = "split every node into virtual nodes of this many consecutive local ranks, so the between-nodes path runs on one machine (tests, what-if); 0: real nodes"},
+    {.name = "PICOLL_VNODE_LAYOUT", .type = PICOLL_CFG_ENUM, .def = "block", .choices = "block,cyclic",
+     .offset = offsetof(picoll_config_t, vnode_layout),
+     .doc = "with PICOLL_VNODE_SIZE: block puts consecutive local ranks on a virtual node; cyclic deals them out round-robin, like a job mapped by node"},
     {.name = "PICOLL_NET_RD_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, net_rd_max),
      .doc = "network step of allreduce: largest block (bytes per rail) reduced by recursive doubling; larger ones go round a ring (reduce-scatter, all-gather)"},
@@ -274,6 +277,9 @@ picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env)
         }
         memcpy(name, *e, nlen);
         name[nlen] = '\0';
+        if (strncmp(name, "PICOLL_UCX_", 11) == 0) {
+            continue; /* UCX's own settings for picoll's UCX context (src/net/ucx.c) */
+        }
         const picoll_config_var_t *var = picoll_config_find(name);
         if (var == NULL) {
             picoll_warn("unknown variable %s ignored (picoll_info lists the valid ones)", name);

@@ -15,6 +15,7 @@ typedef enum {
 } picoll_cfg_type_t;
 
 typedef enum { PICOLL_HOST_OFF, PICOLL_HOST_ON, PICOLL_HOST_AUTO } picoll_host_mode_t;
+typedef enum { PICOLL_VNODE_BLOCK, PICOLL_VNODE_CYCLIC } picoll_vnode_layout_t;
 
 /* Parsed values: one field per table entry. */
 typedef struct {
@@ -30,6 +31,7 @@ typedef struct {
     /* between nodes */
     int net;
     long vnode_size;
+    int vnode_layout;          /* picoll_vnode_layout_t */
     size_t net_rd_max;
     long net_inflight;
     /* topology (topo/) */

@@ -3,6 +3,7 @@
 #include "coll/coll.h"
 #include "config.h"
 #include "log.h"
+#include "net/net.h"
 #include "topo/topo.h"
 #include <picoll.h>
 
@@ -37,6 +38,9 @@ static void print_build(void)
 #else
     printf("  UCX    : %s\n", PICOLL_BUILD_UCX);
 #endif
+    printf("  network step transports (UCX_TLS, PICOLL_UCX_TLS): ");
+    fflush(stdout);
+    picoll_net_print_transports(stdout);
 #ifdef PICOLL_HAVE_HWLOC
     unsigned hv = hwloc_get_api_version();
     printf("  hwloc  : %s, runtime API %u.%u.%u\n", PICOLL_BUILD_HWLOC, hv >> 16, (hv >> 8) & 0xff,

@@ -58,8 +58,7 @@ int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sb
 int picoll_net_rank(const picoll_net_t *net);
 int picoll_net_size(const picoll_net_t *net);
 
-/* "UCX 1.13.1" or why there is no UCX; and the transports UCX would use on this machine. */
-const char *picoll_net_version(void);
+/* On one line, the transports UCX would use on this machine (UCX_TLS and PICOLL_UCX_TLS apply). */
 void picoll_net_print_transports(FILE *out);
 
 #endif

@@ -1,4 +1,5 @@
 /* The network layer over UCX's ucp API: one process-wide context, a worker per rail. */
+#define _GNU_SOURCE /* open_memstream, strtok_r */
 #include "build-config.h"
 #include "net/net.h"
 #include "log.h"
@@ -42,7 +43,8 @@ static void ucx_init(void)
         .mt_workers_shared = 1, /* rails of different communicators may be used by different threads */
     };
 
-    ucx_init_status = ucp_config_read(NULL, NULL, &config);
+    /* UCX_* settings apply, and PICOLL_UCX_* ones override them for picoll's context only */
+    ucx_init_status = ucp_config_read("PICOLL", NULL, &config);
     if (ucx_init_status != UCS_OK) {
         picoll_error("ucp_config_read failed: %s", ucs_status_string(ucx_init_status));
         return;
@@ -384,21 +386,34 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
     return all;
 }
 
-const char *picoll_net_version(void)
-{
-    static char v[64];
-    snprintf(v, sizeof(v), "UCX %s", ucp_get_version_string());
-    return v;
-}
-
+/* The transports, from UCX's own description of the context: its "resource" lines. */
 void picoll_net_print_transports(FILE *out)
 {
+    char *text = NULL, *line, *save = NULL;
+    size_t len = 0;
+    int n = 0;
+    FILE *mem;
+
     pthread_once(&ucx_once, ucx_init);
     if (ucx_init_status != UCS_OK) {
-        fprintf(out, "  (UCX did not initialise: %s)\n", ucs_status_string(ucx_init_status));
+        fprintf(out, "none (UCX did not initialise: %s)\n", ucs_status_string(ucx_init_status));
         return;
     }
-    ucp_context_print_info(ucx_context, out);
+    mem = open_memstream(&text, &len);
+    if (mem == NULL) {
+        fprintf(out, "?\n");
+        return;
+    }
+    ucp_context_print_info(ucx_context, mem);
+    fclose(mem);
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        const char *dashes = strstr(line, "-- ");
+        if (strstr(line, "resource") != NULL && dashes != NULL) {
+            fprintf(out, "%s%s", n++ ? ", " : "", dashes + 3);
+        }
+    }
+    fprintf(out, "%s\n", n ? "" : "none");
+    free(text);
 }
 
 int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sbuf, size_t slen,
@@ -483,14 +498,9 @@ void picoll_net_destroy(picoll_net_t *net)
     (void)net;
 }
 
-const char *picoll_net_version(void)
-{
-    return "none (built without UCX)";
-}
-
 void picoll_net_print_transports(FILE *out)
 {
-    fprintf(out, "  (built without UCX)\n");
+    fprintf(out, "none (built without UCX)\n");
 }
 
 #endif
