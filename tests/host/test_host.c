@@ -5,6 +5,8 @@
  *   twocomms  calls alternating between two communicators (world and a reversed split)
  *   thread    MPI_THREAD_SERIALIZED, every call from a worker thread
  *   int8      8-bit sums that overflow (C wraparound)
+ *   mixed     allgather and alltoall where the last rank's type is derived (it votes no): all
+ *             ranks must fall back together, then take picoll's path again
  *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout
  *   kill R N  rank R is killed (SIGKILL) at iteration N: likewise, where the launcher lets them */
 #include <mpi.h>
@@ -150,7 +152,10 @@ static void mode_edges(void)
     /* the test's CTest entry sets these variables to plain byte counts */
     size_t oneshot = env_size("PICOLL_ALLREDUCE_ONESHOT_MAX", 65536);
     size_t slot = env_size("PICOLL_WORKSPACE_SIZE", 8u << 20) / 2;
-    size_t edges[] = {oneshot, slot, slot / (size_t)size};
+    /* between nodes: the rail block at which recursive doubling gives way to the ring (2 rails at
+     * most in the tests) */
+    size_t rd = env_size("PICOLL_NET_RD_MAX", 0);
+    size_t edges[] = {oneshot, slot, slot / (size_t)size, rd ? rd : oneshot, rd ? 2 * rd : slot};
     for (size_t e = 0; e < sizeof(edges) / sizeof(edges[0]); e++) {
         for (long d = -1; d <= 1; d++) {
             size_t bytes = edges[e] + (size_t)d;
@@ -160,6 +165,40 @@ static void mode_edges(void)
     }
     check_allreduce(MPI_COMM_WORLD, 3 * slot / 4 + 5); /* several two-shot chunks */
     check_blocks(MPI_COMM_WORLD, 2 * slot + 3);
+}
+
+static void mode_mixed(void)
+{
+    enum { B = 4096 };
+    MPI_Datatype four;
+    unsigned char *in = malloc((size_t)B * size), *out = malloc((size_t)B * size);
+    MPI_Type_contiguous(4, MPI_BYTE, &four);
+    MPI_Type_commit(&four);
+    int last = rank == size - 1;
+    for (size_t i = 0; i < B; i++) {
+        in[i] = (unsigned char)(rank * 3 + i);
+    }
+    MPI_Allgather(in, last ? B / 4 : B, last ? four : MPI_BYTE, out, B, MPI_BYTE, MPI_COMM_WORLD);
+    for (size_t i = 0; i < (size_t)B * size; i++) {
+        if (out[i] != (unsigned char)((int)(i / B) * 3 + i % B)) {
+            CHECK(0, "mixed allgather: [%zu] = %d", i, out[i]);
+            break;
+        }
+    }
+    for (size_t i = 0; i < (size_t)B * size; i++) {
+        in[i] = (unsigned char)(rank * 11 + (int)(i / B) * 5 + i % B);
+    }
+    MPI_Alltoall(in, last ? B / 4 : B, last ? four : MPI_BYTE, out, B, MPI_BYTE, MPI_COMM_WORLD);
+    for (size_t i = 0; i < (size_t)B * size; i++) {
+        if (out[i] != (unsigned char)((int)(i / B) * 11 + rank * 5 + i % B)) {
+            CHECK(0, "mixed alltoall: [%zu] = %d", i, out[i]);
+            break;
+        }
+    }
+    MPI_Type_free(&four);
+    free(in);
+    free(out);
+    check_blocks(MPI_COMM_WORLD, B); /* agreed again: picoll's path */
 }
 
 static void mode_loop(long n)
@@ -262,12 +301,14 @@ int main(int argc, char **argv)
         }
     } else if (strcmp(mode, "int8") == 0) {
         mode_int8();
+    } else if (strcmp(mode, "mixed") == 0) {
+        mode_mixed();
     } else if (strcmp(mode, "stall") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGSTOP);
     } else if (strcmp(mode, "kill") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGKILL);
     } else {
-        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|stall [R N]|kill [R N]\n");
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|mixed|stall [R N]|kill [R N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all;
