@@ -67,13 +67,37 @@ int main(void)
     expect("copy size of MPI_DOUBLE_INT", (int)picoll_classify_copy_size(MPI_DOUBLE_INT), 0);
     expect("MPI_C_COMPLEX", (int)picoll_classify_dtype(MPI_C_COMPLEX), PICOLL_DT_FLOAT_COMPLEX);
 
+    /* between nodes: recursive doubling up to PICOLL_NET_RD_MAX bytes of rail block, then ring;
+     * allgather and alltoall only with PICOLL_HOST=on and a workspace that holds a piece */
+    char *env_net[] = {"PICOLL_HOST=on", "PICOLL_NET_RD_MAX=4k", NULL};
+    picoll_config_load(&cfg, env_net);
+    expect("net: allreduce rail block 4 KiB", picoll_select_hier_allreduce(&cfg, 1 << 20, 4096),
+           PICOLL_ALLREDUCE_HIER_RD);
+    expect("net: allreduce rail block 4 KiB + 1", picoll_select_hier_allreduce(&cfg, 1 << 20, 4097),
+           PICOLL_ALLREDUCE_HIER_RING);
+    expect("net: allreduce 0 B", picoll_select_hier_allreduce(&cfg, 0, 0), PICOLL_ALG_FALLBACK);
+    expect("net: allgather", picoll_select_hier_allgather(&cfg, 100, 64), PICOLL_ALLGATHER_HIER);
+    expect("net: allgather, no piece fits", picoll_select_hier_allgather(&cfg, 100, 0),
+           PICOLL_ALG_FALLBACK);
+    expect("net: alltoall", picoll_select_hier_alltoall(&cfg, 1, 64), PICOLL_ALLTOALL_HIER);
+    char *env_net_off[] = {"PICOLL_HOST=on", "PICOLL_NET=0", NULL};
+    picoll_config_load(&cfg, env_net_off);
+    expect("PICOLL_NET=0: allreduce", picoll_select_hier_allreduce(&cfg, 8, 8), PICOLL_ALG_FALLBACK);
+    expect("PICOLL_NET=0: alltoall", picoll_select_hier_alltoall(&cfg, 8, 64), PICOLL_ALG_FALLBACK);
+    char *env_net_auto[] = {"PICOLL_HOST=auto", NULL};
+    picoll_config_load(&cfg, env_net_auto);
+    expect("auto: net allreduce", picoll_select_hier_allreduce(&cfg, 8, 8), PICOLL_ALLREDUCE_HIER_RD);
+    expect("auto: net allgather", picoll_select_hier_allgather(&cfg, 8, 64), PICOLL_ALG_FALLBACK);
+
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
-    if (ar->count != 3 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
-        strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0) {
-        fprintf(stderr, "allreduce table does not name oneshot and twoshot\n");
+    if (ar->count != 5 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RD].name, "hier_rd") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0) {
+        fprintf(stderr, "allreduce table does not name oneshot, twoshot, hier_rd, hier_ring\n");
         failures++;
     }
-    printf("%d passed, %d failed\n", 23 - failures, failures);
+    printf("%d passed, %d failed\n", 34 - failures, failures);
     return failures != 0;
 }
