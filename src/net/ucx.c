@@ -329,7 +329,7 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
 int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
 {
     double deadline = 0.0;
-    unsigned idle = 0;
+    unsigned idle = 0, spins = 0;
     int all = 1;
 
     for (int i = 0; i < n; i++) {
@@ -359,13 +359,11 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
         }
         if (ucp_worker_progress(net->worker) != 0) {
             idle = 0;
-            continue;
-        }
-        /* more ranks than cores is common on a test machine: let the peer run */
-        if (++idle > 64) {
+        } else if (++idle > 64) {
+            /* more ranks than cores is common on a test machine: let the peer run */
             sched_yield();
         }
-        if ((idle & 255) == 0) {
+        if ((++spins & 1023) == 0) {
             double now = net_now();
             if (deadline == 0.0) {
                 deadline = now + net->timeout;
