@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "build-config.h"
 #include "comm.h"
 #include "log.h"
@@ -5,6 +6,8 @@
 #include <picoll.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +119,19 @@ void picoll_comm_finalize(void)
     PMPI_Comm_free_keyval(&picoll_g.comm_keyval);
 }
 
+/* More ranks of this communicator on the machine than CPUs this process may run on: then a
+ * waiting rank must give its CPU to the one it waits for. Once seen, for every communicator. */
+static void comm_check_oversubscribed(int local_size)
+{
+    cpu_set_t set;
+    int ncpu = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                            : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 0 && local_size > ncpu && !picoll_g.oversubscribed) {
+        picoll_debug("%d ranks on this node, %d CPUs: waits yield at once", local_size, ncpu);
+        picoll_g.oversubscribed = 1;
+    }
+}
+
 /* PICOLL_VNODE_SIZE=k: split the node into virtual nodes of k local ranks, consecutive ones
  * (block) or dealt out round-robin (cyclic, PICOLL_VNODE_LAYOUT). */
 static int comm_split_vnodes(picoll_comm_t *ctx)
@@ -184,6 +200,7 @@ static int comm_setup(picoll_comm_t *ctx, int *host_ok, int *hier_ok)
     } else {
         PMPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
         PMPI_Comm_size(ctx->node_comm, &ctx->local_size);
+        comm_check_oversubscribed(ctx->local_size);
     }
     if (!comm_split_vnodes(ctx)) {
         ok = 0;

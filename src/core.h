@@ -16,10 +16,17 @@ typedef struct {
     int world_rank;
     int world_size;
     int comm_keyval;   /* attribute caching picoll_comm_t on communicators */
+    int oversubscribed; /* more ranks on this machine than CPUs we may run on: waits yield at once */
     picoll_config_t cfg;
 } picoll_global_t;
 
 extern picoll_global_t picoll_g;
+
+/* Polls of a wait before it yields the CPU: spinning helps only when the peer has a CPU too. */
+static inline unsigned picoll_spin_max(void)
+{
+    return picoll_g.oversubscribed ? 64 : 4096;
+}
 
 /* Nonzero while picoll itself is calling MPI on this thread: wrappers go straight to PMPI. */
 extern _Thread_local int picoll_reentry __attribute__((tls_model("initial-exec")));

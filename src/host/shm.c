@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "host/shm.h"
+#include "core.h"
 #include "log.h"
 
 #include <errno.h>
@@ -193,7 +194,7 @@ int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll)
         picoll_shm_flag_t *peer = &shm->flags[r];
         unsigned spins = 0;
         while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
-            if (++spins < 4096) {
+            if (++spins < picoll_spin_max()) {
                 cpu_relax();
                 continue;
             }

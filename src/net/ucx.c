@@ -3,6 +3,7 @@
 #include "build-config.h"
 #include "net/net.h"
 #include "log.h"
+#include "core.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -359,7 +360,7 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
         }
         if (ucp_worker_progress(net->worker) != 0) {
             idle = 0;
-        } else if (++idle > 64) {
+        } else if (++idle > picoll_spin_max() / 64) {
             /* more ranks than cores is common on a test machine: let the peer run */
             sched_yield();
         }
