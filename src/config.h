@@ -15,6 +15,8 @@ typedef enum {
 } picoll_cfg_type_t;
 
 typedef enum { PICOLL_HOST_OFF, PICOLL_HOST_ON, PICOLL_HOST_AUTO } picoll_host_mode_t;
+/* PICOLL_CUDA_STAGING, in the order of its choices */
+typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } picoll_staging_mode_t;
 
 /* Parsed values: one field per table entry. */
 typedef struct {
@@ -27,6 +29,7 @@ typedef struct {
     size_t allreduce_twoshot_max;
     double timeout;
     long test_fail_setup;
+    int cuda_staging;          /* picoll_staging_mode_t */
     /* topology (topo/) */
     const char *topo_file;
     size_t nvlink_oneshot_max;
