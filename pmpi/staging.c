@@ -18,6 +18,7 @@
 #include "pinned.h"
 #include "staging.h"
 
+#include <limits.h>
 #include <stdint.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -47,7 +48,9 @@ typedef struct {
     stage_buf_t b[STAGE_MAX];
 } stage_t;
 
-/* 1 when comm is an intracommunicator and root (-1: none) one of its ranks. */
+#define NO_ROOT INT_MIN /* the root argument of a collective that has none */
+
+/* 1 when comm is an intracommunicator and root (unless NO_ROOT) one of its ranks. */
 static int stage_comm(stage_t *s, MPI_Comm comm, int root, int *rank, int *size)
 {
     int inter = 1;
@@ -55,7 +58,7 @@ static int stage_comm(stage_t *s, MPI_Comm comm, int root, int *rank, int *size)
     s->n = s->any = s->failed = 0;
     return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter &&
            PMPI_Comm_rank(comm, rank) == MPI_SUCCESS && PMPI_Comm_size(comm, size) == MPI_SUCCESS &&
-           root >= -1 && root < *size;
+           (root == NO_ROOT || (root >= 0 && root < *size));
 }
 
 static void stage_add(stage_t *s, const void *ptr, MPI_Datatype type, MPI_Aint count, int nblocks,
@@ -197,7 +200,7 @@ int picoll_staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
 {
     stage_t s;
     int rank, size;
-    if (stage_comm(&s, comm, -1, &rank, &size)) {
+    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
         stage_add(&s, sendbuf, type, count, 0, NULL, NULL, STAGE_IN);
         stage_add(&s, recvbuf, type, count, 0, NULL, NULL, SEND_IN_PLACE(sendbuf, STAGE_OUT));
     }
@@ -210,7 +213,7 @@ int picoll_staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
     stage_t s;
     int rank, size;
-    if (stage_comm(&s, comm, -1, &rank, &size)) {
+    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
         stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
         stage_add(&s, recvbuf, recvtype, (MPI_Aint)size * recvcount, 0, NULL, NULL,
                   SEND_IN_PLACE(sendbuf, STAGE_OUT));
@@ -225,7 +228,7 @@ int picoll_staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 {
     stage_t s;
     int rank, size;
-    if (stage_comm(&s, comm, -1, &rank, &size)) {
+    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
         stage_add(&s, sendbuf, sendtype, (MPI_Aint)size * sendcount, 0, NULL, NULL, STAGE_IN);
         stage_add(&s, recvbuf, recvtype, (MPI_Aint)size * recvcount, 0, NULL, NULL,
                   SEND_IN_PLACE(sendbuf, STAGE_OUT));
@@ -316,7 +319,7 @@ EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                comm);
     }
-    if (stage_comm(&s, comm, -1, &rank, &size)) {
+    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
         stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
         stage_add(&s, recvbuf, recvtype, 0, size, recvcounts, displs,
                   SEND_IN_PLACE(sendbuf, STAGE_OUT));
@@ -337,7 +340,7 @@ EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int 
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                               recvtype, comm);
     }
-    if (stage_comm(&s, comm, -1, &rank, &size)) {
+    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
         stage_add(&s, sendbuf, sendtype, 0, size, sendcounts, sdispls, STAGE_IN);
         stage_add(&s, recvbuf, recvtype, 0, size, recvcounts, rdispls,
                   SEND_IN_PLACE(sendbuf, STAGE_OUT));
@@ -356,7 +359,7 @@ EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
     if (STAGING_OFF()) {
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
     }
-    if (stage_comm(&s, comm, -1, &rank, &size)) {
+    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
         stage_add(&s, sendbuf, type, (MPI_Aint)size * recvcount, 0, NULL, NULL, STAGE_IN);
         /* in place, the input is the whole of recvbuf */
         stage_add(&s, recvbuf, type, sendbuf == MPI_IN_PLACE ? (MPI_Aint)size * recvcount : recvcount,

@@ -415,6 +415,49 @@ static void check_realloc(void)
     cu.ctx_set_current(ctx[mt_rank % ndev]);
 }
 
+/* Invalid arguments with device buffers go to the MPI untouched: the same error class as the
+ * MPI gives on its own (it rejects them before reading any buffer). */
+static void check_bad_args(void)
+{
+    tbuf_t a, b;
+    int rc, ref, cls, refcls;
+    tb_alloc(&a, K_DEVICE, 64 * sizeof(int));
+    tb_alloc(&b, K_DEVICE, 64 * sizeof(int));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int which = 0; which < 4; which++) {
+        const char *what = "";
+        switch (which) {
+        case 0:
+            what = "bcast with root = size";
+            rc = MPI_Bcast(a.ptr, 16, MPI_INT, mt_size, MPI_COMM_WORLD);
+            ref = PMPI_Bcast(a.ptr, 16, MPI_INT, mt_size, MPI_COMM_WORLD);
+            break;
+        case 1:
+            what = "bcast with count -1";
+            rc = MPI_Bcast(a.ptr, -1, MPI_INT, 0, MPI_COMM_WORLD);
+            ref = PMPI_Bcast(a.ptr, -1, MPI_INT, 0, MPI_COMM_WORLD);
+            break;
+        case 2:
+            what = "allreduce of MPI_DATATYPE_NULL";
+            rc = MPI_Allreduce(a.ptr, b.ptr, 16, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
+            ref = PMPI_Allreduce(a.ptr, b.ptr, 16, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
+            break;
+        default:
+            what = "reduce with root -1";
+            rc = MPI_Reduce(a.ptr, b.ptr, 16, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD);
+            ref = PMPI_Reduce(a.ptr, b.ptr, 16, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD);
+            break;
+        }
+        MPI_Error_class(rc, &cls);
+        MPI_Error_class(ref, &refcls);
+        MT_CHECK(ref != MPI_SUCCESS && cls == refcls, "%s on device buffers: error class %d, "
+                 "the MPI alone gives %d", what, cls, refcls);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    tb_free(&a);
+    tb_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[] = {1, 7, 1000, 65537};
@@ -473,6 +516,7 @@ int main(int argc, char **argv)
     }
     check_cache_hits();
     check_realloc();
+    check_bad_args();
     MPI_Type_free(&gap);
     MPI_Type_free(&vec);
     MPI_Type_free(&shifted);
