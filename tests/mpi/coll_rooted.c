@@ -184,7 +184,9 @@ int main(int argc, char **argv)
         for (int root = 0; root < mt_size; root += mt_size > 1 ? mt_size - 1 : 1) {
             bcast(n, root);
             for (int inplace = 0; inplace < 2; inplace++) {
-                reduce(n, root, inplace);
+                if (!inplace || !mt_reduce_in_place_broken(root, (size_t)n * sizeof(int))) {
+                    reduce(n, root, inplace);
+                }
                 gather(n, root, inplace);
                 scatter(n, root, inplace);
             }
