@@ -24,7 +24,6 @@
 #define EXPORT __attribute__((visibility("default")))
 
 enum { STAGE_IN = 1, STAGE_OUT = 2 }; /* no flag: not a buffer of this rank in this call */
-enum { STAGE_PASS, STAGE_RUN, STAGE_FAILED };
 #define STAGE_MAX 2
 
 typedef struct {
@@ -44,21 +43,27 @@ typedef struct {
 
 typedef struct {
     MPI_Comm comm;
+    int valid;             /* an intracommunicator, and the root one of its ranks */
+    int rank, size;
     int n, any, failed;
     stage_buf_t b[STAGE_MAX];
 } stage_t;
 
 #define NO_ROOT INT_MIN /* the root argument of a collective that has none */
 
-/* 1 when comm is an intracommunicator and root (unless NO_ROOT) one of its ranks. */
-static int stage_comm(stage_t *s, MPI_Comm comm, int root, int *rank, int *size)
+/* Starts a call on comm: valid when comm is an intracommunicator and root (unless NO_ROOT) one
+ * of its ranks. Buffers of an invalid call are never looked at: it goes to PMPI untouched. */
+static void stage_comm(stage_t *s, MPI_Comm comm, int root)
 {
     int inter = 1;
     s->comm = comm;
     s->n = s->any = s->failed = 0;
-    return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter &&
-           PMPI_Comm_rank(comm, rank) == MPI_SUCCESS && PMPI_Comm_size(comm, size) == MPI_SUCCESS &&
-           (root == NO_ROOT || (root >= 0 && root < *size));
+    s->rank = -1;
+    s->size = 0;
+    s->valid = comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS &&
+               !inter && PMPI_Comm_rank(comm, &s->rank) == MPI_SUCCESS &&
+               PMPI_Comm_size(comm, &s->size) == MPI_SUCCESS &&
+               (root == NO_ROOT || (root >= 0 && root < s->size));
 }
 
 static void stage_add(stage_t *s, const void *ptr, MPI_Datatype type, MPI_Aint count, int nblocks,
@@ -67,7 +72,7 @@ static void stage_add(stage_t *s, const void *ptr, MPI_Datatype type, MPI_Aint c
     stage_buf_t *b = &s->b[s->n++];
     *b = (stage_buf_t){.user = ptr, .pass = (void *)ptr, .type = type, .count = count,
                        .nblocks = nblocks, .counts = counts, .displs = displs, .flags = flags};
-    if (flags == 0 || ptr == NULL || ptr == MPI_IN_PLACE) {
+    if (!s->valid || flags == 0 || ptr == NULL || ptr == MPI_IN_PLACE) {
         return;
     }
     picoll_memkind_query(ptr, &b->info);
@@ -83,7 +88,8 @@ static int stage_span(stage_buf_t *b)
     MPI_Aint lb, extent, tlb, textent, lo = 0, hi = 0;
     int size, empty = 1, dense;
 
-    if (b->type == MPI_DATATYPE_NULL || (b->nblocks > 0 && (b->counts == NULL || b->displs == NULL)) ||
+    if (b->type == MPI_DATATYPE_NULL ||
+        (b->nblocks > 0 && (b->counts == NULL || b->displs == NULL)) ||
         PMPI_Type_get_extent(b->type, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(b->type, &tlb, &textent) != MPI_SUCCESS ||
         PMPI_Type_size(b->type, &size) != MPI_SUCCESS) {
@@ -129,16 +135,18 @@ static int stage_error(stage_t *s, int rc)
     return rc;
 }
 
-/* STAGE_PASS: call PMPI with the application's arguments; STAGE_RUN: call it with the pass
- * pointers, then stage_end; STAGE_FAILED: *rc is the error, already raised. */
+/* Copies the inputs to host memory and points the pass pointers at the copies. Where nothing is
+ * staged, or PMPI must judge the arguments, the pass pointers stay the application's own.
+ * Returns 0, then the caller runs PMPI on the pass pointers and ends with stage_end; or -1 with
+ * *rc the error, already raised. */
 static int stage_begin(stage_t *s, int *rc)
 {
     if (!s->any) {
-        return STAGE_PASS;
+        return 0;
     }
     for (int i = 0; i < s->n; i++) {
         if (s->b[i].staged && stage_span(&s->b[i]) != 0) {
-            return STAGE_PASS;
+            return 0; /* nothing copied: the call goes to PMPI untouched */
         }
     }
     for (int i = 0; i < s->n; i++) {
@@ -149,7 +157,7 @@ static int stage_begin(stage_t *s, int *rc)
         if (picoll_pinned_get(b->bytes, b->info.context, (void **)&b->host) != PICOLL_OK) {
             stage_release(s);
             *rc = stage_error(s, MPI_ERR_NO_MEM);
-            return STAGE_FAILED;
+            return -1;
         }
         b->pass = (void *)((uintptr_t)b->host - (uintptr_t)b->lo);
         /* a failed copy still joins the call, so that the other ranks are not left waiting */
@@ -159,7 +167,7 @@ static int stage_begin(stage_t *s, int *rc)
             s->failed = 1;
         }
     }
-    return STAGE_RUN;
+    return 0;
 }
 
 static int stage_end(stage_t *s, int rc)
@@ -179,63 +187,55 @@ static int stage_end(stage_t *s, int rc)
     return rc;
 }
 
-/* The staged counterpart of a call: PMPI_CALL is evaluated with the pass pointers of s. */
-#define STAGED_CALL(s, PMPI_CALL_ORIGINAL, PMPI_CALL_STAGED)                                   \
-    do {                                                                                       \
-        int stage_rc_;                                                                         \
-        switch (stage_begin((s), &stage_rc_)) {                                               \
-        case STAGE_PASS:                                                                       \
-            return PMPI_CALL_ORIGINAL;                                                         \
-        case STAGE_FAILED:                                                                     \
-            return stage_rc_;                                                                  \
-        default:                                                                               \
-            return stage_end((s), PMPI_CALL_STAGED);                                           \
-        }                                                                                      \
-    } while (0)
-
-#define SEND_IN_PLACE(sendbuf, flags_if_not) ((sendbuf) == MPI_IN_PLACE ? STAGE_IN | STAGE_OUT : (flags_if_not))
+/* the receive buffer's flags: an input too when the send buffer is MPI_IN_PLACE */
+#define SEND_IN_PLACE(sendbuf, flags_if_not)                                                       \
+    ((sendbuf) == MPI_IN_PLACE ? STAGE_IN | STAGE_OUT : (flags_if_not))
 
 int picoll_staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                             MPI_Op op, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
-    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
-        stage_add(&s, sendbuf, type, count, 0, NULL, NULL, STAGE_IN);
-        stage_add(&s, recvbuf, type, count, 0, NULL, NULL, SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    int rc;
+    stage_comm(&s, comm, NO_ROOT);
+    stage_add(&s, sendbuf, type, count, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, recvbuf, type, count, 0, NULL, NULL, SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm),
-                PMPI_Allreduce(s.b[0].pass, s.b[1].pass, count, type, op, comm));
+    rc = PMPI_Allreduce(s.b[0].pass, s.b[1].pass, count, type, op, comm);
+    return stage_end(&s, rc);
 }
 
 int picoll_staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
-    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
-        stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
-        stage_add(&s, recvbuf, recvtype, (MPI_Aint)size * recvcount, 0, NULL, NULL,
-                  SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    int rc;
+    stage_comm(&s, comm, NO_ROOT);
+    stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, recvbuf, recvtype, (MPI_Aint)s.size * recvcount, 0, NULL, NULL,
+              SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
-                PMPI_Allgather(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype,
-                               comm));
+    rc = PMPI_Allgather(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, comm);
+    return stage_end(&s, rc);
 }
 
 int picoll_staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
-    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
-        stage_add(&s, sendbuf, sendtype, (MPI_Aint)size * sendcount, 0, NULL, NULL, STAGE_IN);
-        stage_add(&s, recvbuf, recvtype, (MPI_Aint)size * recvcount, 0, NULL, NULL,
-                  SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    int rc;
+    stage_comm(&s, comm, NO_ROOT);
+    stage_add(&s, sendbuf, sendtype, (MPI_Aint)s.size * sendcount, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, recvbuf, recvtype, (MPI_Aint)s.size * recvcount, 0, NULL, NULL,
+              SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
-                PMPI_Alltoall(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype,
-                              comm));
+    rc = PMPI_Alltoall(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, comm);
+    return stage_end(&s, rc);
 }
 
 /* ---- the collectives picoll only stages: straight to PMPI unless staging is on ---- */
@@ -245,68 +245,76 @@ int picoll_staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Bcast(buffer, count, type, root, comm);
     }
-    if (stage_comm(&s, comm, root, &rank, &size)) {
-        stage_add(&s, buffer, type, count, 0, NULL, NULL, rank == root ? STAGE_IN : STAGE_OUT);
+    stage_comm(&s, comm, root);
+    stage_add(&s, buffer, type, count, 0, NULL, NULL, s.rank == root ? STAGE_IN : STAGE_OUT);
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Bcast(buffer, count, type, root, comm),
-                PMPI_Bcast(s.b[0].pass, count, type, root, comm));
+    rc = PMPI_Bcast(s.b[0].pass, count, type, root, comm);
+    return stage_end(&s, rc);
 }
 
 EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                       int root, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
     }
-    if (stage_comm(&s, comm, root, &rank, &size)) {
-        stage_add(&s, sendbuf, type, count, 0, NULL, NULL, STAGE_IN);
-        stage_add(&s, recvbuf, type, count, 0, NULL, NULL,
-                  rank == root ? SEND_IN_PLACE(sendbuf, STAGE_OUT) : 0);
+    stage_comm(&s, comm, root);
+    stage_add(&s, sendbuf, type, count, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, recvbuf, type, count, 0, NULL, NULL,
+              s.rank == root ? SEND_IN_PLACE(sendbuf, STAGE_OUT) : 0);
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm),
-                PMPI_Reduce(s.b[0].pass, s.b[1].pass, count, type, op, root, comm));
+    rc = PMPI_Reduce(s.b[0].pass, s.b[1].pass, count, type, op, root, comm);
+    return stage_end(&s, rc);
 }
 
 EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
-    if (stage_comm(&s, comm, root, &rank, &size)) {
-        stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
-        stage_add(&s, recvbuf, recvtype, (MPI_Aint)size * recvcount, 0, NULL, NULL,
-                  rank == root ? SEND_IN_PLACE(sendbuf, STAGE_OUT) : 0);
+    stage_comm(&s, comm, root);
+    stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, recvbuf, recvtype, (MPI_Aint)s.size * recvcount, 0, NULL, NULL,
+              s.rank == root ? SEND_IN_PLACE(sendbuf, STAGE_OUT) : 0);
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm),
-                PMPI_Gather(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype,
-                            root, comm));
+    rc = PMPI_Gather(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, root,
+                     comm);
+    return stage_end(&s, rc);
 }
 
 EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
-    if (stage_comm(&s, comm, root, &rank, &size)) {
-        stage_add(&s, sendbuf, sendtype, (MPI_Aint)size * sendcount, 0, NULL, NULL,
-                  rank == root ? STAGE_IN : 0);
-        stage_add(&s, recvbuf, recvtype, recvcount, 0, NULL, NULL, STAGE_OUT);
+    stage_comm(&s, comm, root);
+    stage_add(&s, sendbuf, sendtype, (MPI_Aint)s.size * sendcount, 0, NULL, NULL,
+              s.rank == root ? STAGE_IN : 0);
+    stage_add(&s, recvbuf, recvtype, recvcount, 0, NULL, NULL, STAGE_OUT);
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm),
-                PMPI_Scatter(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype,
-                             root, comm));
+    rc = PMPI_Scatter(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, root,
+                      comm);
+    return stage_end(&s, rc);
 }
 
 EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -314,20 +322,21 @@ EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
                           MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                comm);
     }
-    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
-        stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
-        stage_add(&s, recvbuf, recvtype, 0, size, recvcounts, displs,
-                  SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    stage_comm(&s, comm, NO_ROOT);
+    stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, recvbuf, recvtype, 0, s.size, recvcounts, displs,
+              SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                                    recvtype, comm),
-                PMPI_Allgatherv(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcounts, displs,
-                                recvtype, comm));
+    rc = PMPI_Allgatherv(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcounts, displs,
+                         recvtype, comm);
+    return stage_end(&s, rc);
 }
 
 EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
@@ -335,38 +344,41 @@ EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int 
                          const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                               recvtype, comm);
     }
-    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
-        stage_add(&s, sendbuf, sendtype, 0, size, sendcounts, sdispls, STAGE_IN);
-        stage_add(&s, recvbuf, recvtype, 0, size, recvcounts, rdispls,
-                  SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    stage_comm(&s, comm, NO_ROOT);
+    stage_add(&s, sendbuf, sendtype, 0, s.size, sendcounts, sdispls, STAGE_IN);
+    stage_add(&s, recvbuf, recvtype, 0, s.size, recvcounts, rdispls,
+              SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                   rdispls, recvtype, comm),
-                PMPI_Alltoallv(s.b[0].pass, sendcounts, sdispls, sendtype, s.b[1].pass, recvcounts,
-                               rdispls, recvtype, comm));
+    rc = PMPI_Alltoallv(s.b[0].pass, sendcounts, sdispls, sendtype, s.b[1].pass, recvcounts,
+                        rdispls, recvtype, comm);
+    return stage_end(&s, rc);
 }
 
 EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     stage_t s;
-    int rank, size;
+    int rc;
     if (STAGING_OFF()) {
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
     }
-    if (stage_comm(&s, comm, NO_ROOT, &rank, &size)) {
-        stage_add(&s, sendbuf, type, (MPI_Aint)size * recvcount, 0, NULL, NULL, STAGE_IN);
-        /* in place, the input is the whole of recvbuf */
-        stage_add(&s, recvbuf, type, sendbuf == MPI_IN_PLACE ? (MPI_Aint)size * recvcount : recvcount,
-                  0, NULL, NULL, SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    stage_comm(&s, comm, NO_ROOT);
+    stage_add(&s, sendbuf, type, (MPI_Aint)s.size * recvcount, 0, NULL, NULL, STAGE_IN);
+    /* in place, the input is the whole of recvbuf */
+    stage_add(&s, recvbuf, type, sendbuf == MPI_IN_PLACE ? (MPI_Aint)s.size * recvcount : recvcount,
+              0, NULL, NULL, SEND_IN_PLACE(sendbuf, STAGE_OUT));
+    if (stage_begin(&s, &rc) != 0) {
+        return rc;
     }
-    STAGED_CALL(&s, PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm),
-                PMPI_Reduce_scatter_block(s.b[0].pass, s.b[1].pass, recvcount, type, op, comm));
+    rc = PMPI_Reduce_scatter_block(s.b[0].pass, s.b[1].pass, recvcount, type, op, comm);
+    return stage_end(&s, rc);
 }
 
 /* ---- MPIX_Query_cuda_support ---- */

@@ -4,7 +4,8 @@
  * another device than the current one. Each result is compared bit for bit with the same call on
  * host buffers with the same contents through PMPI_* (picoll out of the way), and the send
  * buffers must come back unchanged. Also: MPIX_Query_cuda_support() == 1, and a buffer freed and
- * reallocated at the same address (new buffer id) on another device with other contents.
+ * reallocated at the same address (new buffer id) on another device with other contents; invalid
+ * arguments on device buffers; staged calls from several threads at once.
  *
  * A plain MPI program: it uses the CUDA driver through dlopen, so it builds without CUDA and,
  * without a GPU, prints "SKIP: no CUDA device (why)" and exits 77. Run it with libpicoll.so
@@ -13,6 +14,7 @@
 #include "mpitest.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,6 +460,72 @@ static void check_bad_args(void)
     tb_free(&b);
 }
 
+/* Staged calls from several threads at once, each on its own communicator and device buffers
+ * (MPI_THREAD_MULTIPLE): per-thread memory-kind caches, one shared pinned pool. */
+#define THREADS 3
+typedef struct {
+    MPI_Comm comm;
+    int index;
+    long failures;
+} thread_arg_t;
+
+static void *thread_main(void *p)
+{
+    thread_arg_t *t = p;
+    enum { N = 4099 };
+    int *in = malloc(N * sizeof(int)), *out = malloc(N * sizeof(int));
+    tbuf_t a, b;
+    cu.ctx_set_current(ctx[(mt_rank + t->index) % ndev]);
+    tb_alloc(&a, t->index % 2 ? K_MANAGED : K_DEVICE, N * sizeof(int));
+    tb_alloc(&b, K_DEVICE, N * sizeof(int));
+    for (int iter = 0; iter < 30; iter++) {
+        for (int i = 0; i < N; i++) {
+            in[i] = mt_rank + i + iter * t->index;
+        }
+        tb_put(&a, in);
+        MPI_Allreduce(a.ptr, b.ptr, N, MPI_INT, MPI_SUM, t->comm);
+        MPI_Bcast(a.ptr, N, MPI_INT, iter % mt_size, t->comm);
+        tb_get(&b, out);
+        for (int i = 0; i < N; i++) {
+            int e = mt_size * (i + iter * t->index) + mt_size * (mt_size - 1) / 2;
+            t->failures += out[i] != e;
+        }
+        tb_get(&a, out);
+        for (int i = 0; i < N; i++) {
+            t->failures += out[i] != iter % mt_size + i + iter * t->index;
+        }
+    }
+    tb_free(&a);
+    tb_free(&b);
+    free(in);
+    free(out);
+    return NULL;
+}
+
+static void check_threads(int provided)
+{
+    pthread_t th[THREADS];
+    thread_arg_t args[THREADS];
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (mt_rank == 0) {
+            printf("threads: skipped, the MPI does not provide MPI_THREAD_MULTIPLE\n");
+        }
+        return;
+    }
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (thread_arg_t){.index = i};
+        MPI_Comm_dup(MPI_COMM_WORLD, &args[i].comm);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_create(&th[i], NULL, thread_main, &args[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        MT_CHECK(args[i].failures == 0, "thread %d: %ld wrong elements", i, args[i].failures);
+        MPI_Comm_free(&args[i].comm);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[] = {1, 7, 1000, 65537};
@@ -465,7 +533,8 @@ int main(int argc, char **argv)
     const char *why;
     uint64_t seed = 1;
 
-    MPI_Init(&argc, &argv);
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     mt_load_picoll(1);
     why = cuda_load();
     if (why != NULL) {
@@ -521,6 +590,7 @@ int main(int argc, char **argv)
     check_cache_hits();
     check_realloc();
     check_bad_args();
+    check_threads(provided);
     MPI_Type_free(&gap);
     MPI_Type_free(&vec);
     MPI_Type_free(&shifted);
