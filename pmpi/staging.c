@@ -206,36 +206,40 @@ int picoll_staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     return stage_end(&s, rc);
 }
 
-int picoll_staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+/* Allgather and alltoall take the same arguments; the send buffer holds one block (allgather)
+ * or one per rank (alltoall). */
+typedef int (*blocks_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+
+static int staged_blocks(blocks_fn_t pmpi_fn, int send_blocks_per_rank, const void *sendbuf,
+                         int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm)
 {
     stage_t s;
     int rc;
     stage_comm(&s, comm, NO_ROOT);
-    stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
+    stage_add(&s, sendbuf, sendtype, (MPI_Aint)(send_blocks_per_rank ? s.size : 1) * sendcount,
+              0, NULL, NULL, STAGE_IN);
     stage_add(&s, recvbuf, recvtype, (MPI_Aint)s.size * recvcount, 0, NULL, NULL,
               SEND_IN_PLACE(sendbuf, STAGE_OUT));
     if (stage_begin(&s, &rc) != 0) {
         return rc;
     }
-    rc = PMPI_Allgather(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, comm);
+    rc = pmpi_fn(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, comm);
     return stage_end(&s, rc);
+}
+
+int picoll_staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return staged_blocks(PMPI_Allgather, 0, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, comm);
 }
 
 int picoll_staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    stage_t s;
-    int rc;
-    stage_comm(&s, comm, NO_ROOT);
-    stage_add(&s, sendbuf, sendtype, (MPI_Aint)s.size * sendcount, 0, NULL, NULL, STAGE_IN);
-    stage_add(&s, recvbuf, recvtype, (MPI_Aint)s.size * recvcount, 0, NULL, NULL,
-              SEND_IN_PLACE(sendbuf, STAGE_OUT));
-    if (stage_begin(&s, &rc) != 0) {
-        return rc;
-    }
-    rc = PMPI_Alltoall(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, comm);
-    return stage_end(&s, rc);
+    return staged_blocks(PMPI_Alltoall, 1, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, comm);
 }
 
 /* ---- the collectives picoll only stages: straight to PMPI unless staging is on ---- */
