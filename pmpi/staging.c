@@ -281,44 +281,45 @@ EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     return stage_end(&s, rc);
 }
 
-EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+/* Gather and scatter take the same arguments; the root's receive buffer (gather) or send buffer
+ * (scatter) holds one block per rank and is looked at only on the root. */
+typedef int (*rooted_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,
+                           MPI_Comm);
+
+static int staged_rooted(rooted_fn_t pmpi_fn, int gather, const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     stage_t s;
     int rc;
     if (STAGING_OFF()) {
-        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        return pmpi_fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     stage_comm(&s, comm, root);
-    stage_add(&s, sendbuf, sendtype, sendcount, 0, NULL, NULL, STAGE_IN);
-    stage_add(&s, recvbuf, recvtype, (MPI_Aint)s.size * recvcount, 0, NULL, NULL,
-              s.rank == root ? SEND_IN_PLACE(sendbuf, STAGE_OUT) : 0);
+    int at_root = s.rank == root;
+    stage_add(&s, sendbuf, sendtype, (MPI_Aint)(gather ? 1 : s.size) * sendcount, 0, NULL, NULL,
+              gather || at_root ? STAGE_IN : 0);
+    stage_add(&s, recvbuf, recvtype, (MPI_Aint)(gather ? s.size : 1) * recvcount, 0, NULL, NULL,
+              !gather ? STAGE_OUT : at_root ? SEND_IN_PLACE(sendbuf, STAGE_OUT) : 0);
     if (stage_begin(&s, &rc) != 0) {
         return rc;
     }
-    rc = PMPI_Gather(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, root,
-                     comm);
+    rc = pmpi_fn(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, root, comm);
     return stage_end(&s, rc);
+}
+
+EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return staged_rooted(PMPI_Gather, 1, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, root, comm);
 }
 
 EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                        int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    stage_t s;
-    int rc;
-    if (STAGING_OFF()) {
-        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    }
-    stage_comm(&s, comm, root);
-    stage_add(&s, sendbuf, sendtype, (MPI_Aint)s.size * sendcount, 0, NULL, NULL,
-              s.rank == root ? STAGE_IN : 0);
-    stage_add(&s, recvbuf, recvtype, recvcount, 0, NULL, NULL, STAGE_OUT);
-    if (stage_begin(&s, &rc) != 0) {
-        return rc;
-    }
-    rc = PMPI_Scatter(s.b[0].pass, sendcount, sendtype, s.b[1].pass, recvcount, recvtype, root,
-                      comm);
-    return stage_end(&s, rc);
+    return staged_rooted(PMPI_Scatter, 0, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, root, comm);
 }
 
 EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
