@@ -10,6 +10,7 @@
 #include "coll/dispatch.h"
 #include "comm.h"
 #include "core.h"
+#include "staging.h"
 #include "stats.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -81,7 +82,10 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
             }
         }
     }
-    rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    /* one predictable branch when there is no CUDA driver: picoll_g.staging is 0 */
+    rc = picoll_g.staging && !picoll_reentry
+             ? picoll_staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm)
+             : PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
         count_fallback(PICOLL_COLL_ALLREDUCE, count, datatype, comm);
     }
@@ -136,7 +140,9 @@ EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
             return rc;
         }
     }
-    rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    rc = picoll_g.staging && !picoll_reentry
+             ? picoll_staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+             : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
         count_fallback(PICOLL_COLL_ALLGATHER, recvcount, recvtype, comm);
     }
@@ -156,7 +162,9 @@ EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
             return rc;
         }
     }
-    rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    rc = picoll_g.staging && !picoll_reentry
+             ? picoll_staged_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+             : PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
         count_fallback(PICOLL_COLL_ALLTOALL, recvcount, recvtype, comm);
     }

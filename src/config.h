@@ -16,6 +16,8 @@ typedef enum {
 
 typedef enum { PICOLL_HOST_OFF, PICOLL_HOST_ON, PICOLL_HOST_AUTO } picoll_host_mode_t;
 typedef enum { PICOLL_VNODE_BLOCK, PICOLL_VNODE_CYCLIC } picoll_vnode_layout_t;
+/* PICOLL_CUDA_STAGING, in the order of its choices */
+typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } picoll_staging_mode_t;
 
 /* Parsed values: one field per table entry. */
 typedef struct {
@@ -34,6 +36,7 @@ typedef struct {
     int vnode_layout;          /* picoll_vnode_layout_t */
     size_t net_rd_max;
     long net_inflight;
+    int cuda_staging;          /* picoll_staging_mode_t */
     /* topology (topo/) */
     const char *topo_file;
     size_t nvlink_oneshot_max;

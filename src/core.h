@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 #include "config.h"
+#include "cuda_state.h"
 
 #define PICOLL_EXPORT __attribute__((visibility("default")))
 
@@ -12,12 +13,15 @@ typedef struct {
                           not bypassed (picoll_set_bypass) */
     int initialized;   /* picoll_init succeeded: active unless bypassed */
     int stats;         /* copy of cfg.stats, read on the hot path */
+    int staging;       /* copy of cuda.staging, read on the hot path: CUDA buffers of calls
+                          handed to PMPI are staged through pinned host memory */
     int thread_level;  /* provided by MPI_Init_thread */
     int world_rank;
     int world_size;
     int comm_keyval;   /* attribute caching picoll_comm_t on communicators */
     int oversubscribed; /* more ranks on this machine than CPUs we may run on: waits yield at once */
     picoll_config_t cfg;
+    picoll_cuda_state_t cuda; /* decided at MPI_Init, once picoll is initialised */
 } picoll_global_t;
 
 extern picoll_global_t picoll_g;

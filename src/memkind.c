@@ -1,64 +1,153 @@
 #include "build-config.h"
 #include "memkind.h"
+#include "cudrv.h"
 #include "log.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdint.h>
 
-/* The few driver API declarations needed, written here so that no CUDA header is required. */
-typedef int cu_result_t;
-typedef unsigned long long cu_deviceptr_t;
-#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define CU_POINTER_ATTRIBUTE_IS_MANAGED 8
-#define CU_MEMORYTYPE_DEVICE 2
+static const picoll_meminfo_t host_info = {.kind = PICOLL_MEM_HOST, .device = -1};
 
-static struct {
-    cu_result_t (*init)(unsigned);
-    cu_result_t (*pointer_get_attribute)(void *, int, cu_deviceptr_t);
-} cu;
-
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
-static int cu_present;
-
-static void cu_load(void)
+void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src,
+                           const void *ptr, picoll_meminfo_t *out)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        picoll_debug("no CUDA driver (%s): every buffer is host memory", dlerror());
+    uintptr_t p = (uintptr_t)ptr, start = 0;
+    size_t size = 0;
+    unsigned long long id = src->buffer_id(ptr, src->arg);
+    unsigned slot;
+
+    if (id == 0) {
+        *out = host_info;
         return;
     }
-    cu.init = (cu_result_t(*)(unsigned))dlsym(lib, "cuInit");
-    cu.pointer_get_attribute =
-        (cu_result_t(*)(void *, int, cu_deviceptr_t))dlsym(lib, "cuPointerGetAttribute");
-    if (cu.init == NULL || cu.pointer_get_attribute == NULL || cu.init(0) != 0) {
-        picoll_debug("CUDA driver present but not usable: every buffer is host memory");
-        return;
+    for (slot = 0; slot < PICOLL_MEMCACHE_ENTRIES; slot++) {
+        if (p >= cache->entry[slot].start && p < cache->entry[slot].end) {
+            if (cache->entry[slot].info.buffer_id == id) {
+                *out = cache->entry[slot].info;
+                return;
+            }
+            break; /* stale: freed, and the range given to another allocation; replace it */
+        }
     }
-    cu_present = 1;
+    src->attributes(ptr, out, &start, &size, src->arg);
+    if (size == 0 || out->buffer_id != id || p < start || p - start >= size) {
+        return; /* nothing sound to cache */
+    }
+    if (slot == PICOLL_MEMCACHE_ENTRIES) {
+        slot = cache->next;
+        cache->next = (cache->next + 1) % PICOLL_MEMCACHE_ENTRIES;
+    }
+    cache->entry[slot].start = start;
+    cache->entry[slot].end = start + size;
+    cache->entry[slot].info = *out;
 }
+
+/* ---- the real source: the CUDA driver ---- */
+
+static unsigned long long cuda_buffer_id(const void *ptr, void *arg)
+{
+    unsigned long long id = 0;
+    (void)arg;
+    /* memory the driver does not know (plain malloc) answers an error: host */
+    if (picoll_cu.pointer_get_attribute(&id, PICOLL_CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                        (picoll_cu_deviceptr_t)(uintptr_t)ptr) != 0) {
+        return 0;
+    }
+    return id;
+}
+
+/* Primary context of a device, retained once for the life of the process: for allocations
+ * whose attributes name no context (virtual memory management API). */
+static void *primary_context(int device)
+{
+    static picoll_cu_context_t ctx[64];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    picoll_cu_device_t dev;
+    picoll_cu_context_t c = NULL;
+
+    if (device < 0 || device >= 64) {
+        return NULL;
+    }
+    pthread_mutex_lock(&lock);
+    if (ctx[device] == NULL &&
+        picoll_cudrv_check(picoll_cu.device_get(&dev, device), "cuDeviceGet") == PICOLL_OK &&
+        picoll_cudrv_check(picoll_cu.primary_ctx_retain(&c, dev), "cuDevicePrimaryCtxRetain") ==
+            PICOLL_OK) {
+        ctx[device] = c;
+    }
+    c = ctx[device];
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *start,
+                            size_t *size, void *arg)
+{
+    unsigned int type = 0, managed = 0;
+    int device = -1;
+    unsigned long long id = 0;
+    picoll_cu_context_t ctx = NULL;
+    picoll_cu_deviceptr_t range_start = 0;
+    size_t range_size = 0;
+    int attrs[] = {
+        PICOLL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, PICOLL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        PICOLL_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, PICOLL_CU_POINTER_ATTRIBUTE_BUFFER_ID,
+        PICOLL_CU_POINTER_ATTRIBUTE_CONTEXT, PICOLL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        PICOLL_CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    };
+    void *data[] = {&type, &managed, &device, &id, &ctx, &range_start, &range_size};
+    (void)arg;
+
+    *info = host_info;
+    *size = 0;
+    /* unlike cuPointerGetAttribute, this answers success with zeroed values for unknown memory */
+    if (picoll_cudrv_check(picoll_cu.pointer_get_attributes(sizeof(attrs) / sizeof(attrs[0]),
+                                                            attrs, data,
+                                                            (picoll_cu_deviceptr_t)(uintptr_t)ptr),
+                           "cuPointerGetAttributes") != PICOLL_OK) {
+        return;
+    }
+    if (managed) {
+        info->kind = PICOLL_MEM_MANAGED;
+    } else if (type == PICOLL_CU_MEMORYTYPE_DEVICE) {
+        info->kind = PICOLL_MEM_DEVICE;
+    } else if (type == PICOLL_CU_MEMORYTYPE_HOST) {
+        info->kind = PICOLL_MEM_PINNED;
+    } else {
+        return;
+    }
+    info->device = info->kind == PICOLL_MEM_PINNED ? -1 : device;
+    info->buffer_id = id;
+    info->context = ctx != NULL ? (void *)ctx : primary_context(device);
+    *start = (uintptr_t)range_start;
+    *size = range_size;
+}
+
+static const picoll_memsource_t cuda_source = {
+    .buffer_id = cuda_buffer_id,
+    .attributes = cuda_attributes,
+};
+
+/* Not initial-exec: this is not on the pass-through path, and the cache is larger than what a
+ * dlopen'ed library may take from the static TLS block. */
+static _Thread_local picoll_memcache_t memcache;
 
 int picoll_cuda_driver_present(void)
 {
-    pthread_once(&cu_once, cu_load);
-    return cu_present;
+    return picoll_cudrv_load() == PICOLL_OK;
+}
+
+void picoll_memkind_query(const void *ptr, picoll_meminfo_t *out)
+{
+    if (!picoll_cuda_driver_present()) {
+        *out = host_info;
+        return;
+    }
+    picoll_memcache_query(&memcache, &cuda_source, ptr, out);
 }
 
 picoll_memkind_t picoll_memkind(const void *ptr)
 {
-    unsigned int type = 0, managed = 0;
-    if (!picoll_cuda_driver_present()) {
-        return PICOLL_MEM_HOST;
-    }
-    /* memory the driver does not know (plain malloc) answers an error: host */
-    if (cu.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                 (cu_deviceptr_t)(uintptr_t)ptr) == 0 && managed) {
-        return PICOLL_MEM_MANAGED;
-    }
-    if (cu.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                 (cu_deviceptr_t)(uintptr_t)ptr) == 0 &&
-        type == CU_MEMORYTYPE_DEVICE) {
-        return PICOLL_MEM_DEVICE;
-    }
-    return PICOLL_MEM_HOST;
+    picoll_meminfo_t info;
+    picoll_memkind_query(ptr, &info);
+    return info.kind == PICOLL_MEM_PINNED ? PICOLL_MEM_HOST : info.kind;
 }

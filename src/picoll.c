@@ -79,6 +79,9 @@ void picoll_init(int thread_level)
         return;
     }
     picoll_g.stats = picoll_g.cfg.stats;
+    picoll_cuda_state_init(picoll_g.cfg.cuda_staging, &picoll_g.cuda);
+    picoll_g.staging = picoll_g.cuda.staging;
+    picoll_debug("%s", picoll_g.cuda.why);
     picoll_g.initialized = 1;
     picoll_g.active = 1;
     picoll_debug("active on %d ranks, thread level %d", picoll_g.world_size, thread_level);
@@ -102,6 +105,7 @@ void picoll_finalize(void)
         picoll_stats_report(MPI_COMM_WORLD);
     }
     picoll_g.active = 0;
+    picoll_g.staging = 0;
     picoll_g.initialized = 0;
     picoll_reentry--;
 }

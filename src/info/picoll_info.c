@@ -2,6 +2,7 @@
 #include "build-config.h"
 #include "coll/coll.h"
 #include "config.h"
+#include "cuda_state.h"
 #include "log.h"
 #include "net/net.h"
 #include "topo/topo.h"
@@ -48,6 +49,29 @@ static void print_build(void)
 #else
     printf("  hwloc  : %s\n", PICOLL_BUILD_HWLOC);
 #endif
+}
+
+/* CUDA support as MPI_Init would decide it with the current PICOLL_CUDA_STAGING. */
+static void print_cuda(void)
+{
+    picoll_config_t cfg;
+    picoll_cuda_state_t st;
+    const char *how = "";
+
+    picoll_log_level = PICOLL_LOG_ERROR;
+    picoll_config_load(&cfg, environ);
+    /* the MPI answers only between MPI_Init and MPI_Finalize (picoll's own set-up bypassed) */
+    PMPI_Init(NULL, NULL);
+    picoll_cuda_state_init(cfg.cuda_staging, &st);
+    printf("cuda:\n");
+    printf("  driver     : %s\n", st.driver ? "loaded" : "not loaded");
+    printf("  devices    : %d\n", st.devices);
+    int aware = picoll_mpi_cuda_aware(&how);
+    printf("  MPI        : %sCUDA-aware (its %s answers %d)\n", aware ? "" : "not ", how, aware);
+    printf("  staging    : %s\n", st.staging ? "active" : "inactive");
+    printf("  MPIX_Query_cuda_support: %d\n", st.active ? 1 : st.mpi_aware);
+    printf("  %s\n", st.why);
+    PMPI_Finalize();
 }
 
 static void print_variables(void)
@@ -153,6 +177,7 @@ int main(int argc, char **argv)
     printf("picoll %s\n", picoll_version());
     if (build) {
         print_build();
+        print_cuda();
     }
     if (vars) {
         print_variables();

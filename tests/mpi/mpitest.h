@@ -57,6 +57,19 @@ static inline uint64_t mt_rand(uint64_t seed, uint64_t a, uint64_t b)
     return mt_hash(seed ^ mt_hash(a * 0x100000001b3ull + mt_hash(b)));
 }
 
+/* MPICH 4.0.2 (Debian 12) crashes in MPI_Reduce with MPI_IN_PLACE at a root other than 0 from
+ * 513 ints (2 KiB) on, picoll or not (a segfault inside its reduce algorithm): tests skip those. */
+static inline int mt_reduce_in_place_broken(int root, size_t bytes)
+{
+#ifdef MPICH_VERSION
+    return root != 0 && bytes > 2048;
+#else
+    (void)root;
+    (void)bytes;
+    return 0;
+#endif
+}
+
 /* Whether a command-line flag is present. */
 int mt_flag(int argc, char **argv, const char *flag);
 /* The value after a --name option, or def. */

@@ -247,6 +247,9 @@ static void test_enums(void)
         {"PICOLL_LOG_LEVEL", "info", PICOLL_LOG_INFO},
         {"PICOLL_LOG_LEVEL", "debug", PICOLL_LOG_DEBUG},
         {"PICOLL_LOG_LEVEL", "Trace", PICOLL_LOG_TRACE},
+        {"PICOLL_CUDA_STAGING", "auto", PICOLL_STAGING_AUTO},
+        {"PICOLL_CUDA_STAGING", "on", PICOLL_STAGING_ON},
+        {"PICOLL_CUDA_STAGING", "OFF", PICOLL_STAGING_OFF},
     };
     static const char *const bad[] = {"", "of", "offf", "on,auto", "o", "1", " on", "auto "};
     picoll_config_t cfg;
@@ -265,6 +268,9 @@ static void test_enums(void)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         check_rejected("PICOLL_HOST", bad[i]);
     }
+    check_rejected("PICOLL_CUDA_STAGING", "1");
+    check_rejected("PICOLL_CUDA_STAGING", "yes");
+    check_rejected("PICOLL_CUDA_STAGING", "always");
     check_rejected("PICOLL_LOG_LEVEL", "verbose");
     check_rejected("PICOLL_LOG_LEVEL", "warning");
 }
@@ -404,6 +410,8 @@ static void test_table(void)
           cfg.log_level);
     CHECK(cfg.test_fail_setup == -1, "PICOLL_TEST_FAIL_SETUP defaults to %ld, expected -1",
           cfg.test_fail_setup);
+    CHECK(cfg.cuda_staging == PICOLL_STAGING_AUTO, "PICOLL_CUDA_STAGING defaults to %d, expected auto",
+          cfg.cuda_staging);
     CHECK(cfg.workspace_size > 0, "PICOLL_WORKSPACE_SIZE defaults to 0");
     CHECK(cfg.timeout > 0, "PICOLL_TIMEOUT defaults to %g", cfg.timeout);
 }
@@ -507,6 +515,10 @@ static void test_hash(void)
     picoll_config_parse(var_or_die("PICOLL_WORKSPACE_SIZE"), "16M", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
           "PICOLL_WORKSPACE_SIZE does not change the hash");
+    picoll_config_load(&b, NULL);
+    picoll_config_parse(var_or_die("PICOLL_CUDA_STAGING"), "on", &b, err, sizeof(err));
+    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
+          "PICOLL_CUDA_STAGING does not change the hash");
     /* the same value written two ways is the same configuration */
     picoll_config_load(&b, NULL);
     picoll_config_parse(var_or_die("PICOLL_WORKSPACE_SIZE"), "8192KiB", &b, err, sizeof(err));

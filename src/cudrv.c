@@ -1,0 +1,162 @@
+#include "build-config.h"
+#include "cudrv.h"
+#include "log.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+picoll_cudrv_t picoll_cu;
+
+static pthread_once_t cudrv_once = PTHREAD_ONCE_INIT;
+static picoll_status_t cudrv_status = PICOLL_ERR_NOT_SUPPORTED;
+static int cudrv_devices;
+static char cudrv_why[256] = "CUDA driver not loaded yet";
+
+/* The exported names: versioned ones (_v2) where cuda.h maps the plain name to one, and the
+ * legacy-default-stream variants (not _ptds/_ptsz) of the stream-ordered calls. */
+#define CUDRV_SYM(field, name)                                                                 \
+    {.offset = offsetof(picoll_cudrv_t, field), .symbol = (name)}
+static const struct {
+    size_t offset;
+    const char *symbol;
+} cudrv_syms[] = {
+    CUDRV_SYM(init, "cuInit"),
+    CUDRV_SYM(get_error_string, "cuGetErrorString"),
+    CUDRV_SYM(device_get_count, "cuDeviceGetCount"),
+    CUDRV_SYM(device_get, "cuDeviceGet"),
+    CUDRV_SYM(pointer_get_attribute, "cuPointerGetAttribute"),
+    CUDRV_SYM(pointer_get_attributes, "cuPointerGetAttributes"),
+    CUDRV_SYM(ctx_get_current, "cuCtxGetCurrent"),
+    CUDRV_SYM(ctx_set_current, "cuCtxSetCurrent"),
+    CUDRV_SYM(ctx_push_current, "cuCtxPushCurrent_v2"),
+    CUDRV_SYM(ctx_pop_current, "cuCtxPopCurrent_v2"),
+    CUDRV_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain"),
+    CUDRV_SYM(primary_ctx_release, "cuDevicePrimaryCtxRelease_v2"),
+    CUDRV_SYM(memcpy, "cuMemcpy"),
+    CUDRV_SYM(memcpy_async, "cuMemcpyAsync"),
+    CUDRV_SYM(memcpy_dtoh, "cuMemcpyDtoH_v2"),
+    CUDRV_SYM(memcpy_htod, "cuMemcpyHtoD_v2"),
+    CUDRV_SYM(mem_host_alloc, "cuMemHostAlloc"),
+    CUDRV_SYM(mem_free_host, "cuMemFreeHost"),
+    CUDRV_SYM(stream_synchronize, "cuStreamSynchronize"),
+    CUDRV_SYM(event_create, "cuEventCreate"),
+    CUDRV_SYM(event_record, "cuEventRecord"),
+    CUDRV_SYM(event_destroy, "cuEventDestroy_v2"),
+    CUDRV_SYM(stream_wait_event, "cuStreamWaitEvent"),
+};
+
+static void cudrv_load_once(void)
+{
+    picoll_cudrv_t table;
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    picoll_cu_result_t rc;
+
+    if (lib == NULL) {
+        const char *e = dlerror();
+        snprintf(cudrv_why, sizeof(cudrv_why), "no CUDA driver: %s", e ? e : "dlopen failed");
+        goto out;
+    }
+    for (size_t i = 0; i < sizeof(cudrv_syms) / sizeof(cudrv_syms[0]); i++) {
+        void *fn = dlsym(lib, cudrv_syms[i].symbol);
+        if (fn == NULL) {
+            snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver lacks %s", cudrv_syms[i].symbol);
+            goto out_close;
+        }
+        memcpy((char *)&table + cudrv_syms[i].offset, &fn, sizeof(fn));
+    }
+    rc = table.init(0);
+    if (rc != 0) {
+        const char *s = NULL;
+        table.get_error_string(rc, &s);
+        snprintf(cudrv_why, sizeof(cudrv_why), "cuInit failed: %s (%d)", s ? s : "?", rc);
+        goto out_close;
+    }
+    rc = table.device_get_count(&cudrv_devices);
+    if (rc != 0 || cudrv_devices <= 0) {
+        cudrv_devices = 0;
+        snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver loaded but no device is visible");
+        goto out_close;
+    }
+    picoll_cu = table;
+    snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver loaded, %d device(s)", cudrv_devices);
+    cudrv_status = PICOLL_OK;
+    goto out; /* keep the library loaded for the life of the process */
+out_close:
+    dlclose(lib);
+out:
+    picoll_debug("%s", cudrv_why);
+}
+
+picoll_status_t picoll_cudrv_load(void)
+{
+    pthread_once(&cudrv_once, cudrv_load_once);
+    return cudrv_status;
+}
+
+int picoll_cudrv_device_count(void)
+{
+    return picoll_cudrv_load() == PICOLL_OK ? cudrv_devices : 0;
+}
+
+const char *picoll_cudrv_why(void)
+{
+    picoll_cudrv_load();
+    return cudrv_why;
+}
+
+picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call)
+{
+    /* log once per call name: the names are string literals, so their addresses identify them */
+    static const char *logged[16];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    const char *s = NULL;
+    int first = 1;
+
+    if (rc == 0) {
+        return PICOLL_OK;
+    }
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < sizeof(logged) / sizeof(logged[0]); i++) {
+        if (logged[i] == call) {
+            first = 0;
+            break;
+        }
+        if (logged[i] == NULL) {
+            logged[i] = call;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (first) {
+        picoll_cu.get_error_string(rc, &s);
+        picoll_error("%s failed: %s (CUresult %d)", call, s ? s : "unknown error", rc);
+    }
+    return PICOLL_ERR_CUDA;
+}
+
+picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_cu_context_t ctx)
+{
+    picoll_cu_context_t popped;
+    picoll_status_t status;
+
+    if (n == 0) {
+        return PICOLL_OK;
+    }
+    status = picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
+    if (status != PICOLL_OK) {
+        return status;
+    }
+    status = picoll_cudrv_check(picoll_cu.memcpy((picoll_cu_deviceptr_t)(uintptr_t)dst,
+                                                 (picoll_cu_deviceptr_t)(uintptr_t)src, n),
+                                "cuMemcpy");
+    /* a copy to the device from pageable memory may return before the DMA ends: wait for the
+     * legacy default stream, so that the bytes are in place when the MPI call returns */
+    if (status == PICOLL_OK) {
+        status = picoll_cudrv_check(picoll_cu.stream_synchronize(NULL), "cuStreamSynchronize");
+    }
+    (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
+    return status;
+}
