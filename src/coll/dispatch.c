@@ -49,12 +49,22 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
-    int vote = host_vote(args->sendbuf, args->recvbuf);
     picoll_reentry++;
     if (ctx->hier != NULL) {
-        status = picoll_allreduce_hier(shm, ctx->hier, args, vote,
-                                       alg == PICOLL_ALLREDUCE_HIER_RING);
-    } else if (alg == PICOLL_ALLREDUCE_ONESHOT) {
+        picoll_hier_stage_t st;
+        picoll_allreduce_args_t a = *args;
+        int vote = picoll_hier_stage_in(&st, &a.sendbuf, &a.recvbuf, bytes, bytes);
+        status = picoll_allreduce_hier(shm, ctx->hier, &a, vote, alg == PICOLL_ALLREDUCE_HIER_RING);
+        picoll_reentry--;
+        int rc = picoll_hier_stage_out(&st, status == PICOLL_OK);
+        alg = finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, mpi_rc);
+        if (alg != PICOLL_ALG_FALLBACK) {
+            *mpi_rc = rc;
+        }
+        return alg;
+    }
+    int vote = host_vote(args->sendbuf, args->recvbuf);
+    if (alg == PICOLL_ALLREDUCE_ONESHOT) {
         status = picoll_allreduce_oneshot(shm, args, vote);
     } else {
         status = picoll_allreduce_twoshot(shm, args, vote);
@@ -111,13 +121,27 @@ static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args,
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
-    int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
     picoll_reentry++;
     if (ctx->hier != NULL) {
-        status = bc->hier_run(shm, ctx->hier, args, vote);
-    } else {
-        status = bc->run(shm, args, vote);
+        picoll_hier_stage_t st = {0};
+        picoll_blocks_args_t a = *args;
+        size_t total = args->block_bytes * (size_t)ctx->size;
+        /* types picoll cannot copy as bytes: no vote, and nothing read through them */
+        int vote = args->eligible &&
+                   picoll_hier_stage_in(&st, &a.sendbuf, &a.recvbuf,
+                                        bc->coll == PICOLL_COLL_ALLTOALL ? total : args->block_bytes,
+                                        total);
+        status = bc->hier_run(shm, ctx->hier, &a, vote);
+        picoll_reentry--;
+        int rc = picoll_hier_stage_out(&st, status == PICOLL_OK);
+        alg = finish(bc->coll, alg, status, total, mpi_rc);
+        if (alg != PICOLL_ALG_FALLBACK) {
+            *mpi_rc = rc;
+        }
+        return alg;
     }
+    int vote = args->eligible && host_vote(args->sendbuf, args->recvbuf);
+    status = bc->run(shm, args, vote);
     picoll_reentry--;
     return finish(bc->coll, alg, status, args->block_bytes * (size_t)ctx->size, mpi_rc);
 }
