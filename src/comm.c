@@ -225,7 +225,10 @@ static int comm_setup(picoll_comm_t *ctx, int *host_ok, int *hier_ok)
             size_t slot = picoll_g.cfg.workspace_size / 2;
             picoll_status_t st = picoll_hier_create(ctx->comm, ctx->node_comm, slot,
                                                     picoll_g.cfg.timeout, &ctx->hier);
-            if (st != PICOLL_OK) {
+            if (st == PICOLL_ERR_NOT_SUPPORTED) {
+                picoll_info("no network step (built without UCX): collectives between nodes fall "
+                            "back");
+            } else if (st != PICOLL_OK) {
                 picoll_warn("network step set-up failed (%s): collectives between nodes fall back",
                             picoll_status_string(st));
             }
