@@ -99,6 +99,7 @@ picoll_status_t picoll_hier_create(MPI_Comm comm, MPI_Comm node_comm, size_t scr
             h->nrails = h->node_size[x];
         }
     }
+    h->even = h->nrails * nn == size;
     /* ranks come in increasing order, and so do local ranks within a node */
     for (int r = 0; r < size; r++) {
         int x = leader_index(leaders, nn, all[r].leader);

@@ -17,6 +17,7 @@ typedef struct {
     int num_nodes;
     int node;             /* my node's index */
     int nrails;           /* ranks on the smallest node */
+    int even;             /* every node has nrails ranks: every rank is on a rail */
     int *node_size;       /* [num_nodes] */
     int *node_offset;     /* [num_nodes + 1]: prefix sums of node_size */
     int *rank_of;         /* [comm size]: rank_of[node_offset[x] + j] is local rank j of node x */

@@ -40,12 +40,18 @@ int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_
     return PICOLL_ALLTOALL_SHM;
 }
 
-int picoll_select_hier_allreduce(const picoll_config_t *cfg, size_t bytes, size_t rail_block)
+int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
+                                 size_t bytes, size_t rail_block)
 {
     if (cfg->host == PICOLL_HOST_OFF || !cfg->net || bytes == 0) {
         return PICOLL_ALG_FALLBACK;
     }
-    return rail_block <= cfg->net_rd_max ? PICOLL_ALLREDUCE_HIER_RD : PICOLL_ALLREDUCE_HIER_RING;
+    if (shape->even && bytes <= cfg->allreduce_oneshot_max && bytes <= shape->slot_size) {
+        return PICOLL_ALLREDUCE_HIER_ONESHOT;
+    }
+    /* on two nodes a ring is recursive doubling in two halves: one more step, no fewer bytes */
+    return rail_block <= cfg->net_rd_max || shape->num_nodes <= 2 ? PICOLL_ALLREDUCE_HIER_RD
+                                                                  : PICOLL_ALLREDUCE_HIER_RING;
 }
 
 int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max)

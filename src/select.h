@@ -13,9 +13,17 @@ int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nr
 int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes);
 int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes);
 
-/* Between nodes (the hierarchical algorithms). rail_block: the bytes rail 0 reduces in the first
- * chunk; piece_max: the largest piece of a block the workspace holds (0: too many ranks). */
-int picoll_select_hier_allreduce(const picoll_config_t *cfg, size_t bytes, size_t rail_block);
+/* Between nodes (the hierarchical algorithms). Allreduce: one-shot node step and recursive
+ * doubling of the whole vector on every rail up to PICOLL_ALLREDUCE_ONESHOT_MAX on nodes of equal
+ * size; else rail blocks by recursive doubling, or by a ring for blocks over PICOLL_NET_RD_MAX on
+ * more than two nodes. rail_block: the bytes rail 0 reduces in the first chunk; piece_max: the largest piece of a block the workspace holds (0: too many ranks). */
+typedef struct {
+    int num_nodes;
+    int even;            /* every node has the same number of ranks */
+    size_t slot_size;    /* one workspace buffer of one rank */
+} picoll_hier_shape_t;
+int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
+                                 size_t bytes, size_t rail_block);
 int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
 int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
 

@@ -13,7 +13,7 @@
 #include "host/shm.h"
 
 enum { PICOLL_ALLREDUCE_ONESHOT = 1, PICOLL_ALLREDUCE_TWOSHOT = 2, PICOLL_ALLREDUCE_HIER_RD = 3,
-       PICOLL_ALLREDUCE_HIER_RING = 4 };
+       PICOLL_ALLREDUCE_HIER_RING = 4, PICOLL_ALLREDUCE_HIER_ONESHOT = 5 };
 enum { PICOLL_ALLGATHER_SHM = 1, PICOLL_ALLGATHER_HIER = 2 };
 enum { PICOLL_ALLTOALL_SHM = 1, PICOLL_ALLTOALL_HIER = 2 };
 
@@ -36,6 +36,8 @@ picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allredu
  * votes of every rank reach every rank through the messages and the last node barrier. */
 picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
                                       const picoll_allreduce_args_t *args, int vote, int ring);
+picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *h,
+                                              const picoll_allreduce_args_t *args, int vote);
 /* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
  * block that the allgather / alltoall workspace holds (0: none). */
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,

@@ -41,7 +41,10 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     }
     bytes = args->count * picoll_dtype_size(args->dtype);
     if (ctx->hier != NULL) {
-        alg = picoll_select_hier_allreduce(&picoll_g.cfg, bytes,
+        picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
+                                     .even = ctx->hier->even,
+                                     .slot_size = shm->slot_size};
+        alg = picoll_select_hier_allreduce(&picoll_g.cfg, &shape, bytes,
                                            picoll_allreduce_hier_rail_block(shm, ctx->hier, args));
     } else {
         alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
@@ -54,7 +57,10 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
         picoll_hier_stage_t st;
         picoll_allreduce_args_t a = *args;
         int vote = picoll_hier_stage_in(&st, &a.sendbuf, &a.recvbuf, bytes, bytes);
-        status = picoll_allreduce_hier(shm, ctx->hier, &a, vote, alg == PICOLL_ALLREDUCE_HIER_RING);
+        status = alg == PICOLL_ALLREDUCE_HIER_ONESHOT
+                     ? picoll_allreduce_hier_oneshot(shm, ctx->hier, &a, vote)
+                     : picoll_allreduce_hier(shm, ctx->hier, &a, vote,
+                                             alg == PICOLL_ALLREDUCE_HIER_RING);
         picoll_reentry--;
         int rc = picoll_hier_stage_out(&st, status == PICOLL_OK);
         alg = finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, mpi_rc);

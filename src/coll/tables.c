@@ -15,6 +15,11 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                   .desc = "between nodes: node reduce-scatter, recursive doubling "
                                           "on each rail over UCX, node all-gather (rail blocks up "
                                           "to PICOLL_NET_RD_MAX)"},
+    [PICOLL_ALLREDUCE_HIER_ONESHOT] = {.name = "hier_oneshot",
+                                       .desc = "between nodes, small, nodes of equal size: every "
+                                               "rank reduces its node's inputs, then recursive "
+                                               "doubling of the whole vector on its rail over UCX "
+                                               "(up to PICOLL_ALLREDUCE_ONESHOT_MAX)"},
     [PICOLL_ALLREDUCE_HIER_RING] = {.name = "hier_ring",
                                     .desc = "between nodes: node reduce-scatter, ring allreduce "
                                             "on each rail over UCX, node all-gather"},

@@ -31,11 +31,17 @@ struct picoll_net {
 _Static_assert(sizeof(((picoll_net_req_t *)0)->iov[0]) == sizeof(ucp_dt_iov_t),
                "picoll_net_req_t's iov must have ucp_dt_iov_t's layout");
 
-static pthread_once_t ucx_once = PTHREAD_ONCE_INIT;
-static ucp_context_h ucx_context;
-static ucs_status_t ucx_init_status = UCS_ERR_NO_RESOURCE;
+/* Two contexts, made on first use: [UCX_ANY] as UCX_* and PICOLL_UCX_* configure it, and
+ * [UCX_LOCAL] restricted to shared memory, for rails whose members all run on this machine
+ * (virtual nodes) when the user set no transports: there, a network transport's progress (an
+ * epoll call per poll for tcp) would only add latency. */
+enum { UCX_ANY, UCX_LOCAL, UCX_KINDS };
+static pthread_mutex_t ucx_lock = PTHREAD_MUTEX_INITIALIZER;
+static ucp_context_h ucx_context[UCX_KINDS];
+static ucs_status_t ucx_init_status[UCX_KINDS] = {UCS_ERR_NO_RESOURCE, UCS_ERR_NO_RESOURCE};
+static int ucx_tried[UCX_KINDS];
 
-static void ucx_init(void)
+static ucs_status_t ucx_get(int kind, ucp_context_h *out)
 {
     ucp_config_t *config;
     ucp_params_t params = {
@@ -43,18 +49,29 @@ static void ucx_init(void)
         .features = UCP_FEATURE_TAG,
         .mt_workers_shared = 1, /* rails of different communicators may be used by different threads */
     };
+    ucs_status_t st;
 
-    /* UCX_* settings apply, and PICOLL_UCX_* ones override them for picoll's context only */
-    ucx_init_status = ucp_config_read("PICOLL", NULL, &config);
-    if (ucx_init_status != UCS_OK) {
-        picoll_error("ucp_config_read failed: %s", ucs_status_string(ucx_init_status));
-        return;
+    pthread_mutex_lock(&ucx_lock);
+    if (!ucx_tried[kind]) {
+        ucx_tried[kind] = 1;
+        /* UCX_* settings apply, and PICOLL_UCX_* ones override them for picoll's context only */
+        st = ucp_config_read("PICOLL", NULL, &config);
+        if (st == UCS_OK && kind == UCX_LOCAL) {
+            st = ucp_config_modify(config, "TLS", "sm,self");
+        }
+        if (st == UCS_OK) {
+            st = ucp_init(&params, config, &ucx_context[kind]);
+            ucp_config_release(config);
+        }
+        if (st != UCS_OK) {
+            picoll_error("initialising UCX failed: %s", ucs_status_string(st));
+        }
+        ucx_init_status[kind] = st;
     }
-    ucx_init_status = ucp_init(&params, config, &ucx_context);
-    ucp_config_release(config);
-    if (ucx_init_status != UCS_OK) {
-        picoll_error("ucp_init failed: %s", ucs_status_string(ucx_init_status));
-    }
+    *out = ucx_context[kind];
+    st = ucx_init_status[kind];
+    pthread_mutex_unlock(&ucx_lock);
+    return st;
 }
 
 /* An endpoint's peer failed: its requests complete with an error, reported by the wait. */
@@ -137,16 +154,40 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         picoll_warn("%d nodes: the network step supports at most %d", n, NET_MAX_MEMBERS);
         status = PICOLL_ERR_NOT_SUPPORTED;
     }
-    if (status == PICOLL_OK) {
-        pthread_once(&ucx_once, ucx_init);
-        if (ucx_init_status != UCS_OK) {
-            status = PICOLL_ERR_UCX;
-        }
+    /* hosts first: they decide the context */
+    char *hosts = calloc((size_t)n, NET_HOST_MAX);
+    char mine_host[NET_HOST_MAX] = "?";
+    if (PMPI_Get_processor_name(host, &hlen) == MPI_SUCCESS) {
+        host[NET_HOST_MAX - 1] = '\0';
+        memcpy(mine_host, host, strlen(host) + 1);
+    }
+    if (hosts == NULL) {
+        picoll_error("out of memory exchanging host names: aborting the job");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (PMPI_Allgather(mine_host, NET_HOST_MAX, MPI_CHAR, hosts, NET_HOST_MAX, MPI_CHAR,
+                       rail_comm) != MPI_SUCCESS) {
+        status = PICOLL_ERR_MPI;
+    }
+    int local = getenv("UCX_TLS") == NULL && getenv("PICOLL_UCX_TLS") == NULL;
+    for (int i = 0; i < n; i++) {
+        local &= strncmp(hosts + (size_t)i * NET_HOST_MAX, mine_host, NET_HOST_MAX) == 0;
     }
     if (status == PICOLL_OK) {
+        memcpy(net->hosts, hosts, (size_t)n * NET_HOST_MAX);
+    }
+    free(hosts);
+    if (status == PICOLL_OK) {
+        ucp_context_h context;
         ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
                                   .thread_mode = UCS_THREAD_MODE_SERIALIZED};
-        st = ucp_worker_create(ucx_context, &wp, &net->worker);
+        st = ucx_get(local ? UCX_LOCAL : UCX_ANY, &context);
+        if (st == UCS_OK) {
+            st = ucp_worker_create(context, &wp, &net->worker);
+            if (st != UCS_OK) {
+                net->worker = NULL;
+            }
+        }
         if (st == UCS_OK) {
             st = ucp_worker_get_address(net->worker, &addr, &addr_len);
         }
@@ -156,34 +197,19 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         }
     }
 
-    /* the exchanges: every rank takes part, a failed one with an empty address */
+    /* the addresses: every rank takes part, a failed one with an empty address */
     my_len = status == PICOLL_OK ? (int)addr_len : 0;
     PMPI_Allreduce(&my_len, &max_len, 1, MPI_INT, MPI_MAX, rail_comm);
-    if (PMPI_Get_processor_name(host, &hlen) != MPI_SUCCESS) {
-        snprintf(host, sizeof(host), "?");
-    }
-    host[NET_HOST_MAX - 1] = '\0';
-    size_t rec = sizeof(int) + (size_t)max_len + NET_HOST_MAX;
+    size_t rec = sizeof(int) + (size_t)max_len;
     char *mine = calloc(1, rec);
     all = calloc((size_t)n, rec);
-    if (mine != NULL) {
-        memcpy(mine, &my_len, sizeof(int));
-        if (my_len > 0) {
-            memcpy(mine + sizeof(int), addr, addr_len);
-        }
-        memcpy(mine + sizeof(int) + max_len, host, strlen(host) + 1);
-    }
     if (mine == NULL || all == NULL) {
-        /* still take part, with a record the others read as a failure */
-        status = PICOLL_ERR_NO_MEMORY;
-        free(mine);
-        mine = calloc(1, rec);
-        free(all);
-        all = calloc((size_t)n, rec);
-        if (mine == NULL || all == NULL) {
-            picoll_error("out of memory exchanging UCX addresses: aborting the job");
-            PMPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        picoll_error("out of memory exchanging UCX addresses: aborting the job");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memcpy(mine, &my_len, sizeof(int));
+    if (my_len > 0) {
+        memcpy(mine + sizeof(int), addr, addr_len);
     }
     if (PMPI_Allgather(mine, (int)rec, MPI_BYTE, all, (int)rec, MPI_BYTE, rail_comm) !=
         MPI_SUCCESS) {
@@ -197,7 +223,6 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         const char *r = all + (size_t)i * rec;
         int len;
         memcpy(&len, r, sizeof(int));
-        memcpy(net->hosts[i], r + sizeof(int) + max_len, NET_HOST_MAX);
         if (i == me) {
             continue;
         }
@@ -205,11 +230,14 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
             status = PICOLL_ERR_UCX; /* that member failed; it says why */
             break;
         }
+        /* Peer failure handling lets a transfer with a dead peer fail at once instead of at the
+         * deadline, but UCX's shared-memory transports lack it (UCX would pick tcp instead):
+         * on this machine's own rails the deadline alone catches a dead peer. */
         ucp_ep_params_t ep = {
             .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER,
             .address = (const ucp_address_t *)(r + sizeof(int)),
-            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+            .err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
             .err_handler = {.cb = net_ep_error, .arg = net},
         };
         st = ucp_ep_create(net->worker, &ep, &net->eps[i]);
@@ -393,9 +421,10 @@ void picoll_net_print_transports(FILE *out)
     int n = 0;
     FILE *mem;
 
-    pthread_once(&ucx_once, ucx_init);
-    if (ucx_init_status != UCS_OK) {
-        fprintf(out, "none (UCX did not initialise: %s)\n", ucs_status_string(ucx_init_status));
+    ucp_context_h context;
+    ucs_status_t st = ucx_get(UCX_ANY, &context);
+    if (st != UCS_OK) {
+        fprintf(out, "none (UCX did not initialise: %s)\n", ucs_status_string(st));
         return;
     }
     mem = open_memstream(&text, &len);
@@ -403,7 +432,7 @@ void picoll_net_print_transports(FILE *out)
         fprintf(out, "?\n");
         return;
     }
-    ucp_context_print_info(ucx_context, mem);
+    ucp_context_print_info(context, mem);
     fclose(mem);
     for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
         const char *dashes = strstr(line, "-- ");

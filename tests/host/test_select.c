@@ -71,33 +71,45 @@ int main(void)
      * allgather and alltoall only with PICOLL_HOST=on and a workspace that holds a piece */
     char *env_net[] = {"PICOLL_HOST=on", "PICOLL_NET_RD_MAX=4k", NULL};
     picoll_config_load(&cfg, env_net);
-    expect("net: allreduce rail block 4 KiB", picoll_select_hier_allreduce(&cfg, 1 << 20, 4096),
+    picoll_hier_shape_t three = {.num_nodes = 3, .even = 1, .slot_size = slot};
+    picoll_hier_shape_t two = {.num_nodes = 2, .even = 1, .slot_size = slot};
+    picoll_hier_shape_t uneven = {.num_nodes = 3, .even = 0, .slot_size = slot};
+    expect("net: allreduce 16 KiB", picoll_select_hier_allreduce(&cfg, &three, 16384, 8192),
+           PICOLL_ALLREDUCE_HIER_ONESHOT);
+    expect("net: allreduce 16 KiB, uneven nodes",
+           picoll_select_hier_allreduce(&cfg, &uneven, 16384, 4096), PICOLL_ALLREDUCE_HIER_RD);
+    expect("net: allreduce rail block 4 KiB", picoll_select_hier_allreduce(&cfg, &three, 1 << 20, 4096),
            PICOLL_ALLREDUCE_HIER_RD);
-    expect("net: allreduce rail block 4 KiB + 1", picoll_select_hier_allreduce(&cfg, 1 << 20, 4097),
-           PICOLL_ALLREDUCE_HIER_RING);
-    expect("net: allreduce 0 B", picoll_select_hier_allreduce(&cfg, 0, 0), PICOLL_ALG_FALLBACK);
+    expect("net: allreduce rail block 4 KiB + 1",
+           picoll_select_hier_allreduce(&cfg, &three, 1 << 20, 4097), PICOLL_ALLREDUCE_HIER_RING);
+    expect("net: allreduce rail block 4 KiB + 1, two nodes",
+           picoll_select_hier_allreduce(&cfg, &two, 1 << 20, 4097), PICOLL_ALLREDUCE_HIER_RD);
+    expect("net: allreduce 0 B", picoll_select_hier_allreduce(&cfg, &three, 0, 0),
+           PICOLL_ALG_FALLBACK);
     expect("net: allgather", picoll_select_hier_allgather(&cfg, 100, 64), PICOLL_ALLGATHER_HIER);
     expect("net: allgather, no piece fits", picoll_select_hier_allgather(&cfg, 100, 0),
            PICOLL_ALG_FALLBACK);
     expect("net: alltoall", picoll_select_hier_alltoall(&cfg, 1, 64), PICOLL_ALLTOALL_HIER);
     char *env_net_off[] = {"PICOLL_HOST=on", "PICOLL_NET=0", NULL};
     picoll_config_load(&cfg, env_net_off);
-    expect("PICOLL_NET=0: allreduce", picoll_select_hier_allreduce(&cfg, 8, 8), PICOLL_ALG_FALLBACK);
+    expect("PICOLL_NET=0: allreduce", picoll_select_hier_allreduce(&cfg, &three, 8, 8),
+           PICOLL_ALG_FALLBACK);
     expect("PICOLL_NET=0: alltoall", picoll_select_hier_alltoall(&cfg, 8, 64), PICOLL_ALG_FALLBACK);
     char *env_net_auto[] = {"PICOLL_HOST=auto", NULL};
     picoll_config_load(&cfg, env_net_auto);
-    expect("auto: net allreduce", picoll_select_hier_allreduce(&cfg, 8, 8), PICOLL_ALLREDUCE_HIER_RD);
+    expect("auto: net allreduce", picoll_select_hier_allreduce(&cfg, &three, 8, 8),
+           PICOLL_ALLREDUCE_HIER_ONESHOT);
     expect("auto: net allgather", picoll_select_hier_allgather(&cfg, 8, 64), PICOLL_ALG_FALLBACK);
 
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
-    if (ar->count != 5 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 6 || strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RD].name, "hier_rd") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0) {
         fprintf(stderr, "allreduce table does not name oneshot, twoshot, hier_rd, hier_ring\n");
         failures++;
     }
-    printf("%d passed, %d failed\n", 34 - failures, failures);
+    printf("%d passed, %d failed\n", 37 - failures, failures);
     return failures != 0;
 }

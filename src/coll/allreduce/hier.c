@@ -11,6 +11,15 @@
 #define HIER_CHUNK_MAX (1u << 20)
 #define COLL_NAME "MPI_Allreduce"
 
+/* Whether a op b and b op a have the same bits, so a pair may reduce in place: all but MIN and
+ * MAX of floating types, whose answer with a NaN depends on the order. */
+static int order_free(const picoll_allreduce_args_t *args)
+{
+    int fp = args->dtype == PICOLL_DT_FLOAT || args->dtype == PICOLL_DT_DOUBLE ||
+             args->dtype == PICOLL_DT_LONG_DOUBLE;
+    return !(fp && (args->op == PICOLL_OP_MIN || args->op == PICOLL_OP_MAX));
+}
+
 /* Recursive doubling on the rail, folding the members beyond the largest power of two into the
  * first ones. Each pair reduces in the order (lower member, higher member), so both get the same
  * bits. Returns the AND of every member's vote. */
@@ -49,6 +58,10 @@ static int rail_rd(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *
         int in = (cur + 1) % 3, out = (cur + 2) % 3;
         vote &= picoll_net_sendrecv(net, step, partner, bufs[cur], bytes, partner, bufs[in], bytes,
                                     vote, COLL_NAME);
+        if (order_free(args)) {
+            picoll_reduce_acc(args->dtype, args->op, bufs[cur], bufs[in], count);
+            continue;
+        }
         const void *srcs[2] = {me < partner ? bufs[cur] : bufs[in],
                                me < partner ? bufs[in] : bufs[cur]};
         picoll_reduce(args->dtype, args->op, bufs[out], srcs, 2, count);
@@ -108,6 +121,38 @@ size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hi
     size_t chunk = hier_chunk(shm, esize), lo, hi;
     picoll_split_block(args->count < chunk ? args->count : chunk, esize, h->nrails, 0, &lo, &hi);
     return (hi - lo) * esize;
+}
+
+/* Small messages on nodes of equal size: one node barrier, every local rank reduces the node's
+ * inputs (in local rank order) and runs recursive doubling of the whole vector on its own rail,
+ * so every rank ends with the result and the votes of all: no second barrier. My out buffer is
+ * private here (nobody reads it in this call, and the next call's readers wait for my barrier). */
+picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *h,
+                                              const picoll_allreduce_args_t *args, int vote)
+{
+    size_t esize = picoll_dtype_size(args->dtype), bytes = args->count * esize;
+    const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
+    const void *srcs[shm->nlocal];
+    uint64_t in = shm->epoch + 1;
+    char *mine = picoll_shm_slot(shm, shm->me, shm->epoch + 2);
+
+    if (vote) {
+        memcpy(picoll_shm_slot(shm, shm->me, in), src, bytes);
+    }
+    int all = picoll_shm_barrier(shm, vote, COLL_NAME);
+    if (all) {
+        for (int r = 0; r < shm->nlocal; r++) {
+            srcs[r] = picoll_shm_slot(shm, r, in);
+        }
+        srcs[shm->me] = src;
+        picoll_reduce(args->dtype, args->op, mine, srcs, shm->nlocal, args->count);
+    }
+    picoll_net_next(h->net);
+    if (!rail_rd(h, args, mine, args->count, all)) {
+        return PICOLL_ERR_DISABLED;
+    }
+    memcpy(args->recvbuf, mine, bytes);
+    return PICOLL_OK;
 }
 
 /* ring: the method of every rail in every chunk, chosen once per call so that all agree */
