@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "comm.h"
+#include "cuda/cuda_dev.h"
 #include "log.h"
 #include "core.h"
 #include <picoll.h>
@@ -66,6 +67,8 @@ static void comm_destroy(picoll_comm_t *ctx)
     picoll_debug("destroying context %lu (size %d)", ctx->id, ctx->size);
     atomic_fetch_add_explicit(&picoll_comm_generation, 1, memory_order_acq_rel);
     comm_list_remove(ctx);
+    picoll_cuda_ws_destroy(ctx->cuda);
+    ctx->cuda = NULL;
     if (ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
         free(ctx->shm);
@@ -118,10 +121,10 @@ void picoll_comm_finalize(void)
 /* The set-up steps of a context on this rank; collective over ctx->comm. Every rank runs every
  * step whatever happened before, so that the exchanges stay matched; a failure is remembered and
  * agreed on at the end. */
-static int comm_setup(picoll_comm_t *ctx, int *host_ok)
+static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *cuda_ok)
 {
     int ok = 1;
-    int leader;
+    int mine[2], sums[2];
 
     if (picoll_g.cfg.test_fail_setup == picoll_g.world_rank) {
         ok = 0;
@@ -139,17 +142,25 @@ static int comm_setup(picoll_comm_t *ctx, int *host_ok)
         PMPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
         PMPI_Comm_size(ctx->node_comm, &ctx->local_size);
     }
-    leader = ctx->local_rank == 0;
-    if (PMPI_Allreduce(&leader, &ctx->num_nodes, 1, MPI_INT, MPI_SUM, ctx->comm) != MPI_SUCCESS) {
+    /* one exchange counts the nodes and the ranks without a CUDA device: the device executor is
+     * tried only where every rank has one, and every rank knows it */
+    mine[0] = ctx->local_rank == 0;
+    mine[1] = !picoll_cuda_device_present(&picoll_g.cfg);
+    if (PMPI_Allreduce(mine, sums, 2, MPI_INT, MPI_SUM, ctx->comm) != MPI_SUCCESS) {
         ok = 0;
-        ctx->num_nodes = 0;
+        sums[0] = 0;
+        sums[1] = 1;
     }
+    ctx->num_nodes = sums[0];
 
-    /* Host executor: one node only (between nodes is the hierarchical path's job). The decision
-     * inputs are the same on every rank; the outcome is agreed by the caller. */
-    *host_ok = 0;
-    if (picoll_g.cfg.host != PICOLL_HOST_OFF && ctx->num_nodes == 1 &&
-        ctx->node_comm != MPI_COMM_NULL) {
+    /* Host and device executors: one node only (between nodes is the hierarchical path's job).
+     * The decision inputs are the same on every rank; the outcome is agreed by the caller. The
+     * device executor needs the shared-memory segment too: its per-call vote is a barrier there. */
+    int one_node = ctx->num_nodes == 1 && ctx->node_comm != MPI_COMM_NULL;
+    int want_cuda = one_node && sums[1] == 0 && ctx->local_size > 1;
+    *shm_ok = 0;
+    *cuda_ok = 0;
+    if ((picoll_g.cfg.host != PICOLL_HOST_OFF || want_cuda) && one_node) {
         ctx->shm = calloc(1, sizeof(*ctx->shm));
         picoll_status_t st = PICOLL_ERR_NO_MEMORY;
         picoll_shm_t scratch;
@@ -159,9 +170,19 @@ static int comm_setup(picoll_comm_t *ctx, int *host_ok)
         if (ctx->shm == NULL) {
             picoll_shm_destroy(&scratch);
         } else if (st == PICOLL_OK) {
-            *host_ok = 1;
+            *shm_ok = 1;
         } else {
-            picoll_warn("shared-memory workspace set-up failed (%s): host collectives fall back",
+            picoll_warn("shared-memory workspace set-up failed (%s): picoll's collectives fall back",
+                        picoll_status_string(st));
+        }
+    }
+    if (want_cuda) {
+        picoll_status_t st = picoll_cuda_ws_create(ctx->comm, ctx->node_comm, &picoll_g.cfg,
+                                                   &ctx->cuda);
+        if (st == PICOLL_OK) {
+            *cuda_ok = 1;
+        } else {
+            picoll_info("device workspace set-up failed on this rank (%s): device collectives fall back",
                         picoll_status_string(st));
         }
     }
@@ -172,8 +193,8 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
 {
     picoll_comm_t *ctx;
     int inter = 0;
-    int vote[3], agreed[3];
-    int host_ok = 0;
+    int vote[4], agreed[4];
+    int shm_ok = 0, cuda_ok = 0;
 
     picoll_reentry++;
     ctx = calloc(1, sizeof(*ctx));
@@ -197,17 +218,25 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     PMPI_Comm_size(comm, &ctx->size);
 
     /* Agreement: vote[0] = 1 if this rank is ready, vote[1] = its rank if not (MIN gives the
-     * lowest failing rank), vote[2] = 1 if its host executor is ready. */
-    vote[0] = comm_setup(ctx, &host_ok);
+     * lowest failing rank), vote[2] = 1 if its shared-memory workspace is ready, vote[3] = 1 if
+     * its device workspace is. */
+    vote[0] = comm_setup(ctx, &shm_ok, &cuda_ok);
     vote[1] = vote[0] ? ctx->size : ctx->rank;
-    vote[2] = host_ok;
-    if (PMPI_Allreduce(vote, agreed, 3, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    vote[2] = shm_ok;
+    vote[3] = cuda_ok;
+    if (PMPI_Allreduce(vote, agreed, 4, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
         agreed[0] = 0;
         agreed[1] = ctx->rank;
         agreed[2] = 0;
+        agreed[3] = 0;
     }
     ctx->enabled = agreed[0];
-    if ((!agreed[0] || !agreed[2]) && ctx->shm != NULL) {
+    if (!agreed[0] || !agreed[2] || !agreed[3]) {
+        picoll_cuda_ws_destroy(ctx->cuda);
+        ctx->cuda = NULL;
+    }
+    if ((!agreed[0] || !agreed[2] || (picoll_g.cfg.host == PICOLL_HOST_OFF && ctx->cuda == NULL)) &&
+        ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
         free(ctx->shm);
         ctx->shm = NULL;
@@ -222,8 +251,10 @@ out_attach:
     if (!ctx->enabled) {
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->size, ctx->reason);
     } else {
-        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s", ctx->id,
-                     ctx->size, ctx->local_size, ctx->num_nodes, ctx->shm ? "on" : "off");
+        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, device "
+                     "executor %s", ctx->id, ctx->size, ctx->local_size, ctx->num_nodes,
+                     ctx->shm && picoll_g.cfg.host != PICOLL_HOST_OFF ? "on" : "off",
+                     ctx->cuda ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

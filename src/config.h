@@ -27,6 +27,7 @@ typedef struct {
     size_t allreduce_twoshot_max;
     double timeout;
     long test_fail_setup;
+    int cuda;                  /* device executor (cuda/) allowed */
     /* topology (topo/) */
     const char *topo_file;
     size_t nvlink_oneshot_max;

@@ -11,9 +11,15 @@
 #include "coll/dispatch.h"
 #include "host/shm.h"
 
-enum { PICOLL_ALLREDUCE_ONESHOT = 1, PICOLL_ALLREDUCE_TWOSHOT = 2 };
-enum { PICOLL_ALLGATHER_SHM = 1 };
-enum { PICOLL_ALLTOALL_SHM = 1 };
+/* Host executor algorithms, then the device executor's (cuda/: they run on device buffers). */
+enum {
+    PICOLL_ALLREDUCE_ONESHOT = 1,
+    PICOLL_ALLREDUCE_TWOSHOT = 2,
+    PICOLL_ALLREDUCE_CUDA_ONESHOT = 3,
+    PICOLL_ALLREDUCE_CUDA_TWOSHOT = 4
+};
+enum { PICOLL_ALLGATHER_SHM = 1, PICOLL_ALLGATHER_CUDA_IPC = 2 };
+enum { PICOLL_ALLTOALL_SHM = 1, PICOLL_ALLTOALL_CUDA_IPC = 2 };
 
 picoll_status_t picoll_allreduce_oneshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
                                          int vote);
