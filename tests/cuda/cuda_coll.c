@@ -33,7 +33,7 @@
 
 #define GUARD 64
 #define GUARD_BYTE 0xA5
-#define ONESHOT_MAX 4096  /* PICOLL_NVLINK_ONESHOT_MAX and PICOLL_PCIE_ONESHOT_MAX of the tests */
+#define ONESHOT_MAX 4096  /* PICOLL_NVLINK_ONESHOT_MAX of the tests */
 #define SLOT 65536        /* PICOLL_WORKSPACE_SIZE / 2 */
 
 #define CK(call)                                                                        \

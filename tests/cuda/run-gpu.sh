@@ -28,7 +28,7 @@ fi
 sanitizer=compute-sanitizer
 command -v $sanitizer >/dev/null 2>&1 || sanitizer=/usr/local/cuda/bin/compute-sanitizer
 export PICOLL_STATS=1 PICOLL_WORKSPACE_SIZE=128k PICOLL_NVLINK_ONESHOT_MAX=4k \
-       PICOLL_PCIE_ONESHOT_MAX=4k PICOLL_PCIE_IPC_MAX=1G PICOLL_TIMEOUT=600
+       PICOLL_PCIE_ONESHOT_MAX=1G PICOLL_PCIE_IPC_MAX=1G PICOLL_TIMEOUT=600
 for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool, np=2"
     log="$build/run-gpu-$tool.log"
