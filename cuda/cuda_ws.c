@@ -91,6 +91,22 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
             ws->peer[r] = ws->base;
             continue;
         }
+        if (strcmp(all[r].bus_id, all[ws->me].bus_id) != 0) {
+            /* another GPU: where this process sees it, ask whether kernels here can load from it
+             * (a mapping without peer access would still serve cudaMemcpy below, but fault in a
+             * kernel); where it does not, cudaIpcOpenMemHandle needs peer access itself */
+            int dev = -1, can = 1;
+            if (cudaDeviceGetByPCIBusId(&dev, all[r].bus_id) == cudaSuccess) {
+                WS_CHECK(cudaDeviceCanAccessPeer(&can, ws->device, dev));
+            }
+            cudaGetLastError();
+            if (!can) {
+                picoll_info("no peer access from GPU %s to GPU %s of local rank %d: device "
+                            "collectives fall back", all[ws->me].bus_id, all[r].bus_id, r);
+                status = PICOLL_ERR_NOT_SUPPORTED;
+                goto out;
+            }
+        }
         WS_CHECK(cudaIpcOpenMemHandle((void **)&ws->peer[r], all[r].handle,
                                       cudaIpcMemLazyEnablePeerAccess));
         ws->mapped[r] = 1;
@@ -123,8 +139,9 @@ static void ws_topo_load(void)
     }
 }
 
-/* Reach of the node's ranks: from the topology; where it cannot tell, from the ranks' bus ids,
- * since every mapping has just been proven (one shared GPU: nvlink thresholds, else pcie). */
+/* Reach of the node's ranks: from the topology (none there: every device call falls back);
+ * where there is no topology (no NVML), from the ranks' bus ids, since every mapping has just
+ * been proven (one shared GPU: nvlink thresholds, else pcie). */
 static picoll_topo_reach_t ws_reach(MPI_Comm node_comm, const picoll_config_t *cfg,
                                     const ws_msg_t *all, const ws_msg_t *mine, int nlocal)
 {
@@ -136,8 +153,13 @@ static picoll_topo_reach_t ws_reach(MPI_Comm node_comm, const picoll_config_t *c
     ws_topo_cfg = cfg;
     pthread_once(&ws_topo_once, ws_topo_load);
     snprintf(id.bus_id, sizeof(id.bus_id), "%s", mine->bus_id);
+    int known = 0;
     if (ws_topo != NULL && picoll_topo_node_build(node_comm, ws_topo, &id, &node) == PICOLL_OK) {
         reach = node.reach;
+        known = ws_topo->ngpus > 0;
+        if (known && reach == PICOLL_TOPO_REACH_NONE) {
+            picoll_info("device collectives fall back on this communicator: %s", node.why);
+        }
         picoll_topo_node_free(&node);
     } else if (ws_topo == NULL) {
         /* still take part in the exchange the others make */
@@ -150,7 +172,7 @@ static picoll_topo_reach_t ws_reach(MPI_Comm node_comm, const picoll_config_t *c
     for (int r = 1; r < nlocal; r++) {
         same &= strcmp(all[r].bus_id, all[0].bus_id) == 0;
     }
-    if (reach == PICOLL_TOPO_REACH_NONE) {
+    if (!known) {
         reach = same ? PICOLL_TOPO_REACH_NVLINK : PICOLL_TOPO_REACH_PCIE;
     }
     return reach;
