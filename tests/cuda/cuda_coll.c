@@ -10,6 +10,7 @@
  *                          written on the legacy default stream when MPI_Allreduce is called; and,
  *                          where the underlying MPI takes device buffers (MPIX_Query_cuda_support),
  *                          ranks mixing host and device buffers and long double (both fall back)
+ *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
  *
@@ -594,6 +595,15 @@ int main(int argc, char **argv)
         MPI_Allreduce(MPI_IN_PLACE, b.p, 1024, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         dbuf_free(&b);
         return mt_finish("cuda_coll stall");
+    }
+    if (strcmp(mode, "quick") == 0) {
+        /* one call of each kind, for the slow sanitizer runs of tests/cuda/run-gpu.sh */
+        allreduce_case(10, &types[10], SUM, 33, 0, 1);
+        allreduce_case(11, &types[11], PROD, 2 * SLOT / 8 + 3, 1, 0);
+        allreduce_case(0, &types[0], BXOR, SLOT + 5, 0, 8);
+        blocks_case(0, 4099, 0, 3);
+        blocks_case(1, 4099, 1, 0);
+        return mt_finish("cuda_coll quick");
     }
     matrix_allreduce();
     matrix_blocks();
