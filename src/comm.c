@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "build-config.h"
 #include "comm.h"
+#include "cuda/cuda_dev.h"
 #include "log.h"
 #include "core.h"
 #include <picoll.h>
@@ -70,6 +71,8 @@ static void comm_destroy(picoll_comm_t *ctx)
     atomic_fetch_add_explicit(&picoll_comm_generation, 1, memory_order_acq_rel);
     comm_list_remove(ctx);
     picoll_hier_destroy(ctx->hier);
+    picoll_cuda_ws_destroy(ctx->cuda);
+    ctx->cuda = NULL;
     if (ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
         free(ctx->shm);
@@ -170,7 +173,7 @@ static int comm_setup_shm(picoll_comm_t *ctx)
         return 0;
     }
     if (st != PICOLL_OK) {
-        picoll_warn("shared-memory workspace set-up failed (%s): host collectives fall back",
+        picoll_warn("shared-memory workspace set-up failed (%s): picoll's collectives fall back",
                     picoll_status_string(st));
         return 0;
     }
@@ -180,10 +183,10 @@ static int comm_setup_shm(picoll_comm_t *ctx)
 /* The set-up steps of a context on this rank; collective over ctx->comm. Every rank runs every
  * step whatever happened before, so that the exchanges stay matched; a failure is remembered and
  * agreed on at the end. */
-static int comm_setup(picoll_comm_t *ctx, int *host_ok, int *hier_ok)
+static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *cuda_ok, int *hier_ok)
 {
     int ok = 1;
-    int leader;
+    int mine[2], sums[2];
 
     if (picoll_g.cfg.test_fail_setup == picoll_g.world_rank) {
         ok = 0;
@@ -206,33 +209,52 @@ static int comm_setup(picoll_comm_t *ctx, int *host_ok, int *hier_ok)
         ok = 0;
         snprintf(ctx->reason, sizeof(ctx->reason), "MPI_Comm_split into virtual nodes failed");
     }
-    leader = ctx->local_rank == 0;
-    if (PMPI_Allreduce(&leader, &ctx->num_nodes, 1, MPI_INT, MPI_SUM, ctx->comm) != MPI_SUCCESS) {
+    /* one exchange counts the nodes and the ranks without a CUDA device: the device executor is
+     * tried only where every rank has one, and every rank knows it */
+    mine[0] = ctx->local_rank == 0;
+    mine[1] = !picoll_cuda_device_present(&picoll_g.cfg);
+    if (PMPI_Allreduce(mine, sums, 2, MPI_INT, MPI_SUM, ctx->comm) != MPI_SUCCESS) {
         ok = 0;
-        ctx->num_nodes = 0;
+        sums[0] = 0;
+        sums[1] = 1;
     }
+    ctx->num_nodes = sums[0];
 
-    /* The host executor on one node; between nodes, its workspace serves the node steps of the
-     * hierarchical path. The decision inputs are the same on every rank; the outcome is agreed by
-     * the caller. */
-    int want_hier = picoll_g.cfg.net && ctx->num_nodes > 1;
-    *host_ok = 0;
+    /* The host and device executors run on one node; between nodes, the host executor's
+     * workspace serves the node steps of the hierarchical path. The device executor needs the
+     * shared-memory segment too: its per-call vote is a barrier there. The decision inputs are the
+     * same on every rank; the outcome is agreed by the caller. */
+    int one_node = ctx->num_nodes == 1 && ctx->node_comm != MPI_COMM_NULL;
+    int want_cuda = one_node && sums[1] == 0 && ctx->local_size > 1;
+    int want_hier = picoll_g.cfg.net && picoll_g.cfg.host != PICOLL_HOST_OFF &&
+                    ctx->num_nodes > 1 && ctx->node_comm != MPI_COMM_NULL;
+    *shm_ok = 0;
+    *cuda_ok = 0;
     *hier_ok = 0;
-    if (picoll_g.cfg.host != PICOLL_HOST_OFF && ctx->node_comm != MPI_COMM_NULL &&
-        (ctx->num_nodes == 1 || want_hier)) {
-        *host_ok = comm_setup_shm(ctx);
-        if (want_hier) {
-            size_t slot = picoll_g.cfg.workspace_size / 2;
-            picoll_status_t st = picoll_hier_create(ctx->comm, ctx->node_comm, slot,
-                                                    picoll_g.cfg.timeout, &ctx->hier);
-            if (st == PICOLL_ERR_NOT_SUPPORTED) {
-                picoll_info("no network step (built without UCX): collectives between nodes fall "
-                            "back");
-            } else if (st != PICOLL_OK) {
-                picoll_warn("network step set-up failed (%s): collectives between nodes fall back",
-                            picoll_status_string(st));
-            }
-            *hier_ok = st == PICOLL_OK;
+    if ((one_node && (picoll_g.cfg.host != PICOLL_HOST_OFF || want_cuda)) || want_hier) {
+        *shm_ok = comm_setup_shm(ctx);
+    }
+    if (want_hier) {
+        size_t slot = picoll_g.cfg.workspace_size / 2;
+        picoll_status_t st = picoll_hier_create(ctx->comm, ctx->node_comm, slot,
+                                                picoll_g.cfg.timeout, &ctx->hier);
+        if (st == PICOLL_ERR_NOT_SUPPORTED) {
+            picoll_info("no network step (built without UCX): collectives between nodes fall "
+                        "back");
+        } else if (st != PICOLL_OK) {
+            picoll_warn("network step set-up failed (%s): collectives between nodes fall back",
+                        picoll_status_string(st));
+        }
+        *hier_ok = st == PICOLL_OK;
+    }
+    if (want_cuda) {
+        picoll_status_t st = picoll_cuda_ws_create(ctx->comm, ctx->node_comm, &picoll_g.cfg,
+                                                   &ctx->cuda);
+        if (st == PICOLL_OK) {
+            *cuda_ok = 1;
+        } else {
+            picoll_info("device workspace set-up failed on this rank (%s): device collectives fall back",
+                        picoll_status_string(st));
         }
     }
     return ok;
@@ -242,8 +264,8 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
 {
     picoll_comm_t *ctx;
     int inter = 0;
-    int vote[4], agreed[4];
-    int host_ok = 0, hier_ok = 0;
+    int vote[5], agreed[5];
+    int shm_ok = 0, cuda_ok = 0, hier_ok = 0;
 
     picoll_reentry++;
     ctx = calloc(1, sizeof(*ctx));
@@ -267,25 +289,33 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     PMPI_Comm_size(comm, &ctx->size);
 
     /* Agreement: vote[0] = 1 if this rank is ready, vote[1] = its rank if not (MIN gives the
-     * lowest failing rank), vote[2] = 1 if its host executor is ready, vote[3] = 1 if its
-     * network step is. */
-    vote[0] = comm_setup(ctx, &host_ok, &hier_ok);
+     * lowest failing rank), vote[2] = 1 if its shared-memory workspace is ready, vote[3] = 1 if
+     * its device workspace is, vote[4] = 1 if its network step is. */
+    vote[0] = comm_setup(ctx, &shm_ok, &cuda_ok, &hier_ok);
     vote[1] = vote[0] ? ctx->size : ctx->rank;
-    vote[2] = host_ok;
-    vote[3] = hier_ok;
-    if (PMPI_Allreduce(vote, agreed, 4, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    vote[2] = shm_ok;
+    vote[3] = cuda_ok;
+    vote[4] = hier_ok;
+    if (PMPI_Allreduce(vote, agreed, 5, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
         agreed[0] = 0;
         agreed[1] = ctx->rank;
         agreed[2] = 0;
         agreed[3] = 0;
+        agreed[4] = 0;
     }
     ctx->enabled = agreed[0];
-    if ((!agreed[0] || !agreed[2] || !agreed[3]) && ctx->hier != NULL) {
+    if (!agreed[0] || !agreed[2] || !agreed[3]) {
+        picoll_cuda_ws_destroy(ctx->cuda);
+        ctx->cuda = NULL;
+    }
+    if ((!agreed[0] || !agreed[2] || !agreed[4]) && ctx->hier != NULL) {
         picoll_hier_destroy(ctx->hier);
         ctx->hier = NULL;
     }
     /* between nodes the workspace serves only the hierarchical algorithms */
-    if ((!agreed[0] || !agreed[2] || (ctx->num_nodes > 1 && ctx->hier == NULL)) &&
+    int shm_used = ctx->num_nodes > 1 ? ctx->hier != NULL
+                                      : picoll_g.cfg.host != PICOLL_HOST_OFF || ctx->cuda != NULL;
+    if ((!agreed[0] || !agreed[2] || !shm_used) &&
         ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
         free(ctx->shm);
@@ -301,9 +331,11 @@ out_attach:
     if (!ctx->enabled) {
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->size, ctx->reason);
     } else {
-        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, network "
-                     "step %s", ctx->id, ctx->size, ctx->local_size, ctx->num_nodes,
-                     ctx->shm ? "on" : "off", ctx->hier ? "on" : "off");
+        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, device "
+                     "executor %s, network step %s", ctx->id, ctx->size, ctx->local_size,
+                     ctx->num_nodes,
+                     ctx->shm && picoll_g.cfg.host != PICOLL_HOST_OFF ? "on" : "off",
+                     ctx->cuda ? "on" : "off", ctx->hier ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

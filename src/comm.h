@@ -17,7 +17,9 @@ typedef struct picoll_comm {
     int local_rank, local_size;
     int num_nodes;
     char reason[128];       /* why it is disabled */
-    picoll_shm_t *shm;      /* host executor workspace; NULL when not set up on every rank */
+    picoll_shm_t *shm;      /* node workspace in shared memory, NULL when not set up on every
+                               rank: the host executor's, and the device executor's per-call vote */
+    struct picoll_cuda_ws *cuda; /* device executor workspace; NULL when not set up on every rank */
     picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
                                set up on every rank */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */

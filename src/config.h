@@ -37,6 +37,7 @@ typedef struct {
     size_t net_rd_max;
     long net_inflight;
     int cuda_staging;          /* picoll_staging_mode_t */
+    int cuda;                  /* device executor (cuda/) allowed */
     /* topology (topo/) */
     const char *topo_file;
     size_t nvlink_oneshot_max;

@@ -70,4 +70,47 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_ALLTOALL_HIER;
+
+int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
+                                 size_t slot_size, size_t bytes)
+{
+    if (bytes == 0) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    switch (picoll_topo_allreduce_alg(reach, bytes, cfg)) {
+    case PICOLL_TOPO_ALG_ONESHOT:
+        return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+    case PICOLL_TOPO_ALG_TWOSHOT:
+    case PICOLL_TOPO_ALG_HCM:
+        return PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+    default:
+        return PICOLL_ALG_FALLBACK;
+    }
+}
+
+/* Allgather and alltoall: copies over IPC where the topology table says so. */
+static int select_cuda_ipc(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+                           size_t block_bytes,
+                           picoll_topo_alg_t (*table)(picoll_topo_reach_t, size_t,
+                                                      const picoll_config_t *),
+                           int alg)
+{
+    if (block_bytes == 0 || table(reach, block_bytes * (size_t)nranks, cfg) != PICOLL_TOPO_ALG_IPC) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    return alg;
+}
+
+int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+                                 size_t block_bytes)
+{
+    return select_cuda_ipc(cfg, reach, nranks, block_bytes, picoll_topo_allgather_alg,
+                           PICOLL_ALLGATHER_CUDA_IPC);
+}
+
+int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+                                size_t block_bytes)
+{
+    return select_cuda_ipc(cfg, reach, nranks, block_bytes, picoll_topo_alltoall_alg,
+                           PICOLL_ALLTOALL_CUDA_IPC);
 }

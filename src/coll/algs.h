@@ -12,10 +12,19 @@
 #include "hier.h"
 #include "host/shm.h"
 
-enum { PICOLL_ALLREDUCE_ONESHOT = 1, PICOLL_ALLREDUCE_TWOSHOT = 2, PICOLL_ALLREDUCE_HIER_RD = 3,
-       PICOLL_ALLREDUCE_HIER_RING = 4, PICOLL_ALLREDUCE_HIER_ONESHOT = 5 };
-enum { PICOLL_ALLGATHER_SHM = 1, PICOLL_ALLGATHER_HIER = 2 };
-enum { PICOLL_ALLTOALL_SHM = 1, PICOLL_ALLTOALL_HIER = 2 };
+/* Host executor algorithms, the device executor's (cuda/: they run on device buffers), then the
+ * hierarchical ones (between nodes). */
+enum {
+    PICOLL_ALLREDUCE_ONESHOT = 1,
+    PICOLL_ALLREDUCE_TWOSHOT = 2,
+    PICOLL_ALLREDUCE_CUDA_ONESHOT = 3,
+    PICOLL_ALLREDUCE_CUDA_TWOSHOT = 4,
+    PICOLL_ALLREDUCE_HIER_RD = 5,
+    PICOLL_ALLREDUCE_HIER_RING = 6,
+    PICOLL_ALLREDUCE_HIER_ONESHOT = 7
+};
+enum { PICOLL_ALLGATHER_SHM = 1, PICOLL_ALLGATHER_CUDA_IPC = 2, PICOLL_ALLGATHER_HIER = 3 };
+enum { PICOLL_ALLTOALL_SHM = 1, PICOLL_ALLTOALL_CUDA_IPC = 2, PICOLL_ALLTOALL_HIER = 3 };
 
 /* Block r of n elements split among nranks: [lo, hi), in multiples of 64 bytes where possible. */
 static inline void picoll_split_block(size_t n, size_t esize, int nranks, int r, size_t *lo,

@@ -11,6 +11,15 @@ static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALLREDUCE_TWOSHOT] = {.name = "twoshot",
                                   .desc = "shared memory: reduce-scatter then all-gather, chunked "
                                           "by the workspace (up to PICOLL_ALLREDUCE_TWOSHOT_MAX)"},
+    [PICOLL_ALLREDUCE_CUDA_ONESHOT] = {.name = "cuda_oneshot",
+                                       .desc = "device buffers over CUDA IPC: every rank reduces all "
+                                               "inputs in rank order (PICOLL_NVLINK_ONESHOT_MAX, "
+                                               "PICOLL_PCIE_ONESHOT_MAX)"},
+    [PICOLL_ALLREDUCE_CUDA_TWOSHOT] = {.name = "cuda_twoshot",
+                                       .desc = "device buffers over CUDA IPC: reduce-scatter then "
+                                               "all-gather, chunked by the workspace (up to "
+                                               "PICOLL_NVLINK_TWOSHOT_MAX; also the hybrid cube mesh "
+                                               "up to PICOLL_HCM_ONESHOT_MAX)"},
     [PICOLL_ALLREDUCE_HIER_RD] = {.name = "hier_rd",
                                   .desc = "between nodes: node reduce-scatter, recursive doubling "
                                           "on each rail over UCX, node all-gather (rail blocks up "
@@ -29,6 +38,9 @@ static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
     [PICOLL_ALLGATHER_SHM] = {.name = "shm",
                               .desc = "shared memory: blocks copied in, one barrier, copied out"},
+    [PICOLL_ALLGATHER_CUDA_IPC] = {.name = "cuda_ipc",
+                                   .desc = "device buffers over CUDA IPC: one kernel copies the block "
+                                           "in, waits for the peers' flags, copies every block out"},
     [PICOLL_ALLGATHER_HIER] = {.name = "hier",
                                .desc = "between nodes: blocks into the node's workspace, node "
                                        "parts round a ring on each rail over UCX, copied out"},
@@ -39,6 +51,9 @@ static const picoll_alg_desc_t alltoall_algs[] = {
     [PICOLL_ALLTOALL_SHM] = {.name = "shm",
                              .desc = "shared memory: pieces for every peer copied in, one barrier, "
                                      "own pieces copied out"},
+    [PICOLL_ALLTOALL_CUDA_IPC] = {.name = "cuda_ipc",
+                                  .desc = "device buffers over CUDA IPC: one kernel lays out the "
+                                          "pieces, waits for the peers' flags, copies its own out"},
     [PICOLL_ALLTOALL_HIER] = {.name = "hier",
                               .desc = "between nodes: pieces into the node's workspace, pairwise "
                                       "exchange of node parts on each rail over UCX "

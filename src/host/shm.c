@@ -159,33 +159,48 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
+void picoll_timeout_abort(const char *coll, int comm_size, const int *comm_ranks,
+                          const unsigned char *missing, int n, double timeout)
 {
-    char missing[256];
+    char list[256];
     int off = 0, nmissing = 0;
-    for (int r = 0; r < shm->nlocal; r++) {
-        if (atomic_load_explicit(&shm->flags[r].arrived, memory_order_acquire) < epoch) {
-            if (off < (int)sizeof(missing) - 16) {
-                off += snprintf(missing + off, sizeof(missing) - (size_t)off, "%s%d",
-                                nmissing ? ", " : "", shm->comm_ranks[r]);
+    for (int r = 0; r < n; r++) {
+        if (missing[r]) {
+            if (off < (int)sizeof(list) - 16) {
+                off += snprintf(list + off, sizeof(list) - (size_t)off, "%s%d",
+                                nmissing ? ", " : "", comm_ranks[r]);
             }
             nmissing++;
         }
     }
     picoll_error("%s on a communicator of size %d: rank(s) %s did not arrive within %g s "
                  "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
-                 coll, shm->comm_size, nmissing ? missing : "?", shm->timeout);
+                 coll, comm_size, nmissing ? list : "?", timeout);
+    /* give the launcher a moment to forward the line: MPICH's tears the job down at the first
+     * MPI_Abort and, under load, was seen to drop what the ranks had just written */
+    fflush(stderr);
+    struct timespec pause = {.tv_nsec = 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll)
+static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
+{
+    unsigned char missing[shm->nlocal];
+    for (int r = 0; r < shm->nlocal; r++) {
+        missing[r] = atomic_load_explicit(&shm->flags[r].arrived, memory_order_acquire) < epoch;
+    }
+    picoll_timeout_abort(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal, shm->timeout);
+}
+
+uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
 {
     uint64_t epoch = ++shm->epoch;
     picoll_shm_flag_t *mine = &shm->flags[shm->me];
-    int all = vote != 0;
+    uint32_t all = vote;
     double deadline = 0.0;
 
-    atomic_store_explicit(&mine->vote[epoch & 1], (uint32_t)(vote != 0), memory_order_relaxed);
+    atomic_store_explicit(&mine->vote[epoch & 1], vote, memory_order_relaxed);
     atomic_store_explicit(&mine->arrived, epoch, memory_order_release);
     for (int r = 0; r < shm->nlocal; r++) {
         if (r == shm->me) {
@@ -211,7 +226,12 @@ int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll)
         }
         /* a peer cannot pass the next barrier before I arrive there, so vote[epoch & 1] is still
          * the vote of this epoch */
-        all &= (int)atomic_load_explicit(&peer->vote[epoch & 1], memory_order_relaxed);
+        all &= atomic_load_explicit(&peer->vote[epoch & 1], memory_order_relaxed);
     }
     return all;
+}
+
+int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll)
+{
+    return picoll_shm_barrier_mask(shm, vote != 0, coll) != 0;
 }

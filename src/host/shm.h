@@ -48,5 +48,12 @@ static inline char *picoll_shm_slot(const picoll_shm_t *shm, int rank, uint64_t 
  * error naming the collective, the communicator size and the missing ranks. The data buffer of
  * this barrier's epoch is picoll_shm_slot(shm, r, shm->epoch) read before the call. */
 int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll);
+/* The same barrier with a vote of several bits: returns the bitwise AND of every rank's vote. */
+uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll);
+
+/* A rank waited past PICOLL_TIMEOUT: print which ranks of the user's communicator did not arrive
+ * (missing[r] != 0 for local rank r, comm_ranks[r] its rank in the communicator) and end the job. */
+void picoll_timeout_abort(const char *coll, int comm_size, const int *comm_ranks,
+                          const unsigned char *missing, int n, double timeout);
 
 #endif

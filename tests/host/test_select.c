@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
+static int failures, checks;
 
 static void expect(const char *what, int got, int want)
 {
+    checks++;
     if (got != want) {
         fprintf(stderr, "%s: algorithm %d, expected %d\n", what, got, want);
         failures++;
@@ -101,15 +102,54 @@ int main(void)
            PICOLL_ALLREDUCE_HIER_ONESHOT);
     expect("auto: net allgather", picoll_select_hier_allgather(&cfg, 8, 64), PICOLL_ALG_FALLBACK);
 
+
+    /* the device executor: the topology tables by reach (defaults: nvlink one-shot 256k, two-shot
+     * 10M; hcm 256k; pcie one-shot 64k; ipc 1G nvlink, 1M pcie), a one-shot larger than a
+     * workspace buffer runs two-shot */
+    picoll_config_load(&cfg, env_off);
+    size_t dslot = 128u << 10;
+    expect("cuda nvlink 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 8),
+           PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    expect("cuda nvlink 200 KiB > buffer",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 200u << 10),
+           PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    expect("cuda nvlink 1 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 1u << 20),
+           PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 65536),
+           PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65536),
+           PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda none 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 8),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda allgather pcie 4 x 256 KiB",
+           picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, 256u << 10),
+           PICOLL_ALLGATHER_CUDA_IPC);
+    expect("cuda allgather pcie 4 x 256 KiB + 1",
+           picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, (256u << 10) + 1),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda alltoall nvlink 8 x 1 MiB",
+           picoll_select_cuda_alltoall(&cfg, PICOLL_TOPO_REACH_NVLINK, 8, 1u << 20),
+           PICOLL_ALLTOALL_CUDA_IPC);
+    expect("cuda alltoall hcm 8 B", picoll_select_cuda_alltoall(&cfg, PICOLL_TOPO_REACH_HCM, 8, 8),
+           PICOLL_ALG_FALLBACK);
+
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
-    if (ar->count != 6 || strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    checks++;
+    if (ar->count != 8 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_TWOSHOT].name, "cuda_twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RD].name, "hier_rd") != 0 ||
-        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0) {
-        fprintf(stderr, "allreduce table does not name oneshot, twoshot, hier_rd, hier_ring\n");
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0) {
+        fprintf(stderr, "the allreduce table does not name every algorithm selection returns\n");
         failures++;
     }
-    printf("%d passed, %d failed\n", 37 - failures, failures);
+    printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;
 }

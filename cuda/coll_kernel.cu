@@ -1,0 +1,352 @@
+/* The device executor's kernel: one kernel for every collective step and element type, with the
+ * mode, type and operation switched at run time (uniform across the grid, so the switches cost
+ * nothing next to the memory traffic, and the build compiles one kernel per architecture rather
+ * than one per type and operation).
+ *
+ * Memory rules. Data buffers and flags live in each rank's own device workspace; peers read them
+ * through CUDA IPC mappings. A block arrives by storing the epoch into its flag with st.release
+ * at system scope after a system fence of every thread, and waits by loading the peers' flags with
+ * ld.acquire at system scope; data written by a peer is read with ld.global.cg (L2, never a stale
+ * L1 line). Every wait is bounded by %globaltimer: past PICOLL_TIMEOUT the block records the ranks
+ * it waited for in the host-mapped error word and returns; the host then aborts the job. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "cuda/cuda_kernel.h"
+#include "dtype.h"
+
+namespace {
+
+__device__ __forceinline__ uint64_t dev_globaltimer()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(f), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");
+    return v;
+}
+
+/* Arrive at epoch and wait for block blockIdx.x of every other rank. Returns true when some peer
+ * did not arrive within the timeout (the whole block then returns). */
+__device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
+{
+    __shared__ int gave_up;
+    const size_t line = (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE;
+
+    __threadfence_system(); /* this thread's data writes before the flag, for every reader */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        gave_up = 0;
+        dev_flag_store(p.flags[p.me] + line, epoch);
+    }
+    __syncthreads();
+    int t = (int)threadIdx.x;
+    if (t < p.nranks && t != p.me) {
+        const uint64_t *f = p.flags[t] + line;
+        uint64_t start = 0;
+        for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
+            if ((spins & 1023) != 0) {
+                continue;
+            }
+            uint64_t now = dev_globaltimer();
+            if (start == 0) {
+                start = now;
+            } else if (now - start > p.timeout_ns) {
+                p.err->missing[t] = 1;
+                __threadfence_system();
+                p.err->timed_out = 1;
+                gave_up = 1;
+                break;
+            }
+            __nanosleep(256); /* ranks sharing a GPU: leave the peer's kernel some room */
+        }
+    }
+    __threadfence_system();
+    __syncthreads();
+    return gave_up != 0;
+}
+
+/* Tell every peer that this block read its buffers for the last time in this launch. */
+__device__ void dev_leave(const picoll_cuda_kparams_t &p, uint64_t epoch)
+{
+    __syncthreads();
+    int t = (int)threadIdx.x;
+    if (t < p.nranks && t != p.me) {
+        dev_flag_store(p.flags[t] + PICOLL_CUDA_DONE_WORD + p.me * PICOLL_CUDA_MAX_BLOCKS + blockIdx.x,
+                       epoch);
+    }
+}
+
+/* Block-wide copy of n bytes for any alignment: units of V once dst is V-aligned (src has the same
+ * alignment modulo sizeof(V)), single bytes before and after. */
+template <typename V>
+__device__ void dev_copy_units(char *dst, const char *src, size_t n)
+{
+    const size_t u = sizeof(V);
+    size_t head = (u - (size_t)((uintptr_t)dst % u)) % u;
+    if (head > n) {
+        head = n;
+    }
+    size_t nv = (n - head) / u;
+    const unsigned char *s8 = (const unsigned char *)src;
+    unsigned char *d8 = (unsigned char *)dst;
+    for (size_t i = threadIdx.x; i < head; i += blockDim.x) {
+        d8[i] = __ldcg(s8 + i);
+    }
+    const V *sv = (const V *)(src + head);
+    V *dv = (V *)(dst + head);
+    for (size_t i = threadIdx.x; i < nv; i += blockDim.x) {
+        dv[i] = __ldcg(sv + i);
+    }
+    for (size_t i = head + nv * u + threadIdx.x; i < n; i += blockDim.x) {
+        d8[i] = __ldcg(s8 + i);
+    }
+}
+
+__device__ void dev_copy(char *dst, const char *src, size_t n)
+{
+    uintptr_t x = (uintptr_t)dst ^ (uintptr_t)src;
+    if ((x & 15) == 0) {
+        dev_copy_units<uint4>(dst, src, n);
+    } else if ((x & 7) == 0) {
+        dev_copy_units<uint2>(dst, src, n);
+    } else if ((x & 3) == 0) {
+        dev_copy_units<unsigned int>(dst, src, n);
+    } else if ((x & 1) == 0) {
+        dev_copy_units<unsigned short>(dst, src, n);
+    } else {
+        dev_copy_units<unsigned char>(dst, src, n);
+    }
+}
+
+/* Store the first nbytes of v at dst, whatever dst's alignment. */
+__device__ __forceinline__ void dev_store_part(char *dst, uint4 v, int nbytes)
+{
+    uintptr_t a = (uintptr_t)dst;
+    if (nbytes == 16 && (a & 15) == 0) {
+        *(uint4 *)dst = v;
+        return;
+    }
+    union {
+        uint4 v;
+        uint2 d[2];
+        unsigned int w[4];
+        unsigned char b[16];
+    } u;
+    u.v = v;
+    if ((a & 7) == 0 && (nbytes & 7) == 0) {
+        for (int i = 0; i < nbytes / 8; i++) {
+            ((uint2 *)dst)[i] = u.d[i];
+        }
+    } else if ((a & 3) == 0 && (nbytes & 3) == 0) {
+        for (int i = 0; i < nbytes / 4; i++) {
+            ((unsigned int *)dst)[i] = u.w[i];
+        }
+    } else {
+        for (int i = 0; i < nbytes; i++) {
+            dst[i] = (char)u.b[i];
+        }
+    }
+}
+
+/* Rounded-to-nearest arithmetic that nvcc never contracts into an FMA. */
+__device__ __forceinline__ float dev_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double dev_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float dev_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double dev_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float dev_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double dev_mul(double a, double b) { return __dmul_rn(a, b); }
+
+template <typename T> struct dev_is_complex : std::false_type {};
+template <> struct dev_is_complex<float2> : std::true_type {};
+template <> struct dev_is_complex<double2> : std::true_type {};
+
+/* x op y with the C semantics of src/reduce/reduce.c: integer sums and products in unsigned
+ * arithmetic (wraparound), logical ops give 0 or 1, MAX/MIN as x > y ? x : y, complex products
+ * as (ac - bd) + (ad + bc)i. Floating-point results are those of the host loops, bit for bit. */
+template <typename T>
+__device__ __forceinline__ T dev_apply(int op, T x, T y)
+{
+    if constexpr (dev_is_complex<T>::value) {
+        T z;
+        if (op == PICOLL_OP_PROD) {
+            z.x = dev_sub(dev_mul(x.x, y.x), dev_mul(x.y, y.y));
+            z.y = dev_add(dev_mul(x.x, y.y), dev_mul(x.y, y.x));
+        } else {
+            z.x = dev_add(x.x, y.x);
+            z.y = dev_add(x.y, y.y);
+        }
+        return z;
+    } else if constexpr (std::is_floating_point<T>::value) {
+        switch (op) {
+        case PICOLL_OP_SUM: return dev_add(x, y);
+        case PICOLL_OP_PROD: return dev_mul(x, y);
+        case PICOLL_OP_MAX: return x > y ? x : y;
+        default: return x < y ? x : y;
+        }
+    } else {
+        typedef typename std::conditional<(sizeof(T) < sizeof(unsigned)), unsigned,
+                                          typename std::make_unsigned<T>::type>::type W;
+        switch (op) {
+        case PICOLL_OP_SUM: return (T)((W)x + (W)y);
+        case PICOLL_OP_PROD: return (T)((W)x * (W)y);
+        case PICOLL_OP_MAX: return x > y ? x : y;
+        case PICOLL_OP_MIN: return x < y ? x : y;
+        case PICOLL_OP_LAND: return (T)((x != 0) & (y != 0));
+        case PICOLL_OP_LOR: return (T)((x != 0) | (y != 0));
+        case PICOLL_OP_LXOR: return (T)((x != 0) ^ (y != 0));
+        case PICOLL_OP_BAND: return (T)(x & y);
+        case PICOLL_OP_BOR: return (T)(x | y);
+        default: return (T)(x ^ y);
+        }
+    }
+}
+
+/* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off.
+ * The sources are workspace buffers: 16-byte aligned (off is a multiple of 16), with at least the
+ * rest of the 16-byte line readable, so every load is a 16-byte vector; lanes past nelem are read
+ * but never stored. dst may have any alignment. */
+template <typename T>
+__device__ void dev_reduce(char *dst, char *const *base, int n, size_t off, size_t nelem, int op)
+{
+    constexpr int L = 16 / sizeof(T);
+    union lanes {
+        uint4 v;
+        T e[L];
+    };
+    size_t nv = (nelem + L - 1) / L;
+    for (size_t i = threadIdx.x; i < nv; i += blockDim.x) {
+        lanes acc, in;
+        acc.v = __ldcg((const uint4 *)(base[0] + off) + i);
+        for (int r = 1; r < n; r++) {
+            in.v = __ldcg((const uint4 *)(base[r] + off) + i);
+#pragma unroll
+            for (int l = 0; l < L; l++) {
+                acc.e[l] = dev_apply<T>(op, acc.e[l], in.e[l]);
+            }
+        }
+        size_t left = nelem - i * L;
+        dev_store_part(dst + i * 16, acc.v, left >= (size_t)L ? 16 : (int)(left * sizeof(T)));
+    }
+}
+
+__device__ void dev_reduce_any(const picoll_cuda_kparams_t &p, char *dst, char *const *base,
+                               size_t off, size_t nelem)
+{
+    switch (p.type) {
+#define DEV_REDUCE_CASE(e, dtype)                                                                 \
+    case e:                                                                                   \
+        dev_reduce<dtype>(dst, base, p.nranks, off, nelem, p.op);                             \
+        break;
+        PICOLL_CUDA_TYPE_LIST(DEV_REDUCE_CASE)
+#undef DEV_REDUCE_CASE
+    default: break;
+    }
+}
+
+__host__ __device__ __forceinline__ size_t dev_round16(size_t v)
+{
+    return (v + 15) & ~(size_t)15;
+}
+
+/* Part k of m of [lo, hi): multiples of 16 bytes (so of every element size), the last shorter. */
+__device__ __forceinline__ void dev_part(size_t lo, size_t hi, int m, int k, size_t *plo,
+                                         size_t *phi)
+{
+    size_t per = dev_round16((hi - lo + (size_t)m - 1) / (size_t)m);
+    *plo = lo + per * (size_t)k < hi ? lo + per * (size_t)k : hi;
+    *phi = *plo + per < hi ? *plo + per : hi;
+}
+
+__global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2) coll_kernel(const picoll_cuda_kparams_t p)
+{
+    size_t lo, hi, plo, phi;
+    char *const *in = p.slot[p.epoch & 1];
+    char *const *out = p.slot[(p.epoch + 1) & 1];
+
+    dev_part(0, p.bytes, (int)gridDim.x, (int)blockIdx.x, &lo, &hi);
+    switch (p.mode) {
+    case PICOLL_CUDA_K_ONESHOT:
+        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        if (dev_arrive_wait(p, p.epoch)) {
+            return;
+        }
+        dev_reduce_any(p, p.dst + lo, in, lo, (hi - lo) / (size_t)p.esize);
+        dev_leave(p, p.epoch);
+        break;
+    case PICOLL_CUDA_K_TWOSHOT:
+        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        if (dev_arrive_wait(p, p.epoch)) {
+            return;
+        }
+        dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
+        dev_reduce_any(p, out[p.me] + plo, in, plo, (phi - plo) / (size_t)p.esize);
+        if (dev_arrive_wait(p, p.epoch + 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            dev_part(lo, hi, p.nranks, r, &plo, &phi);
+            dev_copy(p.dst + plo, out[r] + plo, phi - plo);
+        }
+        dev_leave(p, p.epoch + 1);
+        break;
+    case PICOLL_CUDA_K_ALLGATHER:
+        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        if (dev_arrive_wait(p, p.epoch)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            if (r != p.me || !p.skip_self) {
+                dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + lo, hi - lo);
+            }
+        }
+        dev_leave(p, p.epoch);
+        break;
+    case PICOLL_CUDA_K_ALLTOALL:
+        for (int r = 0; r < p.nranks; r++) {
+            dev_copy(in[p.me] + (size_t)r * p.bytes + lo, p.src + (size_t)r * p.src_stride + lo,
+                     hi - lo);
+        }
+        if (dev_arrive_wait(p, p.epoch)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
+                     hi - lo);
+        }
+        dev_leave(p, p.epoch);
+        break;
+    default:
+        break;
+    }
+}
+
+} // namespace
+
+extern "C" int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
+{
+    size_t total = p->mode == PICOLL_CUDA_K_ALLTOALL ? p->bytes * (size_t)p->nranks : p->bytes;
+    size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
+    int max = p->max_blocks < 1 ? 1 : p->max_blocks;
+    if (max > PICOLL_CUDA_MAX_BLOCKS) {
+        max = PICOLL_CUDA_MAX_BLOCKS;
+    }
+    return g < 1 ? 1 : g > (size_t)max ? max : (int)g;
+}
+
+extern "C" int picoll_cuda_kernel_launch(const picoll_cuda_kparams_t *p, void *stream)
+{
+    coll_kernel<<<picoll_cuda_kernel_blocks(p), PICOLL_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*p);
+    return (int)cudaGetLastError();
+}

@@ -1,0 +1,101 @@
+/* The one collective kernel of the device executor and its parameters. Shared by the C host side
+ * (cuda_coll.c, built by the MPI C compiler) and the CUDA side (coll_kernel.cu, built by nvcc):
+ * plain C, no CUDA header.
+ *
+ * A launch runs one step of one collective on one chunk. Its grid of G blocks splits the chunk
+ * into G slices; block b of every rank works on slice b only and synchronises with block b of the
+ * other ranks through one flag per (rank, block): a monotonic epoch, stored with release and
+ * loaded with acquire at system scope. G depends only on the chunk size, so it is the same on
+ * every rank. */
+#ifndef PICOLL_CUDA_KERNEL_H
+#define PICOLL_CUDA_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PICOLL_CUDA_MAX_LOCAL 32   /* local ranks a device workspace serves */
+#define PICOLL_CUDA_MAX_BLOCKS 64  /* blocks of a launch: flags per rank */
+#define PICOLL_CUDA_THREADS 512
+#define PICOLL_CUDA_FLAG_STRIDE 8  /* uint64_t per flag: one 64-byte line each */
+#define PICOLL_CUDA_SLICE_MIN 16384 /* bytes per block below which fewer blocks are launched */
+
+/* A rank's workspace, one allocation: flag lines (uint64_t words), then two data buffers.
+ *   arrive[b]        word b * PICOLL_CUDA_FLAG_STRIDE: written by the owner's block b, polled by
+ *                    the peers' blocks b
+ *   done[p][b]       word PICOLL_CUDA_DONE_WORD + p * MAX_BLOCKS + b: written by rank p's block b
+ *                    once it read the owner's buffers for the last time in a launch, so that the
+ *                    owner frees its workspace only when no peer can still read it
+ *   hello            word PICOLL_CUDA_HELLO_WORD: a known value, read through every mapping at
+ *                    set-up to prove peer access */
+#define PICOLL_CUDA_DONE_WORD (PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
+#define PICOLL_CUDA_HELLO_WORD (PICOLL_CUDA_DONE_WORD + PICOLL_CUDA_MAX_LOCAL * PICOLL_CUDA_MAX_BLOCKS)
+#define PICOLL_CUDA_FLAGS_BYTES 24576 /* the words above, rounded up to 4 KiB */
+
+typedef enum {
+    PICOLL_CUDA_K_ONESHOT,   /* copy in, arrive, reduce every rank's slot into dst */
+    PICOLL_CUDA_K_TWOSHOT,   /* copy in, arrive, reduce my piece, arrive, gather every piece */
+    PICOLL_CUDA_K_ALLGATHER, /* copy in, arrive, copy every rank's slot out */
+    PICOLL_CUDA_K_ALLTOALL   /* copy the piece for every peer in, arrive, copy my pieces out */
+} picoll_cuda_kmode_t;
+
+/* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
+ * as uint8; the complex types as float2/double2, real part first). X(enum, device type). */
+#define PICOLL_CUDA_TYPE_LIST(X)      \
+    X(PICOLL_CUDA_T_I8, int8_t)       \
+    X(PICOLL_CUDA_T_U8, uint8_t)      \
+    X(PICOLL_CUDA_T_I16, int16_t)     \
+    X(PICOLL_CUDA_T_U16, uint16_t)    \
+    X(PICOLL_CUDA_T_I32, int32_t)     \
+    X(PICOLL_CUDA_T_U32, uint32_t)    \
+    X(PICOLL_CUDA_T_I64, int64_t)     \
+    X(PICOLL_CUDA_T_U64, uint64_t)    \
+    X(PICOLL_CUDA_T_F32, float)       \
+    X(PICOLL_CUDA_T_F64, double)      \
+    X(PICOLL_CUDA_T_C32, float2)      \
+    X(PICOLL_CUDA_T_C64, double2)
+
+typedef enum {
+#define PICOLL_CUDA_TYPE_ENUM(e, dtype) e,
+    PICOLL_CUDA_TYPE_LIST(PICOLL_CUDA_TYPE_ENUM)
+#undef PICOLL_CUDA_TYPE_ENUM
+    PICOLL_CUDA_T_NONE /* not on the device (long double): the call falls back */
+} picoll_cuda_type_t;
+
+/* What a kernel that gave up waiting leaves in the host-mapped error word. */
+typedef struct {
+    volatile int32_t timed_out;                          /* 1 once some block gave up */
+    volatile uint8_t missing[PICOLL_CUDA_MAX_LOCAL];     /* 1: the local rank waited for */
+} picoll_cuda_error_t;
+
+typedef struct {
+    int mode;           /* picoll_cuda_kmode_t */
+    int type;           /* picoll_cuda_type_t (allreduce) */
+    int op;             /* picoll_op_t (allreduce) */
+    int esize;          /* element bytes (allreduce) */
+    int nranks, me;
+    int skip_self;      /* allgather in place: my block is already in dst */
+    int max_blocks;     /* the fewest SMs of the node's GPUs, at most PICOLL_CUDA_MAX_BLOCKS */
+    uint64_t epoch;     /* of the launch's first arrival; a two-shot also arrives at epoch + 1 */
+    uint64_t timeout_ns;
+    size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer */
+    size_t src_stride;  /* alltoall: bytes between the blocks of the send buffer */
+    size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
+    const char *src;    /* this chunk of the user's input */
+    char *dst;          /* this chunk of the user's output */
+    char *slot[2][PICOLL_CUDA_MAX_LOCAL];    /* [parity][rank]: data buffers, mapped */
+    uint64_t *flags[PICOLL_CUDA_MAX_LOCAL];  /* [rank]: its flag lines, mapped */
+    picoll_cuda_error_t *err;                /* host-mapped */
+} picoll_cuda_kparams_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank. */
+int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p);
+/* Launches the kernel on stream (a cudaStream_t); returns a cudaError_t. */
+int picoll_cuda_kernel_launch(const picoll_cuda_kparams_t *p, void *stream);
+#ifdef __cplusplus
+}
+#endif
+
+#endif
