@@ -29,7 +29,7 @@ extern picoll_global_t picoll_g;
 /* Polls of a wait before it yields the CPU: spinning helps only when the peer has a CPU too. */
 static inline unsigned picoll_spin_max(void)
 {
-    return picoll_g.oversubscribed ? 64 : 4096;
+    return picoll_g.oversubscribed ? 16 : 4096;
 }
 
 /* Nonzero while picoll itself is calling MPI on this thread: wrappers go straight to PMPI. */

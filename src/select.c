@@ -70,6 +70,7 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_ALLTOALL_HIER;
+}
 
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
                                  size_t slot_size, size_t bytes)
