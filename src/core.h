@@ -37,6 +37,9 @@ extern _Thread_local int picoll_reentry __attribute__((tls_model("initial-exec")
 
 /* Called by the MPI_Init / MPI_Init_thread wrappers after PMPI_Init succeeded, by every rank. */
 void picoll_init(int thread_level);
+/* After an error that ends the job (a peer that never answers): flush, give the launcher a moment
+ * to forward the message, MPI_Abort. */
+void picoll_abort_job(void);
 /* Called by the MPI_Finalize wrapper before PMPI_Finalize. */
 void picoll_finalize(void);
 

@@ -6,6 +6,7 @@
 #include <picoll.h>
 
 #include <limits.h>
+#include <time.h>
 #include <stdio.h>
 
 extern char **environ;
@@ -108,4 +109,14 @@ void picoll_finalize(void)
     picoll_g.staging = 0;
     picoll_g.initialized = 0;
     picoll_reentry--;
+}
+
+void picoll_abort_job(void)
+{
+    /* give the launcher a moment to forward the error line: MPICH's tears the job down at the
+     * first MPI_Abort and, under load, was seen to drop what the ranks had just written */
+    fflush(stderr);
+    struct timespec pause = {.tv_nsec = 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
 }

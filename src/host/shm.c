@@ -176,12 +176,7 @@ void picoll_timeout_abort(const char *coll, int comm_size, const int *comm_ranks
     picoll_error("%s on a communicator of size %d: rank(s) %s did not arrive within %g s "
                  "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
                  coll, comm_size, nmissing ? list : "?", timeout);
-    /* give the launcher a moment to forward the line: MPICH's tears the job down at the first
-     * MPI_Abort and, under load, was seen to drop what the ranks had just written */
-    fflush(stderr);
-    struct timespec pause = {.tv_nsec = 200 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    picoll_abort_job();
 }
 
 static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)

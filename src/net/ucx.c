@@ -334,7 +334,7 @@ static void net_failed(picoll_net_t *net, const picoll_net_req_t *req, const cha
     picoll_error("%s on a communicator of size %d: network step with rank %d on host %s failed: "
                  "%s: aborting the job",
                  coll, net->comm_size, net->comm_ranks[req->peer], net->hosts[req->peer], what);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    picoll_abort_job();
 }
 
 static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, const char *coll)
@@ -352,7 +352,7 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
     picoll_error("%s on a communicator of size %d: network step: %s did not answer within %g s "
                  "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
                  coll, net->comm_size, missing, net->timeout);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    picoll_abort_job();
 }
 
 int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
