@@ -1,7 +1,9 @@
 /* Allreduce between nodes, in chunks: node reduce-scatter through the workspace (rail l reduces
  * block l of the chunk from every local rank, in local rank order), allreduce of each block on its
- * rail over the network (recursive doubling up to PICOLL_NET_RD_MAX bytes, ring above), node
- * all-gather (every local rank copies every block out of the rail ranks' slots). */
+ * rail over the network (recursive doubling, or a ring for blocks over PICOLL_NET_RD_MAX on more
+ * than two nodes), node all-gather (every local rank copies every block out of the rail ranks'
+ * slots). Small messages on nodes of equal size skip the reduce-scatter: see
+ * picoll_allreduce_hier_oneshot. */
 #include "coll/algs.h"
 #include "reduce/reduce.h"
 
@@ -38,7 +40,8 @@ static int rail_rd(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *
         p2 *= 2;
     }
     if (me >= p2) {
-        /* folded: hand my input over, get the result back */
+        /* folded: hand my input over, get the result back into the same buffer (the partner sends
+         * it only after my input has fully arrived) */
         picoll_net_req_t r[2];
         picoll_net_irecv(net, me - p2, 1000, buf, bytes, &r[0]);
         picoll_net_isend(net, me - p2, 0, buf, bytes, vote, &r[1]);
