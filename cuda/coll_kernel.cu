@@ -52,7 +52,7 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
     }
     __syncthreads();
     int t = (int)threadIdx.x;
-    if (t < p.nranks && t != p.me) {
+    if (t < p.nranks && t != p.me && (p.peers >> t & 1u)) {
         const uint64_t *f = p.flags[t] + line;
         uint64_t start = 0;
         for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
@@ -82,7 +82,7 @@ __device__ void dev_leave(const picoll_cuda_kparams_t &p, uint64_t epoch)
 {
     __syncthreads();
     int t = (int)threadIdx.x;
-    if (t < p.nranks && t != p.me) {
+    if (t < p.nranks && t != p.me && (p.peers >> t & 1u)) {
         dev_flag_store(p.flags[t] + PICOLL_CUDA_DONE_WORD + p.me * PICOLL_CUDA_MAX_BLOCKS + blockIdx.x,
                        epoch);
     }
@@ -241,13 +241,14 @@ __device__ void dev_reduce(char *dst, char *const *base, int n, size_t off, size
     }
 }
 
-__device__ void dev_reduce_any(const picoll_cuda_kparams_t &p, char *dst, char *const *base,
+/* dst = base[0] op ... op base[n-1] at off, n elements of p's type. */
+__device__ void dev_reduce_any(const picoll_cuda_kparams_t &p, char *dst, char *const *base, int n,
                                size_t off, size_t nelem)
 {
     switch (p.type) {
 #define DEV_REDUCE_CASE(e, dtype)                                                                 \
     case e:                                                                                   \
-        dev_reduce<dtype>(dst, base, p.nranks, off, nelem, p.op);                             \
+        dev_reduce<dtype>(dst, base, n, off, nelem, p.op);                                    \
         break;
         PICOLL_CUDA_TYPE_LIST(DEV_REDUCE_CASE)
 #undef DEV_REDUCE_CASE
@@ -282,7 +283,7 @@ __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2) coll_kernel(const pico
         if (dev_arrive_wait(p, p.epoch)) {
             return;
         }
-        dev_reduce_any(p, p.dst + lo, in, lo, (hi - lo) / (size_t)p.esize);
+        dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
         dev_leave(p, p.epoch);
         break;
     case PICOLL_CUDA_K_TWOSHOT:
@@ -291,7 +292,7 @@ __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2) coll_kernel(const pico
             return;
         }
         dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
-        dev_reduce_any(p, out[p.me] + plo, in, plo, (phi - plo) / (size_t)p.esize);
+        dev_reduce_any(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
         if (dev_arrive_wait(p, p.epoch + 1)) {
             return;
         }
@@ -301,6 +302,30 @@ __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2) coll_kernel(const pico
         }
         dev_leave(p, p.epoch + 1);
         break;
+    case PICOLL_CUDA_K_HCM: {
+        /* every block reduces its slice of its quad's inputs (read over the quad's NVLinks) into
+         * its out buffer, then combines that with the same slice of its relay's out buffer (the
+         * other quad's result, read over the relay link): (quad of rank 0) op (other quad) on
+         * every rank. Both arrivals wait for the quad and the relay, so that no buffer is written
+         * again while one of them may still read it. */
+        char *quad_in[4], *pair[2];
+        for (int k = 0; k < 4; k++) {
+            quad_in[k] = in[p.quad[k]];
+        }
+        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        if (dev_arrive_wait(p, p.epoch)) {
+            return;
+        }
+        dev_reduce_any(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
+        if (dev_arrive_wait(p, p.epoch + 1)) {
+            return;
+        }
+        pair[p.quad_first ? 0 : 1] = out[p.me];
+        pair[p.quad_first ? 1 : 0] = out[p.relay];
+        dev_reduce_any(p, p.dst + lo, pair, 2, lo, (hi - lo) / (size_t)p.esize);
+        dev_leave(p, p.epoch + 1);
+        break;
+    }
     case PICOLL_CUDA_K_ALLGATHER:
         dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         if (dev_arrive_wait(p, p.epoch)) {

@@ -9,6 +9,7 @@
  * any MPI. The call returns after the stream is synchronised: the result is in the receive
  * buffer. */
 #include "build-config.h"
+#include "coll/algs.h"
 #include "cuda/cuda_ws.h"
 #include "host/shm.h"
 #include "log.h"
@@ -122,11 +123,19 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->err = ws->err_dev;
     p->type = PICOLL_CUDA_T_NONE;
     p->esize = 1;
+    p->peers = ws->peers;
     for (int r = 0; r < ws->nlocal; r++) {
-        p->slot[0][r] = picoll_cuda_slot(ws, r, 0);
-        p->slot[1][r] = picoll_cuda_slot(ws, r, 1);
-        p->flags[r] = (uint64_t *)(void *)ws->peer[r];
+        if (ws->peer[r] != NULL) { /* hcm: only the quad and the relay are mapped */
+            p->slot[0][r] = picoll_cuda_slot(ws, r, 0);
+            p->slot[1][r] = picoll_cuda_slot(ws, r, 1);
+            p->flags[r] = (uint64_t *)(void *)ws->peer[r];
+        }
     }
+    for (int k = 0; k < 4; k++) {
+        p->quad[k] = ws->quad[k];
+    }
+    p->relay = ws->relay;
+    p->quad_first = ws->quad_first;
 }
 
 static void coll_launch(picoll_cuda_ws_t *ws, picoll_cuda_kparams_t *p, int arrivals,
@@ -143,8 +152,11 @@ static void coll_launch(picoll_cuda_ws_t *ws, picoll_cuda_kparams_t *p, int arri
 }
 
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allreduce_args_t *args,
-                                      int twoshot)
+                                      int alg)
 {
+    int mode = alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
+               : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
+                                                      : PICOLL_CUDA_K_ONESHOT;
     const char *coll = "MPI_Allreduce";
     size_t esize = picoll_dtype_size(args->dtype);
     size_t bytes = args->count * esize;
@@ -153,7 +165,7 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allredu
     picoll_cuda_kparams_t p;
     int prev = coll_begin(ws, coll);
 
-    coll_params(ws, twoshot ? PICOLL_CUDA_K_TWOSHOT : PICOLL_CUDA_K_ONESHOT, &p);
+    coll_params(ws, mode, &p);
     p.type = coll_type(args->dtype);
     p.op = (int)args->op;
     p.esize = (int)esize;
@@ -162,7 +174,7 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allredu
         p.bytes = bytes - off < ws->slot_size ? bytes - off : ws->slot_size;
         p.src = src + off;
         p.dst = dst + off;
-        coll_launch(ws, &p, twoshot ? 2 : 1, coll);
+        coll_launch(ws, &p, mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2, coll);
     }
     coll_end(ws, prev, coll);
     return PICOLL_OK;

@@ -42,8 +42,9 @@ size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
 
 /* The device algorithms, run after every rank agreed to (they cannot fall back any more). The
  * result is in the receive buffer when they return; a peer that never arrives ends the job. */
+/* alg: PICOLL_ALLREDUCE_CUDA_ONESHOT, _TWOSHOT or _HCM (coll/algs.h). */
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allreduce_args_t *args,
-                                      int twoshot);
+                                      int alg);
 picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_args_t *args);
 picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_args_t *args);
 
@@ -88,11 +89,11 @@ static inline size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws)
     return 0;
 }
 static inline picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws,
-                                                    const picoll_allreduce_args_t *args, int twoshot)
+                                                    const picoll_allreduce_args_t *args, int alg)
 {
     (void)ws;
     (void)args;
-    (void)twoshot;
+    (void)alg;
     return PICOLL_ERR_DISABLED;
 }
 static inline picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws,

@@ -35,7 +35,9 @@ typedef enum {
     PICOLL_CUDA_K_ONESHOT,   /* copy in, arrive, reduce every rank's slot into dst */
     PICOLL_CUDA_K_TWOSHOT,   /* copy in, arrive, reduce my piece, arrive, gather every piece */
     PICOLL_CUDA_K_ALLGATHER, /* copy in, arrive, copy every rank's slot out */
-    PICOLL_CUDA_K_ALLTOALL   /* copy the piece for every peer in, arrive, copy my pieces out */
+    PICOLL_CUDA_K_ALLTOALL,  /* copy the piece for every peer in, arrive, copy my pieces out */
+    PICOLL_CUDA_K_HCM        /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
+                              * my quad's result with my relay's */
 } picoll_cuda_kmode_t;
 
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
@@ -75,6 +77,10 @@ typedef struct {
     int nranks, me;
     int skip_self;      /* allgather in place: my block is already in dst */
     int max_blocks;     /* the fewest SMs of the node's GPUs, at most PICOLL_CUDA_MAX_BLOCKS */
+    uint32_t peers;     /* local ranks waited for and told when done (all but me; hcm: quad+relay) */
+    int quad[4];        /* hcm: my quad, ascending local ranks (reduced in this order) */
+    int relay;          /* hcm: the rank whose quad result completes mine */
+    int quad_first;     /* hcm: my quad's result is the left operand of the final combination */
     uint64_t epoch;     /* of the launch's first arrival; a two-shot also arrives at epoch + 1 */
     uint64_t timeout_ns;
     size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer */

@@ -81,7 +81,7 @@ out:
     return status;
 }
 
-/* Map every peer's workspace and read its hello value through the mapping. */
+/* Map the workspace of every peer in ws->peers and read its hello value through the mapping. */
 static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
 {
     picoll_status_t status = PICOLL_OK;
@@ -90,6 +90,9 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
         if (r == ws->me) {
             ws->peer[r] = ws->base;
             continue;
+        }
+        if (!(ws->peers >> r & 1u)) {
+            continue; /* hcm: a GPU this one never reads (across sockets, no peer access) */
         }
         if (strcmp(all[r].bus_id, all[ws->me].bus_id) != 0) {
             /* another GPU: where this process sees it, ask whether kernels here can load from it
@@ -142,8 +145,9 @@ static void ws_topo_load(void)
 /* Reach of the node's ranks: from the topology (none there: every device call falls back);
  * where there is no topology (no NVML), from the ranks' bus ids, since every mapping has just
  * been proven (one shared GPU: nvlink thresholds, else pcie). */
-static picoll_topo_reach_t ws_reach(MPI_Comm node_comm, const picoll_config_t *cfg,
-                                    const ws_msg_t *all, const ws_msg_t *mine, int nlocal)
+static picoll_topo_reach_t ws_reach(picoll_cuda_ws_t *ws, MPI_Comm node_comm,
+                                    const picoll_config_t *cfg, const ws_msg_t *all,
+                                    const ws_msg_t *mine, int nlocal)
 {
     picoll_topo_node_t node;
     picoll_topo_gpu_id_t id = {.index = mine->device};
@@ -153,12 +157,28 @@ static picoll_topo_reach_t ws_reach(MPI_Comm node_comm, const picoll_config_t *c
     ws_topo_cfg = cfg;
     pthread_once(&ws_topo_once, ws_topo_load);
     snprintf(id.bus_id, sizeof(id.bus_id), "%s", mine->bus_id);
+    if (cfg->topo_file[0] != '\0' && cfg->topo_file_gpu == PICOLL_TOPO_FILE_GPU_LOCAL_RANK) {
+        id.bus_id[0] = '\0';
+        id.index = ws->me;
+    }
     int known = 0;
     if (ws_topo != NULL && picoll_topo_node_build(node_comm, ws_topo, &id, &node) == PICOLL_OK) {
+        picoll_topo_hcm_plan_t plan;
         reach = node.reach;
         known = ws_topo->ngpus > 0;
         if (known && reach == PICOLL_TOPO_REACH_NONE) {
             picoll_info("device collectives fall back on this communicator: %s", node.why);
+        }
+        if (reach == PICOLL_TOPO_REACH_HCM && picoll_topo_hcm_plan(&node, ws->me, &plan) == PICOLL_OK) {
+            ws->hcm = 1;
+            ws->relay = plan.relay;
+            ws->quad_first = plan.mine_first;
+            ws->peers = 1u << plan.relay;
+            for (int k = 0; k < 4; k++) {
+                ws->quad[k] = plan.quad[k];
+                ws->peers |= 1u << plan.quad[k];
+            }
+            ws->peers &= ~(1u << ws->me);
         }
         picoll_topo_node_free(&node);
     } else if (ws_topo == NULL) {
@@ -225,6 +245,12 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
             ws->comm_ranks[r] = all[r].comm_rank;
         }
     }
+    /* the reach first: on a hybrid cube mesh each rank maps its quad and its relay only */
+    ws->peers = (ws->nlocal >= 32 ? ~0u : (1u << ws->nlocal) - 1) & ~(1u << ws->me);
+    ws->reach = ws_reach(ws, node_comm, cfg, all, &mine, all_ok ? ws->nlocal : 1);
+    if (ws->reach == PICOLL_TOPO_REACH_HCM && !ws->hcm) {
+        ws->reach = PICOLL_TOPO_REACH_NONE; /* no plan (not one rank per GPU): hand over */
+    }
     /* all_ok is the same on every rank: either all map, or none */
     if (all_ok && ws_map_peers(ws, all) != PICOLL_OK) {
         status = PICOLL_ERR_CUDA;
@@ -232,7 +258,6 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     if (!all_ok && status == PICOLL_OK) {
         status = PICOLL_ERR_PEER_FAILED;
     }
-    ws->reach = ws_reach(node_comm, cfg, all, &mine, all_ok ? ws->nlocal : 1);
     picoll_debug("device workspace on device %d: %d local ranks, 2 x %zu bytes, %d blocks, reach %s: %s",
                  ws->device, ws->nlocal, ws->slot_size, ws->max_blocks,
                  picoll_topo_reach_name(ws->reach), picoll_status_string(status));
@@ -266,7 +291,7 @@ static void ws_wait_peers_done(picoll_cuda_ws_t *ws)
             break;
         }
         for (int r = 0; r < ws->nlocal; r++) {
-            for (int b = 0; r != ws->me && b < ws->last_blocks; b++) {
+            for (int b = 0; (ws->peers >> r & 1u) && b < ws->last_blocks; b++) {
                 left += done[r * PICOLL_CUDA_MAX_BLOCKS + b] < ws->last_epoch;
             }
         }

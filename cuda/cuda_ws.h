@@ -20,7 +20,7 @@ struct picoll_cuda_ws {
     int max_blocks;             /* the fewest SMs among the node's GPUs, capped */
     size_t slot_size;           /* bytes of one data buffer */
     char *base;                 /* my allocation: flags, then two data buffers */
-    char *peer[PICOLL_CUDA_MAX_LOCAL]; /* every rank's allocation as mapped here (mine: base) */
+    char *peer[PICOLL_CUDA_MAX_LOCAL]; /* the peers' allocations as mapped here (mine: base) */
     int mapped[PICOLL_CUDA_MAX_LOCAL]; /* peer[r] came from cudaIpcOpenMemHandle */
     cudaStream_t stream;        /* non-blocking, picoll's own */
     cudaEvent_t ready;          /* the application's prior work on the default streams */
@@ -31,6 +31,9 @@ struct picoll_cuda_ws {
     int last_blocks;            /* blocks of that launch */
     double timeout;             /* seconds, PICOLL_TIMEOUT */
     picoll_topo_reach_t reach;
+    uint32_t peers;             /* local ranks mapped, waited for and told when done (not me) */
+    int hcm;                    /* reach hcm with a plan: allreduce runs the HCM kernel */
+    int quad[4], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
 };
 
 static inline char *picoll_cuda_slot(const picoll_cuda_ws_t *ws, int rank, uint64_t parity)

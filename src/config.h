@@ -16,6 +16,7 @@ typedef enum {
 
 typedef enum { PICOLL_HOST_OFF, PICOLL_HOST_ON, PICOLL_HOST_AUTO } picoll_host_mode_t;
 typedef enum { PICOLL_VNODE_BLOCK, PICOLL_VNODE_CYCLIC } picoll_vnode_layout_t;
+typedef enum { PICOLL_TOPO_FILE_GPU_DEVICE, PICOLL_TOPO_FILE_GPU_LOCAL_RANK } picoll_topo_file_gpu_t;
 /* PICOLL_CUDA_STAGING, in the order of its choices */
 typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } picoll_staging_mode_t;
 
@@ -40,6 +41,7 @@ typedef struct {
     int cuda;                  /* device executor (cuda/) allowed */
     /* topology (topo/) */
     const char *topo_file;
+    int topo_file_gpu;         /* picoll_topo_file_gpu_t */
     size_t nvlink_oneshot_max;
     size_t nvlink_twoshot_max;
     size_t hcm_oneshot_max;

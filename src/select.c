@@ -82,8 +82,9 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
     case PICOLL_TOPO_ALG_ONESHOT:
         return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
     case PICOLL_TOPO_ALG_TWOSHOT:
-    case PICOLL_TOPO_ALG_HCM:
         return PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+    case PICOLL_TOPO_ALG_HCM:
+        return PICOLL_ALLREDUCE_CUDA_HCM;
     default:
         return PICOLL_ALG_FALLBACK;
     }

@@ -122,3 +122,52 @@ out_free:
     free(rank_gpu);
     return status;
 }
+
+/* The local rank on GPU g (reach hcm: one rank per GPU), or -1. */
+static int node_rank_on(const picoll_topo_node_t *n, int g)
+{
+    for (int r = 0; r < n->nranks; r++) {
+        if (n->rank_gpu[r] == g) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+picoll_status_t picoll_topo_hcm_plan(const picoll_topo_node_t *n, int me,
+                                     picoll_topo_hcm_plan_t *plan)
+{
+    memset(plan, 0, sizeof(*plan));
+    if (n->reach != PICOLL_TOPO_REACH_HCM || me < 0 || me >= n->nranks) {
+        return PICOLL_ERR_NOT_SUPPORTED;
+    }
+    const picoll_topo_classification_t *c = &n->used.cls;
+    int g = n->rank_gpu[me], k = 0;
+    plan->relay = node_rank_on(n, c->hcm_relay[g]);
+    plan->quad[k++] = me;
+    for (int i = 0; i < 4; i++) {
+        int nb = c->hcm_neighbors[g][i];
+        if (nb != c->hcm_relay[g]) {
+            if (k == 4) {
+                return PICOLL_ERR_NOT_SUPPORTED;
+            }
+            plan->quad[k++] = node_rank_on(n, nb);
+        }
+    }
+    if (k != 4 || plan->relay < 0) {
+        return PICOLL_ERR_NOT_SUPPORTED;
+    }
+    /* ascending local ranks: the order every member of the quad reduces in */
+    for (int i = 1; i < 4; i++) {
+        for (int j = i; j > 0 && plan->quad[j - 1] > plan->quad[j]; j--) {
+            int t = plan->quad[j];
+            plan->quad[j] = plan->quad[j - 1];
+            plan->quad[j - 1] = t;
+        }
+    }
+    if (plan->quad[0] < 0) {
+        return PICOLL_ERR_NOT_SUPPORTED;
+    }
+    plan->mine_first = plan->quad[0] == 0;
+    return PICOLL_OK;
+}

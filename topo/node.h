@@ -29,4 +29,19 @@ picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *
                                        const picoll_topo_gpu_id_t *mine, picoll_topo_node_t *out);
 void picoll_topo_node_free(picoll_topo_node_t *n);
 
+/* The hybrid cube mesh allreduce's view from one local rank (reach hcm): its quad (itself and the
+ * 3 ranks whose GPUs are fully connected with its own, ascending local ranks) and its relay (the
+ * rank on its GPU's NVLink neighbour in the other quad). first: the quad that holds local rank 0,
+ * whose partial result comes first in the final combination, so that every rank computes
+ * (quad of rank 0) op (other quad) and gets the same bits. */
+typedef struct {
+    int quad[4];
+    int relay;
+    int mine_first; /* this rank's quad is the one with local rank 0 */
+} picoll_topo_hcm_plan_t;
+
+/* PICOLL_OK with plan filled when n->reach is hcm; PICOLL_ERR_NOT_SUPPORTED otherwise. */
+picoll_status_t picoll_topo_hcm_plan(const picoll_topo_node_t *n, int me,
+                                     picoll_topo_hcm_plan_t *plan);
+
 #endif

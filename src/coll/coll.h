@@ -11,7 +11,7 @@ typedef enum {
 
 /* Index 0 of every table: the call goes to the underlying MPI. */
 #define PICOLL_ALG_FALLBACK 0
-#define PICOLL_ALG_MAX 8
+#define PICOLL_ALG_MAX 16
 
 typedef struct {
     const char *name;

@@ -114,7 +114,7 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
                       "MPI_Allreduce", &vote)) {
     case PATH_CUDA:
         alg = cuda_alg;
-        status = picoll_cuda_allreduce(ctx->cuda, args, alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+        status = picoll_cuda_allreduce(ctx->cuda, args, alg);
         break;
     case PATH_HOST:
         if (alg == PICOLL_ALLREDUCE_ONESHOT) {

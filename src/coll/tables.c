@@ -18,8 +18,12 @@ static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALLREDUCE_CUDA_TWOSHOT] = {.name = "cuda_twoshot",
                                        .desc = "device buffers over CUDA IPC: reduce-scatter then "
                                                "all-gather, chunked by the workspace (up to "
-                                               "PICOLL_NVLINK_TWOSHOT_MAX; also the hybrid cube mesh "
-                                               "up to PICOLL_HCM_ONESHOT_MAX)"},
+                                               "PICOLL_NVLINK_TWOSHOT_MAX)"},
+    [PICOLL_ALLREDUCE_CUDA_HCM] = {.name = "cuda_hcm",
+                                   .desc = "device buffers on the 8 GPUs of a hybrid cube mesh "
+                                           "(DGX-1): each quad reduces one-shot over its NVLinks, "
+                                           "then every rank adds its relay's quad result (up to "
+                                           "PICOLL_HCM_ONESHOT_MAX)"},
     [PICOLL_ALLREDUCE_HIER_RD] = {.name = "hier_rd",
                                   .desc = "between nodes: node reduce-scatter, recursive doubling "
                                           "on each rail over UCX, node all-gather (rail blocks up "

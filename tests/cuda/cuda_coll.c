@@ -10,6 +10,8 @@
  *                          written on the legacy default stream when MPI_Allreduce is called; and,
  *                          where the underlying MPI takes device buffers (MPIX_Query_cuda_support),
  *                          ranks mixing host and device buffers and long double (both fall back)
+ *   cuda_coll matrix --groups G   the same with the reference reduced within groups of G ranks
+ *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
  *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
@@ -258,6 +260,7 @@ static int guard_intact(const dbuf_t *b)
 static unsigned long long ncases;
 static int my_device;      /* local rank % device count */
 static int host_rank = -1; /* mixed case: this rank passes host buffers */
+static int groups;         /* --groups G: the reference's order (see reference) */
 
 static void check_bytes(const char *what, const char *tname, const char *opname, size_t count,
                         size_t esize, const unsigned char *got, const unsigned char *want)
@@ -276,23 +279,39 @@ static void check_bytes(const char *what, const char *tname, const char *opname,
     }
 }
 
+/* Element i of the result: left to right over the ranks; with --groups G, left to right within
+ * each group of G consecutive ranks, then over the groups' results (the hybrid cube mesh's order
+ * with its quads 0-3 and 4-7). */
+static void reference(const type_t *t, op_t op, uint64_t seed, size_t i, unsigned char *want)
+{
+    unsigned char elem[16], part[16];
+    int g = groups > 0 ? groups : mt_size;
+    for (int lo = 0; lo < mt_size; lo += g) {
+        gen(t, op, seed, lo, i, part);
+        for (int r = lo + 1; r < lo + g && r < mt_size; r++) {
+            gen(t, op, seed, r, i, elem);
+            combine(t, op, part, elem);
+        }
+        if (lo == 0) {
+            memcpy(want, part, t->size);
+        } else {
+            combine(t, op, want, part);
+        }
+    }
+}
+
 /* One allreduce: in place or not, buffers at byte offset off. */
 static void allreduce_case(int ti, const type_t *t, op_t op, size_t count, int in_place, size_t off)
 {
     size_t bytes = count * t->size;
     uint64_t seed = seed_of(ti, op, count, (int)(off * 2 + (size_t)in_place));
     unsigned char *mine = malloc(bytes + 1), *want = malloc(bytes + 1), *got = malloc(bytes + 1);
-    unsigned char elem[16];
     dbuf_t sb = {0}, rb = {0};
     int host = mt_rank == host_rank;
 
     for (size_t i = 0; i < count; i++) {
         gen(t, op, seed, mt_rank, i, mine + i * t->size);
-        gen(t, op, seed, 0, i, want + i * t->size);
-        for (int r = 1; r < mt_size; r++) {
-            gen(t, op, seed, r, i, elem);
-            combine(t, op, want + i * t->size, elem);
-        }
+        reference(t, op, seed, i, want + i * t->size);
     }
     if (host) {
         void *s = in_place ? MPI_IN_PLACE : mine;
@@ -562,6 +581,11 @@ int main(int argc, char **argv)
             return MT_SKIP;
         }
         return 0;
+    }
+    for (int a = 2; a + 1 < argc; a++) {
+        if (strcmp(argv[a], "--groups") == 0) {
+            groups = atoi(argv[++a]);
+        }
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     mt_load_picoll(1);

@@ -118,7 +118,13 @@ int main(void)
     expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20),
            PICOLL_ALG_FALLBACK);
     expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 65536),
-           PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+           PICOLL_ALLREDUCE_CUDA_HCM);
+    expect("cuda hcm 256 KiB > buffer",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 256u << 10),
+           PICOLL_ALLREDUCE_CUDA_HCM);
+    expect("cuda hcm 256 KiB + 1",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, (256u << 10) + 1),
+           PICOLL_ALG_FALLBACK);
     expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65536),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537),
@@ -140,13 +146,14 @@ int main(void)
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     checks++;
-    if (ar->count != 8 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 9 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_TWOSHOT].name, "cuda_twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RD].name, "hier_rd") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0 ||
-        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0) {
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_HCM].name, "cuda_hcm") != 0) {
         fprintf(stderr, "the allreduce table does not name every algorithm selection returns\n");
         failures++;
     }
