@@ -370,6 +370,17 @@ extern "C" int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
     return g < 1 ? 1 : g > (size_t)max ? max : (int)g;
 }
 
+extern "C" int picoll_cuda_kernel_occupancy(int *blocks_per_sm)
+{
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, coll_kernel);
+    if (err == cudaSuccess) {
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, coll_kernel,
+                                                            PICOLL_CUDA_THREADS, 0);
+    }
+    return (int)err;
+}
+
 extern "C" int picoll_cuda_kernel_launch(const picoll_cuda_kparams_t *p, void *stream)
 {
     coll_kernel<<<picoll_cuda_kernel_blocks(p), PICOLL_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*p);

@@ -38,26 +38,34 @@ static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
     }
 }
 
-static int coll_on_device(const picoll_cuda_ws_t *ws, const void *ptr)
+/* The device of a device buffer, or -1 (host, managed, unknown). */
+static int coll_device_of(const void *ptr)
 {
     struct cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
         cudaGetLastError();
-        return 0;
+        return -1;
     }
-    return a.type == cudaMemoryTypeDevice && a.device == ws->device;
+    return a.type == cudaMemoryTypeDevice ? a.device : -1;
+}
+
+int picoll_cuda_buffers_device(const void *sendbuf, const void *recvbuf)
+{
+    int rdev = coll_device_of(recvbuf);
+    int sdev = sendbuf == MPI_IN_PLACE ? rdev : coll_device_of(sendbuf);
+    return sdev == rdev ? rdev : -1;
 }
 
 int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const void *sendbuf, const void *recvbuf,
-                     picoll_dtype_t dt)
+                     picoll_dtype_t dt, int *home)
 {
+    int rdev = coll_device_of(recvbuf);
+    int sdev = sendbuf == MPI_IN_PLACE ? rdev : coll_device_of(sendbuf);
+    *home = rdev < 0 || sdev != rdev || rdev == ws->device;
     if (dt != PICOLL_DT_NONE && coll_type(dt) == PICOLL_CUDA_T_NONE) {
         return 0;
     }
-    if (sendbuf != MPI_IN_PLACE && !coll_on_device(ws, sendbuf)) {
-        return 0;
-    }
-    return coll_on_device(ws, recvbuf);
+    return rdev == ws->device && sdev == ws->device;
 }
 
 /* Past the agreement a rank cannot fall back alone: a CUDA failure ends the job. */
@@ -68,13 +76,10 @@ static void coll_fatal(const char *coll, const char *call, cudaError_t err)
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static int coll_begin(picoll_cuda_ws_t *ws, const char *coll)
+static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll)
 {
-    int prev = ws->device;
-    cudaError_t err = cudaGetDevice(&prev);
-    if (err == cudaSuccess && prev != ws->device) {
-        err = cudaSetDevice(ws->device);
-    }
+    picoll_cuda_saved_ctx_t prev;
+    cudaError_t err = picoll_cuda_enter(ws->device, &prev);
     if (err == cudaSuccess) {
         err = cudaEventRecord(ws->ready, cudaStreamLegacy);
     }
@@ -93,7 +98,7 @@ static int coll_begin(picoll_cuda_ws_t *ws, const char *coll)
     return prev;
 }
 
-static void coll_end(picoll_cuda_ws_t *ws, int prev, const char *coll)
+static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const char *coll)
 {
     cudaError_t err = cudaStreamSynchronize(ws->stream);
     if (ws->err->timed_out) {
@@ -106,9 +111,7 @@ static void coll_end(picoll_cuda_ws_t *ws, int prev, const char *coll)
     if (err != cudaSuccess) {
         coll_fatal(coll, "cudaStreamSynchronize", err);
     }
-    if (prev != ws->device) {
-        cudaSetDevice(prev);
-    }
+    picoll_cuda_leave(&prev);
 }
 
 /* The parameters every launch on ws shares. */
@@ -163,7 +166,7 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allredu
     const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
     char *dst = args->recvbuf;
     picoll_cuda_kparams_t p;
-    int prev = coll_begin(ws, coll);
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, mode, &p);
     p.type = coll_type(args->dtype);
@@ -188,7 +191,7 @@ picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_
     const char *mine = in_place ? (const char *)args->recvbuf + (size_t)ws->me * block
                                 : (const char *)args->sendbuf;
     picoll_cuda_kparams_t p;
-    int prev = coll_begin(ws, coll);
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, PICOLL_CUDA_K_ALLGATHER, &p);
     p.skip_self = in_place;
@@ -210,7 +213,7 @@ picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_a
     size_t piece_max = ws->slot_size / (size_t)ws->nlocal / 16 * 16;
     const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
     picoll_cuda_kparams_t p;
-    int prev = coll_begin(ws, coll);
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, PICOLL_CUDA_K_ALLTOALL, &p);
     p.src_stride = block;

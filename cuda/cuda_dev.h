@@ -34,7 +34,16 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws);
 /* This rank's vote for running a call on the device: every buffer it passes is device memory of
  * the workspace's device, and the type is one the kernels reduce (PICOLL_DT_NONE: copies only). */
 int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const void *sendbuf, const void *recvbuf,
-                     picoll_dtype_t dt);
+                     picoll_dtype_t dt, int *home);
+/* *home (above) is 0 when every buffer of this rank is device memory of one other device than the
+ * workspace's, which was made on the device current when the communicator was first used (maybe
+ * before the application chose one). Then every local rank calls this, collectively: the
+ * workspace is made again, on device (this rank's buffers' device, or -1: the current one), or
+ * *ws becomes NULL on every rank if that fails anywhere. */
+void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
+                           const picoll_config_t *cfg, int device);
+/* The device of this rank's buffers when they are all on one device, else -1. */
+int picoll_cuda_buffers_device(const void *sendbuf, const void *recvbuf);
 
 /* Selection inputs: the node's reach and one data buffer's size. */
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
@@ -70,13 +79,29 @@ static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws)
     (void)ws;
 }
 static inline int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const void *sendbuf,
-                                   const void *recvbuf, picoll_dtype_t dt)
+                                   const void *recvbuf, picoll_dtype_t dt, int *home)
 {
     (void)ws;
     (void)sendbuf;
     (void)recvbuf;
     (void)dt;
+    *home = 1;
     return 0;
+}
+static inline void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
+                                         const picoll_config_t *cfg, int device)
+{
+    (void)ws;
+    (void)comm;
+    (void)node_comm;
+    (void)cfg;
+    (void)device;
+}
+static inline int picoll_cuda_buffers_device(const void *sendbuf, const void *recvbuf)
+{
+    (void)sendbuf;
+    (void)recvbuf;
+    return -1;
 }
 static inline picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws)
 {

@@ -98,6 +98,9 @@ extern "C" {
 #endif
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank. */
 int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p);
+/* Whether the kernel has an image for the current device (cudaSuccess), and how many of its
+ * blocks one SM holds. Returns a cudaError_t. */
+int picoll_cuda_kernel_occupancy(int *blocks_per_sm);
 /* Launches the kernel on stream (a cudaStream_t); returns a cudaError_t. */
 int picoll_cuda_kernel_launch(const picoll_cuda_kparams_t *p, void *stream);
 #ifdef __cplusplus

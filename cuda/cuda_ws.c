@@ -27,7 +27,7 @@ typedef struct {
     cudaIpcMemHandle_t handle;
     int ok;        /* the allocation and the handle exist */
     int comm_rank;
-    int sms;
+    int resident;  /* blocks of the kernel the GPU holds at once (SMs x blocks per SM) */
     int device;
     char bus_id[PICOLL_TOPO_BUSID_LEN];
 } ws_msg_t;
@@ -54,9 +54,25 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     uint64_t hello = WS_HELLO | (uint64_t)msg->comm_rank;
     void *err_host = NULL;
 
+    int sms = 0, per_sm = 0;
+    cudaError_t kerr;
+
     WS_CHECK(cudaGetDevice(&ws->device));
     msg->device = ws->device;
-    WS_CHECK(cudaDeviceGetAttribute(&msg->sms, cudaDevAttrMultiProcessorCount, ws->device));
+    WS_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ws->device));
+    kerr = (cudaError_t)picoll_cuda_kernel_occupancy(&per_sm);
+    if (kerr != cudaSuccess || per_sm < 1) {
+        int major = 0, minor = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ws->device);
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ws->device);
+        cudaGetLastError();
+        picoll_info("no device collectives on device %d (compute capability %d.%d; picoll's "
+                    "kernels need 7.0 or later): %s", ws->device, major, minor,
+                    kerr != cudaSuccess ? cudaGetErrorString(kerr) : "no block fits on an SM");
+        status = PICOLL_ERR_NOT_SUPPORTED;
+        goto out;
+    }
+    msg->resident = sms * per_sm;
     WS_CHECK(cudaDeviceGetPCIBusId(msg->bus_id, (int)sizeof(msg->bus_id), ws->device));
     for (char *c = msg->bus_id; *c; c++) {
         *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
@@ -69,6 +85,8 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     WS_CHECK(cudaMemset(ws->base, 0, PICOLL_CUDA_FLAGS_BYTES));
     WS_CHECK(cudaMemcpy(ws->base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello, sizeof(hello),
                         cudaMemcpyHostToDevice));
+    /* a copy from pageable memory may return before the bytes land: a peer reads them next */
+    WS_CHECK(cudaDeviceSynchronize());
     WS_CHECK(cudaIpcGetMemHandle(&msg->handle, ws->base));
     WS_CHECK(cudaStreamCreateWithFlags(&ws->stream, cudaStreamNonBlocking));
     WS_CHECK(cudaEventCreateWithFlags(&ws->ready, cudaEventDisableTiming));
@@ -125,6 +143,29 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
     }
 out:
     return status;
+}
+
+/* Blocks per launch, the same on every rank: block b of every rank waits for block b of the
+ * others, so with several ranks on one GPU running at once (MPS) all their blocks must be resident
+ * together. The fewest, over the node's GPUs, of the blocks a GPU holds divided by the ranks on
+ * it. */
+static int ws_max_blocks(const ws_msg_t *all, int nlocal)
+{
+    int best = PICOLL_CUDA_MAX_BLOCKS;
+    for (int r = 0; r < nlocal; r++) {
+        int sharing = 0;
+        if (!all[r].ok) {
+            continue;
+        }
+        for (int q = 0; q < nlocal; q++) {
+            sharing += all[q].ok && strcmp(all[q].bus_id, all[r].bus_id) == 0;
+        }
+        int fit = all[r].resident / (sharing > 0 ? sharing : 1);
+        if (fit < best) {
+            best = fit;
+        }
+    }
+    return best < 1 ? 1 : best;
 }
 
 /* The node topology is detected once per process (NVML and hwloc are slow to load). */
@@ -235,16 +276,13 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
         memset(all, 0, (size_t)ws->nlocal * sizeof(*all));
     }
     int all_ok = 1;
-    ws->max_blocks = PICOLL_CUDA_MAX_BLOCKS;
     for (int r = 0; r < ws->nlocal; r++) {
         all_ok &= all[r].ok;
-        if (all[r].ok && all[r].sms < ws->max_blocks) {
-            ws->max_blocks = all[r].sms;
-        }
         if (r < PICOLL_CUDA_MAX_LOCAL) {
             ws->comm_ranks[r] = all[r].comm_rank;
         }
     }
+    ws->max_blocks = ws_max_blocks(all, ws->nlocal);
     /* the reach first: on a hybrid cube mesh each rank maps its quad and its relay only */
     ws->peers = (ws->nlocal >= 32 ? ~0u : (1u << ws->nlocal) - 1) & ~(1u << ws->me);
     ws->reach = ws_reach(ws, node_comm, cfg, all, &mine, all_ok ? ws->nlocal : 1);
@@ -264,6 +302,35 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     free(all);
     *out = ws;
     return status;
+}
+
+void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
+                           const picoll_config_t *cfg, int device)
+{
+    picoll_cuda_saved_ctx_t prev = {NULL, 0};
+    picoll_status_t status = PICOLL_OK;
+    int old = *ws != NULL ? (*ws)->device : -1, ok = 0, all_ok = 0;
+
+    picoll_cuda_ws_destroy(*ws);
+    *ws = NULL;
+    if (device >= 0 && picoll_cuda_enter(device, &prev) != cudaSuccess) {
+        cudaGetLastError();
+        status = PICOLL_ERR_CUDA; /* still take part in the set-up: the others are in it */
+    }
+    picoll_status_t made = picoll_cuda_ws_create(comm, node_comm, cfg, ws);
+    ok = status == PICOLL_OK && made == PICOLL_OK;
+    if (device >= 0) {
+        picoll_cuda_leave(&prev);
+    }
+    if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm) != MPI_SUCCESS) {
+        all_ok = 0;
+    }
+    picoll_info("device workspace moved from device %d to device %d, where this rank's buffers "
+                "are: %s", old, device, all_ok ? "ok" : "failed somewhere, device collectives fall back");
+    if (!all_ok) {
+        picoll_cuda_ws_destroy(*ws);
+        *ws = NULL;
+    }
 }
 
 static double ws_now(void)
@@ -286,8 +353,10 @@ static void ws_wait_peers_done(picoll_cuda_ws_t *ws)
     pthread_mutex_lock(&done_lock);
     for (;;) {
         int left = 0;
-        if (cudaMemcpy(done, ws->base + PICOLL_CUDA_DONE_WORD * sizeof(uint64_t), sizeof(done),
-                       cudaMemcpyDeviceToHost) != cudaSuccess) {
+        /* on picoll's stream: the legacy stream would wait for the application's work too */
+        if (cudaMemcpyAsync(done, ws->base + PICOLL_CUDA_DONE_WORD * sizeof(uint64_t), sizeof(done),
+                            cudaMemcpyDeviceToHost, ws->stream) != cudaSuccess ||
+            cudaStreamSynchronize(ws->stream) != cudaSuccess) {
             break;
         }
         for (int r = 0; r < ws->nlocal; r++) {
@@ -308,14 +377,32 @@ static void ws_wait_peers_done(picoll_cuda_ws_t *ws)
     pthread_mutex_unlock(&done_lock);
 }
 
+cudaError_t picoll_cuda_enter(int device, picoll_cuda_saved_ctx_t *saved)
+{
+    int dev = -1;
+    saved->ctx = NULL;
+    saved->saved = picoll_cudrv_load() == PICOLL_OK && picoll_cu.ctx_get_current(&saved->ctx) == 0;
+    if (saved->saved && saved->ctx != NULL && cudaGetDevice(&dev) == cudaSuccess && dev == device) {
+        return cudaSuccess;
+    }
+    return cudaSetDevice(device);
+}
+
+void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved)
+{
+    if (saved->saved) {
+        picoll_cu.ctx_set_current(saved->ctx);
+    }
+}
+
 void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws)
 {
-    int prev = -1;
+    picoll_cuda_saved_ctx_t prev = {NULL, 0};
     if (ws == NULL) {
         return;
     }
-    if (ws->device >= 0 && cudaGetDevice(&prev) == cudaSuccess && prev != ws->device) {
-        cudaSetDevice(ws->device);
+    if (ws->device >= 0) {
+        picoll_cuda_enter(ws->device, &prev);
     }
     for (int r = 0; r < ws->nlocal && r < PICOLL_CUDA_MAX_LOCAL; r++) {
         if (ws->mapped[r]) {
@@ -335,9 +422,7 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws)
     if (ws->err != NULL) {
         cudaFreeHost(ws->err);
     }
-    if (prev >= 0 && prev != ws->device) {
-        cudaSetDevice(prev);
-    }
+    picoll_cuda_leave(&prev);
     cudaGetLastError();
     free(ws);
 }

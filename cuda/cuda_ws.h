@@ -8,6 +8,7 @@
 
 #include "cuda/cuda_dev.h"
 #include "cuda/cuda_kernel.h"
+#include "cudrv.h"
 
 /* Only picoll's own workspace is ever mapped: user data is copied into it by the kernels, so no
  * user buffer is exported through IPC and no cache of user-buffer mappings (with its stale-entry
@@ -35,6 +36,17 @@ struct picoll_cuda_ws {
     int hcm;                    /* reach hcm with a plan: allreduce runs the HCM kernel */
     int quad[4], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
 };
+
+/* The calling thread's current context, put back as it was at the end of a call: a thread that
+ * never chose a device (PyTorch's MPI worker) must not be left on one, nor get a context created
+ * on device 0 by a cudaSetDevice(0) meant to restore it. */
+typedef struct {
+    picoll_cu_context_t ctx;
+    int saved;
+} picoll_cuda_saved_ctx_t;
+/* Makes device current (saving what was); returns a cudaError_t. */
+cudaError_t picoll_cuda_enter(int device, picoll_cuda_saved_ctx_t *saved);
+void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved);
 
 static inline char *picoll_cuda_slot(const picoll_cuda_ws_t *ws, int rank, uint64_t parity)
 {

@@ -30,7 +30,9 @@ static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t by
     return alg;
 }
 
-typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2 } path_t;
+/* PATH_HOME is not a path: a bit of the vote, 0 where a rank's device buffers are all on another
+ * device than its workspace */
+typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path_t;
 
 /* Which executor runs the call. The algorithms chosen (host_alg, cuda_alg) are the same on every
  * rank; the votes are not (memory kinds may differ between ranks). Where only the host executor
@@ -46,10 +48,19 @@ static path_t pick_path(picoll_comm_t *ctx, int host_alg, int cuda_alg, const vo
         *vote = host_ok;
         return host_alg == PICOLL_ALG_FALLBACK ? PATH_NONE : PATH_HOST;
     }
+    int home = 1;
     uint32_t mine = (host_ok ? PATH_HOST : 0u) |
-                    (eligible && picoll_cuda_vote(ctx->cuda, sendbuf, recvbuf, dt) ? PATH_CUDA : 0u);
+                    (eligible && picoll_cuda_vote(ctx->cuda, sendbuf, recvbuf, dt, &home) ? PATH_CUDA
+                                                                                          : 0u);
+    mine |= home ? PATH_HOME : 0u;
     uint32_t all = picoll_shm_barrier_mask(ctx->shm, mine, coll);
     *vote = 1;
+    if (!(all & PATH_HOME)) {
+        /* some rank's device buffers are on another GPU than its workspace: all move theirs, and
+         * this call (which nobody voted to run on the device) goes on as voted */
+        picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, &picoll_g.cfg,
+                              picoll_cuda_buffers_device(sendbuf, recvbuf));
+    }
     return (all & PATH_CUDA) ? PATH_CUDA : (all & PATH_HOST) ? PATH_HOST : PATH_NONE;
 }
 

@@ -1,7 +1,8 @@
 /* The device executor on cudaMalloc buffers, checked bit for bit against plain host loops.
  *
- *   cuda_coll --probe      no MPI: prints "SKIP: no CUDA device (<reason>)" and exits 77 where
- *                          there is no usable device, else exits 0 (for the test scripts)
+ *   cuda_coll --probe [N]  no MPI: prints "SKIP: no CUDA device (<reason>)" and exits 77 where
+ *                          there is no usable device (or fewer than N), else exits 0 (for the
+ *                          test scripts)
  *   cuda_coll matrix       every datatype x op the host reduction covers, counts around the
  *                          one-shot limit and the workspace chunk edges (-1/0/+1 element), in place
  *                          and not, at odd byte offsets inside the allocation, guard bytes after
@@ -13,6 +14,8 @@
  *   cuda_coll matrix --groups G   the same with the reference reduced within groups of G ranks
  *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
  *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
+ *   cuda_coll rehome       (2 GPUs or more) a host-buffer call before the ranks choose their
+ *                          devices, then device calls: they must run on the device all the same
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
  *
@@ -576,8 +579,13 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "matrix";
 
     if (strcmp(mode, "--probe") == 0) {
-        if (!probe(why, sizeof(why))) {
+        int need = argc > 2 ? atoi(argv[2]) : 1, found = probe(why, sizeof(why));
+        if (!found) {
             printf("SKIP: no CUDA device (%s)\n", why);
+            return MT_SKIP;
+        }
+        if (found < need) {
+            printf("SKIP: needs %d GPUs (found %d)\n", need, found);
             return MT_SKIP;
         }
         return 0;
@@ -606,6 +614,22 @@ int main(int argc, char **argv)
     MPI_Comm_rank(node, &local);
     MPI_Comm_free(&node);
     my_device = local % ndev;
+    if (strcmp(mode, "rehome") == 0) {
+        /* the communicator's first collective runs before the ranks choose their devices: the
+         * workspaces are made on device 0; the first call on device buffers moves them */
+        int one = 1, sum = 0;
+        if (ndev < 2) {
+            mt_fail("rehome needs 2 GPUs (found %d): run it through gpu_test.sh --gpus 2", ndev);
+            return mt_finish("cuda_coll rehome");
+        }
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        MT_CHECK(sum == mt_size, "host allreduce: %d", sum);
+        CK(cudaSetDevice(my_device));
+        for (int k = 0; k < 4; k++) {
+            allreduce_case(4, &types[4], SUM, 1000 + (size_t)k, k & 1, 0);
+        }
+        return mt_finish("cuda_coll rehome");
+    }
     CK(cudaSetDevice(my_device));
 
     if (strcmp(mode, "stall") == 0) {
