@@ -45,6 +45,7 @@
 #define COL_SIZE 10
 #define COL_FIELD 18
 #define COL_ITERS 12
+#define COL_BUSBW 24 /* --ab: "staged MPI BusBW(MB/s)" */
 
 /* Receive elements no input and no call wrote hold this. */
 #define BENCH_SENTINEL 111
@@ -68,6 +69,12 @@ static const type_info_t bench_types[] = {
 
 typedef enum { MEM_HOST, MEM_CUDA } mem_kind_t;
 
+/* The A column of --ab. MPI: the collective on the benchmark's buffers with picoll bypassed (on
+ * CUDA buffers, only meaningful where the MPI is CUDA-aware). STAGED: what an application does by
+ * hand on an MPI that cannot read device buffers: copy the input to host buffers, the collective
+ * there with picoll bypassed, copy the result back, all timed. */
+typedef enum { BASELINE_AUTO, BASELINE_MPI, BASELINE_STAGED } baseline_t;
+
 typedef struct {
     size_t min_size, max_size; /* -m, bytes */
     size_t factor;             /* --factor: ratio of successive sizes */
@@ -78,6 +85,7 @@ typedef struct {
     const type_info_t *type;   /* -T */
     mem_kind_t mem;            /* -d */
     int ab_rounds;             /* --ab[=N]: 0 for OSU's output */
+    baseline_t baseline;       /* --baseline; AUTO until parsed: STAGED with -d cuda, else MPI */
     int corrupt;               /* --test-corrupt */
 } options_t;
 
@@ -108,6 +116,9 @@ typedef struct {
     long spread;          /* inputs lie in [-spread, spread] */
     void *send, *recv;    /* the buffers the collective is given: host or device */
     void *hsend, *hrecv;  /* host copies: the same buffers for host memory, staging for CUDA */
+    /* --baseline staged: the application's host buffers (pinned for CUDA); NULL otherwise */
+    void *stage_send, *stage_recv;
+    int staging;          /* 1 while the staged column runs: calls go through stage_* */
     size_t send_cap, recv_cap; /* bytes allocated */
     picoll_api_t picoll;
 } bench_t;
@@ -195,6 +206,14 @@ static void print_usage(const bench_coll_t *coll)
            "      --ab[=ROUNDS]             with libpicoll.so preloaded: per size, ROUNDS times\n"
            "                                (default %d) plain MPI then picoll (picoll_set_bypass),\n"
            "                                printing both latencies and the speed-up\n"
+           "      --baseline mpi|staged     the A column of --ab: mpi, the collective on the\n"
+           "                                benchmark's buffers with picoll bypassed (default with\n"
+           "                                host memory); staged (default with -d cuda): each call\n"
+           "                                copies the input to host buffers (pinned, cudaMallocHost;\n"
+           "                                memcpy to separate buffers with -d host), runs the\n"
+           "                                collective there with picoll bypassed and copies the\n"
+           "                                result back, all timed: an application's own staging\n"
+           "                                on an MPI that is not CUDA-aware\n"
            "      --factor F                ratio of successive sizes (default 2)\n"
            "      --test-corrupt            testing only: damage one result so that -c must fail\n",
            coll->name, coll->title, PACKAGE_VERSION, BENCH_MAX_SIZE_DEFAULT, BENCH_ITERS_SMALL,
@@ -246,6 +265,12 @@ static int parse_int(const char *text, int min, int *out)
     return 0;
 }
 
+/* An option's value that is one of two words: 0 for the first, 1 for the second, else -1. */
+static int parse_either(const char *text, const char *first, const char *second)
+{
+    return strcmp(text, first) == 0 ? 0 : strcmp(text, second) == 0 ? 1 : -1;
+}
+
 /* -m [MIN:]MAX, also MIN: */
 static int parse_sizes(const char *text, options_t *opt)
 {
@@ -284,6 +309,7 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
         {"ab", optional_argument, NULL, 'A'},
         {"factor", required_argument, NULL, 'F'},
         {"test-corrupt", no_argument, NULL, 'C'},
+        {"baseline", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     const char *bad = NULL;
@@ -336,13 +362,11 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
             }
             break;
         case 'd':
-            if (strcmp(optarg, "host") == 0) {
-                opt->mem = MEM_HOST;
-            } else if (strcmp(optarg, "cuda") == 0) {
-                opt->mem = MEM_CUDA;
-            } else {
+            v = parse_either(optarg, "host", "cuda");
+            if (v < 0) {
                 bad = "-d wants host or cuda";
             }
+            opt->mem = v == 1 ? MEM_CUDA : MEM_HOST;
             break;
         case 'l':
             opt->in_place = 1;
@@ -361,6 +385,13 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
             break;
         case 'C':
             opt->corrupt = 1;
+            break;
+        case 'B':
+            v = parse_either(optarg, "mpi", "staged");
+            if (v < 0) {
+                bad = "--baseline wants mpi or staged";
+            }
+            opt->baseline = v == 1 ? BASELINE_STAGED : BASELINE_MPI;
             break;
         case 'h':
             if (rank == 0) {
@@ -385,6 +416,12 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
     if (bad == NULL && optind < argc) {
         snprintf(what, sizeof(what), "unexpected argument %s", argv[optind]);
         bad = what;
+    }
+    if (bad == NULL && opt->baseline != BASELINE_AUTO && opt->ab_rounds == 0) {
+        bad = "--baseline chooses the A column of --ab: give --ab too";
+    }
+    if (opt->baseline == BASELINE_AUTO) {
+        opt->baseline = opt->mem == MEM_CUDA ? BASELINE_STAGED : BASELINE_MPI;
     }
     if (bad == NULL && opt->min_size > opt->max_size) {
         bad = "-m: MIN is larger than MAX";
@@ -438,58 +475,87 @@ static int cuda_setup(MPI_Comm comm, char *why, size_t len)
 #endif
 }
 
-static void *host_alloc(size_t bytes)
+/* Where a buffer lives: the user's host memory, the GPU, or pinned host memory the GPU copies to
+ * and from directly (cudaMallocHost), which a careful application stages through. */
+typedef enum { ALLOC_HOST, ALLOC_DEVICE, ALLOC_PINNED } alloc_kind_t;
+
+/* A zeroed buffer (its pages faulted in before anything is timed), or NULL. */
+static void *buffer_alloc(alloc_kind_t kind, size_t bytes)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes == 0 ? 1 : bytes) != 0) {
+    size_t n = bytes == 0 ? 1 : bytes;
+    switch (kind) {
+    case ALLOC_HOST:
+        if (posix_memalign(&p, 4096, n) != 0) {
+            return NULL;
+        }
+        break;
+#ifdef OSU_BENCH_CUDA
+    case ALLOC_DEVICE:
+        if (cudaMalloc(&p, n) != cudaSuccess) {
+            return NULL;
+        }
+        cudaMemset(p, 0, bytes);
+        return p;
+    case ALLOC_PINNED:
+        if (cudaMallocHost(&p, n) != cudaSuccess) {
+            return NULL;
+        }
+        break;
+#endif
+    default:
         return NULL;
     }
-    memset(p, 0, bytes); /* fault the pages in before anything is timed */
+    memset(p, 0, bytes);
     return p;
 }
 
-static void *device_alloc(size_t bytes)
+static void buffer_free(alloc_kind_t kind, void *p)
 {
-#ifdef OSU_BENCH_CUDA
-    void *p = NULL;
-    if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
-        return NULL;
+    if (p == NULL) {
+        return;
     }
-    cudaMemset(p, 0, bytes);
-    return p;
-#else
-    (void)bytes;
-    return NULL;
-#endif
-}
-
-static void device_free(void *p)
-{
 #ifdef OSU_BENCH_CUDA
-    cudaFree(p);
+    if (kind == ALLOC_DEVICE) {
+        cudaFree(p);
+        return;
+    }
+    if (kind == ALLOC_PINNED) {
+        cudaFreeHost(p);
+        return;
+    }
 #else
-    (void)p;
+    (void)kind; /* only host buffers exist without CUDA */
 #endif
+    free(p);
 }
 
-/* Copies host staging to device buffers (to_device) or back. Host memory: nothing to do. */
-static void sync_buffer(const bench_t *b, void *dev, void *host, size_t bytes, int to_device)
+/* Copies bytes from the host buffer host to buf, a buffer the collective is given (to_buf), or
+ * back: cudaMemcpy for CUDA memory, memcpy for host memory, nothing when they are one buffer. */
+static void sync_buffer(const bench_t *b, void *buf, void *host, size_t bytes, int to_buf)
 {
+    if (buf == host || bytes == 0) {
+        return;
+    }
 #ifdef OSU_BENCH_CUDA
     if (b->opt.mem == MEM_CUDA) {
-        if (to_device) {
-            cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
-        } else {
-            cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+        cudaError_t err = to_buf ? cudaMemcpy(buf, host, bytes, cudaMemcpyHostToDevice)
+                                 : cudaMemcpy(host, buf, bytes, cudaMemcpyDeviceToHost);
+        if (err != cudaSuccess) {
+            fprintf(stderr, "osu_%s: rank %d: cudaMemcpy of %zu bytes %s the device: %s\n",
+                    b->coll->name, b->rank, bytes, to_buf ? "to" : "from", cudaGetErrorString(err));
+            MPI_Abort(b->comm, 1);
         }
+        return;
     }
 #else
     (void)b;
-    (void)dev;
-    (void)host;
-    (void)bytes;
-    (void)to_device;
 #endif
+    if (to_buf) {
+        memcpy(buf, host, bytes);
+    } else {
+        memcpy(host, buf, bytes);
+    }
 }
 
 static int buffers_alloc(bench_t *b, size_t max_count)
@@ -498,26 +564,37 @@ static int buffers_alloc(bench_t *b, size_t max_count)
     b->coll->layout(b->np, max_count, &send_elems, &recv_elems);
     b->send_cap = send_elems * esize;
     b->recv_cap = recv_elems * esize;
-    b->hsend = host_alloc(b->send_cap);
-    b->hrecv = host_alloc(b->recv_cap);
+    b->hsend = buffer_alloc(ALLOC_HOST, b->send_cap);
+    b->hrecv = buffer_alloc(ALLOC_HOST, b->recv_cap);
     if (b->opt.mem == MEM_CUDA) {
-        b->send = device_alloc(b->send_cap);
-        b->recv = device_alloc(b->recv_cap);
+        b->send = buffer_alloc(ALLOC_DEVICE, b->send_cap);
+        b->recv = buffer_alloc(ALLOC_DEVICE, b->recv_cap);
     } else {
         b->send = b->hsend;
         b->recv = b->hrecv;
+    }
+    if (b->opt.ab_rounds > 0 && b->opt.baseline == BASELINE_STAGED) {
+        alloc_kind_t stage = b->opt.mem == MEM_CUDA ? ALLOC_PINNED : ALLOC_HOST;
+        b->stage_send = buffer_alloc(stage, b->send_cap);
+        b->stage_recv = buffer_alloc(stage, b->recv_cap);
+        if (b->stage_send == NULL || b->stage_recv == NULL) {
+            return -1;
+        }
     }
     return b->hsend && b->hrecv && b->send && b->recv ? 0 : -1;
 }
 
 static void buffers_free(bench_t *b)
 {
+    alloc_kind_t stage = b->opt.mem == MEM_CUDA ? ALLOC_PINNED : ALLOC_HOST;
     if (b->opt.mem == MEM_CUDA) {
-        device_free(b->send);
-        device_free(b->recv);
+        buffer_free(ALLOC_DEVICE, b->send);
+        buffer_free(ALLOC_DEVICE, b->recv);
     }
-    free(b->hsend);
-    free(b->hrecv);
+    buffer_free(stage, b->stage_send);
+    buffer_free(stage, b->stage_recv);
+    buffer_free(ALLOC_HOST, b->hsend);
+    buffer_free(ALLOC_HOST, b->hrecv);
 }
 
 /* Writes the inputs of a message of count elements: the send buffer, or with -l the input part
@@ -546,39 +623,82 @@ static void fill_inputs(bench_t *b, size_t count)
         sync_buffer(b, b->send, b->hsend, send_elems * esize, 1);
     }
     sync_buffer(b, b->recv, b->hrecv, recv_elems * esize, 1);
+    if (b->stage_send != NULL) {
+        /* the staging buffers must not hold an earlier call's inputs or results: a staged call
+         * that skipped a copy would then still pass validation */
+        for (size_t i = 0; i < send_elems; i++) {
+            store_value(kind, b->stage_send, i, BENCH_SENTINEL);
+        }
+        for (size_t j = 0; j < recv_elems; j++) {
+            store_value(kind, b->stage_recv, j, BENCH_SENTINEL);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ timing and validation */
 
-static bench_call_t make_call(const bench_t *b, size_t count)
+/* One message: the call on the benchmark's buffers, and the bytes its buffers span. */
+typedef struct {
+    bench_call_t call;
+    size_t send_bytes, recv_bytes;
+} message_t;
+
+static message_t make_message(const bench_t *b, size_t count)
 {
-    return (bench_call_t){
-        .sendbuf = b->opt.in_place ? MPI_IN_PLACE : b->send,
-        .recvbuf = b->recv,
-        .count = (int)count,
-        .type = b->type,
-        .comm = b->comm,
+    size_t send_elems, recv_elems;
+    b->coll->layout(b->np, count, &send_elems, &recv_elems);
+    return (message_t){
+        .call = {
+            .sendbuf = b->opt.in_place ? MPI_IN_PLACE : b->send,
+            .recvbuf = b->recv,
+            .count = (int)count,
+            .type = b->type,
+            .comm = b->comm,
+        },
+        .send_bytes = send_elems * b->opt.type->size,
+        .recv_bytes = recv_elems * b->opt.type->size,
     };
+}
+
+/* One call of the collective, timed or validated as a whole. While b->staging, it is what an
+ * application does on an MPI that cannot read its buffers: the input copied to host buffers
+ * (with -l the receive buffer), the collective on those, the result copied back. */
+static int message_call(bench_t *b, const message_t *m)
+{
+    bench_call_t staged;
+    int rc;
+    if (!b->staging) {
+        return b->coll->call(&m->call);
+    }
+    staged = m->call;
+    staged.recvbuf = b->stage_recv;
+    if (b->opt.in_place) {
+        sync_buffer(b, m->call.recvbuf, b->stage_recv, m->recv_bytes, 0);
+    } else {
+        staged.sendbuf = b->stage_send;
+        sync_buffer(b, (void *)m->call.sendbuf, b->stage_send, m->send_bytes, 0);
+    }
+    rc = b->coll->call(&staged);
+    sync_buffer(b, m->call.recvbuf, b->stage_recv, m->recv_bytes, 1);
+    return rc;
 }
 
 /* This rank's mean latency (us) over iters calls, after warmup untimed ones. */
 static double time_calls(bench_t *b, size_t count, int iters, int warmup)
 {
-    bench_call_t call = make_call(b, count);
+    message_t m = make_message(b, count);
     double total = 0.0;
     if (b->opt.in_place) {
         /* in place, results feed the next call: start from zeros so that sums stay finite */
-        size_t send_elems, recv_elems;
-        b->coll->layout(b->np, count, &send_elems, &recv_elems);
-        memset(b->hrecv, 0, recv_elems * b->opt.type->size);
-        sync_buffer(b, b->recv, b->hrecv, recv_elems * b->opt.type->size, 1);
+        memset(b->hrecv, 0, m.recv_bytes);
+        sync_buffer(b, b->recv, b->hrecv, m.recv_bytes, 1);
     } else {
         fill_inputs(b, count);
     }
     PMPI_Barrier(b->comm);
     for (int i = 0; i < warmup + iters; i++) {
         double t0 = MPI_Wtime();
-        b->coll->call(&call);
+        message_call(b, &m);
         double t1 = MPI_Wtime();
         if (i >= warmup) {
             total += t1 - t0;
@@ -596,13 +716,13 @@ static int validate(bench_t *b, size_t count, const char *state)
     size_t send_elems, recv_elems, bad = 0, first = 0;
     double got = 0.0;
     long want = 0;
-    bench_call_t call = make_call(b, count);
+    message_t m = make_message(b, count);
     int ok, all_ok = 0;
 
     b->coll->layout(b->np, count, &send_elems, &recv_elems);
     fill_inputs(b, count);
     PMPI_Barrier(b->comm);
-    b->coll->call(&call);
+    message_call(b, &m);
     sync_buffer(b, b->recv, b->hrecv, recv_elems * b->opt.type->size, 0);
     if (b->opt.corrupt && b->rank == b->np - 1) {
         store_value(kind, b->hrecv, recv_elems - 1, (long)load_value(kind, b->hrecv, recv_elems - 1) + 1);
@@ -664,6 +784,12 @@ static double busbw(const bench_t *b, size_t size, double us)
 
 /* ------------------------------------------------------------------ output */
 
+/* The A column of --ab, as the header and the validation messages name it. */
+static const char *baseline_name(const options_t *o)
+{
+    return o->baseline == BASELINE_STAGED ? "staged MPI" : "plain MPI";
+}
+
 static void print_header(const bench_t *b)
 {
     const options_t *o = &b->opt;
@@ -671,14 +797,24 @@ static void print_header(const bench_t *b)
            b->coll->title, PACKAGE_VERSION);
     printf("# Datatype: %s.\n", o->type->mpi_name);
     if (o->ab_rounds > 0) {
-        printf("# picoll A/B: per size, %d round%s of plain MPI (bypass) then picoll; "
+        const char *a = o->baseline == BASELINE_STAGED ? "staged MPI" : "MPI";
+        char a_lat[32], a_bw[32];
+        printf("# picoll A/B: per size, %d round%s of %s (bypass) then picoll; "
                "latency is each rank's mean averaged over ranks, median over rounds\n",
-               o->ab_rounds, o->ab_rounds == 1 ? "" : "s");
+               o->ab_rounds, o->ab_rounds == 1 ? "" : "s", baseline_name(o));
+        if (o->baseline == BASELINE_STAGED) {
+            printf("# staged MPI: each timed call copies in (%s), runs the collective on the host "
+                   "buffers with picoll bypassed, copies the result out\n",
+                   o->mem == MEM_CUDA ? "cudaMemcpy, device <-> pinned host buffers (cudaMallocHost)"
+                                      : "memcpy, user <-> separate host buffers");
+        }
         printf("# picoll %s, active %d\n",
                b->picoll.version != NULL ? b->picoll.version() : "?",
                b->picoll.active != NULL ? b->picoll.active() : -1);
-        printf("%-*s%*s%*s%*s%*s%*s", COL_SIZE, "# Size", COL_FIELD, "MPI(us)", COL_FIELD,
-               "picoll(us)", COL_FIELD, "Speed-up", COL_FIELD + 2, "MPI BusBW(MB/s)", COL_FIELD + 2,
+        snprintf(a_lat, sizeof(a_lat), "%s(us)", a);
+        snprintf(a_bw, sizeof(a_bw), "%s BusBW(MB/s)", a);
+        printf("%-*s%*s%*s%*s%*s%*s", COL_SIZE, "# Size", COL_FIELD, a_lat, COL_FIELD,
+               "picoll(us)", COL_FIELD, "Speed-up", COL_BUSBW, a_bw, COL_BUSBW,
                "picoll BusBW(MB/s)");
     } else {
         printf("%-*s%*s", COL_SIZE, "# Size", COL_FIELD, "Avg Latency(us)");
@@ -712,9 +848,11 @@ static void print_picoll_comm(const bench_t *b)
     }
     memset(&info, 0, sizeof(info));
     if (b->picoll.comm_query(b->comm, &info) != MPI_SUCCESS) {
-        printf("# picoll on MPI_COMM_WORLD: no context (picoll not active: both columns are plain MPI)\n");
+        printf("# picoll on MPI_COMM_WORLD: no context (picoll not active: the picoll column is "
+               "plain MPI)\n");
     } else if (!info.enabled) {
-        printf("# picoll on MPI_COMM_WORLD: disabled (%s): both columns are plain MPI\n", info.reason);
+        printf("# picoll on MPI_COMM_WORLD: disabled (%s): the picoll column is plain MPI\n",
+               info.reason);
     } else {
         printf("# picoll on MPI_COMM_WORLD: enabled, %d ranks, %d local, %d node%s\n", info.size,
                info.local_size, info.num_nodes, info.num_nodes == 1 ? "" : "s");
@@ -767,14 +905,14 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* A/B: rounds of plain MPI (bypass on) then picoll, on every rank between the same barriers.
- * Each round's latency is OSU's (each rank's mean averaged over ranks); a row reports the median
- * over rounds of each. Returns 1 when every validation passed. */
+/* A/B: rounds of the baseline (plain or staged MPI, bypass on) then picoll, on every rank between
+ * the same barriers. Each round's latency is OSU's (each rank's mean averaged over ranks); a row
+ * reports the median over rounds of each. Returns 1 when every validation passed. */
 static int run_ab(bench_t *b, size_t count, int first)
 {
     size_t size = count * b->opt.type->size;
     int rounds = b->opt.ab_rounds, iters, warmup, ok = 1;
-    double *lat = malloc(2 * (size_t)rounds * sizeof(*lat)); /* [plain MPI rounds, picoll rounds] */
+    double *lat = malloc(2 * (size_t)rounds * sizeof(*lat)); /* [baseline rounds, picoll rounds] */
     if (lat == NULL) {
         fprintf(stderr, "osu_%s: out of memory\n", b->coll->name);
         MPI_Abort(b->comm, 1);
@@ -784,13 +922,15 @@ static int run_ab(bench_t *b, size_t count, int first)
         for (int on = 0; on < 2; on++) {
             PMPI_Barrier(b->comm);
             b->picoll.set_bypass(!on);
+            b->staging = !on && b->opt.baseline == BASELINE_STAGED;
             lat[on * rounds + round] = gather_latency(b, time_calls(b, count, iters, warmup)).avg;
             if (b->opt.validate && round == 0) {
-                ok &= validate(b, count, on ? "picoll" : "plain MPI");
+                ok &= validate(b, count, on ? "picoll" : baseline_name(&b->opt));
             }
         }
     }
     PMPI_Barrier(b->comm);
+    b->staging = 0;
     b->picoll.set_bypass(0);
     if (b->rank == 0) {
         double mpi = median(lat, rounds), pic = median(lat + rounds, rounds);
@@ -798,8 +938,8 @@ static int run_ab(bench_t *b, size_t count, int first)
             print_picoll_comm(b);
         }
         printf("%-*zu%*.2f%*.2f%*.3f%*.2f%*.2f", COL_SIZE, size, COL_FIELD, mpi, COL_FIELD, pic,
-               COL_FIELD, pic > 0.0 ? mpi / pic : 0.0, COL_FIELD + 2, busbw(b, size, mpi),
-               COL_FIELD + 2, busbw(b, size, pic));
+               COL_FIELD, pic > 0.0 ? mpi / pic : 0.0, COL_BUSBW, busbw(b, size, mpi), COL_BUSBW,
+               busbw(b, size, pic));
         print_validation(b, ok);
     }
     free(lat);

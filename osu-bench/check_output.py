@@ -12,7 +12,11 @@ Checks (all by default on a successful run):
   --title T           Allreduce, Allgather, Alltoall
   --sizes MIN:MAX     the -m given to the program, with --factor F and --esize BYTES
   --full              -f columns;   --validate   -c column;   --ab   the A/B columns
+  --baseline B        mpi (default) or staged: how the A column of --ab (and the driver's
+                      tables and CSV) must be named; staged also wants the line saying how it
+                      stages
   --expect-fail       the run must exit non-zero, with a Fail row and a validation message
+  --expect-stderr RE  a line of stderr must match RE (with --expect-fail: which column failed)
   --expect-error RE   the run must exit non-zero, with a line of stderr matching RE
   --cuda-or-error     -d cuda: either a GPU ran it (checked as above) or it failed with one
                       clear line saying why
@@ -63,7 +67,15 @@ def check_format(a, out, err):
         fail("expected one '# Size' column header, found %d" % len(headers), out, err)
     header = headers[0]
     if a.ab:
-        columns = ["MPI(us)", "picoll(us)", "Speed-up", "MPI BusBW(MB/s)", "picoll BusBW(MB/s)"]
+        base = "staged MPI" if a.baseline == "staged" else "MPI"
+        columns = [base + "(us)", "picoll(us)", "Speed-up", base + " BusBW(MB/s)",
+                   "picoll BusBW(MB/s)"]
+        # "MPI(us)" is found inside "staged MPI(us)": a plain header must not say staged
+        if (a.baseline == "staged") != ("staged MPI(us)" in header):
+            fail("A column named %r, expected the %s baseline" % (header, a.baseline), out, err)
+        staging = [l for l in lines if l.startswith("# staged MPI: each timed call copies in")]
+        if a.baseline == "staged" and len(staging) != 1:
+            fail("no '# staged MPI: ...' line saying how the A column stages", out, err)
     else:
         columns = ["Avg Latency(us)"]
         if a.full:
@@ -119,17 +131,21 @@ def check_driver(a, out, err):
         rows = list(csv.DictReader(f))
     if not rows:
         fail("results.csv has no rows", out, err)
+    name = "%s MPI" % ("staged" if a.baseline == "staged" else "plain")
     for r in rows:
         float(r["mpi_us"]), float(r["picoll_us"]), float(r["speedup"])
         if r["validation"] != "Pass":
             fail("results.csv row not validated: %s" % r, out, err)
+        if r["baseline"] != a.baseline:
+            fail("results.csv row with baseline %r, expected %r: %s" % (r["baseline"], a.baseline, r),
+                 out, err)
     colls = sorted({r["collective"] for r in rows})
-    if "plain MPI (us)" not in out or "speed-up" not in out:
-        fail("the driver printed no side-by-side table", out, err)
+    if name + " (us)" not in out or "speed-up" not in out:
+        fail("the driver printed no side-by-side table with a %r column" % name, out, err)
     with open(md_path) as f:
         md = f.read()
-    if md.count("| size (B) |") < len(colls):
-        fail("results.md lacks a table per collective", out, err)
+    if md.count("| size (B) | %s (us) |" % name) < len(colls):
+        fail("results.md lacks a table per collective with a %r column" % name, out, err)
 
 
 def main():
@@ -141,7 +157,9 @@ def main():
     p.add_argument("--full", action="store_true")
     p.add_argument("--validate", action="store_true")
     p.add_argument("--ab", action="store_true")
+    p.add_argument("--baseline", choices=("mpi", "staged"), default="mpi")
     p.add_argument("--expect-fail", action="store_true")
+    p.add_argument("--expect-stderr")
     p.add_argument("--expect-error")
     p.add_argument("--cuda-or-error", action="store_true")
     p.add_argument("--driver")
@@ -176,6 +194,8 @@ def main():
             fail("no row says Fail although a result was corrupted", out, err)
         if "validation failed" not in err:
             fail("no 'validation failed' message on stderr", out, err)
+        if a.expect_stderr and not re.search(a.expect_stderr, err, re.M):
+            fail("stderr does not match %r" % a.expect_stderr, out, err)
     else:
         if r.returncode != 0:
             fail("exit status %d" % r.returncode, out, err)

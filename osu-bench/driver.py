@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""picoll osu-bench driver: plain MPI against picoll, side by side.
+"""picoll osu-bench driver: MPI (plain, or staged for CUDA buffers) against picoll, side by side.
 
 For each collective and memory kind, one MPI job runs the benchmark program with --ab: per
-message size it times plain MPI (picoll bypassed) then picoll, twice over (A B A B), so that the
-machine's noise cancels in the ratio. Host buffers run with PICOLL_HOST=on; CUDA buffers run when
-a GPU answers. Real OSU micro-benchmarks found through OSU_DIR or PATH run too, once without and
-once with the preload, and add their rows.
+message size it times the baseline (picoll bypassed) then picoll, twice over (A B A B), so that
+the machine's noise cancels in the ratio. Host buffers run with PICOLL_HOST=on; CUDA buffers run
+when a GPU answers. The baseline is plain MPI on the same buffers for host memory and, for CUDA
+buffers, staged MPI: cudaMemcpy to pinned host buffers, plain MPI, cudaMemcpy back, as an
+application does on an MPI that is not CUDA-aware (--baseline). Real OSU micro-benchmarks found
+through OSU_DIR or PATH run too, once without and once with the preload, and add their rows.
 
 Prints a table per collective and writes osu-bench/results/<date>-<host>/ with results.csv,
 results.md and PNG plots (matplotlib, else gnuplot, else none).
@@ -31,6 +33,8 @@ COLLECTIVES = ("allreduce", "allgather", "alltoall")
 TYPE_SIZES = {"mpi_char": 1, "mpi_int": 4, "mpi_float": 4, "mpi_double": 8}
 QUICK_SIZES, QUICK_FACTOR = "4:1M", 4
 FULL_SIZES, FULL_FACTOR = "1:1M", 2
+# the A column of the A/B rows (the programs' --baseline), as tables, CSV and plots name it
+BASELINE_NAMES = {"mpi": "plain MPI", "staged": "staged MPI"}
 
 
 def parse_bytes(text):
@@ -129,13 +133,26 @@ class Bench:
         cmd = [self.mpirun, str(np)] + (["--preload"] if preload else []) + [prog] + args
         return Job(cmd, self.env(picoll_host))
 
+    def baseline(self, mem):
+        """The A column for buffers of kind mem: staged for CUDA unless --baseline says."""
+        if self.args.baseline != "auto":
+            return self.args.baseline
+        return "staged" if mem == "cuda" else "mpi"
+
     def cuda_usable(self):
-        """(True, "") when CUDA buffers can be compared: a GPU answers and plain MPI (the A side,
-        picoll bypassed) takes device buffers, i.e. the MPI is CUDA-aware. Else (False, why)."""
+        """(True, "") when CUDA buffers can be compared: a GPU answers and, with the plain MPI
+        baseline, plain MPI (picoll bypassed) takes device buffers, i.e. the MPI is CUDA-aware.
+        The staged baseline needs no CUDA-aware MPI: only a GPU. Else (False, why)."""
         np = min(2, self.args.np)
-        job = self.launch(np, self.program(self.args.colls[0]),
-                          ["-d", "cuda", "-c", "-m", "%d:%d" % (self.esize, self.esize), "-i", "1",
-                           "-x", "0", "-T", self.args.type], preload=False, picoll_host=False)
+        one = ["-d", "cuda", "-c", "-m", "%d:%d" % (self.esize, self.esize), "-i", "1", "-x", "0",
+               "-T", self.args.type]
+        staged = self.baseline("cuda") == "staged"
+        if staged:
+            job = self.launch(np, self.program(self.args.colls[0]),
+                              one + ["--ab=1", "--baseline", "staged"], preload=True)
+        else:
+            job = self.launch(np, self.program(self.args.colls[0]), one, preload=False,
+                              picoll_host=False)
         for _ in job.lines():
             pass
         if job.wait() == 0:
@@ -143,8 +160,11 @@ class Bench:
         why = job.first_error()
         if "-d cuda:" in why:
             return False, why
+        if staged:
+            return True, ""  # a GPU answered: the A/B job will report what failed
         return False, ("plain MPI failed on CUDA buffers, so there is nothing to compare picoll "
-                       "with (is this MPI CUDA-aware?): " + why)
+                       "with (is this MPI CUDA-aware? --baseline staged needs no CUDA-aware MPI): "
+                       + why)
 
     def common_args(self):
         a = self.args
@@ -159,17 +179,21 @@ class Bench:
     def run_ab(self, coll, mem):
         a = self.args
         sizes = size_list(a.min_size, a.max_size, a.factor, self.esize)
-        args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem] + self.common_args()
+        base = self.baseline(mem)
+        args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem,
+                "--baseline", base] + self.common_args()
         label = "%s %s" % (coll, mem)
-        log("== %s: %d sizes, %s..%s bytes, np %d, %d rounds of plain MPI / picoll"
-            % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.np, a.rounds))
+        log("== %s: %d sizes, %s..%s bytes, np %d, %d rounds of %s / picoll"
+            % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.np, a.rounds,
+               BASELINE_NAMES[base]))
         t0 = time.time()
         job = self.launch(a.np, self.program(coll), args, preload=True)
         done = 0
         for line in job.lines():
-            if line.startswith("# picoll on ") or re.match(r"# picoll \S+, active", line):
+            if line.startswith("# picoll on ") or line.startswith("# staged MPI: ") \
+                    or re.match(r"# picoll \S+, active", line):
                 log("   " + line[2:])
-                if line.startswith("# picoll on "):
+                if not re.match(r"# picoll \S+, active", line):
                     self.notes.append("%s: %s" % (label, line[2:]))
                 continue
             if not line or line.startswith("#"):
@@ -182,10 +206,10 @@ class Bench:
                 continue
             valid = f[6] if len(f) > 6 else ""
             done += 1
-            self.add_row(coll, mem, "picoll-osu-bench", size, mpi, pic, valid)
-            log("   [%s] %2d/%d %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s  (%.0fs)"
-                % (label, done, len(sizes), human(size), mpi, pic, mpi / pic if pic else 0.0,
-                   valid, time.time() - t0))
+            self.add_row(coll, mem, "picoll-osu-bench", base, size, mpi, pic, valid)
+            log("   [%s] %2d/%d %8s B   %s %10.2f us   picoll %10.2f us   x%.2f %s  (%.0fs)"
+                % (label, done, len(sizes), human(size), BASELINE_NAMES[base], mpi, pic,
+                   mpi / pic if pic else 0.0, valid, time.time() - t0))
         rc = job.wait()
         if rc != 0:
             msg = "%s: the A/B job failed (%s)" % (label, job.first_error())
@@ -195,12 +219,14 @@ class Bench:
             self.failures.append(msg)
             log("   FAILED: " + msg)
 
-    def add_row(self, coll, mem, source, size, mpi, pic, valid, datatype=None):
+    def add_row(self, coll, mem, source, baseline, size, mpi, pic, valid, datatype=None):
+        """mpi: the A column, plain or staged MPI as baseline says (mpi, staged)."""
         self.rows.append({
             "collective": coll, "memory": mem, "source": source, "np": self.args.np,
             "datatype": datatype or self.args.type.upper(), "size_bytes": size,
             "mpi_us": "%.2f" % mpi, "picoll_us": "%.2f" % pic,
             "speedup": "%.3f" % (mpi / pic) if pic else "", "validation": valid,
+            "baseline": baseline,
         })
 
     # ------------------------------------------------------------------ real OSU binaries
@@ -251,6 +277,11 @@ class Bench:
         prog = self.find_osu(coll)
         if prog is None:
             return
+        if mem == "cuda" and self.baseline(mem) == "staged":
+            # OSU's own run without picoll hands device buffers to MPI: no staged baseline
+            self.notes.append("%s %s: OSU micro-benchmarks not run (they need a CUDA-aware MPI "
+                              "for the plain side; --baseline mpi runs them)" % (coll, mem))
+            return
         label = "%s %s (OSU %s)" % (coll, mem, prog)
         log("== %s: without, then with the preload" % label)
         try:
@@ -267,7 +298,7 @@ class Bench:
             valid = "Fail" if "Fail" in v else "Pass" if v == ["Pass", "Pass"] else ""
             if valid == "Fail":
                 self.failures.append("%s: validation failed at %d bytes" % (label, size))
-            self.add_row(coll, mem, "osu", size, plain[size][0], pic[size][0], valid,
+            self.add_row(coll, mem, "osu", "mpi", size, plain[size][0], pic[size][0], valid,
                          datatype=None if "-T" in flags else "OSU default")
             log("   [%s %s OSU] %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s"
                 % (coll, mem, human(size), plain[size][0], pic[size][0],
@@ -278,23 +309,26 @@ class Bench:
         return groups(self.rows)
 
     @staticmethod
-    def title(coll, mem, source):
+    def title(coll, mem, source, baseline):
         what = "picoll osu-bench A/B" if source != "osu" else "OSU micro-benchmarks, separate runs"
-        return "%s, %s buffers (%s)" % (coll, mem, what)
+        return "%s, %s buffers (%s, %s vs picoll)" % (coll, mem, what, BASELINE_NAMES[baseline])
 
     def print_tables(self):
         for (coll, mem, source), rows in self.groups():
+            base = rows[0]["baseline"]
             log()
-            log(self.title(coll, mem, source) + ", np %d, %s" % (self.args.np, self.args.type.upper()))
-            log("%10s %16s %14s %10s %11s" % ("size (B)", "plain MPI (us)", "picoll (us)", "speed-up",
-                                               "validation"))
+            log(self.title(coll, mem, source, base) + ", np %d, %s"
+                % (self.args.np, self.args.type.upper()))
+            log("%10s %16s %14s %10s %11s" % ("size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
+                                               "speed-up", "validation"))
             for r in rows:
                 log("%10d %16s %14s %9sx %11s" % (r["size_bytes"], r["mpi_us"], r["picoll_us"],
                                                   "%.2f" % float(r["speedup"]) if r["speedup"] else "-",
                                                   r["validation"] or "-"))
 
+    # mpi_us is the A column: plain MPI, or staged MPI where baseline says staged
     CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", "mpi_us",
-                  "picoll_us", "speedup", "validation"]
+                  "picoll_us", "speedup", "validation", "baseline"]
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
@@ -304,14 +338,16 @@ class Bench:
 
     def write_markdown(self, path, meta, plots):
         with open(path, "w") as f:
-            f.write("# picoll osu-bench: plain MPI vs picoll\n\n")
+            f.write("# picoll osu-bench: MPI vs picoll\n\n")
             for k, v in meta:
                 f.write("- %s: %s\n" % (k, v))
             for n in self.notes:
                 f.write("- %s\n" % n)
             for (coll, mem, source), rows in self.groups():
-                f.write("\n## %s\n\n" % self.title(coll, mem, source))
-                f.write("| size (B) | plain MPI (us) | picoll (us) | speed-up | validation |\n")
+                base = rows[0]["baseline"]
+                f.write("\n## %s\n\n" % self.title(coll, mem, source, base))
+                f.write("| size (B) | %s (us) | picoll (us) | speed-up | validation |\n"
+                        % BASELINE_NAMES[base])
                 f.write("|---:|---:|---:|---:|:---|\n")
                 for r in rows:
                     f.write("| %s | %s | %s | %s | %s |\n" % (
@@ -363,8 +399,11 @@ class Bench:
             ("ranks", str(a.np)),
             ("datatype", a.type.upper()),
             ("sizes", "%s..%s bytes, x%d" % (human(a.min_size), human(a.max_size), a.factor)),
-            ("method", "one job per collective; per size %d rounds of plain MPI (picoll bypassed) then "
-                       "picoll; latency = each rank's mean averaged over ranks (OSU), median over rounds" % a.rounds),
+            ("method", "one job per collective; per size %d rounds of the baseline (picoll bypassed) "
+                       "then picoll; latency = each rank's mean averaged over ranks (OSU), median over "
+                       "rounds" % a.rounds),
+            ("baseline", "; ".join("%s buffers: %s" % (m, BASELINE_NAMES[self.baseline(m)])
+                                   for m in mems)),
             ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=on" % self.libpicoll),
             ("duration", "%.0f s" % elapsed),
         ]
@@ -394,15 +433,21 @@ def groups(rows):
     return [(k, [r for r in rows if (r["collective"], r["memory"], r["source"]) == k]) for k in keys]
 
 
+def baseline_name(row):
+    """The A column's name; CSV files from before the baseline column hold plain MPI."""
+    return BASELINE_NAMES[row.get("baseline") or "mpi"]
+
+
 def plot_series(rows):
-    """Per (collective, memory): subtitle and [(tag, sizes, mpi, picoll)], OSU rows beside ours."""
+    """Per (collective, memory): subtitle and [(tag, baseline name, sizes, mpi, picoll)], OSU rows
+    beside ours."""
     out = {}
     for (coll, mem, source), grp in groups(rows):
         sub = "%s, %s buffers, np %s, %s" % (coll, mem, grp[0]["np"], grp[0]["datatype"])
         tag = "OSU " if source == "osu" else ""
         out.setdefault((coll, mem), (sub, []))[1].append(
-            (tag, [int(r["size_bytes"]) for r in grp], [float(r["mpi_us"]) for r in grp],
-             [float(r["picoll_us"]) for r in grp]))
+            (tag, baseline_name(grp[0]), [int(r["size_bytes"]) for r in grp],
+             [float(r["mpi_us"]) for r in grp], [float(r["picoll_us"]) for r in grp]))
     return out
 
 
@@ -415,9 +460,9 @@ def plot_matplotlib(plt, rows, outdir):
     for (coll, mem), (sub, series) in plot_series(rows).items():
         lat_name, spd_name = plot_names(coll, mem)
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for tag, sizes, mpi, pic in series:
+        for tag, base, sizes, mpi, pic in series:
             style = "--" if tag else "-"
-            ax.plot(sizes, mpi, style, marker="o", label=tag + "plain MPI")
+            ax.plot(sizes, mpi, style, marker="o", label=tag + base)
             ax.plot(sizes, pic, style, marker="s", label=tag + "picoll")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -431,9 +476,9 @@ def plot_matplotlib(plt, rows, outdir):
         plt.close(fig)
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for tag, sizes, mpi, pic in series:
+        for tag, base, sizes, mpi, pic in series:
             ax.plot(sizes, [m / p if p else 0.0 for m, p in zip(mpi, pic)], "--" if tag else "-",
-                    marker="o", label=tag + "speed-up (plain MPI / picoll)")
+                    marker="o", label=tag + "speed-up (%s / picoll)" % base)
         ax.axhline(1.0, color="gray", linewidth=1)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("message size (bytes)")
@@ -453,14 +498,14 @@ def plot_gnuplot(rows, outdir):
     for (coll, mem), (sub, series) in plot_series(rows).items():
         lat_name, spd_name = plot_names(coll, mem)
         lat, spd = [], []
-        for i, (tag, sizes, mpi, pic) in enumerate(series):
+        for i, (tag, base, sizes, mpi, pic) in enumerate(series):
             data = os.path.join(outdir, "%s-%s-%d.dat" % (coll, mem, i))
             with open(data, "w") as f:
                 for s, m, p in zip(sizes, mpi, pic):
                     f.write("%d %s %s %s\n" % (s, m, p, m / p if p else 0.0))
-            lat += ["'%s' using 1:2 with linespoints title '%splain MPI'" % (data, tag),
+            lat += ["'%s' using 1:2 with linespoints title '%s%s'" % (data, tag, base),
                     "'%s' using 1:3 with linespoints title '%spicoll'" % (data, tag)]
-            spd += ["'%s' using 1:4 with linespoints title '%sspeed-up'" % (data, tag)]
+            spd += ["'%s' using 1:4 with linespoints title '%sspeed-up (%s / picoll)'" % (data, tag, base)]
         script = ("set terminal pngcairo size 770,500\nset grid\nset logscale x 2\n"
                   "set xlabel 'message size (bytes)'\n"
                   "set output '%s'\nset logscale y\nset ylabel 'latency (us)'\n"
@@ -533,6 +578,11 @@ def main(argv=None):
     p.add_argument("--colls", default=",".join(COLLECTIVES), help="collectives (default: all)")
     p.add_argument("--mem", default="auto", choices=("auto", "host", "cuda"),
                    help="auto: host, and CUDA when a GPU answers (default)")
+    p.add_argument("--baseline", default="auto", choices=("auto", "mpi", "staged"),
+                   help="what picoll is compared with: mpi, plain MPI on the same buffers; staged, "
+                        "each call copied to host buffers (pinned for CUDA), plain MPI, copied back, "
+                        "as an application does on an MPI that is not CUDA-aware; auto (default): "
+                        "staged for CUDA buffers, mpi for host buffers")
     p.add_argument("--out", help="results directory (default: osu-bench/results/<date>-<host>/)")
     p.add_argument("--no-plots", action="store_true", help="no PNG plots")
     p.add_argument("--no-osu", action="store_true", help="do not run real OSU binaries")
