@@ -9,6 +9,8 @@
  * ld.acquire at system scope; data written by a peer is read with ld.global.cg (L2, never a stale
  * L1 line). Every wait is bounded by %globaltimer: past PICOLL_TIMEOUT the block records the ranks
  * it waited for in the host-mapped error word and returns; the host then aborts the job. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
@@ -168,13 +170,46 @@ __device__ __forceinline__ double dev_sub(double a, double b) { return __dsub_rn
 __device__ __forceinline__ float dev_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ double dev_mul(double a, double b) { return __dmul_rn(a, b); }
 
+/* float16 and bfloat16 lanes: the element's bits, a trivially copyable 2-byte type for the vector
+ * union of dev_reduce. Reduced through float as src/reduce/half.h does on the host: exact
+ * conversion up, one rounded float operation, one round-to-nearest-even conversion down, NaN as
+ * the canonical 0x7fff. */
+struct dev_f16_t {
+    uint16_t bits;
+};
+struct dev_bf16_t {
+    uint16_t bits;
+};
+
+__device__ __forceinline__ float dev_to_float(dev_f16_t h)
+{
+    return __half2float(__ushort_as_half(h.bits));
+}
+__device__ __forceinline__ float dev_to_float(dev_bf16_t h)
+{
+    return __bfloat162float(__ushort_as_bfloat16(h.bits));
+}
+__device__ __forceinline__ void dev_from_float(float f, dev_f16_t *h)
+{
+    h->bits = f != f ? (uint16_t)0x7fff : (uint16_t)__half_as_ushort(__float2half_rn(f));
+}
+__device__ __forceinline__ void dev_from_float(float f, dev_bf16_t *h)
+{
+    h->bits = f != f ? (uint16_t)0x7fff : (uint16_t)__bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+template <typename T> struct dev_is_half : std::false_type {};
+template <> struct dev_is_half<dev_f16_t> : std::true_type {};
+template <> struct dev_is_half<dev_bf16_t> : std::true_type {};
+
 template <typename T> struct dev_is_complex : std::false_type {};
 template <> struct dev_is_complex<float2> : std::true_type {};
 template <> struct dev_is_complex<double2> : std::true_type {};
 
 /* x op y with the C semantics of src/reduce/reduce.c: integer sums and products in unsigned
  * arithmetic (wraparound), logical ops give 0 or 1, MAX/MIN as x > y ? x : y, complex products
- * as (ac - bd) + (ad + bc)i. Floating-point results are those of the host loops, bit for bit. */
+ * as (ac - bd) + (ad + bc)i, half types through float. Floating-point results are those of the
+ * host loops, bit for bit. */
 template <typename T>
 __device__ __forceinline__ T dev_apply(int op, T x, T y)
 {
@@ -188,6 +223,15 @@ __device__ __forceinline__ T dev_apply(int op, T x, T y)
             z.y = dev_add(x.y, y.y);
         }
         return z;
+    } else if constexpr (dev_is_half<T>::value) {
+        float a = dev_to_float(x), b = dev_to_float(y);
+        T z;
+        switch (op) {
+        case PICOLL_OP_SUM: dev_from_float(dev_add(a, b), &z); return z;
+        case PICOLL_OP_PROD: dev_from_float(dev_mul(a, b), &z); return z;
+        case PICOLL_OP_MAX: return a > b ? x : y;
+        default: return a < b ? x : y;
+        }
     } else if constexpr (std::is_floating_point<T>::value) {
         switch (op) {
         case PICOLL_OP_SUM: return dev_add(x, y);

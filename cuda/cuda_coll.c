@@ -29,6 +29,8 @@ static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
     case PICOLL_DT_UINT64: return PICOLL_CUDA_T_U64;
     case PICOLL_DT_FLOAT: return PICOLL_CUDA_T_F32;
     case PICOLL_DT_DOUBLE: return PICOLL_CUDA_T_F64;
+    case PICOLL_DT_FLOAT16: return PICOLL_CUDA_T_F16;
+    case PICOLL_DT_BFLOAT16: return PICOLL_CUDA_T_BF16;
     case PICOLL_DT_FLOAT_COMPLEX: return PICOLL_CUDA_T_C32;
     case PICOLL_DT_DOUBLE_COMPLEX: return PICOLL_CUDA_T_C64;
     /* 0/1 bytes under LAND/LOR/LXOR and bytes under BAND/BOR/BXOR: uint8 gives the same bits */

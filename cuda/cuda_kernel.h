@@ -41,7 +41,8 @@ typedef enum {
 } picoll_cuda_kmode_t;
 
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
- * as uint8; the complex types as float2/double2, real part first). X(enum, device type). */
+ * as uint8; the complex types as float2/double2, real part first; float16 and bfloat16 as their
+ * bits, in lane types coll_kernel.cu defines). X(enum, device type). */
 #define PICOLL_CUDA_TYPE_LIST(X)      \
     X(PICOLL_CUDA_T_I8, int8_t)       \
     X(PICOLL_CUDA_T_U8, uint8_t)      \
@@ -53,6 +54,8 @@ typedef enum {
     X(PICOLL_CUDA_T_U64, uint64_t)    \
     X(PICOLL_CUDA_T_F32, float)       \
     X(PICOLL_CUDA_T_F64, double)      \
+    X(PICOLL_CUDA_T_F16, dev_f16_t)   \
+    X(PICOLL_CUDA_T_BF16, dev_bf16_t) \
     X(PICOLL_CUDA_T_C32, float2)      \
     X(PICOLL_CUDA_T_C64, double2)
 

@@ -42,6 +42,12 @@ picoll_dtype_t picoll_classify_dtype(MPI_Datatype type)
         DTYPE_ENTRY(MPI_AINT, PICOLL_DT_INT64),
         DTYPE_ENTRY(MPI_OFFSET, PICOLL_DT_INT64),
         DTYPE_ENTRY(MPI_COUNT, PICOLL_DT_INT64),
+#ifdef MPIX_C_FLOAT16 /* MPICH (not Open MPI 4.1) */
+        DTYPE_ENTRY(MPIX_C_FLOAT16, PICOLL_DT_FLOAT16),
+#endif
+#ifdef MPIX_BFLOAT16 /* newer MPICH */
+        DTYPE_ENTRY(MPIX_BFLOAT16, PICOLL_DT_BFLOAT16),
+#endif
     };
     _Static_assert(sizeof(long) == 8 && sizeof(MPI_Aint) == 8 && sizeof(MPI_Offset) == 8 &&
                        sizeof(MPI_Count) == 8,

@@ -14,6 +14,7 @@
 #include "build-config.h"
 #include "core.h"
 #include "cudrv.h"
+#include "half_ops.h"
 #include "memkind.h"
 #include "pinned.h"
 #include "staging.h"
@@ -267,6 +268,7 @@ EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
 {
     stage_t s;
     int rc;
+    picoll_half_ops_translate(&type, &op);
     if (STAGING_OFF()) {
         return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
     }
@@ -371,6 +373,7 @@ EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
 {
     stage_t s;
     int rc;
+    picoll_half_ops_translate(&type, &op);
     if (STAGING_OFF()) {
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
     }

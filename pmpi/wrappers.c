@@ -10,6 +10,7 @@
 #include "coll/dispatch.h"
 #include "comm.h"
 #include "core.h"
+#include "half_ops.h"
 #include "staging.h"
 #include "stats.h"
 
@@ -22,6 +23,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
         int provided = MPI_THREAD_SINGLE;
         PMPI_Query_thread(&provided);
         picoll_init(provided);
+        picoll_half_ops_init();
     }
     return rc;
 }
@@ -31,12 +33,14 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
         picoll_init(*provided);
+        picoll_half_ops_init();
     }
     return rc;
 }
 
 EXPORT int MPI_Finalize(void)
 {
+    picoll_half_ops_free();
     picoll_finalize();
     return PMPI_Finalize();
 }
@@ -82,6 +86,7 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
             }
         }
     }
+    picoll_half_ops_translate(&datatype, &op); /* where this MPI cannot reduce them itself */
     /* one predictable branch when there is no CUDA driver: picoll_g.staging is 0 */
     rc = picoll_g.staging && !picoll_reentry
              ? picoll_staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm)

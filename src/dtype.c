@@ -39,7 +39,8 @@ const char *picoll_op_name(picoll_op_t op)
 int picoll_op_valid(picoll_dtype_t dt, picoll_op_t op)
 {
     int integer = dt <= PICOLL_DT_UINT64;
-    int floating = dt == PICOLL_DT_FLOAT || dt == PICOLL_DT_DOUBLE || dt == PICOLL_DT_LONG_DOUBLE;
+    int floating = dt == PICOLL_DT_FLOAT || dt == PICOLL_DT_DOUBLE || dt == PICOLL_DT_LONG_DOUBLE ||
+                   dt == PICOLL_DT_FLOAT16 || dt == PICOLL_DT_BFLOAT16;
     int complex = dt == PICOLL_DT_FLOAT_COMPLEX || dt == PICOLL_DT_DOUBLE_COMPLEX ||
                   dt == PICOLL_DT_LONG_DOUBLE_COMPLEX;
 

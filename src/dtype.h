@@ -4,7 +4,9 @@
 
 #include <stddef.h>
 
-/* X(enum, name, C type): one list for the enum, the names and the sizes. */
+/* X(enum, name, C type): one list for the enum, the names and the sizes. The half-precision types
+ * are held as their uint16_t bit patterns (no compiler _Float16 or __bf16 needed) and reduced
+ * through float (src/reduce/half.h). */
 #define PICOLL_DTYPE_LIST(X)                                                   \
     X(PICOLL_DT_INT8, "int8", int8_t)                                          \
     X(PICOLL_DT_UINT8, "uint8", uint8_t)                                       \
@@ -17,6 +19,8 @@
     X(PICOLL_DT_FLOAT, "float", float)                                         \
     X(PICOLL_DT_DOUBLE, "double", double)                                      \
     X(PICOLL_DT_LONG_DOUBLE, "long double", long double)                       \
+    X(PICOLL_DT_FLOAT16, "float16", uint16_t) /* IEEE binary16, as its bits */  \
+    X(PICOLL_DT_BFLOAT16, "bfloat16", uint16_t) /* bfloat16, as its bits */     \
     X(PICOLL_DT_BOOL, "bool", _Bool)                                           \
     X(PICOLL_DT_FLOAT_COMPLEX, "float complex", float _Complex)                \
     X(PICOLL_DT_DOUBLE_COMPLEX, "double complex", double _Complex)             \

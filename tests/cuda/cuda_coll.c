@@ -22,7 +22,10 @@
  * Rank r uses device (local rank % device count): with more ranks than GPUs, several ranks share
  * one GPU through CUDA IPC. Every reference is the left-to-right reduction, in rank order, with
  * the C operations of picoll's host reduction, over every rank's input (each rank regenerates the
- * others'): the device must give exactly those bytes. Inputs avoid NaN (whose payload a GPU does
+ * others'): the device must give exactly those bytes. MPIX_C_FLOAT16 (where the MPI defines it and
+ * the compiler has _Float16) is reduced in the reference with _Float16 arithmetic, MPIX_BFLOAT16
+ * (where defined) in float rounded to bfloat16 here: both are correctly rounded results, which the
+ * device's float arithmetic rounded once to the half format must equal. Inputs avoid NaN (whose payload a GPU does
  * not propagate as the CPU does). The thresholds this test is run with (tests/cuda/
  * CTestTestfile.cmake.in): PICOLL_WORKSPACE_SIZE=128k (64 KiB buffers), one-shot up to 4 KiB. */
 #include "mpitest.h"
@@ -30,6 +33,7 @@
 #include <complex.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,7 +55,13 @@
         }                                                                               \
     } while (0)
 
-typedef enum { K_INT, K_UINT, K_BOOL, K_BYTE, K_FLOAT, K_DOUBLE, K_LDOUBLE, K_CFLOAT, K_CDOUBLE } kind_t;
+typedef enum {
+    K_INT, K_UINT, K_BOOL, K_BYTE, K_FLOAT, K_DOUBLE, K_LDOUBLE, K_CFLOAT, K_CDOUBLE, K_F16, K_BF16
+} kind_t;
+
+#if defined(MPIX_C_FLOAT16) && defined(__FLT16_MAX__)
+#define HAVE_FLOAT16 1
+#endif
 typedef enum { SUM, PROD, MAX, MIN, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS } op_t;
 static const char *const op_names[NOPS] = {"SUM", "PROD", "MAX", "MIN", "LAND",
                                            "LOR", "LXOR", "BAND", "BOR", "BXOR"};
@@ -87,6 +97,13 @@ static type_t types[] = {
     {"MPI_FLOAT", MPI_FLOAT, K_FLOAT, 4},        {"MPI_DOUBLE", MPI_DOUBLE, K_DOUBLE, 8},
     {"MPI_C_FLOAT_COMPLEX", MPI_C_FLOAT_COMPLEX, K_CFLOAT, 8},
     {"MPI_C_DOUBLE_COMPLEX", MPI_C_DOUBLE_COMPLEX, K_CDOUBLE, 16},
+    /* after the others: the cases below name types by index */
+#ifdef HAVE_FLOAT16
+    {"MPIX_C_FLOAT16", MPIX_C_FLOAT16, K_F16, 2},
+#endif
+#ifdef MPIX_BFLOAT16
+    {"MPIX_BFLOAT16", MPIX_BFLOAT16, K_BF16, 2},
+#endif
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -99,7 +116,9 @@ static int op_allowed(const type_t *t, op_t op)
     case K_BYTE: return op == BAND || op == BOR || op == BXOR;
     case K_FLOAT:
     case K_DOUBLE:
-    case K_LDOUBLE: return op <= MIN;
+    case K_LDOUBLE:
+    case K_F16:
+    case K_BF16: return op <= MIN;
     default: return op == SUM || op == PROD;
     }
 }
@@ -109,6 +128,34 @@ static int op_allowed(const type_t *t, op_t op)
 static uint64_t seed_of(int t, int op, size_t count, int extra)
 {
     return mt_rand((uint64_t)t * 131 + (uint64_t)op, count, (uint64_t)extra);
+}
+
+/* bfloat16 <-> float: the bits of a bfloat16 are the top half of a float's. float -> bfloat16
+ * rounds to nearest even by value: ulp = 2^(exponent - 7), never below 2^-133; NaN does not occur
+ * (the inputs avoid it). */
+static float bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t bf16_from_double(double v)
+{
+    if (v != 0 && !isinf(v)) {
+        int e;
+        frexp(v, &e);
+        int qe = e - 8 < -133 ? -133 : e - 8;
+        v = ldexp(nearbyint(ldexp(v, -qe)), qe);
+        if (fabs(v) > ldexp(255.0, 120)) {
+            v = v > 0 ? INFINITY : -INFINITY;
+        }
+    }
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
 }
 
 /* Element i of rank r's input. */
@@ -149,6 +196,16 @@ static void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, void *
         double re = op == PROD ? 0.75 + (double)(x % 1000) / 2000.0 : f;
         double im = op == PROD ? (double)((x >> 20) % 1000) / 2000.0 - 0.25 : f / 3.0;
         *(double _Complex *)p = CMPLX(re, im);
+        break;
+    }
+    case K_F16:
+#ifdef HAVE_FLOAT16
+        *(_Float16 *)p = (_Float16)(op == PROD ? 0.75 + (double)(x % 1000) / 2000.0 : f);
+#endif
+        break;
+    case K_BF16: {
+        uint16_t h = bf16_from_double(op == PROD ? 0.75 + (double)(x % 1000) / 2000.0 : f);
+        memcpy(p, &h, 2);
         break;
     }
     }
@@ -217,6 +274,21 @@ static void combine(const type_t *t, op_t op, void *acc, const void *in)
     case K_CDOUBLE: {
         double _Complex x = *(double _Complex *)acc, y = *(const double _Complex *)in;
         *(double _Complex *)acc = op == SUM ? x + y : x * y;
+        break;
+    }
+    case K_F16:
+#ifdef HAVE_FLOAT16
+        REAL_OP(_Float16); /* each operation rounded once to float16 */
+#endif
+        break;
+    case K_BF16: {
+        uint16_t a, b;
+        memcpy(&a, acc, 2);
+        memcpy(&b, in, 2);
+        double x = bf16_to_float(a), y = bf16_to_float(b);
+        uint16_t z = op == SUM ? bf16_from_double(x + y) : op == PROD ? bf16_from_double(x * y)
+                   : op == MAX ? (x > y ? a : b) : (x < y ? a : b);
+        memcpy(acc, &z, 2);
         break;
     }
     }
@@ -550,6 +622,9 @@ static void fallback_cases(void)
     allreduce_case(99, &ld, SUM, 777, 0, 0);
     host_rank = mt_size - 1;
     for (size_t ti = 0; ti < NTYPES; ti += 5) {
+        if (types[ti].kind == K_F16 || types[ti].kind == K_BF16) {
+            continue; /* picoll hands these to the MPI with a host user op: not on device buffers */
+        }
         allreduce_case((int)ti, &types[ti], op_allowed(&types[ti], SUM) ? SUM : BXOR, 5000, 0, 0);
     }
     host_rank = -1;

@@ -48,6 +48,12 @@ int main(void)
         {MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX", PICOLL_DT_LONG_DOUBLE_COMPLEX,
          sizeof(long double _Complex)},
         {MPI_BYTE, "MPI_BYTE", PICOLL_DT_BYTE, 1},
+#ifdef MPIX_C_FLOAT16 /* MPICH: IEEE binary16 */
+        {MPIX_C_FLOAT16, "MPIX_C_FLOAT16", PICOLL_DT_FLOAT16, 2},
+#endif
+#ifdef MPIX_BFLOAT16
+        {MPIX_BFLOAT16, "MPIX_BFLOAT16", PICOLL_DT_BFLOAT16, 2},
+#endif
         /* not run by picoll: no reduction defined, pair types, or no fixed C type */
         {MPI_CHAR, "MPI_CHAR", PICOLL_DT_NONE, 0},
         {MPI_WCHAR, "MPI_WCHAR", PICOLL_DT_NONE, 0},
@@ -82,6 +88,9 @@ int main(void)
         if (types[i].dt != PICOLL_DT_NONE) {
             CHECK(picoll_dtype_size(got) == types[i].csize, "%s: picoll's element is %zu bytes, the "
                   "C type %zu", types[i].name, picoll_dtype_size(got), types[i].csize);
+            CHECK(picoll_classify_copy_size(types[i].mpi) == types[i].csize, "%s: copied as %zu-byte "
+                  "elements, the C type is %zu", types[i].name,
+                  picoll_classify_copy_size(types[i].mpi), types[i].csize);
         }
     }
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {

@@ -3,6 +3,7 @@
  * Reduction Operations"), not derived from the code under test:
  *   MAX, MIN                 C integer, floating point
  *   SUM, PROD                C integer, floating point, complex
+ * (float16 and bfloat16, MPIX_C_FLOAT16 and MPIX_BFLOAT16 in MPICH, count as floating point)
  *   LAND, LOR, LXOR          C integer, logical (MPI_C_BOOL)
  *   BAND, BOR, BXOR          C integer, byte */
 #include "build-config.h" /* _GNU_SOURCE, as in src/ */
@@ -31,6 +32,8 @@ static const struct {
     [PICOLL_DT_FLOAT] =                ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
     [PICOLL_DT_DOUBLE] =               ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
     [PICOLL_DT_LONG_DOUBLE] =          ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
+    [PICOLL_DT_FLOAT16] =              ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
+    [PICOLL_DT_BFLOAT16] =             ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
     [PICOLL_DT_BOOL] =                 ROW(0,  0,   0,  0,  1,   1,  1,   0,   0,  0),
     [PICOLL_DT_FLOAT_COMPLEX] =        ROW(1,  1,   0,  0,  0,   0,  0,   0,   0,  0),
     [PICOLL_DT_DOUBLE_COMPLEX] =       ROW(1,  1,   0,  0,  0,   0,  0,   0,   0,  0),
@@ -50,6 +53,8 @@ static const size_t expected_size[PICOLL_DT_COUNT] = {
     [PICOLL_DT_FLOAT] = 4,
     [PICOLL_DT_DOUBLE] = 8,
     [PICOLL_DT_LONG_DOUBLE] = sizeof(long double),
+    [PICOLL_DT_FLOAT16] = 2,
+    [PICOLL_DT_BFLOAT16] = 2,
     [PICOLL_DT_BOOL] = sizeof(_Bool),
     [PICOLL_DT_FLOAT_COMPLEX] = 8,
     [PICOLL_DT_DOUBLE_COMPLEX] = 16,
@@ -101,6 +106,12 @@ int main(void)
     CHECK(!picoll_op_valid(PICOLL_DT_BYTE, PICOLL_OP_SUM), "SUM on byte must be invalid");
     CHECK(!picoll_op_valid(PICOLL_DT_BYTE, PICOLL_OP_LAND), "LAND on byte must be invalid");
     CHECK(!picoll_op_valid(PICOLL_DT_DOUBLE, PICOLL_OP_LOR), "LOR on double must be invalid");
+    CHECK(picoll_op_valid(PICOLL_DT_FLOAT16, PICOLL_OP_MIN), "MIN on float16 must be valid");
+    CHECK(!picoll_op_valid(PICOLL_DT_BFLOAT16, PICOLL_OP_BXOR), "BXOR on bfloat16 must be invalid");
+    CHECK(strcmp(picoll_dtype_name(PICOLL_DT_FLOAT16), "float16") == 0 &&
+              strcmp(picoll_dtype_name(PICOLL_DT_BFLOAT16), "bfloat16") == 0,
+          "half types named %s and %s", picoll_dtype_name(PICOLL_DT_FLOAT16),
+          picoll_dtype_name(PICOLL_DT_BFLOAT16));
 
     /* out of range */
     CHECK(picoll_dtype_size(PICOLL_DT_NONE) == 0, "size of PICOLL_DT_NONE is not 0");

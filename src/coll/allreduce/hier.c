@@ -18,7 +18,8 @@
 static int order_free(const picoll_allreduce_args_t *args)
 {
     int fp = args->dtype == PICOLL_DT_FLOAT || args->dtype == PICOLL_DT_DOUBLE ||
-             args->dtype == PICOLL_DT_LONG_DOUBLE;
+             args->dtype == PICOLL_DT_LONG_DOUBLE || args->dtype == PICOLL_DT_FLOAT16 ||
+             args->dtype == PICOLL_DT_BFLOAT16;
     return !(fp && (args->op == PICOLL_OP_MIN || args->op == PICOLL_OP_MAX));
 }
 
