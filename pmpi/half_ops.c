@@ -79,7 +79,9 @@ void picoll_half_ops_free(void)
 
 void picoll_half_ops_translate(MPI_Datatype *type, MPI_Op *op)
 {
-    if (!half_ops_ready || !picoll_g.active || picoll_reentry) {
+    /* a user op runs on the CPU: not where device buffers can reach the MPI unstaged */
+    if (!half_ops_ready || !picoll_g.active || picoll_reentry ||
+        (picoll_g.cuda.driver && !picoll_g.staging)) {
         return;
     }
     picoll_dtype_t dt = picoll_classify_dtype(*type);
