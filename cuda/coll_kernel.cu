@@ -9,17 +9,28 @@
  * ld.acquire at system scope; data written by a peer is read with ld.global.cg (L2, never a stale
  * L1 line). Every wait is bounded by %globaltimer: past PICOLL_TIMEOUT the block records the ranks
  * it waited for in the host-mapped error word and returns; the host then aborts the job. */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
 
 #include "cuda/cuda_kernel.h"
 #include "dtype.h"
 
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#else
+/* Built for the CPU by the test driver's emulated GPU (tests/cuda/emu): a portability header
+ * included before this file supplies CUDA's built-in names (threadIdx, __syncthreads, uint4,
+ * __ldcg, ...) and the emu_* primitives used below; half precision converts as the host
+ * reduction does (src/reduce/half.h), which gives the same bits as CUDA's conversions. */
+#include "reduce/half.h"
+#endif
+
 namespace {
 
+/* The three primitives that need PTX: the global nanosecond timer, and the flag store and load
+ * (release and acquire at system scope). */
+#ifdef __CUDACC__
 __device__ __forceinline__ uint64_t dev_globaltimer()
 {
     uint64_t t;
@@ -38,6 +49,11 @@ __device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f)
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");
     return v;
 }
+#else
+__device__ __forceinline__ uint64_t dev_globaltimer() { return emu_globaltimer(); }
+__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v); }
+__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f); }
+#endif
 
 /* Arrive at epoch and wait for block blockIdx.x of every other rank. Returns true when some peer
  * did not arrive within the timeout (the whole block then returns). */
@@ -181,6 +197,7 @@ struct dev_bf16_t {
     uint16_t bits;
 };
 
+#ifdef __CUDACC__
 __device__ __forceinline__ float dev_to_float(dev_f16_t h)
 {
     return __half2float(__ushort_as_half(h.bits));
@@ -197,6 +214,12 @@ __device__ __forceinline__ void dev_from_float(float f, dev_bf16_t *h)
 {
     h->bits = f != f ? (uint16_t)0x7fff : (uint16_t)__bfloat16_as_ushort(__float2bfloat16_rn(f));
 }
+#else
+__device__ __forceinline__ float dev_to_float(dev_f16_t h) { return picoll_f16_to_float(h.bits); }
+__device__ __forceinline__ float dev_to_float(dev_bf16_t h) { return picoll_bf16_to_float(h.bits); }
+__device__ __forceinline__ void dev_from_float(float f, dev_f16_t *h) { h->bits = picoll_float_to_f16(f); }
+__device__ __forceinline__ void dev_from_float(float f, dev_bf16_t *h) { h->bits = picoll_float_to_bf16(f); }
+#endif
 
 template <typename T> struct dev_is_half : std::false_type {};
 template <> struct dev_is_half<dev_f16_t> : std::true_type {};
@@ -314,7 +337,13 @@ __device__ __forceinline__ void dev_part(size_t lo, size_t hi, int m, int k, siz
     *phi = *plo + per < hi ? *plo + per : hi;
 }
 
-__global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2) coll_kernel(const picoll_cuda_kparams_t p)
+} // namespace
+
+/* The kernel, found by name (PICOLL_CUDA_KERNEL_NAME) in the module picoll loads from the embedded
+ * fatbin, and launched with cuLaunchKernel: blocks as picoll_cuda_kernel_blocks() says, threads
+ * as the launch says (at least PICOLL_CUDA_MAX_LOCAL: thread t waits for local rank t). */
+extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
+picoll_coll_kernel(const picoll_cuda_kparams_t p)
 {
     size_t lo, hi, plo, phi;
     char *const *in = p.slot[p.epoch & 1];
@@ -401,32 +430,3 @@ __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2) coll_kernel(const pico
     }
 }
 
-} // namespace
-
-extern "C" int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
-{
-    size_t total = p->mode == PICOLL_CUDA_K_ALLTOALL ? p->bytes * (size_t)p->nranks : p->bytes;
-    size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
-    int max = p->max_blocks < 1 ? 1 : p->max_blocks;
-    if (max > PICOLL_CUDA_MAX_BLOCKS) {
-        max = PICOLL_CUDA_MAX_BLOCKS;
-    }
-    return g < 1 ? 1 : g > (size_t)max ? max : (int)g;
-}
-
-extern "C" int picoll_cuda_kernel_occupancy(int *blocks_per_sm)
-{
-    cudaFuncAttributes attr;
-    cudaError_t err = cudaFuncGetAttributes(&attr, coll_kernel);
-    if (err == cudaSuccess) {
-        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, coll_kernel,
-                                                            PICOLL_CUDA_THREADS, 0);
-    }
-    return (int)err;
-}
-
-extern "C" int picoll_cuda_kernel_launch(const picoll_cuda_kparams_t *p, void *stream)
-{
-    coll_kernel<<<picoll_cuda_kernel_blocks(p), PICOLL_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*p);
-    return (int)cudaGetLastError();
-}

@@ -96,18 +96,19 @@ typedef struct {
     picoll_cuda_error_t *err;                /* host-mapped */
 } picoll_cuda_kparams_t;
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+/* The kernel's symbol in the fatbin (cuModuleGetFunction). */
+#define PICOLL_CUDA_KERNEL_NAME "picoll_coll_kernel"
+
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank. */
-int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p);
-/* Whether the kernel has an image for the current device (cudaSuccess), and how many of its
- * blocks one SM holds. Returns a cudaError_t. */
-int picoll_cuda_kernel_occupancy(int *blocks_per_sm);
-/* Launches the kernel on stream (a cudaStream_t); returns a cudaError_t. */
-int picoll_cuda_kernel_launch(const picoll_cuda_kparams_t *p, void *stream);
-#ifdef __cplusplus
+static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
+{
+    size_t total = p->mode == PICOLL_CUDA_K_ALLTOALL ? p->bytes * (size_t)p->nranks : p->bytes;
+    size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
+    int max = p->max_blocks < 1 ? 1 : p->max_blocks;
+    if (max > PICOLL_CUDA_MAX_BLOCKS) {
+        max = PICOLL_CUDA_MAX_BLOCKS;
+    }
+    return g < 1 ? 1 : g > (size_t)max ? max : (int)g;
 }
-#endif
 
 #endif

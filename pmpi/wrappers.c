@@ -91,6 +91,9 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     rc = picoll_g.staging && !picoll_reentry
              ? picoll_staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm)
              : PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (!picoll_reentry) {
+        picoll_last_set(PICOLL_COLL_ALLREDUCE, PICOLL_ALG_FALLBACK);
+    }
     if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
         count_fallback(PICOLL_COLL_ALLREDUCE, count, datatype, comm);
     }
@@ -148,6 +151,9 @@ EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     rc = picoll_g.staging && !picoll_reentry
              ? picoll_staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
              : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (!picoll_reentry) {
+        picoll_last_set(PICOLL_COLL_ALLGATHER, PICOLL_ALG_FALLBACK);
+    }
     if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
         count_fallback(PICOLL_COLL_ALLGATHER, recvcount, recvtype, comm);
     }
@@ -170,6 +176,9 @@ EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     rc = picoll_g.staging && !picoll_reentry
              ? picoll_staged_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
              : PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (!picoll_reentry) {
+        picoll_last_set(PICOLL_COLL_ALLTOALL, PICOLL_ALG_FALLBACK);
+    }
     if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
         count_fallback(PICOLL_COLL_ALLTOALL, recvcount, recvtype, comm);
     }

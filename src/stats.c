@@ -5,6 +5,14 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+_Thread_local const char *picoll_last_alg __attribute__((tls_model("initial-exec")));
+
+PICOLL_EXPORT const char *picoll_last_algorithm(void);
+const char *picoll_last_algorithm(void)
+{
+    return picoll_last_alg;
+}
+
 static _Atomic unsigned long long stat_calls[PICOLL_COLL_COUNT][PICOLL_ALG_MAX];
 static _Atomic unsigned long long stat_bytes[PICOLL_COLL_COUNT][PICOLL_ALG_MAX];
 

@@ -24,6 +24,7 @@ static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t by
         return PICOLL_ALG_FALLBACK;
     }
     *mpi_rc = MPI_SUCCESS;
+    picoll_last_set(coll, alg);
     if (picoll_g.stats) {
         picoll_stats_add(coll, alg, bytes);
     }
