@@ -7,8 +7,10 @@
  * through CUDA IPC mappings. A block arrives by storing the epoch into its flag with st.release
  * at system scope after a system fence of every thread, and waits by loading the peers' flags with
  * ld.acquire at system scope; data written by a peer is read with ld.global.cg (L2, never a stale
- * L1 line). Every wait is bounded by %globaltimer: past PICOLL_TIMEOUT the block records the ranks
- * it waited for in the host-mapped error word and returns; the host then aborts the job. */
+ * L1 line). A wait on a peer whose block is running is bounded by %globaltimer: past
+ * PICOLL_TIMEOUT the block records the ranks it waited for in the host-mapped status and returns;
+ * the host then aborts the job. Each block tells the host when it started and when it finished
+ * there too, so that the host waits without any driver call. */
 #include <stdint.h>
 #include <type_traits>
 
@@ -55,8 +57,21 @@ __device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_fl
 __device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f); }
 #endif
 
-/* Arrive at epoch and wait for block blockIdx.x of every other rank. Returns true when some peer
- * did not arrive within the timeout (the whole block then returns). */
+/* Block blockIdx.x starts: tell the peers' kernels (their timeouts count only from here) and this
+ * rank's host. */
+__device__ void dev_start(const picoll_cuda_kparams_t &p)
+{
+    if (threadIdx.x == 0) {
+        dev_flag_store(p.flags[p.me] + PICOLL_CUDA_STARTED_WORD +
+                           (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, p.epoch);
+        dev_flag_store((uint64_t *)&p.status->started[blockIdx.x], p.epoch);
+    }
+}
+
+/* Arrive at epoch and wait for block blockIdx.x of every peer. Returns true when some peer that
+ * had started this launch did not arrive within the timeout (the whole block then returns). A
+ * peer whose block has not started yet (its GPU still runs work queued before the call) is waited
+ * for without a clock: the host bounds that wait. */
 __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
 {
     __shared__ int gave_up;
@@ -72,18 +87,21 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
     int t = (int)threadIdx.x;
     if (t < p.nranks && t != p.me && (p.peers >> t & 1u)) {
         const uint64_t *f = p.flags[t] + line;
-        uint64_t start = 0;
+        const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD + line;
+        uint64_t since = 0;
         for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
             if ((spins & 1023) != 0) {
                 continue;
             }
             uint64_t now = dev_globaltimer();
-            if (start == 0) {
-                start = now;
-            } else if (now - start > p.timeout_ns) {
-                p.err->missing[t] = 1;
+            if (dev_flag_load(started) < p.epoch) {
+                since = 0; /* not running yet: not late */
+            } else if (since == 0) {
+                since = now;
+            } else if (now - since > p.timeout_ns) {
+                p.status->missing[t] = 1;
                 __threadfence_system();
-                p.err->timed_out = 1;
+                p.status->timed_out = 1;
                 gave_up = 1;
                 break;
             }
@@ -95,14 +113,13 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
     return gave_up != 0;
 }
 
-/* Tell every peer that this block read its buffers for the last time in this launch. */
-__device__ void dev_leave(const picoll_cuda_kparams_t &p, uint64_t epoch)
+/* The block is done: every thread's writes are visible system-wide, then the host is told. */
+__device__ void dev_finish(const picoll_cuda_kparams_t &p, uint64_t epoch)
 {
+    __threadfence_system();
     __syncthreads();
-    int t = (int)threadIdx.x;
-    if (t < p.nranks && t != p.me && (p.peers >> t & 1u)) {
-        dev_flag_store(p.flags[t] + PICOLL_CUDA_DONE_WORD + p.me * PICOLL_CUDA_MAX_BLOCKS + blockIdx.x,
-                       epoch);
+    if (threadIdx.x == 0) {
+        dev_flag_store((uint64_t *)&p.status->done[blockIdx.x], epoch);
     }
 }
 
@@ -350,6 +367,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
     char *const *out = p.slot[(p.epoch + 1) & 1];
 
     dev_part(0, p.bytes, (int)gridDim.x, (int)blockIdx.x, &lo, &hi);
+    dev_start(p);
     switch (p.mode) {
     case PICOLL_CUDA_K_ONESHOT:
         dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
@@ -357,7 +375,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
             return;
         }
         dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
-        dev_leave(p, p.epoch);
+        dev_finish(p, p.epoch);
         break;
     case PICOLL_CUDA_K_TWOSHOT:
         dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
@@ -373,7 +391,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
             dev_part(lo, hi, p.nranks, r, &plo, &phi);
             dev_copy(p.dst + plo, out[r] + plo, phi - plo);
         }
-        dev_leave(p, p.epoch + 1);
+        dev_finish(p, p.epoch + 1);
         break;
     case PICOLL_CUDA_K_HCM: {
         /* every block reduces its slice of its quad's inputs (read over the quad's NVLinks) into
@@ -396,7 +414,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         pair[p.quad_first ? 0 : 1] = out[p.me];
         pair[p.quad_first ? 1 : 0] = out[p.relay];
         dev_reduce_any(p, p.dst + lo, pair, 2, lo, (hi - lo) / (size_t)p.esize);
-        dev_leave(p, p.epoch + 1);
+        dev_finish(p, p.epoch + 1);
         break;
     }
     case PICOLL_CUDA_K_ALLGATHER:
@@ -409,7 +427,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
                 dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + lo, hi - lo);
             }
         }
-        dev_leave(p, p.epoch);
+        dev_finish(p, p.epoch);
         break;
     case PICOLL_CUDA_K_ALLTOALL:
         for (int r = 0; r < p.nranks; r++) {
@@ -423,7 +441,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
             dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
                      hi - lo);
         }
-        dev_leave(p, p.epoch);
+        dev_finish(p, p.epoch);
         break;
     default:
         break;

@@ -1,20 +1,29 @@
-/* The device collectives on the workspace: per-call set-up (device, stream ordering), the chunk
- * loops and the kernel launches, and the end of a call (synchronise, report a timeout).
+/* The device collectives on the workspace: the vote, the chunk loops and the kernel launches, and
+ * the end of a call (the kernel's completion, a timeout).
  *
- * Stream ordering: picoll works on its own non-blocking stream, which first waits for an event
- * recorded on the legacy default stream (so everything the application queued there, and on
- * every blocking stream, before the call is finished first) and for one recorded on the calling
- * thread's per-thread default stream (applications built with --default-stream per-thread). Work
- * on the application's own non-blocking streams must be synchronised by the application, as with
- * any MPI. The call returns after the stream is synchronised: the result is in the receive
- * buffer. */
+ * Stream ordering: the kernels run on the calling thread's per-thread default stream of the
+ * buffers' context, which synchronises with the legacy default stream: they start after everything
+ * the application queued on the legacy stream before the call (and on this thread's per-thread
+ * stream, for applications built with --default-stream per-thread). Work on the application's own
+ * streams must be synchronised by the application, as with any MPI. Not the legacy stream itself:
+ * it is one queue for every thread of the process, so two threads calling collectives on two
+ * communicators would have their kernels queued in different orders on different ranks, each
+ * waiting for a peer kernel queued behind its own partner's (tests/cuda/staged's threads deadlock
+ * so). The call returns once the host-mapped status says every block of the last launch finished:
+ * the result is in the receive buffer.
+ *
+ * Driver calls per call, on the hot path: one pointer attribute per buffer (the memory-kind cache,
+ * src/memkind.c), one stream-capture query, one current-context query (two more where the caller's
+ * current context is another), one launch per chunk. */
 #include "build-config.h"
 #include "coll/algs.h"
 #include "cuda/cuda_ws.h"
 #include "host/shm.h"
 #include "log.h"
 
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
 {
@@ -40,78 +49,124 @@ static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
     }
 }
 
-/* The device of a device buffer, or -1 (host, managed, unknown). */
-static int coll_device_of(const void *ptr)
+int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
+                     const picoll_meminfo_t *recv, picoll_dtype_t dt, picoll_cu_context_t *ctx,
+                     int *home)
 {
-    struct cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
-        cudaGetLastError();
-        return -1;
+    int status = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE;
+    *ctx = NULL;
+    *home = 0;
+    if (recv->kind != PICOLL_MEM_DEVICE || (send != NULL && (send->kind != PICOLL_MEM_DEVICE ||
+                                                             send->context != recv->context))) {
+        return 0;
     }
-    return a.type == cudaMemoryTypeDevice ? a.device : -1;
-}
-
-int picoll_cuda_buffers_device(const void *sendbuf, const void *recvbuf)
-{
-    int rdev = coll_device_of(recvbuf);
-    int sdev = sendbuf == MPI_IN_PLACE ? rdev : coll_device_of(sendbuf);
-    return sdev == rdev ? rdev : -1;
-}
-
-int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const void *sendbuf, const void *recvbuf,
-                     picoll_dtype_t dt, int *home)
-{
-    int rdev = coll_device_of(recvbuf);
-    int sdev = sendbuf == MPI_IN_PLACE ? rdev : coll_device_of(sendbuf);
-    *home = rdev < 0 || sdev != rdev || rdev == ws->device;
     if (dt != PICOLL_DT_NONE && coll_type(dt) == PICOLL_CUDA_T_NONE) {
         return 0;
     }
-    return rdev == ws->device && sdev == ws->device;
+    /* a CUDA graph being captured on this thread's stream would take the launch in, past the
+     * point where this rank could still fall back */
+    if (picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status) != 0 ||
+        status != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+        return 0;
+    }
+    *ctx = recv->context;
+    *home = ws != NULL && ws->ctx == *ctx;
+    return 1;
 }
 
 /* Past the agreement a rank cannot fall back alone: a CUDA failure ends the job. */
-static void coll_fatal(const char *coll, const char *call, cudaError_t err)
+static void coll_fatal(const char *coll, const char *call, int rc)
 {
-    picoll_error("%s on the device: %s failed (%s): aborting the job", coll, call,
-                 cudaGetErrorString(err));
+    const char *s = NULL;
+    picoll_cu.get_error_string(rc, &s);
+    picoll_error("%s on the device: %s failed (%s, CUresult %d): aborting the job", coll, call,
+                 s != NULL ? s : "unknown error", rc);
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll)
 {
     picoll_cuda_saved_ctx_t prev;
-    cudaError_t err = picoll_cuda_enter(ws->device, &prev);
-    if (err == cudaSuccess) {
-        err = cudaEventRecord(ws->ready, cudaStreamLegacy);
-    }
-    if (err == cudaSuccess) {
-        err = cudaStreamWaitEvent(ws->stream, ws->ready, 0);
-    }
-    if (err == cudaSuccess) {
-        err = cudaEventRecord(ws->ready, cudaStreamPerThread);
-    }
-    if (err == cudaSuccess) {
-        err = cudaStreamWaitEvent(ws->stream, ws->ready, 0);
-    }
-    if (err != cudaSuccess) {
-        coll_fatal(coll, "ordering after the default streams", err);
+    int rc = picoll_cuda_enter(ws->ctx, &prev);
+    if (rc != 0) {
+        coll_fatal(coll, "cuCtxSetCurrent", rc);
     }
     return prev;
 }
 
-static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const char *coll)
+static double coll_now(void)
 {
-    cudaError_t err = cudaStreamSynchronize(ws->stream);
-    if (ws->err->timed_out) {
-        unsigned char missing[PICOLL_CUDA_MAX_LOCAL];
-        for (int r = 0; r < ws->nlocal; r++) {
-            missing[r] = ws->err->missing[r];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* After a host deadline: the local ranks whose latest launch had not started (read through the
+ * mappings: slow, but only on the way to ending the job). */
+static void coll_not_started(picoll_cuda_ws_t *ws, uint64_t first, unsigned char *missing)
+{
+    for (int r = 0; r < ws->nlocal; r++) {
+        uint64_t started = 0;
+        missing[r] = 0;
+        if (r == ws->me || !(ws->peers >> r & 1u)) {
+            continue;
         }
-        picoll_timeout_abort(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal, ws->timeout);
+        picoll_cu.memcpy_dtoh(&started, (picoll_cu_deviceptr_t)(uintptr_t)(ws->peer[r]) +
+                                            PICOLL_CUDA_STARTED_WORD * sizeof(uint64_t),
+                              sizeof(started));
+        missing[r] = started < first;
     }
-    if (err != cudaSuccess) {
-        coll_fatal(coll, "cudaStreamSynchronize", err);
+}
+
+/* Wait for the last launch (first epoch first, last epoch last, blocks blocks) by polling the
+ * host-mapped status: no driver call. The kernel times out peers that started and stopped; here,
+ * a launch of this rank that does not start (the GPU still runs work queued before the call) is
+ * waited for with a warning, and one that runs past PICOLL_TIMEOUT (plus a margin for the
+ * kernel's own timeout to speak first) names the peers that never started. */
+static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const char *coll,
+                     uint64_t first, uint64_t last, int blocks)
+{
+    volatile picoll_cuda_status_t *st = ws->status;
+    double began = 0.0, asked = coll_now();
+    int warned = 0;
+    unsigned char missing[PICOLL_CUDA_MAX_LOCAL];
+
+    for (unsigned spins = 0;; spins++) {
+        int b = 0;
+        while (b < blocks && st->done[b] >= last) {
+            b++;
+        }
+        if (b == blocks) {
+            break;
+        }
+        if (st->timed_out) {
+            for (int r = 0; r < ws->nlocal; r++) {
+                missing[r] = st->missing[r];
+            }
+            picoll_timeout_abort(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
+                                 ws->timeout);
+        }
+        if (spins < picoll_spin_max()) {
+            continue;
+        }
+        sched_yield();
+        if ((spins & 255) != 0) {
+            continue;
+        }
+        double now = coll_now();
+        if (began == 0.0 && st->started[0] >= first) {
+            began = now;
+        }
+        if (began == 0.0 && !warned && now - asked > ws->timeout) {
+            picoll_warn("%s on the device: this rank's kernel has not started after %.0f s: its "
+                        "GPU still runs work queued before the call", coll, now - asked);
+            warned = 1;
+        }
+        if (began != 0.0 && now - began > ws->timeout + 5.0) {
+            coll_not_started(ws, first, missing);
+            picoll_timeout_abort(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
+                                 ws->timeout);
+        }
     }
     picoll_cuda_leave(&prev);
 }
@@ -125,7 +180,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->me = ws->me;
     p->max_blocks = ws->max_blocks;
     p->timeout_ns = (uint64_t)(ws->timeout * 1e9);
-    p->err = ws->err_dev;
+    p->status = ws->status_dev;
     p->type = PICOLL_CUDA_T_NONE;
     p->esize = 1;
     p->peers = ws->peers;
@@ -143,17 +198,21 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->quad_first = ws->quad_first;
 }
 
+/* Launch on this thread's per-thread default stream of the buffers' context (see the top of the
+ * file): no event record or stream wait; its completion is polled in the host-mapped status
+ * (coll_end). */
 static void coll_launch(picoll_cuda_ws_t *ws, picoll_cuda_kparams_t *p, int arrivals,
-                        const char *coll)
+                        const char *coll, int *blocks)
 {
+    void *params[] = {p};
     p->epoch = ws->epoch + 1;
-    int err = picoll_cuda_kernel_launch(p, ws->stream);
-    if (err != cudaSuccess) {
-        coll_fatal(coll, "the kernel launch", (cudaError_t)err);
+    *blocks = picoll_cuda_kernel_blocks(p);
+    int rc = picoll_cu.launch_kernel(ws->kernel, (unsigned)*blocks, 1, 1, (unsigned)ws->threads, 1,
+                                     1, 0, PICOLL_CU_STREAM_PER_THREAD, params, NULL);
+    if (rc != 0) {
+        coll_fatal(coll, "cuLaunchKernel", rc);
     }
     ws->epoch += (uint64_t)arrivals;
-    ws->last_epoch = ws->epoch;
-    ws->last_blocks = picoll_cuda_kernel_blocks(p);
 }
 
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allreduce_args_t *args,
@@ -168,6 +227,7 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allredu
     const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
     char *dst = args->recvbuf;
     picoll_cuda_kparams_t p;
+    int blocks = 0;
     picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, mode, &p);
@@ -179,9 +239,9 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allredu
         p.bytes = bytes - off < ws->slot_size ? bytes - off : ws->slot_size;
         p.src = src + off;
         p.dst = dst + off;
-        coll_launch(ws, &p, mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2, coll);
+        coll_launch(ws, &p, mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2, coll, &blocks);
     }
-    coll_end(ws, prev, coll);
+    coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
     return PICOLL_OK;
 }
 
@@ -193,6 +253,7 @@ picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_
     const char *mine = in_place ? (const char *)args->recvbuf + (size_t)ws->me * block
                                 : (const char *)args->sendbuf;
     picoll_cuda_kparams_t p;
+    int blocks = 0;
     picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, PICOLL_CUDA_K_ALLGATHER, &p);
@@ -202,9 +263,9 @@ picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_
         p.bytes = block - off < ws->slot_size ? block - off : ws->slot_size;
         p.src = mine + off;
         p.dst = (char *)args->recvbuf + off;
-        coll_launch(ws, &p, 1, coll);
+        coll_launch(ws, &p, 1, coll, &blocks);
     }
-    coll_end(ws, prev, coll);
+    coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
     return PICOLL_OK;
 }
 
@@ -215,6 +276,7 @@ picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_a
     size_t piece_max = ws->slot_size / (size_t)ws->nlocal / 16 * 16;
     const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
     picoll_cuda_kparams_t p;
+    int blocks = 0;
     picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, PICOLL_CUDA_K_ALLTOALL, &p);
@@ -224,8 +286,8 @@ picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_a
         p.bytes = block - off < piece_max ? block - off : piece_max;
         p.src = src + off;
         p.dst = (char *)args->recvbuf + off;
-        coll_launch(ws, &p, 1, coll);
+        coll_launch(ws, &p, 1, coll, &blocks);
     }
-    coll_end(ws, prev, coll);
+    coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
     return PICOLL_OK;
 }

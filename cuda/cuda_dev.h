@@ -1,6 +1,7 @@
 /* The device executor, as the rest of picoll sees it: a device workspace per node communicator
- * (CUDA IPC), and the collectives run on it. No CUDA header: when picoll is built without CUDA
- * these are stubs that never offer a device path. */
+ * (CUDA IPC), made at the first call on device buffers, and the collectives run on it. No CUDA
+ * header: when picoll is built without CUDA (no nvcc for the kernels) these are stubs that never
+ * offer a device path. */
 #ifndef PICOLL_CUDA_DEV_H
 #define PICOLL_CUDA_DEV_H
 
@@ -10,6 +11,9 @@
 #include "build-config.h"
 #include "config.h"
 #include "coll/dispatch.h"
+#include "cudrv.h"
+#include "host/shm.h"
+#include "memkind.h"
 #include "status.h"
 #include "topo/topo.h"
 
@@ -17,33 +21,37 @@ typedef struct picoll_cuda_ws picoll_cuda_ws_t;
 
 #ifdef PICOLL_HAVE_CUDA
 
-/* 1 when the CUDA runtime sees at least one device (and PICOLL_CUDA is on). Cheap after the first
- * call; never initialises a device context. */
+/* 1 when the CUDA driver sees at least one device (and PICOLL_CUDA is on). Never creates a
+ * context. */
 int picoll_cuda_device_present(const picoll_config_t *cfg);
 
-/* Collective over node_comm, the ranks of comm on this (one) node, which all found a device:
- * allocates this rank's workspace on its current device, exchanges IPC handles, maps every peer's
- * and checks each mapping by reading a known value through it, and finds the node's reach
- * (NVLink, PCIe) from the topology. Every rank takes part in every exchange, even after a local
+/* Collective over node_comm, the ranks of comm on this (one) node: allocates this rank's
+ * workspace in ctx (the context of its device buffers; NULL: this rank has none, and the set-up
+ * fails everywhere), exchanges IPC handles, maps every peer's and checks each mapping by reading a
+ * known value through it, and finds the node's reach (NVLink, PCIe; none where ranks share a GPU
+ * without MPS) from the topology. Every rank takes part in every exchange, even after a local
  * failure; the return value is this rank's outcome, for the caller's agreement. *out is set (to a
  * workspace the caller must destroy) whatever the outcome. */
 picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const picoll_config_t *cfg,
-                                      picoll_cuda_ws_t **out);
-void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws);
+                                      picoll_cu_context_t ctx, picoll_cuda_ws_t **out);
+/* Collective over the node when shm is not NULL (the node's barrier): closes the peers' mappings,
+ * waits until every rank did, then frees. */
+void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
 
-/* This rank's vote for running a call on the device: every buffer it passes is device memory of
- * the workspace's device, and the type is one the kernels reduce (PICOLL_DT_NONE: copies only). */
-int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const void *sendbuf, const void *recvbuf,
-                     picoll_dtype_t dt, int *home);
-/* *home (above) is 0 when every buffer of this rank is device memory of one other device than the
- * workspace's, which was made on the device current when the communicator was first used (maybe
- * before the application chose one). Then every local rank calls this, collectively: the
- * workspace is made again, on device (this rank's buffers' device, or -1: the current one), or
- * *ws becomes NULL on every rank if that fails anywhere. */
+/* This rank's vote for running a call on the device (send is NULL in place): every buffer it
+ * passes is device memory of one context (*ctx), the type is one the kernels reduce
+ * (PICOLL_DT_NONE: copies only), and no CUDA graph capture would make the launch fail. *home: the
+ * workspace ws exists and lives in *ctx. */
+int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
+                     const picoll_meminfo_t *recv, picoll_dtype_t dt, picoll_cu_context_t *ctx,
+                     int *home);
+/* When every local rank voted for the device but some workspace is missing or lives in another
+ * context than that rank's buffers, every local rank calls this, collectively: the workspaces are
+ * made again, each in its rank's buffers' context ctx, or *ws becomes NULL on every rank if that
+ * fails anywhere. A workspace is thus only ever made for device buffers, on their device: never
+ * on device 0 of a thread that has not chosen one. */
 void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
-                           const picoll_config_t *cfg, int device);
-/* The device of this rank's buffers when they are all on one device, else -1. */
-int picoll_cuda_buffers_device(const void *sendbuf, const void *recvbuf);
+                           picoll_shm_t *shm, const picoll_config_t *cfg, picoll_cu_context_t ctx);
 
 /* Selection inputs: the node's reach and one data buffer's size. */
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
@@ -64,44 +72,33 @@ static inline int picoll_cuda_device_present(const picoll_config_t *cfg)
     (void)cfg;
     return 0;
 }
-static inline picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm,
-                                                    const picoll_config_t *cfg,
-                                                    picoll_cuda_ws_t **out)
-{
-    (void)comm;
-    (void)node_comm;
-    (void)cfg;
-    *out = NULL;
-    return PICOLL_ERR_DISABLED;
-}
-static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws)
+static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
 {
     (void)ws;
+    (void)shm;
 }
-static inline int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const void *sendbuf,
-                                   const void *recvbuf, picoll_dtype_t dt, int *home)
+static inline int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
+                                   const picoll_meminfo_t *recv, picoll_dtype_t dt,
+                                   picoll_cu_context_t *ctx, int *home)
 {
     (void)ws;
-    (void)sendbuf;
-    (void)recvbuf;
+    (void)send;
+    (void)recv;
     (void)dt;
-    *home = 1;
+    *ctx = NULL;
+    *home = 0;
     return 0;
 }
 static inline void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
-                                         const picoll_config_t *cfg, int device)
+                                         picoll_shm_t *shm, const picoll_config_t *cfg,
+                                         picoll_cu_context_t ctx)
 {
     (void)ws;
     (void)comm;
     (void)node_comm;
+    (void)shm;
     (void)cfg;
-    (void)device;
-}
-static inline int picoll_cuda_buffers_device(const void *sendbuf, const void *recvbuf)
-{
-    (void)sendbuf;
-    (void)recvbuf;
-    return -1;
+    (void)ctx;
 }
 static inline picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws)
 {

@@ -22,14 +22,17 @@
 /* A rank's workspace, one allocation: flag lines (uint64_t words), then two data buffers.
  *   arrive[b]        word b * PICOLL_CUDA_FLAG_STRIDE: written by the owner's block b, polled by
  *                    the peers' blocks b
- *   done[p][b]       word PICOLL_CUDA_DONE_WORD + p * MAX_BLOCKS + b: written by rank p's block b
- *                    once it read the owner's buffers for the last time in a launch, so that the
- *                    owner frees its workspace only when no peer can still read it
+ *   started[b]       word PICOLL_CUDA_STARTED_WORD + b * PICOLL_CUDA_FLAG_STRIDE: the first epoch
+ *                    of the owner's latest launch, written when its block b starts running. A
+ *                    peer's block is timed only once it started: one queued on its GPU behind
+ *                    earlier work is not a peer that stopped
  *   hello            word PICOLL_CUDA_HELLO_WORD: a known value, read through every mapping at
- *                    set-up to prove peer access */
-#define PICOLL_CUDA_DONE_WORD (PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
-#define PICOLL_CUDA_HELLO_WORD (PICOLL_CUDA_DONE_WORD + PICOLL_CUDA_MAX_LOCAL * PICOLL_CUDA_MAX_BLOCKS)
-#define PICOLL_CUDA_FLAGS_BYTES 24576 /* the words above, rounded up to 4 KiB */
+ *                    set-up to prove peer access
+ * No kernel reads a peer's workspace after its launch: a workspace is freed only after every rank
+ * closed its mappings and passed a barrier, when no launch can be running. */
+#define PICOLL_CUDA_STARTED_WORD (PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
+#define PICOLL_CUDA_HELLO_WORD (2 * PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
+#define PICOLL_CUDA_FLAGS_BYTES 12288 /* the words above, rounded up to 4 KiB */
 
 typedef enum {
     PICOLL_CUDA_K_ONESHOT,   /* copy in, arrive, reduce every rank's slot into dst */
@@ -66,11 +69,16 @@ typedef enum {
     PICOLL_CUDA_T_NONE /* not on the device (long double): the call falls back */
 } picoll_cuda_type_t;
 
-/* What a kernel that gave up waiting leaves in the host-mapped error word. */
+/* What the kernel tells this rank's host, in host-mapped pinned memory: the host polls it instead
+ * of synchronising a stream (no driver call), with its own deadline. */
 typedef struct {
-    volatile int32_t timed_out;                          /* 1 once some block gave up */
-    volatile uint8_t missing[PICOLL_CUDA_MAX_LOCAL];     /* 1: the local rank waited for */
-} picoll_cuda_error_t;
+    volatile uint64_t done[PICOLL_CUDA_MAX_BLOCKS];    /* block b of the latest launch finished:
+                                                        * its last epoch */
+    volatile uint64_t started[PICOLL_CUDA_MAX_BLOCKS]; /* block b of the latest launch runs: its
+                                                        * first epoch */
+    volatile int32_t timed_out;                        /* 1 once some block gave up */
+    volatile uint8_t missing[PICOLL_CUDA_MAX_LOCAL];   /* 1: the local rank waited for */
+} picoll_cuda_status_t;
 
 typedef struct {
     int mode;           /* picoll_cuda_kmode_t */
@@ -80,7 +88,7 @@ typedef struct {
     int nranks, me;
     int skip_self;      /* allgather in place: my block is already in dst */
     int max_blocks;     /* the fewest SMs of the node's GPUs, at most PICOLL_CUDA_MAX_BLOCKS */
-    uint32_t peers;     /* local ranks waited for and told when done (all but me; hcm: quad+relay) */
+    uint32_t peers;     /* local ranks waited for (all but me; hcm: quad and relay) */
     int quad[4];        /* hcm: my quad, ascending local ranks (reduced in this order) */
     int relay;          /* hcm: the rank whose quad result completes mine */
     int quad_first;     /* hcm: my quad's result is the left operand of the final combination */
@@ -93,7 +101,7 @@ typedef struct {
     char *dst;          /* this chunk of the user's output */
     char *slot[2][PICOLL_CUDA_MAX_LOCAL];    /* [parity][rank]: data buffers, mapped */
     uint64_t *flags[PICOLL_CUDA_MAX_LOCAL];  /* [rank]: its flag lines, mapped */
-    picoll_cuda_error_t *err;                /* host-mapped */
+    picoll_cuda_status_t *status;            /* host-mapped */
 } picoll_cuda_kparams_t;
 
 /* The kernel's symbol in the fatbin (cuModuleGetFunction). */

@@ -1,79 +1,171 @@
-/* The device workspace of a node communicator: allocation, IPC exchange, the proof of peer access,
- * and the node's reach. */
+/* The device workspace of a node communicator: the kernel module, allocation, IPC exchange, the
+ * proof of peer access, the node's reach, and the release. Every CUDA call goes through the
+ * driver table (src/cudrv.h). */
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
+#include "host/shm.h"
 #include "log.h"
 #include "topo/node.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define WS_HELLO 0x7069636f6c6c0000ull /* "picoll" and the rank in the user's communicator */
+#define CUDA_ERROR_NO_BINARY_FOR_GPU 209
 
 /* Translate a CUDA error where it enters: log the call once, return PICOLL_ERR_CUDA. */
-#define WS_CHECK(call)                                                                        \
+#define WS_CHECK(call, name)                                                                  \
     do {                                                                                      \
-        cudaError_t ws_err_ = (call);                                                         \
-        if (ws_err_ != cudaSuccess) {                                                         \
-            picoll_warn("%s failed: %s", #call, cudaGetErrorString(ws_err_));                 \
+        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                \
             status = PICOLL_ERR_CUDA;                                                         \
             goto out;                                                                         \
         }                                                                                     \
     } while (0)
 
 typedef struct {
-    cudaIpcMemHandle_t handle;
+    picoll_cu_ipc_handle_t handle;
     int ok;        /* the allocation and the handle exist */
     int comm_rank;
     int resident;  /* blocks of the kernel the GPU holds at once (SMs x blocks per SM) */
+    int threads;   /* threads per block this rank can launch */
+    int mps;       /* the device shares contexts through MPS (kernels of ranks run at once) */
     int device;
     char bus_id[PICOLL_TOPO_BUSID_LEN];
 } ws_msg_t;
 
 int picoll_cuda_device_present(const picoll_config_t *cfg)
 {
-    int n = 0;
-    if (!cfg->cuda) {
-        return 0;
-    }
-    cudaError_t err = cudaGetDeviceCount(&n);
-    if (err != cudaSuccess) {
-        picoll_debug("no CUDA device path: cudaGetDeviceCount: %s", cudaGetErrorString(err));
-        cudaGetLastError(); /* not sticky, but leave nothing behind for the application */
-        return 0;
-    }
-    return n > 0;
+    return cfg->cuda && picoll_cudrv_device_count() > 0;
 }
 
-/* This rank's half: allocate, export, write the hello value. */
+int picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
+{
+    int rc = picoll_cu.ctx_get_current(&saved->prev);
+    saved->switched = 0;
+    saved->mode_set = 0;
+    if (rc == 0 && saved->prev != ctx) {
+        rc = picoll_cu.ctx_set_current(ctx);
+        saved->switched = rc == 0;
+    }
+    return rc;
+}
+
+int picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
+{
+    int rc = picoll_cuda_enter(ctx, saved);
+    saved->mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (rc == 0 && picoll_cu.thread_exchange_capture_mode(&saved->mode) == 0) {
+        saved->mode_set = 1;
+    }
+    return rc;
+}
+
+void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved)
+{
+    if (saved->mode_set) {
+        int mode = saved->mode;
+        picoll_cu.thread_exchange_capture_mode(&mode);
+    }
+    if (saved->switched) {
+        picoll_cu.ctx_set_current(saved->prev);
+    }
+}
+
+/* The kernel in the current context ctx: the fatbin is loaded once per context, for the life of
+ * the process (a module cannot be unloaded while another communicator's workspace uses it). */
+static picoll_status_t ws_kernel(picoll_cu_context_t ctx, int device, picoll_cu_function_t *out)
+{
+    static struct {
+        picoll_cu_context_t ctx;
+        picoll_cu_function_t fn;
+    } cache[16];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    picoll_status_t status = PICOLL_OK;
+    picoll_cu_module_t mod = NULL;
+    int rc, slot = -1;
+
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < 16 && slot < 0; i++) {
+        if (cache[i].ctx == ctx || cache[i].ctx == NULL) {
+            slot = i;
+        }
+    }
+    if (slot >= 0 && cache[slot].ctx == ctx) {
+        *out = cache[slot].fn;
+        goto out;
+    }
+    rc = picoll_cu.module_load_data(&mod, picoll_cuda_fatbin);
+    if (rc == CUDA_ERROR_NO_BINARY_FOR_GPU) {
+        int major = 0, minor = 0;
+        picoll_cu.device_get_attribute(&major, PICOLL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                       device);
+        picoll_cu.device_get_attribute(&minor, PICOLL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                       device);
+        picoll_info("no device collectives on device %d: no kernel image for compute capability "
+                    "%d.%d (picoll's kernels need 7.0 or later; built for %s)", device, major,
+                    minor, PICOLL_CUDA_ARCHS);
+        status = PICOLL_ERR_NOT_SUPPORTED;
+        goto out;
+    }
+    if (picoll_cudrv_check(rc, "cuModuleLoadData") != PICOLL_OK ||
+        picoll_cudrv_check(picoll_cu.module_get_function(out, mod, PICOLL_CUDA_KERNEL_NAME),
+                           "cuModuleGetFunction") != PICOLL_OK) {
+        status = PICOLL_ERR_CUDA;
+        goto out;
+    }
+    if (slot >= 0) {
+        cache[slot].ctx = ctx;
+        cache[slot].fn = *out;
+    }
+out:
+    pthread_mutex_unlock(&lock);
+    return status;
+}
+
+/* This rank's half, in the current context: kernel, allocation, export, hello value, status. */
 static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg, ws_msg_t *msg)
 {
     picoll_status_t status = PICOLL_OK;
     uint64_t hello = WS_HELLO | (uint64_t)msg->comm_rank;
-    void *err_host = NULL;
+    picoll_cu_deviceptr_t base = 0, status_dev = 0;
+    void *status_host = NULL;
+    int sms = 0, per_sm = 0, dev_threads = 0, fn_threads = 0;
 
-    int sms = 0, per_sm = 0;
-    cudaError_t kerr;
-
-    WS_CHECK(cudaGetDevice(&ws->device));
+    WS_CHECK(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
-    WS_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ws->device));
-    kerr = (cudaError_t)picoll_cuda_kernel_occupancy(&per_sm);
-    if (kerr != cudaSuccess || per_sm < 1) {
-        int major = 0, minor = 0;
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ws->device);
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ws->device);
-        cudaGetLastError();
-        picoll_info("no device collectives on device %d (compute capability %d.%d; picoll's "
-                    "kernels need 7.0 or later): %s", ws->device, major, minor,
-                    kerr != cudaSuccess ? cudaGetErrorString(kerr) : "no block fits on an SM");
+    status = ws_kernel(ws->ctx, ws->device, &ws->kernel);
+    if (status != PICOLL_OK) {
+        goto out;
+    }
+    WS_CHECK(picoll_cu.device_get_attribute(&sms, PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                            ws->device), "cuDeviceGetAttribute");
+    WS_CHECK(picoll_cu.device_get_attribute(&dev_threads,
+                                            PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                            ws->device), "cuDeviceGetAttribute");
+    WS_CHECK(picoll_cu.func_get_attribute(&fn_threads,
+                                          PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                          ws->kernel), "cuFuncGetAttribute");
+    /* an older driver does not know the attribute: then no MPS is assumed */
+    if (picoll_cu.device_get_attribute(&msg->mps, PICOLL_CU_DEVICE_ATTRIBUTE_MPS_ENABLED,
+                                       ws->device) != 0) {
+        msg->mps = 0;
+    }
+    ws->threads = PICOLL_CUDA_THREADS;
+    ws->threads = dev_threads < ws->threads ? dev_threads : ws->threads;
+    ws->threads = fn_threads < ws->threads ? fn_threads : ws->threads;
+    if (ws->threads < ws->nlocal) { /* thread t of a block waits for local rank t */
+        picoll_info("device %d runs %d threads per block, fewer than the %d local ranks: device "
+                    "collectives fall back", ws->device, ws->threads, ws->nlocal);
         status = PICOLL_ERR_NOT_SUPPORTED;
         goto out;
     }
-    msg->resident = sms * per_sm;
-    WS_CHECK(cudaDeviceGetPCIBusId(msg->bus_id, (int)sizeof(msg->bus_id), ws->device));
+    WS_CHECK(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    msg->resident = sms * (per_sm < 1 ? 1 : per_sm);
+    msg->threads = ws->threads;
+    WS_CHECK(picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id), ws->device),
+             "cuDeviceGetPCIBusId");
     for (char *c = msg->bus_id; *c; c++) {
         *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
     }
@@ -81,19 +173,23 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     if (ws->slot_size < 65536) {
         ws->slot_size = 65536;
     }
-    WS_CHECK(cudaMalloc((void **)&ws->base, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size));
-    WS_CHECK(cudaMemset(ws->base, 0, PICOLL_CUDA_FLAGS_BYTES));
-    WS_CHECK(cudaMemcpy(ws->base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello, sizeof(hello),
-                        cudaMemcpyHostToDevice));
-    /* a copy from pageable memory may return before the bytes land: a peer reads them next */
-    WS_CHECK(cudaDeviceSynchronize());
-    WS_CHECK(cudaIpcGetMemHandle(&msg->handle, ws->base));
-    WS_CHECK(cudaStreamCreateWithFlags(&ws->stream, cudaStreamNonBlocking));
-    WS_CHECK(cudaEventCreateWithFlags(&ws->ready, cudaEventDisableTiming));
-    WS_CHECK(cudaHostAlloc(&err_host, sizeof(picoll_cuda_error_t), cudaHostAllocMapped));
-    ws->err = err_host;
-    memset(err_host, 0, sizeof(picoll_cuda_error_t));
-    WS_CHECK(cudaHostGetDevicePointer((void **)&ws->err_dev, err_host, 0));
+    WS_CHECK(picoll_cu.mem_alloc(&base, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size), "cuMemAlloc");
+    ws->base = (char *)(uintptr_t)base;
+    WS_CHECK(picoll_cu.memset_d8(base, 0, PICOLL_CUDA_FLAGS_BYTES), "cuMemsetD8");
+    WS_CHECK(picoll_cu.memcpy_htod(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
+                                   sizeof(hello)), "cuMemcpyHtoD");
+    /* the memset and a copy from pageable memory may return before the bytes land: peers read
+     * them next */
+    WS_CHECK(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_LEGACY), "cuStreamSynchronize");
+    WS_CHECK(picoll_cu.ipc_get_mem_handle(&msg->handle, base), "cuIpcGetMemHandle");
+    WS_CHECK(picoll_cu.mem_host_alloc(&status_host, sizeof(picoll_cuda_status_t),
+                                      PICOLL_CU_MEMHOSTALLOC_DEVICEMAP |
+                                          PICOLL_CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+    ws->status = status_host;
+    memset(status_host, 0, sizeof(picoll_cuda_status_t));
+    WS_CHECK(picoll_cu.mem_host_get_device_pointer(&status_dev, status_host, 0),
+             "cuMemHostGetDevicePointer");
+    ws->status_dev = (picoll_cuda_status_t *)(uintptr_t)status_dev;
     msg->ok = 1;
 out:
     return status;
@@ -105,6 +201,7 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
     picoll_status_t status = PICOLL_OK;
     for (int r = 0; r < ws->nlocal; r++) {
         uint64_t v = 0;
+        picoll_cu_deviceptr_t p = 0;
         if (r == ws->me) {
             ws->peer[r] = ws->base;
             continue;
@@ -114,13 +211,14 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
         }
         if (strcmp(all[r].bus_id, all[ws->me].bus_id) != 0) {
             /* another GPU: where this process sees it, ask whether kernels here can load from it
-             * (a mapping without peer access would still serve cudaMemcpy below, but fault in a
-             * kernel); where it does not, cudaIpcOpenMemHandle needs peer access itself */
-            int dev = -1, can = 1;
-            if (cudaDeviceGetByPCIBusId(&dev, all[r].bus_id) == cudaSuccess) {
-                WS_CHECK(cudaDeviceCanAccessPeer(&can, ws->device, dev));
+             * (a mapping without peer access would still serve the copy below, but fault in a
+             * kernel); where it does not, cuIpcOpenMemHandle needs peer access itself */
+            picoll_cu_device_t dev = -1;
+            int can = 1;
+            if (picoll_cu.device_get_by_pci_bus_id(&dev, all[r].bus_id) == 0) {
+                WS_CHECK(picoll_cu.device_can_access_peer(&can, ws->device, dev),
+                         "cuDeviceCanAccessPeer");
             }
-            cudaGetLastError();
             if (!can) {
                 picoll_info("no peer access from GPU %s to GPU %s of local rank %d: device "
                             "collectives fall back", all[ws->me].bus_id, all[r].bus_id, r);
@@ -128,11 +226,13 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
                 goto out;
             }
         }
-        WS_CHECK(cudaIpcOpenMemHandle((void **)&ws->peer[r], all[r].handle,
-                                      cudaIpcMemLazyEnablePeerAccess));
+        WS_CHECK(picoll_cu.ipc_open_mem_handle(&p, all[r].handle,
+                                               PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                 "cuIpcOpenMemHandle");
+        ws->peer[r] = (char *)(uintptr_t)p;
         ws->mapped[r] = 1;
-        WS_CHECK(cudaMemcpy(&v, ws->peer[r] + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), sizeof(v),
-                            cudaMemcpyDeviceToHost));
+        WS_CHECK(picoll_cu.memcpy_dtoh(&v, p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
+                                       sizeof(v)), "cuMemcpyDtoH");
         if (v != (WS_HELLO | (uint64_t)all[r].comm_rank)) {
             picoll_warn("device workspace of local rank %d (device %d) reads back %#llx through its "
                         "IPC mapping: no peer access, device collectives fall back",
@@ -166,6 +266,22 @@ static int ws_max_blocks(const ws_msg_t *all, int nlocal)
         }
     }
     return best < 1 ? 1 : best;
+}
+
+/* Ranks that share a GPU without MPS have one context each, time-sliced: a kernel spinning on the
+ * flags of a kernel that cannot run until its slice ends costs whole slices per call. Returns the
+ * first such pair's lower local rank, or -1. */
+static int ws_time_sliced(const ws_msg_t *all, int nlocal, int *other)
+{
+    for (int r = 0; r < nlocal; r++) {
+        for (int q = r + 1; q < nlocal; q++) {
+            if (strcmp(all[q].bus_id, all[r].bus_id) == 0 && !(all[q].mps && all[r].mps)) {
+                *other = q;
+                return r;
+            }
+        }
+    }
+    return -1;
 }
 
 /* The node topology is detected once per process (NVML and hwloc are slow to load). */
@@ -240,11 +356,13 @@ static picoll_topo_reach_t ws_reach(picoll_cuda_ws_t *ws, MPI_Comm node_comm,
 }
 
 picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const picoll_config_t *cfg,
-                                      picoll_cuda_ws_t **out)
+                                      picoll_cu_context_t ctx, picoll_cuda_ws_t **out)
 {
     picoll_status_t status = PICOLL_OK;
+    picoll_cuda_saved_ctx_t saved = {0};
     ws_msg_t mine = {.ok = 0}, *all = NULL;
     picoll_cuda_ws_t *ws = calloc(1, sizeof(*ws));
+    int entered = 0;
 
     PMPI_Comm_rank(comm, &mine.comm_rank);
     if (ws == NULL) {
@@ -255,6 +373,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     PMPI_Comm_size(comm, &ws->comm_size);
     PMPI_Comm_rank(node_comm, &ws->me);
     PMPI_Comm_size(node_comm, &ws->nlocal);
+    ws->ctx = ctx;
     ws->timeout = cfg->timeout;
     ws->device = -1;
     all = calloc((size_t)ws->nlocal, sizeof(*all));
@@ -266,7 +385,13 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
         picoll_info("%d ranks on the node, more than the %d a device workspace serves: device "
                     "collectives fall back", ws->nlocal, PICOLL_CUDA_MAX_LOCAL);
         status = PICOLL_ERR_NOT_SUPPORTED;
+    } else if (ctx == NULL) {
+        status = PICOLL_ERR_NOT_SUPPORTED; /* no device buffers here: nothing to make it on */
+    } else if (picoll_cudrv_check(picoll_cuda_enter_setup(ctx, &saved), "cuCtxSetCurrent") !=
+               PICOLL_OK) {
+        status = PICOLL_ERR_CUDA;
     } else {
+        entered = 1;
         status = ws_alloc(ws, cfg, &mine);
     }
     if (PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE,
@@ -289,6 +414,15 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     if (ws->reach == PICOLL_TOPO_REACH_HCM && !ws->hcm) {
         ws->reach = PICOLL_TOPO_REACH_NONE; /* no plan (not one rank per GPU): hand over */
     }
+    int other = -1, sliced = all_ok ? ws_time_sliced(all, ws->nlocal, &other) : -1;
+    if (sliced >= 0) {
+        if (ws->me == 0) {
+            picoll_info("local ranks %d and %d share GPU %s without MPS: their kernels would be "
+                        "time-sliced, so device collectives fall back (start MPS: "
+                        "nvidia-cuda-mps-control -d)", sliced, other, all[sliced].bus_id);
+        }
+        ws->reach = PICOLL_TOPO_REACH_NONE;
+    }
     /* all_ok is the same on every rank: either all map, or none */
     if (all_ok && ws_map_peers(ws, all) != PICOLL_OK) {
         status = PICOLL_ERR_CUDA;
@@ -296,134 +430,70 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     if (!all_ok && status == PICOLL_OK) {
         status = PICOLL_ERR_PEER_FAILED;
     }
-    picoll_debug("device workspace on device %d: %d local ranks, 2 x %zu bytes, %d blocks, reach %s: %s",
-                 ws->device, ws->nlocal, ws->slot_size, ws->max_blocks,
-                 picoll_topo_reach_name(ws->reach), picoll_status_string(status));
+    if (entered) {
+        picoll_cuda_leave(&saved);
+    }
+    picoll_debug("device workspace on device %d: %d local ranks, 2 x %zu bytes, %d blocks of %d "
+                 "threads, reach %s: %s", ws->device, ws->nlocal, ws->slot_size, ws->max_blocks,
+                 ws->threads, picoll_topo_reach_name(ws->reach), picoll_status_string(status));
     free(all);
     *out = ws;
     return status;
 }
 
 void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
-                           const picoll_config_t *cfg, int device)
+                           picoll_shm_t *shm, const picoll_config_t *cfg, picoll_cu_context_t ctx)
 {
-    picoll_cuda_saved_ctx_t prev = {NULL, 0};
-    picoll_status_t status = PICOLL_OK;
     int old = *ws != NULL ? (*ws)->device : -1, ok = 0, all_ok = 0;
 
-    picoll_cuda_ws_destroy(*ws);
+    picoll_cuda_ws_destroy(*ws, shm);
     *ws = NULL;
-    if (device >= 0 && picoll_cuda_enter(device, &prev) != cudaSuccess) {
-        cudaGetLastError();
-        status = PICOLL_ERR_CUDA; /* still take part in the set-up: the others are in it */
-    }
-    picoll_status_t made = picoll_cuda_ws_create(comm, node_comm, cfg, ws);
-    ok = status == PICOLL_OK && made == PICOLL_OK;
-    if (device >= 0) {
-        picoll_cuda_leave(&prev);
-    }
+    ok = picoll_cuda_ws_create(comm, node_comm, cfg, ctx, ws) == PICOLL_OK;
     if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm) != MPI_SUCCESS) {
         all_ok = 0;
     }
-    picoll_info("device workspace moved from device %d to device %d, where this rank's buffers "
-                "are: %s", old, device, all_ok ? "ok" : "failed somewhere, device collectives fall back");
+    if (old >= 0 || !all_ok) {
+        picoll_info("device workspace %s device %d, where this rank's buffers are: %s",
+                    old >= 0 ? "moved to" : "made on", *ws != NULL ? (*ws)->device : -1,
+                    all_ok ? "ok" : "failed somewhere, device collectives fall back");
+    }
     if (!all_ok) {
-        picoll_cuda_ws_destroy(*ws);
+        picoll_cuda_ws_destroy(*ws, shm);
         *ws = NULL;
     }
 }
 
-static double ws_now(void)
+/* CUDA leaves freeing memory that another process still maps undefined: every rank closes its
+ * mappings, all pass a barrier (after which no rank maps anything, and no kernel can run: each
+ * rank's last call ended with its own kernel's completion), then each frees its own. */
+void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+    picoll_cuda_saved_ctx_t saved = {0};
+    int entered;
 
-/* Wait until every peer's blocks of the last launch said they will not read my buffers again. */
-static void ws_wait_peers_done(picoll_cuda_ws_t *ws)
-{
-    static uint64_t done[PICOLL_CUDA_MAX_LOCAL * PICOLL_CUDA_MAX_BLOCKS];
-    static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
-    double deadline = ws_now() + ws->timeout;
-
-    if (ws->last_epoch == 0) {
-        return;
-    }
-    pthread_mutex_lock(&done_lock);
-    for (;;) {
-        int left = 0;
-        /* on picoll's stream: the legacy stream would wait for the application's work too */
-        if (cudaMemcpyAsync(done, ws->base + PICOLL_CUDA_DONE_WORD * sizeof(uint64_t), sizeof(done),
-                            cudaMemcpyDeviceToHost, ws->stream) != cudaSuccess ||
-            cudaStreamSynchronize(ws->stream) != cudaSuccess) {
-            break;
-        }
-        for (int r = 0; r < ws->nlocal; r++) {
-            for (int b = 0; (ws->peers >> r & 1u) && b < ws->last_blocks; b++) {
-                left += done[r * PICOLL_CUDA_MAX_BLOCKS + b] < ws->last_epoch;
-            }
-        }
-        if (left == 0) {
-            break;
-        }
-        if (ws_now() > deadline) {
-            picoll_warn("freeing the device workspace while %d peer block(s) may still read it", left);
-            break;
-        }
-        struct timespec pause = {.tv_nsec = 100000};
-        nanosleep(&pause, NULL);
-    }
-    pthread_mutex_unlock(&done_lock);
-}
-
-cudaError_t picoll_cuda_enter(int device, picoll_cuda_saved_ctx_t *saved)
-{
-    int dev = -1;
-    saved->ctx = NULL;
-    saved->saved = picoll_cudrv_load() == PICOLL_OK && picoll_cu.ctx_get_current(&saved->ctx) == 0;
-    if (saved->saved && saved->ctx != NULL && cudaGetDevice(&dev) == cudaSuccess && dev == device) {
-        return cudaSuccess;
-    }
-    return cudaSetDevice(device);
-}
-
-void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved)
-{
-    if (saved->saved) {
-        picoll_cu.ctx_set_current(saved->ctx);
-    }
-}
-
-void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws)
-{
-    picoll_cuda_saved_ctx_t prev = {NULL, 0};
     if (ws == NULL) {
         return;
     }
-    if (ws->device >= 0) {
-        picoll_cuda_enter(ws->device, &prev);
-    }
+    entered = ws->ctx != NULL && picoll_cuda_enter_setup(ws->ctx, &saved) == 0;
     for (int r = 0; r < ws->nlocal && r < PICOLL_CUDA_MAX_LOCAL; r++) {
-        if (ws->mapped[r]) {
-            cudaIpcCloseMemHandle(ws->peer[r]);
+        if (entered && ws->mapped[r]) {
+            picoll_cudrv_check(picoll_cu.ipc_close_mem_handle((picoll_cu_deviceptr_t)(uintptr_t)ws->peer[r]),
+                               "cuIpcCloseMemHandle");
         }
     }
-    if (ws->base != NULL) {
-        ws_wait_peers_done(ws);
-        cudaFree(ws->base);
+    if (shm != NULL) {
+        picoll_shm_barrier(shm, 1, "the release of the device workspace");
     }
-    if (ws->stream != NULL) {
-        cudaStreamDestroy(ws->stream);
+    if (entered && ws->base != NULL) {
+        picoll_cudrv_check(picoll_cu.mem_free((picoll_cu_deviceptr_t)(uintptr_t)ws->base),
+                           "cuMemFree");
     }
-    if (ws->ready != NULL) {
-        cudaEventDestroy(ws->ready);
+    if (entered && ws->status != NULL) {
+        picoll_cudrv_check(picoll_cu.mem_free_host(ws->status), "cuMemFreeHost");
     }
-    if (ws->err != NULL) {
-        cudaFreeHost(ws->err);
+    if (entered) {
+        picoll_cuda_leave(&saved);
     }
-    picoll_cuda_leave(&prev);
-    cudaGetLastError();
     free(ws);
 }
 

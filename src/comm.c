@@ -71,7 +71,8 @@ static void comm_destroy(picoll_comm_t *ctx)
     atomic_fetch_add_explicit(&picoll_comm_generation, 1, memory_order_acq_rel);
     comm_list_remove(ctx);
     picoll_hier_destroy(ctx->hier);
-    picoll_cuda_ws_destroy(ctx->cuda);
+    /* collective over the node (MPI_Comm_free and MPI_Finalize are) */
+    picoll_cuda_ws_destroy(ctx->cuda, ctx->shm);
     ctx->cuda = NULL;
     if (ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
@@ -183,7 +184,7 @@ static int comm_setup_shm(picoll_comm_t *ctx)
 /* The set-up steps of a context on this rank; collective over ctx->comm. Every rank runs every
  * step whatever happened before, so that the exchanges stay matched; a failure is remembered and
  * agreed on at the end. */
-static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *cuda_ok, int *hier_ok)
+static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
 {
     int ok = 1;
     int mine[2], sums[2];
@@ -229,8 +230,10 @@ static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *cuda_ok, int *hier_o
     int want_hier = picoll_g.cfg.net && picoll_g.cfg.host != PICOLL_HOST_OFF &&
                     ctx->num_nodes > 1 && ctx->node_comm != MPI_COMM_NULL;
     *shm_ok = 0;
-    *cuda_ok = 0;
     *hier_ok = 0;
+    /* the device workspace is made later, by the first call whose buffers are device memory on
+     * every rank, in their context (coll/dispatch.c) */
+    ctx->cuda_possible = want_cuda;
     if ((one_node && (picoll_g.cfg.host != PICOLL_HOST_OFF || want_cuda)) || want_hier) {
         *shm_ok = comm_setup_shm(ctx);
     }
@@ -247,16 +250,6 @@ static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *cuda_ok, int *hier_o
         }
         *hier_ok = st == PICOLL_OK;
     }
-    if (want_cuda) {
-        picoll_status_t st = picoll_cuda_ws_create(ctx->comm, ctx->node_comm, &picoll_g.cfg,
-                                                   &ctx->cuda);
-        if (st == PICOLL_OK) {
-            *cuda_ok = 1;
-        } else {
-            picoll_info("device workspace set-up failed on this rank (%s): device collectives fall back",
-                        picoll_status_string(st));
-        }
-    }
     return ok;
 }
 
@@ -264,8 +257,8 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
 {
     picoll_comm_t *ctx;
     int inter = 0;
-    int vote[5], agreed[5];
-    int shm_ok = 0, cuda_ok = 0, hier_ok = 0;
+    int vote[4], agreed[4];
+    int shm_ok = 0, hier_ok = 0;
 
     picoll_reentry++;
     ctx = calloc(1, sizeof(*ctx));
@@ -290,31 +283,28 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
 
     /* Agreement: vote[0] = 1 if this rank is ready, vote[1] = its rank if not (MIN gives the
      * lowest failing rank), vote[2] = 1 if its shared-memory workspace is ready, vote[3] = 1 if
-     * its device workspace is, vote[4] = 1 if its network step is. */
-    vote[0] = comm_setup(ctx, &shm_ok, &cuda_ok, &hier_ok);
+     * its network step is. */
+    vote[0] = comm_setup(ctx, &shm_ok, &hier_ok);
     vote[1] = vote[0] ? ctx->size : ctx->rank;
     vote[2] = shm_ok;
-    vote[3] = cuda_ok;
-    vote[4] = hier_ok;
-    if (PMPI_Allreduce(vote, agreed, 5, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    vote[3] = hier_ok;
+    if (PMPI_Allreduce(vote, agreed, 4, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
         agreed[0] = 0;
         agreed[1] = ctx->rank;
         agreed[2] = 0;
         agreed[3] = 0;
-        agreed[4] = 0;
     }
     ctx->enabled = agreed[0];
-    if (!agreed[0] || !agreed[2] || !agreed[3]) {
-        picoll_cuda_ws_destroy(ctx->cuda);
-        ctx->cuda = NULL;
+    if (!agreed[0] || !agreed[2]) {
+        ctx->cuda_possible = 0;
     }
-    if ((!agreed[0] || !agreed[2] || !agreed[4]) && ctx->hier != NULL) {
+    if ((!agreed[0] || !agreed[2] || !agreed[3]) && ctx->hier != NULL) {
         picoll_hier_destroy(ctx->hier);
         ctx->hier = NULL;
     }
     /* between nodes the workspace serves only the hierarchical algorithms */
     int shm_used = ctx->num_nodes > 1 ? ctx->hier != NULL
-                                      : picoll_g.cfg.host != PICOLL_HOST_OFF || ctx->cuda != NULL;
+                                      : picoll_g.cfg.host != PICOLL_HOST_OFF || ctx->cuda_possible;
     if ((!agreed[0] || !agreed[2] || !shm_used) &&
         ctx->shm != NULL) {
         picoll_shm_destroy(ctx->shm);
@@ -335,7 +325,7 @@ out_attach:
                      "executor %s, network step %s", ctx->id, ctx->size, ctx->local_size,
                      ctx->num_nodes,
                      ctx->shm && picoll_g.cfg.host != PICOLL_HOST_OFF ? "on" : "off",
-                     ctx->cuda ? "on" : "off", ctx->hier ? "on" : "off");
+                     ctx->cuda_possible ? "on" : "off", ctx->hier ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

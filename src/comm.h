@@ -20,6 +20,8 @@ typedef struct picoll_comm {
     picoll_shm_t *shm;      /* node workspace in shared memory, NULL when not set up on every
                                rank: the host executor's, and the device executor's per-call vote */
     struct picoll_cuda_ws *cuda; /* device executor workspace; NULL when not set up on every rank */
+    int cuda_possible;      /* every rank has a CUDA device, on one node: a call on device
+                               buffers may make the workspace (the same on every rank) */
     picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
                                set up on every rank */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */

@@ -12,7 +12,7 @@ picoll_cudrv_t picoll_cu;
 
 static pthread_once_t cudrv_once = PTHREAD_ONCE_INIT;
 static picoll_status_t cudrv_status = PICOLL_ERR_NOT_SUPPORTED;
-static int cudrv_devices;
+static int cudrv_devices, cudrv_version;
 static char cudrv_why[256] = "CUDA driver not loaded yet";
 
 /* The exported names: versioned ones (_v2) where cuda.h maps the plain name to one, and the
@@ -46,6 +46,26 @@ static const struct {
     CUDRV_SYM(event_record, "cuEventRecord"),
     CUDRV_SYM(event_destroy, "cuEventDestroy_v2"),
     CUDRV_SYM(stream_wait_event, "cuStreamWaitEvent"),
+    CUDRV_SYM(driver_get_version, "cuDriverGetVersion"),
+    CUDRV_SYM(device_get_attribute, "cuDeviceGetAttribute"),
+    CUDRV_SYM(device_get_pci_bus_id, "cuDeviceGetPCIBusId"),
+    CUDRV_SYM(device_get_by_pci_bus_id, "cuDeviceGetByPCIBusId"),
+    CUDRV_SYM(device_can_access_peer, "cuDeviceCanAccessPeer"),
+    CUDRV_SYM(ctx_get_device, "cuCtxGetDevice"),
+    CUDRV_SYM(mem_alloc, "cuMemAlloc_v2"),
+    CUDRV_SYM(mem_free, "cuMemFree_v2"),
+    CUDRV_SYM(memset_d8, "cuMemsetD8_v2"),
+    CUDRV_SYM(mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2"),
+    CUDRV_SYM(ipc_get_mem_handle, "cuIpcGetMemHandle"),
+    CUDRV_SYM(ipc_open_mem_handle, "cuIpcOpenMemHandle_v2"),
+    CUDRV_SYM(ipc_close_mem_handle, "cuIpcCloseMemHandle"),
+    CUDRV_SYM(stream_is_capturing, "cuStreamIsCapturing"),
+    CUDRV_SYM(thread_exchange_capture_mode, "cuThreadExchangeStreamCaptureMode"),
+    CUDRV_SYM(module_load_data, "cuModuleLoadData"),
+    CUDRV_SYM(module_get_function, "cuModuleGetFunction"),
+    CUDRV_SYM(func_get_attribute, "cuFuncGetAttribute"),
+    CUDRV_SYM(occupancy_max_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+    CUDRV_SYM(launch_kernel, "cuLaunchKernel"),
 };
 
 static void cudrv_load_once(void)
@@ -81,7 +101,11 @@ static void cudrv_load_once(void)
         goto out_close;
     }
     picoll_cu = table;
-    snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver loaded, %d device(s)", cudrv_devices);
+    if (table.driver_get_version(&cudrv_version) != 0) {
+        cudrv_version = 0;
+    }
+    snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver %d.%d loaded, %d device(s)",
+             cudrv_version / 1000, cudrv_version % 1000 / 10, cudrv_devices);
     cudrv_status = PICOLL_OK;
     goto out; /* keep the library loaded for the life of the process */
 out_close:
@@ -94,6 +118,11 @@ picoll_status_t picoll_cudrv_load(void)
 {
     pthread_once(&cudrv_once, cudrv_load_once);
     return cudrv_status;
+}
+
+int picoll_cudrv_version(void)
+{
+    return picoll_cudrv_load() == PICOLL_OK ? cudrv_version : 0;
 }
 
 int picoll_cudrv_device_count(void)

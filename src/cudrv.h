@@ -15,6 +15,11 @@ typedef int picoll_cu_device_t;
 typedef struct picoll_cu_ctx_st *picoll_cu_context_t;
 typedef struct picoll_cu_stream_st *picoll_cu_stream_t;
 typedef struct picoll_cu_event_st *picoll_cu_event_t;
+typedef struct picoll_cu_module_st *picoll_cu_module_t;
+typedef struct picoll_cu_func_st *picoll_cu_function_t;
+typedef struct {
+    char reserved[64];
+} picoll_cu_ipc_handle_t; /* CUipcMemHandle */
 
 #define PICOLL_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define PICOLL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
@@ -27,6 +32,19 @@ typedef struct picoll_cu_event_st *picoll_cu_event_t;
 #define PICOLL_CU_MEMORYTYPE_DEVICE 2
 #define PICOLL_CU_MEMHOSTALLOC_PORTABLE 0x01
 #define PICOLL_CU_EVENT_DISABLE_TIMING 0x02
+#define PICOLL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define PICOLL_CU_STREAM_LEGACY ((picoll_cu_stream_t)0x1)
+#define PICOLL_CU_STREAM_PER_THREAD ((picoll_cu_stream_t)0x2)
+#define PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+#define PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define PICOLL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define PICOLL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define PICOLL_CU_DEVICE_ATTRIBUTE_MPS_ENABLED 133
+#define PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define PICOLL_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define PICOLL_CUDA_ERROR_NOT_READY 600
 
 typedef struct {
     picoll_cu_result_t (*init)(unsigned flags);
@@ -55,6 +73,33 @@ typedef struct {
     picoll_cu_result_t (*event_record)(picoll_cu_event_t, picoll_cu_stream_t);
     picoll_cu_result_t (*event_destroy)(picoll_cu_event_t);
     picoll_cu_result_t (*stream_wait_event)(picoll_cu_stream_t, picoll_cu_event_t, unsigned);
+    /* the device executor */
+    picoll_cu_result_t (*driver_get_version)(int *);
+    picoll_cu_result_t (*device_get_attribute)(int *, int attr, picoll_cu_device_t);
+    picoll_cu_result_t (*device_get_pci_bus_id)(char *, int len, picoll_cu_device_t);
+    picoll_cu_result_t (*device_get_by_pci_bus_id)(picoll_cu_device_t *, const char *);
+    picoll_cu_result_t (*device_can_access_peer)(int *, picoll_cu_device_t, picoll_cu_device_t);
+    picoll_cu_result_t (*ctx_get_device)(picoll_cu_device_t *);
+    picoll_cu_result_t (*mem_alloc)(picoll_cu_deviceptr_t *, size_t);
+    picoll_cu_result_t (*mem_free)(picoll_cu_deviceptr_t);
+    picoll_cu_result_t (*memset_d8)(picoll_cu_deviceptr_t, unsigned char, size_t);
+    picoll_cu_result_t (*mem_host_get_device_pointer)(picoll_cu_deviceptr_t *, void *, unsigned);
+    picoll_cu_result_t (*ipc_get_mem_handle)(picoll_cu_ipc_handle_t *, picoll_cu_deviceptr_t);
+    picoll_cu_result_t (*ipc_open_mem_handle)(picoll_cu_deviceptr_t *, picoll_cu_ipc_handle_t,
+                                              unsigned);
+    picoll_cu_result_t (*ipc_close_mem_handle)(picoll_cu_deviceptr_t);
+    picoll_cu_result_t (*stream_is_capturing)(picoll_cu_stream_t, int *status);
+    picoll_cu_result_t (*thread_exchange_capture_mode)(int *mode);
+    picoll_cu_result_t (*module_load_data)(picoll_cu_module_t *, const void *image);
+    picoll_cu_result_t (*module_get_function)(picoll_cu_function_t *, picoll_cu_module_t,
+                                              const char *);
+    picoll_cu_result_t (*func_get_attribute)(int *, int attr, picoll_cu_function_t);
+    picoll_cu_result_t (*occupancy_max_blocks)(int *, picoll_cu_function_t, int threads,
+                                               size_t shmem);
+    picoll_cu_result_t (*launch_kernel)(picoll_cu_function_t, unsigned gx, unsigned gy,
+                                        unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                        unsigned shmem, picoll_cu_stream_t, void **params,
+                                        void **extra);
 } picoll_cudrv_t;
 
 /* The table; its entries are valid only after picoll_cudrv_load() returned PICOLL_OK. */
@@ -64,6 +109,8 @@ extern picoll_cudrv_t picoll_cu;
  * cuInit succeeded and at least one device is visible; otherwise the reason stays available
  * from picoll_cudrv_why(). */
 picoll_status_t picoll_cudrv_load(void);
+/* The driver's CUDA version (e.g. 13000), 0 without one. */
+int picoll_cudrv_version(void);
 /* Visible devices (0 without the driver), and a line saying what was found or why nothing. */
 int picoll_cudrv_device_count(void);
 const char *picoll_cudrv_why(void);

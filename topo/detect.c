@@ -110,6 +110,31 @@ static picoll_topo_path_t nvml_level_path(int level)
 
 #ifdef PICOLL_HAVE_HWLOC
 /* NUMA node and nearest NIC of each GPU, from its bus id. */
+/* The deepest object that is an ancestor of both (or one of them): hwloc's own
+ * hwloc_get_common_ancestor_obj() compares depths, which are negative for I/O objects, and walks
+ * past the root for a GPU and a NIC (it is documented for normal objects only). */
+static hwloc_obj_t hwloc_common(hwloc_obj_t a, hwloc_obj_t b)
+{
+    for (hwloc_obj_t x = a; x != NULL; x = x->parent) {
+        for (hwloc_obj_t y = b; y != NULL; y = y->parent) {
+            if (x == y) {
+                return x;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Depth of an object counted from the root (I/O objects included, unlike obj->depth). */
+static int hwloc_height(hwloc_obj_t o)
+{
+    int h = 0;
+    for (; o != NULL && o->parent != NULL; o = o->parent) {
+        h++;
+    }
+    return h;
+}
+
 static void hwloc_fill(picoll_topo_t *t)
 {
     hwloc_topology_t topo;
@@ -150,7 +175,7 @@ static void hwloc_fill(picoll_topo_t *t)
         }
         int best_depth = -1;
         for (int n = 0; n < t->nnics; n++) {
-            hwloc_obj_t common = hwloc_get_common_ancestor_obj(topo, pci, nics[n]);
+            hwloc_obj_t common = hwloc_common(pci, nics[n]);
             picoll_topo_path_t path;
             if (common == NULL) {
                 continue;
@@ -168,8 +193,8 @@ static void hwloc_fill(picoll_topo_t *t)
                 path = PICOLL_TOPO_PATH_NODE;
             }
             t->gpu_nic[i][n] = path;
-            if ((int)common->depth > best_depth) {
-                best_depth = (int)common->depth;
+            if (hwloc_height(common) > best_depth) {
+                best_depth = hwloc_height(common);
                 g->nic = n;
                 g->nic_path = path;
             }

@@ -7,16 +7,6 @@
 #include "select.h"
 #include "stats.h"
 
-/* Whether the host executor may touch both buffers. This can differ between ranks (one passes a
- * device buffer, another a host one): it is this rank's vote, never a path decision on its own. */
-static int host_vote(const void *sendbuf, const void *recvbuf)
-{
-    if (sendbuf != MPI_IN_PLACE && picoll_memkind(sendbuf) != PICOLL_MEM_HOST) {
-        return 0;
-    }
-    return picoll_memkind(recvbuf) == PICOLL_MEM_HOST;
-}
-
 /* Run the chosen algorithm; a "no" vote anywhere turns the call back into a fallback. */
 static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t bytes, int *mpi_rc)
 {
@@ -31,38 +21,73 @@ static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t by
     return alg;
 }
 
-/* PATH_HOME is not a path: a bit of the vote, 0 where a rank's device buffers are all on another
- * device than its workspace */
+/* PATH_HOME is not a path: a bit of the vote, 1 where a rank's device buffers are in its
+ * workspace's context */
 typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path_t;
 
-/* Which executor runs the call. The algorithms chosen (host_alg, cuda_alg) are the same on every
- * rank; the votes are not (memory kinds may differ between ranks). Where only the host executor
- * is possible its algorithm votes itself, as before. Where the device one is, one barrier on the
- * node carries both votes as bits and every rank takes the path all voted for: device, host (whose
- * algorithm then votes again, yes), or the underlying MPI. *vote: the host algorithm's vote. */
-static path_t pick_path(picoll_comm_t *ctx, int host_alg, int cuda_alg, const void *sendbuf,
-                        const void *recvbuf, picoll_dtype_t dt, int eligible, const char *coll,
-                        int *vote)
+/* Which executor runs the call. The host algorithm (host_alg) is the same on every rank; the votes
+ * are not (memory kinds may differ between ranks). Each buffer's memory kind is looked up once.
+ * Where only the host executor is possible its algorithm votes itself, as before. Where the device
+ * one is, one barrier on the node carries both votes as bits and every rank takes the path all
+ * voted for: device, host (whose algorithm then votes again, yes), or the underlying MPI. The
+ * device workspace is made (or moved) here, collectively, when every rank voted for the device and
+ * some rank's workspace is missing or in another context than its buffers; select_cuda then picks
+ * the device algorithm from its reach (the same on every rank). *vote: the host algorithm's
+ * vote; *cuda_alg: the device algorithm when PATH_CUDA. */
+static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, const void *recvbuf,
+                        picoll_dtype_t dt, int eligible, const char *coll,
+                        int (*select_cuda)(const picoll_cuda_ws_t *, const void *),
+                        const void *select_arg, int *vote, int *cuda_alg)
 {
-    int host_ok = host_alg != PICOLL_ALG_FALLBACK && eligible && host_vote(sendbuf, recvbuf);
-    if (ctx->cuda == NULL || cuda_alg == PICOLL_ALG_FALLBACK) {
-        *vote = host_ok;
+    picoll_meminfo_t s, r;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    int host_possible = host_alg != PICOLL_ALG_FALLBACK && eligible;
+
+    if (!ctx->cuda_possible && !host_possible) {
+        *vote = 0;
         return host_alg == PICOLL_ALG_FALLBACK ? PATH_NONE : PATH_HOST;
     }
-    int home = 1;
-    uint32_t mine = (host_ok ? PATH_HOST : 0u) |
-                    (eligible && picoll_cuda_vote(ctx->cuda, sendbuf, recvbuf, dt, &home) ? PATH_CUDA
-                                                                                          : 0u);
-    mine |= home ? PATH_HOME : 0u;
+    /* a workspace exists: its algorithm is known before the barrier, which a call that neither
+     * executor takes need not pay */
+    if (ctx->cuda != NULL) {
+        *cuda_alg = select_cuda(ctx->cuda, select_arg);
+        if (*cuda_alg == PICOLL_ALG_FALLBACK && host_alg == PICOLL_ALG_FALLBACK) {
+            *vote = 0;
+            return PATH_NONE;
+        }
+    }
+    picoll_memkind_query(recvbuf, &r);
+    if (in_place) {
+        s = r;
+    } else {
+        picoll_memkind_query(sendbuf, &s);
+    }
+    int host_ok = host_possible && (s.kind == PICOLL_MEM_HOST || s.kind == PICOLL_MEM_PINNED) &&
+                  (r.kind == PICOLL_MEM_HOST || r.kind == PICOLL_MEM_PINNED);
+    if (!ctx->cuda_possible) {
+        *vote = host_ok;
+        return PATH_HOST;
+    }
+    int home = 0;
+    picoll_cu_context_t bufctx = NULL;
+    int dev = eligible && picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, dt, &bufctx, &home);
+    uint32_t mine = (host_ok ? PATH_HOST : 0u) | (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
     uint32_t all = picoll_shm_barrier_mask(ctx->shm, mine, coll);
     *vote = 1;
-    if (!(all & PATH_HOME)) {
-        /* some rank's device buffers are on another GPU than its workspace: all move theirs, and
-         * this call (which nobody voted to run on the device) goes on as voted */
-        picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, &picoll_g.cfg,
-                              picoll_cuda_buffers_device(sendbuf, recvbuf));
+    if ((all & PATH_CUDA) && !(all & PATH_HOME)) {
+        picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, ctx->shm, &picoll_g.cfg,
+                              bufctx);
     }
-    return (all & PATH_CUDA) ? PATH_CUDA : (all & PATH_HOST) ? PATH_HOST : PATH_NONE;
+    if ((all & PATH_CUDA) && ctx->cuda != NULL) {
+        *cuda_alg = select_cuda(ctx->cuda, select_arg);
+        if (*cuda_alg != PICOLL_ALG_FALLBACK) {
+            return PATH_CUDA;
+        }
+    }
+    if (all & PATH_HOST) {
+        return host_alg == PICOLL_ALG_FALLBACK ? PATH_NONE : PATH_HOST;
+    }
+    return PATH_NONE;
 }
 
 /* Between nodes: the hierarchical algorithms (host buffers, or CUDA buffers through host copies
@@ -102,6 +127,12 @@ static int hier_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *arg
     return hier_finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, &st, mpi_rc);
 }
 
+static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
+{
+    return picoll_select_cuda_allreduce(&picoll_g.cfg, picoll_cuda_ws_reach(ws),
+                                        picoll_cuda_ws_slot_size(ws), *(const size_t *)arg);
+}
+
 int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
@@ -117,13 +148,9 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
         return hier_allreduce(ctx, args, bytes, mpi_rc);
     }
     alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
-    if (ctx->cuda != NULL) {
-        cuda_alg = picoll_select_cuda_allreduce(&picoll_g.cfg, picoll_cuda_ws_reach(ctx->cuda),
-                                                picoll_cuda_ws_slot_size(ctx->cuda), bytes);
-    }
     picoll_reentry++;
-    switch (pick_path(ctx, alg, cuda_alg, args->sendbuf, args->recvbuf, args->dtype, 1,
-                      "MPI_Allreduce", &vote)) {
+    switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
+                      select_cuda_allreduce, &bytes, &vote, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
         status = picoll_cuda_allreduce(ctx->cuda, args, alg);
@@ -179,6 +206,18 @@ static int hier_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, con
     return hier_finish(c->coll, alg, status, total, &st, mpi_rc);
 }
 
+typedef struct {
+    const blocks_coll_t *c;
+    int size;
+    size_t block_bytes;
+} blocks_select_t;
+
+static int select_cuda_blocks(const picoll_cuda_ws_t *ws, const void *arg)
+{
+    const blocks_select_t *b = arg;
+    return b->c->select_cuda(&picoll_g.cfg, picoll_cuda_ws_reach(ws), b->size, b->block_bytes);
+}
+
 static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, const blocks_coll_t *c,
                       int *mpi_rc)
 {
@@ -193,13 +232,10 @@ static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, cons
         return hier_blocks(ctx, args, c, mpi_rc);
     }
     alg = c->select(&picoll_g.cfg, ctx->size, args->block_bytes);
-    if (ctx->cuda != NULL) {
-        cuda_alg = c->select_cuda(&picoll_g.cfg, picoll_cuda_ws_reach(ctx->cuda), ctx->size,
-                                  args->block_bytes);
-    }
+    blocks_select_t sel = {.c = c, .size = ctx->size, .block_bytes = args->block_bytes};
     picoll_reentry++;
-    switch (pick_path(ctx, alg, cuda_alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE,
-                      args->eligible, c->name, &vote)) {
+    switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
+                      c->name, select_cuda_blocks, &sel, &vote, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
         status = c->run_cuda(ctx->cuda, args);
