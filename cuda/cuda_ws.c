@@ -175,12 +175,14 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     }
     WS_CHECK(picoll_cu.mem_alloc(&base, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size), "cuMemAlloc");
     ws->base = (char *)(uintptr_t)base;
-    WS_CHECK(picoll_cu.memset_d8(base, 0, PICOLL_CUDA_FLAGS_BYTES), "cuMemsetD8");
-    WS_CHECK(picoll_cu.memcpy_htod(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
-                                   sizeof(hello)), "cuMemcpyHtoD");
-    /* the memset and a copy from pageable memory may return before the bytes land: peers read
-     * them next */
-    WS_CHECK(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_LEGACY), "cuStreamSynchronize");
+    /* on this thread's stream, not the legacy one, which would also wait for kernels other
+     * threads have queued (and those for their peers); synchronised: peers read them next */
+    WS_CHECK(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES, PICOLL_CU_STREAM_PER_THREAD),
+             "cuMemsetD8Async");
+    WS_CHECK(picoll_cu.memcpy_htod_async(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
+                                         sizeof(hello), PICOLL_CU_STREAM_PER_THREAD),
+             "cuMemcpyHtoDAsync");
+    WS_CHECK(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD), "cuStreamSynchronize");
     WS_CHECK(picoll_cu.ipc_get_mem_handle(&msg->handle, base), "cuIpcGetMemHandle");
     WS_CHECK(picoll_cu.mem_host_alloc(&status_host, sizeof(picoll_cuda_status_t),
                                       PICOLL_CU_MEMHOSTALLOC_DEVICEMAP |
@@ -231,8 +233,10 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
                  "cuIpcOpenMemHandle");
         ws->peer[r] = (char *)(uintptr_t)p;
         ws->mapped[r] = 1;
-        WS_CHECK(picoll_cu.memcpy_dtoh(&v, p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
-                                       sizeof(v)), "cuMemcpyDtoH");
+        WS_CHECK(picoll_cu.memcpy_dtoh_async(&v, p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
+                                             sizeof(v), PICOLL_CU_STREAM_PER_THREAD),
+                 "cuMemcpyDtoHAsync");
+        WS_CHECK(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD), "cuStreamSynchronize");
         if (v != (WS_HELLO | (uint64_t)all[r].comm_rank)) {
             picoll_warn("device workspace of local rank %d (device %d) reads back %#llx through its "
                         "IPC mapping: no peer access, device collectives fall back",

@@ -82,7 +82,12 @@ typedef struct {
     picoll_cu_result_t (*ctx_get_device)(picoll_cu_device_t *);
     picoll_cu_result_t (*mem_alloc)(picoll_cu_deviceptr_t *, size_t);
     picoll_cu_result_t (*mem_free)(picoll_cu_deviceptr_t);
-    picoll_cu_result_t (*memset_d8)(picoll_cu_deviceptr_t, unsigned char, size_t);
+    picoll_cu_result_t (*memset_d8_async)(picoll_cu_deviceptr_t, unsigned char, size_t,
+                                          picoll_cu_stream_t);
+    picoll_cu_result_t (*memcpy_htod_async)(picoll_cu_deviceptr_t dst, const void *src, size_t,
+                                            picoll_cu_stream_t);
+    picoll_cu_result_t (*memcpy_dtoh_async)(void *dst, picoll_cu_deviceptr_t src, size_t,
+                                            picoll_cu_stream_t);
     picoll_cu_result_t (*mem_host_get_device_pointer)(picoll_cu_deviceptr_t *, void *, unsigned);
     picoll_cu_result_t (*ipc_get_mem_handle)(picoll_cu_ipc_handle_t *, picoll_cu_deviceptr_t);
     picoll_cu_result_t (*ipc_open_mem_handle)(picoll_cu_deviceptr_t *, picoll_cu_ipc_handle_t,
