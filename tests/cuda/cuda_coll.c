@@ -418,6 +418,13 @@ static void allreduce_case(int ti, const type_t *t, op_t op, size_t count, int i
         }
         dbuf_free(&rb);
     }
+    if (t->kind == K_LDOUBLE) {
+        /* x87 extended precision: 10 bytes of value, the rest padding that no one defines */
+        for (size_t i = 0; i < count; i++) {
+            memset(got + i * t->size + 10, 0, t->size - 10);
+            memset(want + i * t->size + 10, 0, t->size - 10);
+        }
+    }
     check_bytes(in_place ? "allreduce in place" : "allreduce", t->name, op_names[op], count,
                 t->size, got, want);
     ncases++;
