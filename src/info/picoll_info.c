@@ -3,6 +3,7 @@
 #include "coll/coll.h"
 #include "config.h"
 #include "cuda_state.h"
+#include "cudrv.h"
 #include "log.h"
 #include "net/net.h"
 #include "topo/topo.h"
@@ -64,8 +65,13 @@ static void print_cuda(void)
     PMPI_Init(NULL, NULL);
     picoll_cuda_state_init(cfg.cuda_staging, &st);
     printf("cuda:\n");
-    printf("  driver     : %s\n", st.driver ? "loaded" : "not loaded");
+    printf("  driver     : %s\n", picoll_cudrv_why());
     printf("  devices    : %d\n", st.devices);
+    for (int d = 0; d < st.devices; d++) {
+        char image[160];
+        picoll_cuda_kernel_image(d, image, sizeof(image));
+        printf("  device %-3d : kernels: %s\n", d, image);
+    }
     int aware = picoll_mpi_cuda_aware(&how);
     printf("  MPI        : %sCUDA-aware (its %s answers %d)\n", aware ? "" : "not ", how, aware);
     printf("  staging    : %s\n", st.staging ? "active" : "inactive");
