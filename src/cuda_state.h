@@ -3,6 +3,8 @@
 #ifndef PICOLL_CUDA_STATE_H
 #define PICOLL_CUDA_STATE_H
 
+#include <stddef.h>
+
 typedef struct {
     int driver;      /* the CUDA driver loaded and sees devices */
     int devices;
