@@ -5,12 +5,16 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-_Thread_local const char *picoll_last_alg __attribute__((tls_model("initial-exec")));
+_Thread_local int picoll_last_alg __attribute__((tls_model("initial-exec")));
 
 PICOLL_EXPORT const char *picoll_last_algorithm(void);
 const char *picoll_last_algorithm(void)
 {
-    return picoll_last_alg;
+    if (picoll_last_alg == 0) {
+        return NULL;
+    }
+    int v = picoll_last_alg - 1;
+    return picoll_coll_desc((picoll_coll_t)(v / PICOLL_ALG_MAX))->algs[v % PICOLL_ALG_MAX].name;
 }
 
 static _Atomic unsigned long long stat_calls[PICOLL_COLL_COUNT][PICOLL_ALG_MAX];

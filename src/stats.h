@@ -11,10 +11,10 @@ void picoll_stats_add(picoll_coll_t coll, int alg, size_t bytes);
 /* The path of the calling thread's last intercepted collective (picoll_last_algorithm()):
  * set by every MPI_Allreduce, MPI_Allgather and MPI_Alltoall that picoll intercepts, whatever
  * PICOLL_STATS says. */
-extern _Thread_local const char *picoll_last_alg __attribute__((tls_model("initial-exec")));
+extern _Thread_local int picoll_last_alg __attribute__((tls_model("initial-exec")));
 static inline void picoll_last_set(picoll_coll_t coll, int alg)
 {
-    picoll_last_alg = picoll_coll_desc(coll)->algs[alg].name;
+    picoll_last_alg = 1 + (int)coll * PICOLL_ALG_MAX + alg; /* one store on the pass-through path */
 }
 /* Collective over comm: sums the counters and prints them from rank 0 to stdout. */
 void picoll_stats_report(MPI_Comm comm);
