@@ -172,6 +172,7 @@ picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_c
 {
     picoll_cu_context_t popped;
     picoll_status_t status;
+    int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED, exchanged;
 
     if (n == 0) {
         return PICOLL_OK;
@@ -180,13 +181,22 @@ picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_c
     if (status != PICOLL_OK) {
         return status;
     }
-    status = picoll_cudrv_check(picoll_cu.memcpy((picoll_cu_deviceptr_t)(uintptr_t)dst,
-                                                 (picoll_cu_deviceptr_t)(uintptr_t)src, n),
-                                "cuMemcpy");
-    /* a copy to the device from pageable memory may return before the DMA ends: wait for the
-     * legacy default stream, so that the bytes are in place when the MPI call returns */
+    /* relaxed capture mode: a CUDA graph captured meanwhile (global mode, any thread) must not
+     * make this synchronous copy fail */
+    exchanged = picoll_cu.thread_exchange_capture_mode(&mode) == 0;
+    /* on this thread's per-thread default stream, which synchronises with the legacy one (so the
+     * copy follows the application's work queued there) but not with other threads' streams, nor
+     * with a blocking stream being captured */
+    status = picoll_cudrv_check(picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)dst,
+                                                       (picoll_cu_deviceptr_t)(uintptr_t)src, n,
+                                                       PICOLL_CU_STREAM_PER_THREAD),
+                                "cuMemcpyAsync");
     if (status == PICOLL_OK) {
-        status = picoll_cudrv_check(picoll_cu.stream_synchronize(NULL), "cuStreamSynchronize");
+        status = picoll_cudrv_check(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD),
+                                    "cuStreamSynchronize");
+    }
+    if (exchanged) {
+        picoll_cu.thread_exchange_capture_mode(&mode);
     }
     (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
     return status;

@@ -60,7 +60,7 @@ typedef struct {
     picoll_cu_result_t (*ctx_pop_current)(picoll_cu_context_t *);
     picoll_cu_result_t (*primary_ctx_retain)(picoll_cu_context_t *, picoll_cu_device_t);
     picoll_cu_result_t (*primary_ctx_release)(picoll_cu_device_t);
-    /* legacy default stream (not the per-thread one): see picoll_cudrv_copy */
+    /* legacy default stream */
     picoll_cu_result_t (*memcpy)(picoll_cu_deviceptr_t dst, picoll_cu_deviceptr_t src, size_t);
     picoll_cu_result_t (*memcpy_async)(picoll_cu_deviceptr_t dst, picoll_cu_deviceptr_t src,
                                        size_t, picoll_cu_stream_t);
@@ -125,9 +125,9 @@ const char *picoll_cudrv_why(void);
 picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call);
 
 /* Copies n bytes between any two of host, pinned, device or managed memory, with ctx (the
- * context of the device-side buffer) current for the copy. cuMemcpy runs on the legacy default
- * stream: it starts after all work already queued on that stream (and on every blocking stream
- * of the context) and returns when the bytes are at dst. */
+ * context of the device-side buffer) current for the copy, on this thread's per-thread default
+ * stream: it starts after the work already queued on the legacy default stream (and on this
+ * thread's stream) and returns when the bytes are at dst. In relaxed stream-capture mode. */
 picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_cu_context_t ctx);
 
 #endif

@@ -1,6 +1,6 @@
 /* Between nodes, CUDA buffers take the hierarchical path through pinned host copies of the whole
  * buffers (when picoll stages CUDA buffers: PICOLL_CUDA_STAGING, an MPI that is not CUDA-aware).
- * The copies use the buffer's own device context on the legacy default stream (picoll_cudrv_copy),
+ * The copies use the buffer's own device context on the per-thread default stream (picoll_cudrv_copy),
  * so they follow the application's queued work, and the result is on the device at return. */
 #include "coll/algs.h"
 #include "core.h"
