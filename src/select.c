@@ -20,21 +20,31 @@ int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nr
     return PICOLL_ALLREDUCE_TWOSHOT;
 }
 
-int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes)
+int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma)
 {
     (void)nranks;
-    if (cfg->host == PICOLL_HOST_OFF || block_bytes == 0 ||
-        (cfg->host == PICOLL_HOST_AUTO && block_bytes > AUTO_ALLGATHER_MAX)) {
+    if (cfg->host == PICOLL_HOST_OFF || block_bytes == 0) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    if (cma && block_bytes >= cfg->cma_min) {
+        return PICOLL_ALLGATHER_CMA;
+    }
+    if (cfg->host == PICOLL_HOST_AUTO && block_bytes > AUTO_ALLGATHER_MAX) {
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_ALLGATHER_SHM;
 }
 
-int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes)
+int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma)
 {
     (void)nranks;
-    if (cfg->host == PICOLL_HOST_OFF || block_bytes == 0 ||
-        (cfg->host == PICOLL_HOST_AUTO && block_bytes > AUTO_ALLTOALL_MAX)) {
+    if (cfg->host == PICOLL_HOST_OFF || block_bytes == 0) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    if (cma && block_bytes >= cfg->cma_min) {
+        return PICOLL_ALLTOALL_CMA;
+    }
+    if (cfg->host == PICOLL_HOST_AUTO && block_bytes > AUTO_ALLTOALL_MAX) {
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_ALLTOALL_SHM;
