@@ -43,7 +43,7 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_CMA", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "auto,off",
      .offset = offsetof(picoll_config_t, cma),
      .doc = "single-copy host allgather/alltoall, each rank reading its peers' buffers with process_vm_readv: auto (where every rank of the node can) or off (on any rank: the whole node copies through the workspace)"},
-    {.name = "PICOLL_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "16k",
+    {.name = "PICOLL_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "1M",
      .offset = offsetof(picoll_config_t, cma_min),
      .doc = "smallest allgather/alltoall block (bytes one rank sends to one peer) read single-copy with process_vm_readv; smaller ones go through the workspace"},
     {.name = "PICOLL_TEST_CMA_FAULT", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,

@@ -532,7 +532,7 @@ static void test_hash(void)
     picoll_config_parse(var_or_die("PICOLL_CMA"), "off", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) == picoll_config_hash(&b),
           "PICOLL_CMA (agreed per node, allowed to differ between ranks) changes the hash");
-    picoll_config_parse(var_or_die("PICOLL_CMA_MIN"), "1M", &b, err, sizeof(err));
+    picoll_config_parse(var_or_die("PICOLL_CMA_MIN"), "64k", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) != picoll_config_hash(&b), "PICOLL_CMA_MIN does not change the hash");
     /* the same value written two ways is the same configuration */
     picoll_config_load(&b, NULL);
