@@ -10,8 +10,9 @@
 /* From PICOLL_CMA_MIN (default 1 MiB a block) the single-copy algorithms beat the workspace, whose
  * two copies stop fitting the caches; below, the workspace's in-cache copies beat
  * process_vm_readv, which pins the peer's pages a batch at a time. Against Open MPI, which copies
- * once too, single-copy allgather won a little (1.03x to 1.26x at np 2 and 4) and alltoall did not
- * (1.00x to 1.03x at np 2, 0.90x to 0.99x at np 4): PICOLL_HOST=auto runs only the former. */
+ * once too, single-copy allgather held its own (1.03x to 1.11x at np 2, 0.90x to 1.26x over three
+ * runs at np 4) and alltoall did not quite (1.00x to 1.02x at np 2, 0.90x to 0.99x at np 4):
+ * PICOLL_HOST=auto runs only the former. */
 
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes)
 {
