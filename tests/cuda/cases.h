@@ -80,6 +80,9 @@ typedef struct {
     int in_place;
     size_t off;
     mem_t mem;
+    /* inputs whose reduction is exact in any order, for a call that falls back (the underlying
+     * MPI has an order of its own); the same on every rank. Implied by expect_fallback. */
+    int exact;
     /* set by ar_prepare */
     size_t bytes;
     unsigned char *mine, *want, *got;

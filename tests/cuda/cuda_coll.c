@@ -225,7 +225,7 @@ static void fallback_cases(void)
         if (types[ti].kind == K_F16 || types[ti].kind == K_BF16) {
             continue; /* picoll hands these to the MPI with a host user op: not on device buffers */
         }
-        ar_case_t c = {.ti = (int)ti, .t = &types[ti], .count = 5000,
+        ar_case_t c = {.ti = (int)ti, .t = &types[ti], .count = 5000, .exact = 1,
                        .op = op_allowed(&types[ti], SUM) ? SUM : BXOR,
                        .mem = mt_rank == mt_size - 1 ? MEM_HOST : MEM_DEVICE};
         ar_prepare(&c);
