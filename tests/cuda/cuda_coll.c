@@ -351,7 +351,7 @@ static void timeslice_detect(int local_size)
         mps = 0; /* an older driver does not know the attribute: no MPS, as picoll assumes */
     }
     PMPI_Allreduce(&mps, &all_mps, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_mps && !expect_fallback) {
+    if (!all_mps) {
         expect_fallback = 1;
         if (mt_rank == 0) {
             printf("note: %d ranks share %d GPU(s) without MPS: every device call must fall "
