@@ -360,6 +360,11 @@ int mode_ctx(int argc, char **argv)
 
 /* ---------------------------------------------------------------- capture */
 
+/* The path of a call made while another stream of the calling thread captures in global mode:
+ * picoll votes no (issue 12, defect 4), although CUDA would allow its kernel on the per-thread
+ * stream there; with the calling thread's per-thread stream captured, falling back is the only way. */
+#define CAPTURE_PATH "fallback"
+
 /* Calls made while a graph is captured in global mode, on a stream of this thread (ptds: its
  * per-thread default stream): they must fall back. Their buffers are made before the capture and
  * read after it (allocations and synchronous copies are not allowed during a global capture). */
@@ -387,9 +392,9 @@ static void capture_round(int on_ptds)
     /* something for the graph: captured, not run */
     CK(drv.memset_d8_async((cu_ptr_t)(uintptr_t)scratch.p, 1, 4096, s));
     for (int i = 0; i < 2; i++) {
-        ar_call(&ar[i], "fallback");
+        ar_call(&ar[i], CAPTURE_PATH);
     }
-    bl_call(&bl, "fallback");
+    bl_call(&bl, CAPTURE_PATH);
     CK(drv.stream_end_capture(s, &graph));
     CK(drv.graph_destroy(graph));
     if (!on_ptds) {
