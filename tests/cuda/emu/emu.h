@@ -179,6 +179,8 @@ emu_op_t *emu_op_new(emu_op_type_t type);
 
 /* ---- kernels (emu_launch.c) ---- */
 void emu_kernel_run(emu_op_t *op);
+/* A worker thread ends: its fibers' stacks go. */
+void emu_worker_release(void);
 
 /* The fiber state the CPU build of the kernel reads (emu_cuda.h declares them for C++). */
 typedef struct {

@@ -195,6 +195,15 @@ static emu_block_t *emu_block_get(void)
     return b;
 }
 
+void emu_worker_release(void)
+{
+    if (emu_blk != NULL) {
+        munmap(emu_blk->stacks, (size_t)EMU_MAX_THREADS * (EMU_STACK + EMU_GUARD));
+        free(emu_blk);
+        emu_blk = NULL;
+    }
+}
+
 /* Runs block blockIdx of the launch until its fibers finish (or, frozen, all wait at a barrier
  * that never opens). */
 static void emu_block_run(emu_block_t *b)

@@ -14,7 +14,7 @@
  *             arrival is written beforehand), unaligned destination, status words
  *   freeze    fakecuda_freeze_next_kernel: every block starts, none finishes
  *   counts    fakecuda_call_counts and fakecuda_call_name
- *   rule-free-mapped, rule-stream-context, rule-event-context, rule-kernel-context,
+ *   rule-free-while-mapped, rule-stream-context, rule-event-context, rule-kernel-context,
  *   rule-kernel-bounds, rule-unchosen-device (and unchosen-ok: the allowed case). */
 #define _GNU_SOURCE
 #include "cuda/cuda_kernel.h"
@@ -643,7 +643,7 @@ static void mode_counts(void)
 
 /* ---- rules: each must end the process with "FAIL fakecuda: <rule>" ---- */
 
-static void rule_free_mapped(void)
+static void rule_free_while_mapped(void)
 {
     int down[2], up[2];
     char c;
@@ -769,8 +769,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "ipc") == 0) {
         mode_ipc();
-    } else if (strcmp(mode, "rule-free-mapped") == 0) {
-        rule_free_mapped();
+    } else if (strcmp(mode, "rule-free-while-mapped") == 0) {
+        rule_free_while_mapped();
     } else {
         load_driver();
         if (strcmp(mode, "streams") == 0) {

@@ -173,6 +173,12 @@ static void *emu_worker(void *arg)
     pthread_mutex_lock(&emu_lock);
     for (;;) {
         while (s->head == NULL || !emu_deps_met_locked(s->head)) {
+            if (s->head == NULL && !s->live) { /* destroyed and drained */
+                s->has_worker = 0;
+                pthread_mutex_unlock(&emu_lock);
+                emu_worker_release();
+                return NULL;
+            }
             pthread_cond_wait(&emu_cond, &emu_lock);
         }
         emu_op_t *op = s->head;
@@ -203,7 +209,6 @@ static void *emu_worker(void *arg)
         emu_op_free(op);
         pthread_cond_broadcast(&emu_cond);
     }
-    return NULL;
 }
 
 /* Adds to op the dependencies CUDA's implicit ordering gives it on s. */
@@ -333,6 +338,7 @@ EMU_API CUresult cuStreamDestroy_v2(void *h)
         /* as CUDA: queued work still completes; the stream stays allocated (other operations may
          * depend on it), unusable */
         s->live = 0;
+        pthread_cond_broadcast(&emu_cond); /* its idle worker ends */
     }
     pthread_mutex_unlock(&emu_lock);
     return rc;
