@@ -14,7 +14,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 start=$(date +%s)
 
-bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev python3 python3-matplotlib
+# the full build: UCX for the network step, hwloc for GPU and NIC locality, as the test command
+bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev libhwloc-dev libucx-dev python3 python3-matplotlib
 
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then
     echo "== autoreconf"

@@ -1,5 +1,6 @@
 #include "classify.h"
 
+#include <limits.h>
 #include <wchar.h>
 
 /* Most frequent first: the search is linear and runs on every intercepted call. MPI_AINT,
@@ -78,6 +79,55 @@ picoll_op_t picoll_classify_op(MPI_Op op)
         }
     }
     return PICOLL_OP_NONE;
+}
+
+/* Ops (one bit per picoll_op_t) with which the underlying MPI reduces MPI_CHAR and MPI_WCHAR:
+ * the standard lists neither among the types of the reduction ops, the MPIs decide (Open MPI 4.1
+ * and MPICH 4.0 reduce MPI_CHAR with every op, as the platform's char; neither takes MPI_WCHAR).
+ * Found once, at MPI_Init; before that (and for an MPI that rejects them), picoll leaves the call
+ * to the MPI, whose own error the application then gets. */
+static unsigned char_ops, wchar_ops;
+
+void picoll_classify_probe_chars(void)
+{
+    const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MAX,  MPI_MIN, MPI_LAND,
+                          MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    MPI_Errhandler old;
+    char c = 1, cr;
+    wchar_t w = 1, wr;
+
+    /* a one-element reduction on MPI_COMM_SELF per op, with errors returned instead of fatal */
+    if (PMPI_Comm_get_errhandler(MPI_COMM_SELF, &old) != MPI_SUCCESS) {
+        return;
+    }
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        picoll_op_t op = picoll_classify_op(ops[i]);
+        if (PMPI_Allreduce(&c, &cr, 1, MPI_CHAR, ops[i], MPI_COMM_SELF) == MPI_SUCCESS) {
+            char_ops |= 1u << op;
+        }
+        if (PMPI_Allreduce(&w, &wr, 1, MPI_WCHAR, ops[i], MPI_COMM_SELF) == MPI_SUCCESS) {
+            wchar_ops |= 1u << op;
+        }
+    }
+    PMPI_Comm_set_errhandler(MPI_COMM_SELF, old);
+    PMPI_Errhandler_free(&old);
+}
+
+picoll_dtype_t picoll_classify_char(MPI_Datatype type, picoll_op_t op)
+{
+    if (op == PICOLL_OP_NONE) {
+        return PICOLL_DT_NONE;
+    }
+    if (type == MPI_CHAR && (char_ops >> op & 1u)) {
+        _Static_assert(CHAR_BIT == 8, "picoll assumes 8-bit char");
+        return CHAR_MIN < 0 ? PICOLL_DT_INT8 : PICOLL_DT_UINT8;
+    }
+    if (type == MPI_WCHAR && (wchar_ops >> op & 1u)) {
+        _Static_assert(sizeof(wchar_t) == 4, "picoll assumes a 4-byte wchar_t");
+        return WCHAR_MIN < 0 ? PICOLL_DT_INT32 : PICOLL_DT_UINT32;
+    }
+    return PICOLL_DT_NONE;
 }
 
 size_t picoll_classify_copy_size(MPI_Datatype type)

@@ -11,6 +11,13 @@ picoll_dtype_t picoll_classify_dtype(MPI_Datatype type);
  * alltoall): every type picoll_classify_dtype knows, plus the character types MPI does not reduce
  * (MPI_CHAR, MPI_WCHAR). 0 for anything else. */
 size_t picoll_classify_copy_size(MPI_Datatype type);
+/* MPI_CHAR and MPI_WCHAR in a reduction with op: the element type picoll reduces them as (the
+ * platform's char and wchar_t), where the underlying MPI reduces them with that op itself;
+ * PICOLL_DT_NONE otherwise (and for any other type). */
+picoll_dtype_t picoll_classify_char(MPI_Datatype type, picoll_op_t op);
+/* Asks the underlying MPI which ops it reduces MPI_CHAR and MPI_WCHAR with (after PMPI_Init, on
+ * every rank). */
+void picoll_classify_probe_chars(void);
 /* PICOLL_OP_NONE for user-defined ops, MPI_MAXLOC/MINLOC, MPI_REPLACE, MPI_NO_OP. */
 picoll_op_t picoll_classify_op(MPI_Op op);
 

@@ -24,6 +24,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
         PMPI_Query_thread(&provided);
         picoll_init(provided);
         picoll_half_ops_init();
+        picoll_classify_probe_chars();
     }
     return rc;
 }
@@ -34,6 +35,7 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     if (rc == MPI_SUCCESS) {
         picoll_init(*provided);
         picoll_half_ops_init();
+        picoll_classify_probe_chars();
     }
     return rc;
 }
@@ -77,6 +79,9 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
             .dtype = picoll_classify_dtype(datatype),
             .op = picoll_classify_op(op),
         };
+        if (args.dtype == PICOLL_DT_NONE) {
+            args.dtype = picoll_classify_char(datatype, args.op); /* MPI_CHAR in osu_allreduce */
+        }
         if (args.dtype != PICOLL_DT_NONE && args.op != PICOLL_OP_NONE &&
             picoll_op_valid(args.dtype, args.op)) {
             picoll_comm_t *ctx = picoll_comm_get(comm);

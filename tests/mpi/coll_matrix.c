@@ -11,6 +11,11 @@
  * order of evaluation: small integers for float sums, powers of two for float products, small
  * Gaussian integers for complex products, full-width bits for 8/16-bit integer sums and products
  * (wraparound) and unsigned ones, and no overflow for signed 32/64-bit sums and products.
+ * MPI_CHAR, which the standard leaves out of the reductions but Open MPI and MPICH reduce as the
+ * platform's char (osu_allreduce's default type): with every op the MPI itself takes (asked on
+ * MPI_COMM_SELF at start), compared with the loops and, with picoll preloaded, byte for byte with
+ * the MPI's own result (picoll bypassed), and taking the same path as the same call on the
+ * explicitly signed or unsigned char type.
  * MPIX_C_FLOAT16, where the MPI defines it and the compiler has _Float16, runs only with picoll
  * preloaded: MPICH 4.0 itself aborts in MPI_Allreduce on it (picoll passes the calls it hands on
  * as MPI_UINT16_T with its own op); its inputs are exact in float16 as those of the other types.
@@ -30,6 +35,7 @@
 #include "mpitest.h"
 
 #include <complex.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +105,7 @@ static type_t types[] = {
     INT_T("MPI_UINT64_T", MPI_UINT64_T, uint64_t, 0, 0, 0),
     INT_T("MPI_SIGNED_CHAR", MPI_SIGNED_CHAR, signed char, 1, 0, 0),
     INT_T("MPI_UNSIGNED_CHAR", MPI_UNSIGNED_CHAR, unsigned char, 0, 0, 0),
+    INT_T("MPI_CHAR", MPI_CHAR, char, CHAR_MIN < 0, 0, 1),
     INT_T("MPI_SHORT", MPI_SHORT, short, 1, 0, 0),
     INT_T("MPI_UNSIGNED_SHORT", MPI_UNSIGNED_SHORT, unsigned short, 0, 0, 0),
     INT_T("MPI_INT", MPI_INT, int, 1, 0, 1),
@@ -130,9 +137,33 @@ static type_t types[] = {
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
-/* The ops MPI defines on a type (MPI 3.1 section 5.9.2, 5.9.4). */
+/* The ops the underlying MPI itself reduces MPI_CHAR with (one bit per op_t), asked at start. */
+static unsigned char_ops;
+
+static void probe_char_ops(void)
+{
+    char in = 1, out;
+    if (mt_picoll.found) {
+        mt_picoll.set_bypass(1);
+    }
+    for (int op = 0; op <= OP_BXOR; op++) {
+        if (MPI_Allreduce(&in, &out, 1, MPI_CHAR, op_handle((op_t)op), MPI_COMM_SELF) ==
+            MPI_SUCCESS) {
+            char_ops |= 1u << op;
+        }
+    }
+    if (mt_picoll.found) {
+        mt_picoll.set_bypass(0);
+    }
+}
+
+/* The ops MPI defines on a type (MPI 3.1 section 5.9.2, 5.9.4), and on MPI_CHAR those the
+ * underlying MPI takes. */
 static int op_allowed(const type_t *t, op_t op)
 {
+    if (t->dt == MPI_CHAR) {
+        return op <= OP_BXOR && (char_ops >> op & 1u);
+    }
     switch (t->kind) {
     case K_INT:
         return op <= OP_BXOR && !(t->nolog && (op == OP_LAND || op == OP_LOR || op == OP_LXOR));
@@ -599,6 +630,24 @@ static uint64_t case_seed(const char *what, size_t a, size_t b, size_t count, co
 
 /* ---------------------------------------------------------------- allreduce */
 
+/* The MPI_CHAR call just made took the path that the same call on the char type of the same
+ * signedness takes (picoll reduces MPI_CHAR as that type; "fallback" for both where it does not). */
+static void char_same_path(const type_t *t, op_t op, size_t count, comm_t *c)
+{
+    const char *got, *want;
+    if (mt_picoll.last_algorithm == NULL) {
+        return;
+    }
+    got = mt_picoll.last_algorithm();
+    MPI_Allreduce(sendbuf, expect, (int)count, CHAR_MIN < 0 ? MPI_SIGNED_CHAR : MPI_UNSIGNED_CHAR,
+                  op_handle(op), c->comm);
+    want = mt_picoll.last_algorithm();
+    MT_CHECK(got != NULL && want != NULL && strcmp(got, want) == 0,
+             "MPI_Allreduce %s %s count %zu on %s: path %s, but %s on the same call as %s",
+             t->name, op_names[op], count, c->name, got ? got : "(none)", want ? want : "(none)",
+             CHAR_MIN < 0 ? "MPI_SIGNED_CHAR" : "MPI_UNSIGNED_CHAR");
+}
+
 static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, comm_t *c)
 {
     uint64_t seed = case_seed("allreduce", (size_t)(t - types), op, count, c);
@@ -634,7 +683,11 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
     /* for a known bug of the underlying MPI, what it gives on its own, picoll bypassed (every
      * rank takes this branch alike: the condition depends only on the case) */
     int known = known_mpi_bug(t, op);
-    if (known && mt_picoll.found && count > 0) {
+    int vs_mpi = t->dt == MPI_CHAR && mt_picoll.found && count > 0;
+    if (vs_mpi) {
+        char_same_path(t, op, count, c);
+    }
+    if ((known || vs_mpi) && mt_picoll.found && count > 0) {
         unsigned char *in = malloc(bytes);
         if (in == NULL) {
             mt_fail("out of memory");
@@ -667,6 +720,10 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
                 snprintf(first_want, sizeof(first_want), "%s", want);
             }
         }
+    }
+    if (vs_mpi && memcmp(recvbuf, expect, bytes) != 0) {
+        mt_fail("MPI_Allreduce %s %s count %zu%s on %s: not the bytes the MPI itself gives",
+                t->name, op_names[op], count, inplace ? " in place" : "", c->name);
     }
     if (bad && known && (!mt_picoll.found || memcmp(recvbuf, expect, bytes) == 0)) {
         known_bug_hits++; /* the underlying MPI's own result, passed through unchanged */
@@ -905,6 +962,7 @@ int main(int argc, char **argv)
         MT_CHECK(mt_picoll.active() == 1, "picoll_active() is %d after MPI_Init, expected 1",
                  mt_picoll.active());
     }
+    probe_char_ops();
     setup_comms(comm_list);
     setup_btypes();
     for (size_t k = 0; k < ncounts; k++) {

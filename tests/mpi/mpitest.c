@@ -18,6 +18,7 @@ int mt_load_picoll(int expect)
     *(void **)&mt_picoll.active = dlsym(RTLD_DEFAULT, "picoll_active");
     *(void **)&mt_picoll.set_bypass = dlsym(RTLD_DEFAULT, "picoll_set_bypass");
     *(void **)&mt_picoll.comm_query = dlsym(RTLD_DEFAULT, "picoll_comm_query");
+    *(void **)&mt_picoll.last_algorithm = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
     mt_picoll.found = mt_picoll.version && mt_picoll.active && mt_picoll.set_bypass &&
                       mt_picoll.comm_query;
     if (expect && !mt_picoll.found) {

@@ -19,6 +19,7 @@ typedef struct {
     int (*active)(void);
     void (*set_bypass)(int);
     int (*comm_query)(MPI_Comm comm, picoll_comm_info_t *info);
+    const char *(*last_algorithm)(void); /* NULL in a picoll without it */
 } mt_picoll_t;
 
 extern mt_picoll_t mt_picoll;
