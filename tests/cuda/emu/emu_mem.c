@@ -270,6 +270,11 @@ EMU_API CUresult cuMemFree_v2(CUdeviceptr p)
         pthread_mutex_unlock(&emu_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    CUresult rc = emu_capture_check_locked(); /* freeing is unsafe during a global capture */
+    if (rc != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&emu_lock);
+        return rc;
+    }
     int opens = __atomic_load_n(&arena_table->slot[a->slot].opens, __ATOMIC_ACQUIRE);
     if (opens > 0) {
         pthread_mutex_unlock(&emu_lock);
@@ -325,6 +330,11 @@ EMU_API CUresult cuMemFreeHost(void *p)
     if (a == NULL || a->r.start != (uintptr_t)p || a->r.kind != EMU_MEM_HOST) {
         pthread_mutex_unlock(&emu_lock);
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult rc = emu_capture_check_locked();
+    if (rc != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&emu_lock);
+        return rc;
     }
     emu_device_idle_locked(a->r.ctx->device);
     munmap(p, a->r.size);

@@ -293,6 +293,26 @@ static void streams_pageable_source(void)
     CK(cu.mem_free(d));
 }
 
+/* Streams made and destroyed with work queued: the work still runs, each worker ends. */
+static void streams_destroy(void)
+{
+    int (*destroy)(stream_t) = (int (*)(stream_t))dlsym(cu.lib, "cuStreamDestroy_v2");
+    stamp_t st[50];
+    EXPECT(destroy != NULL, "the driver lacks cuStreamDestroy_v2");
+    for (int i = 0; i < 50; i++) {
+        stream_t s;
+        st[i] = (stamp_t){.sleep_ms = 1};
+        CK(cu.stream_create(&s, 0));
+        CK(cu.launch_host_func(s, stamp_fn, &st[i]));
+        CK(destroy(s));
+        EXPECT(cu.stream_synchronize(s) == 400, "a destroyed stream still answers");
+    }
+    CK(cu.stream_synchronize(NULL)); /* legacy work waits for the destroyed streams' work */
+    for (int i = 0; i < 50; i++) {
+        EXPECT(st[i].end > 0, "work queued before cuStreamDestroy_v2 did not run");
+    }
+}
+
 static void mode_streams(void)
 {
     ctx_t ctx = choose_device(0);
@@ -300,6 +320,7 @@ static void mode_streams(void)
     streams_legacy_blocking();
     streams_per_thread(ctx);
     streams_pageable_source();
+    streams_destroy();
 }
 
 /* ---- events ---- */

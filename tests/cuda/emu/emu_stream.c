@@ -8,6 +8,8 @@
  *   - a blocking stream: an operation waits for the operations queued before it on the legacy
  *     stream; CU_STREAM_NON_BLOCKING streams are exempt from both;
  *   - cuStreamWaitEvent: the operation waits for the event's record.
+ * Synchronising the legacy stream queues a marker on it, so it also waits for the blocking
+ * streams' earlier work, as in CUDA.
  * Dependencies only point to earlier operations, so they cannot form a cycle.
  *
  * Rule "stream-context": a stream made by cuStreamCreate (or an event) used while another context
@@ -17,7 +19,8 @@
  * Capture: operations queued on a capturing stream are recorded into the graph, here dropped. As
  * CUDA, while a GLOBAL-mode capture runs in some thread, a potentially unsafe call (allocation,
  * synchronous copy, synchronisation of the legacy stream or the context...) from a thread whose
- * capture mode is not RELAXED fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; queuing on the
+ * capture mode is not RELAXED fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the calls that ask
+ * emu_capture_check_locked); queuing on the
  * legacy stream of a context one of whose blocking streams captures fails with
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
 #define _GNU_SOURCE
@@ -355,6 +358,11 @@ EMU_API CUresult cuStreamSynchronize(void *h)
     }
     if (rc == CUDA_SUCCESS && s->legacy) {
         rc = emu_capture_check_locked();
+    }
+    if (rc == CUDA_SUCCESS && s->legacy) {
+        /* a legacy-stream operation: it also waits for the blocking streams' earlier work */
+        emu_op_t *op = emu_op_new(EMU_OP_MARKER);
+        rc = op != NULL ? emu_stream_enqueue_locked(s, op, NULL) : CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (rc == CUDA_SUCCESS) {
         emu_stream_wait_locked(s, s->enqueued);
