@@ -92,6 +92,7 @@ typedef struct {
     int (*active)(void);
     const char *(*version)(void);
     int (*comm_query)(MPI_Comm comm, void *info);
+    const char *(*last_algorithm)(void); /* found without --ab too: the path of -d cuda calls */
 } picoll_api_t;
 
 /* picoll_comm_info_t of include/picoll.h, declared here so the benchmarks build without it. */
@@ -126,6 +127,7 @@ typedef struct {
     long *calls_start, *calls_end, *calls_sum;
     long calls_timed;
     int counting; /* 1 while the loop being timed is one whose driver calls are counted */
+    const char *path; /* what picoll ran the last timed call of device buffers with, or NULL */
 } bench_t;
 
 /* ------------------------------------------------------------------ values */
@@ -913,6 +915,24 @@ static void report_driver_calls(bench_t *b)
     free(max);
 }
 
+/* On device buffers with picoll in the process: which path its last timed call took (a device
+ * algorithm, or "fallback"), so that a count of driver calls is read with the path it belongs to. */
+static void note_path(bench_t *b)
+{
+    if (b->opt.mem == MEM_CUDA && b->picoll.last_algorithm != NULL) {
+        b->path = b->picoll.last_algorithm();
+    }
+}
+
+static void print_path(bench_t *b)
+{
+    if (b->rank == 0 && b->path != NULL) {
+        printf("# picoll path: %s\n", b->path);
+        fflush(stdout);
+    }
+    b->path = NULL;
+}
+
 /* ------------------------------------------------------------------ the runs */
 
 static void size_iterations(const options_t *o, size_t size, int *iters, int *warmup)
@@ -932,6 +952,7 @@ static int run_osu(bench_t *b, size_t count)
     b->counting = b->ncounted > 0;
     l = gather_latency(b, time_calls(b, count, iters, warmup));
     b->counting = 0;
+    note_path(b);
     if (b->opt.validate) {
         ok = validate(b, count, "");
     }
@@ -946,6 +967,7 @@ static int run_osu(bench_t *b, size_t count)
     if (b->ncounted > 0) {
         report_driver_calls(b);
     }
+    print_path(b);
     return ok;
 }
 
@@ -984,6 +1006,9 @@ static int run_ab(bench_t *b, size_t count, int first)
             b->counting = on && b->ncounted > 0; /* picoll's calls, not the baseline's */
             lat[on * rounds + round] = gather_latency(b, time_calls(b, count, iters, warmup)).avg;
             b->counting = 0;
+            if (on) {
+                note_path(b);
+            }
             if (b->opt.validate && round == 0) {
                 ok &= validate(b, count, on ? "picoll" : baseline_name(&b->opt));
             }
@@ -1005,6 +1030,7 @@ static int run_ab(bench_t *b, size_t count, int first)
     if (b->ncounted > 0) {
         report_driver_calls(b);
     }
+    print_path(b);
     free(lat);
     return ok;
 }
@@ -1076,6 +1102,7 @@ static int bench_run(bench_t *b)
     } else {
         b->spread = 100;
     }
+    *(void **)&b->picoll.last_algorithm = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
     if (o->ab_rounds > 0 && !all_ranks(b, picoll_lookup(&b->picoll) == 0)) {
         if (b->rank == 0) {
             fprintf(stderr, "osu_%s: --ab needs libpicoll.so in the process: run the ranks with "
