@@ -135,7 +135,7 @@ static int hwloc_height(hwloc_obj_t o)
     return h;
 }
 
-static void hwloc_fill(picoll_topo_t *t)
+void picoll_topo_hwloc_fill(picoll_topo_t *t)
 {
     hwloc_topology_t topo;
     unsigned dom, bus, dev, fn;
@@ -201,6 +201,11 @@ static void hwloc_fill(picoll_topo_t *t)
         }
     }
     hwloc_topology_destroy(topo);
+}
+#else
+void picoll_topo_hwloc_fill(picoll_topo_t *t)
+{
+    (void)t;
 }
 #endif
 
@@ -298,9 +303,7 @@ picoll_status_t picoll_topo_detect(picoll_topo_t *out)
             }
         }
     }
-#ifdef PICOLL_HAVE_HWLOC
-    hwloc_fill(out);
-#endif
+    picoll_topo_hwloc_fill(out);
     picoll_topo_classify(out);
     return PICOLL_OK;
 }

@@ -123,6 +123,10 @@ picoll_status_t picoll_topo_parse_text(const char *text, const char *name, picol
 /* This node's GPUs through NVML (dlopen'ed) and hwloc (linked when built with it). Without NVML
  * or GPUs the result has no GPU (class none) and PICOLL_OK: that is host only, not an error. */
 picoll_status_t picoll_topo_detect(picoll_topo_t *out);
+/* The NUMA node and the nearest NIC of each GPU of t whose bus_id is set, from hwloc's view of
+ * this machine (HWLOC_XMLFILE, when set, replaces it: the tests' recorded machines). Does nothing
+ * when picoll is built without hwloc. */
+void picoll_topo_hwloc_fill(picoll_topo_t *t);
 /* cfg->topo_file when set, else picoll_topo_detect. */
 picoll_status_t picoll_topo_load(const picoll_config_t *cfg, picoll_topo_t *out, char *err,
                                  size_t errlen);

@@ -37,6 +37,8 @@ enum {
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
 #define ARENA_SIZE ((size_t)256 << 20)
@@ -114,6 +116,8 @@ CUresult cuGetErrorString(CUresult rc, const char **s)
     case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument (fake driver)"; break;
     case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory (fake driver)"; break;
     case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context (fake driver)"; break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "no kernel image for the device (fake driver)"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported (fake driver)"; break;
     default: *s = "unknown error (fake driver)"; break;
     }
     return CUDA_SUCCESS;
@@ -445,4 +449,178 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent ev, unsigned flags)
     (void)ev;
     (void)flags;
     return CUDA_SUCCESS;
+}
+
+/* The rest of the driver table picoll loads (src/cudrv.c). This driver has no kernel image for
+ * its devices (cuModuleLoadData fails as on a GPU the fatbin was not built for), so picoll's
+ * device workspace is never made and device buffers are staged; what the staging path calls
+ * works, the device executor's calls answer "not supported". The emulated GPU in tests/cuda/emu
+ * runs the kernels. */
+CUresult cuDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+    if (dev < 0 || dev >= ndevices) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    switch (attr) {
+    case 1: *v = 64; break;        /* MAX_THREADS_PER_BLOCK */
+    case 16: *v = 2; break;        /* MULTIPROCESSOR_COUNT */
+    case 75: *v = 9; break;        /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: *v = 0; break;        /* COMPUTE_CAPABILITY_MINOR */
+    default: *v = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char *s, int len, int dev)
+{
+    if (dev < 0 || dev >= ndevices || len < 13) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    snprintf(s, (size_t)len, "0000:%02x:00.0", 0x10 + dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetByPCIBusId(int *dev, const char *s)
+{
+    unsigned dom, bus, slot, fn;
+    if (sscanf(s, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4 || bus < 0x10 ||
+        (int)(bus - 0x10) >= ndevices) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *dev = (int)(bus - 0x10);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer)
+{
+    *can = dev != peer;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(int *dev)
+{
+    CUcontext ctx = current();
+    if (ctx == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *dev = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream stream)
+{
+    uintptr_t d;
+    CUresult rc;
+    (void)stream;
+    if (current() == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if ((rc = translate((uintptr_t)p, n, &d)) != CUDA_SUCCESS) {
+        return rc;
+    }
+    memset((void *)d, v, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+{
+    (void)stream;
+    return cuMemcpyHtoD_v2(dst, src, n);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    (void)stream;
+    return cuMemcpyDtoH_v2(dst, src, n);
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags)
+{
+    (void)flags;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr p)
+{
+    (void)handle;
+    (void)p;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, const void *handle, unsigned flags)
+{
+    (void)p;
+    (void)handle;
+    (void)flags;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+{
+    (void)p;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* No graph is ever captured here. */
+CUresult cuStreamIsCapturing(CUstream stream, int *status)
+{
+    (void)stream;
+    *status = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(int *mode)
+{
+    static _Thread_local int thread_mode;
+    int old = thread_mode;
+    thread_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(void **module, const void *image)
+{
+    (void)module;
+    (void)image;
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
+CUresult cuModuleGetFunction(void **f, void *module, const char *name)
+{
+    (void)f;
+    (void)module;
+    (void)name;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuFuncGetAttribute(int *v, int attr, void *f)
+{
+    (void)v;
+    (void)attr;
+    (void)f;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int threads, size_t shmem)
+{
+    (void)n;
+    (void)f;
+    (void)threads;
+    (void)shmem;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra)
+{
+    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem;
+    (void)stream, (void)params, (void)extra;
+    return CUDA_ERROR_NOT_SUPPORTED;
 }

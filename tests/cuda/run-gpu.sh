@@ -1,10 +1,15 @@
 #!/bin/sh
 # run-gpu.sh [BUILD_DIR]: the device executor's checks, for a machine with a GPU (CI has none).
-#   1. the tests/cuda CTests (correctness matrix at np 2, 3, 4; the timeout test), which must pass,
-#      not skip;
+#   1. the tests/cuda CTests on the real GPU (correctness matrix at np 2, 3, 4, HCM at np 8, the
+#      timeout test, ...), which must pass, not skip, and the emulated-GPU twins (cuda.emu.*) that
+#      CI runs as well;
 #   2. compute-sanitizer memcheck and racecheck on one np=2 run of a few calls of each kind (every rank under the
 #      sanitizer; racecheck covers shared-memory hazards inside the kernel).
 # BUILD_DIR defaults to the current directory (a configured and built picoll build tree).
+# With fewer GPUs than ranks, the ranks share GPUs: picoll runs kernels across processes only under
+# MPS (without it they would be time-sliced, and picoll hands the call over), so this script
+# starts an MPS control daemon when none runs (pipe and log in a temporary directory) and stops it
+# at the end. It ends with one line: "run-gpu.sh: passed" or "run-gpu.sh: FAILED (...)".
 set -u
 build=$(cd "${1:-.}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,16 +23,33 @@ if ! why=$("$prog" --probe); then
 fi
 nvidia-smi -L 2>/dev/null || true
 
+mps_started=0
+if [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && ! pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+    mps=$(mktemp -d)
+    export CUDA_MPS_PIPE_DIRECTORY="$mps/pipe" CUDA_MPS_LOG_DIRECTORY="$mps/log"
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+        mps_started=1
+        echo "run-gpu.sh: MPS control daemon started ($CUDA_MPS_PIPE_DIRECTORY)"
+    else
+        echo "run-gpu.sh: could not start MPS: ranks sharing a GPU will fall back"
+    fi
+fi
+
 echo "== tests/cuda CTests"
-skip='^$'
+# skipped by design where a GPU exists: cuda.skip.* (no device) and cuda.query.np2 (no driver)
+skip='^cuda\.skip\.|^cuda\.query\.np2$'
 if ! "$prog" --probe 2 > /dev/null; then
-    skip='^cuda\.rehome\.'
-    echo "run-gpu.sh: one GPU: cuda.rehome.* (2 GPUs or more) not run"
+    skip="$skip|^cuda\.rehome\.np"
+    echo "run-gpu.sh: one GPU: cuda.rehome.np* (2 GPUs or more) not run"
 fi
 (cd "$build" && ctest --output-on-failure -R '^cuda\.' -E "$skip") > "$build/run-gpu-ctest.log" 2>&1
 cat "$build/run-gpu-ctest.log"
 if grep -q "Not Run\|\*\*\*Skipped\|Failed" "$build/run-gpu-ctest.log"; then
     echo "run-gpu.sh: some tests/cuda test failed or skipped on a GPU machine"; status=1
+fi
+if ! grep -q "tests passed" "$build/run-gpu-ctest.log"; then
+    echo "run-gpu.sh: ctest gave no summary"; status=1
 fi
 
 sanitizer=compute-sanitizer
@@ -47,5 +69,12 @@ for tool in memcheck racecheck; do
         echo "run-gpu.sh: $tool found errors (status $rc), see $log"; status=1
     fi
 done
-echo "run-gpu.sh: $( [ $status = 0 ] && echo passed || echo FAILED )"
+if [ $mps_started = 1 ]; then
+    echo quit | nvidia-cuda-mps-control
+fi
+if [ $status = 0 ]; then
+    echo "run-gpu.sh: passed"
+else
+    echo "run-gpu.sh: FAILED (see the lines starting run-gpu.sh above)"
+fi
 exit $status
