@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#define COLL_CUDA_ERROR_INVALID_CONTEXT 201
+
 static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
 {
     switch (dt) {
@@ -64,9 +66,12 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
         return 0;
     }
     /* a CUDA graph being captured on this thread's stream would take the launch in, past the
-     * point where this rank could still fall back */
-    if (picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status) != 0 ||
-        status != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+     * point where this rank could still fall back. A thread with no current context (one that
+     * never chose a device, as PyTorch's MPI worker) has no per-thread stream to ask about: the
+     * driver answers CUDA_ERROR_INVALID_CONTEXT, and nothing of this thread is being captured */
+    int rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
+    if ((rc != 0 && rc != COLL_CUDA_ERROR_INVALID_CONTEXT) ||
+        (rc == 0 && status != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE)) {
         return 0;
     }
     *ctx = recv->context;
