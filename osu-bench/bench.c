@@ -872,10 +872,33 @@ static void print_per_call(long calls, long timed)
     }
 }
 
+/* "# driver calls per call: 5 (cuCtxGetCurrent 1, ...)": the total (the most over ranks), then
+ * each entry point called (its most over ranks), and the least total where ranks differ. */
+static void print_driver_calls(const bench_t *b, const long *max, long most, long least)
+{
+    const char *sep = " (";
+    printf("# driver calls per call: ");
+    print_per_call(most, b->calls_timed);
+    for (int i = 0; i < b->ncounted; i++) {
+        if (max[i] != 0) {
+            printf("%s%s ", sep, bench_cuda_call_name(i));
+            print_per_call(max[i], b->calls_timed);
+            sep = ", ";
+        }
+    }
+    printf("%s", sep[0] == ',' ? ")" : "");
+    if (least != most) {
+        printf("; ranks differ, the least ");
+        print_per_call(least, b->calls_timed);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
 /* Rank 0 prints, under a size's row, the driver calls per timed call of the collective, in total
- * and per entry point that was called (those the issue's goal counts: launches, synchronisations,
- * event records, pointer and context queries). Ranks may differ (a rank that refills a cache): the
- * figures are the most over ranks, and the spread of the totals is said. Collective. */
+ * and per entry point (launches, synchronisations, event records, pointer and context queries:
+ * what issue 12 counts). Ranks may differ (a rank that refills a cache), so the figures are the
+ * most over ranks. Collective; starts the next size's count from zero. */
 static void report_driver_calls(bench_t *b)
 {
     int n = b->ncounted;
@@ -892,23 +915,7 @@ static void report_driver_calls(bench_t *b)
     PMPI_Reduce(&mine, &most, 1, MPI_LONG, MPI_MAX, 0, b->comm);
     PMPI_Reduce(&mine, &least, 1, MPI_LONG, MPI_MIN, 0, b->comm);
     if (b->rank == 0 && b->calls_timed > 0) {
-        const char *sep = " (";
-        printf("# driver calls per call: ");
-        print_per_call(most, b->calls_timed);
-        for (int i = 0; i < n; i++) {
-            if (max[i] != 0) {
-                printf("%s%s ", sep, bench_cuda_call_name(i));
-                print_per_call(max[i], b->calls_timed);
-                sep = ", ";
-            }
-        }
-        printf("%s", sep[0] == ',' ? ")" : "");
-        if (least != most) {
-            printf("; ranks differ, the least ");
-            print_per_call(least, b->calls_timed);
-        }
-        printf("\n");
-        fflush(stdout);
+        print_driver_calls(b, max, most, least);
     }
     memset(b->calls_sum, 0, (size_t)n * sizeof(*b->calls_sum));
     b->calls_timed = 0;
