@@ -360,14 +360,13 @@ int mode_ctx(int argc, char **argv)
 
 /* ---------------------------------------------------------------- capture */
 
-/* The path of a call made while another stream of the calling thread captures in global mode:
- * picoll votes no (issue 12, defect 4), although CUDA would allow its kernel on the per-thread
- * stream there; with the calling thread's per-thread stream captured, falling back is the only way. */
-#define CAPTURE_PATH "fallback"
-
-/* Calls made while a graph is captured in global mode, on a stream of this thread (ptds: its
- * per-thread default stream): they must fall back. Their buffers are made before the capture and
- * read after it (allocations and synchronous copies are not allowed during a global capture). */
+/* Calls made while a graph is captured in global mode, on a stream of this thread. On another
+ * stream: the device path (its kernel goes on the per-thread stream, which that capture does not
+ * involve, and its set-up, when the communicator has no workspace yet, runs in relaxed capture
+ * mode). On the per-thread stream itself (ptds): the launch would be captured, not run, so picoll
+ * votes no and the call falls back, staged on a stream of picoll's own (issue 12, defect 4). Their
+ * buffers are made before the capture and read after it (allocations and synchronous copies of
+ * the application are not allowed during a global capture). */
 static void capture_round(int on_ptds)
 {
     cu_stream_t s = CU_STREAM_PER_THREAD;
@@ -392,9 +391,9 @@ static void capture_round(int on_ptds)
     /* something for the graph: captured, not run */
     CK(drv.memset_d8_async((cu_ptr_t)(uintptr_t)scratch.p, 1, 4096, s));
     for (int i = 0; i < 2; i++) {
-        ar_call(&ar[i], CAPTURE_PATH);
+        ar_call(&ar[i], on_ptds ? "fallback" : NULL);
     }
-    bl_call(&bl, CAPTURE_PATH);
+    bl_call(&bl, on_ptds ? "fallback" : NULL);
     CK(drv.stream_end_capture(s, &graph));
     CK(drv.graph_destroy(graph));
     if (!on_ptds) {

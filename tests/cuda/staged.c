@@ -529,7 +529,7 @@ static void check_threads(int provided)
 }
 
 /* The fake driver has no kernel image for its devices: the first device allreduce on a new
- * communicator tries to load picoll's kernels (once) and finds that out; the later calls are staged
+ * communicator on one node tries to load picoll's kernels (once) and finds that out; the later calls are staged
  * without trying again (they used to reload the module and set the workspace up again every call). */
 static void check_module_loads(void)
 {
@@ -566,8 +566,10 @@ static void check_module_loads(void)
         free(host);
     }
     loads = cu.fake_module_loads() - before;
-    MT_CHECK(loads == 1, "cuModuleLoadData called %ld times over 5 device allreduces on one new "
-             "communicator, expected once (no kernel image: found at the first call)", loads);
+    /* none where the communicator spans (virtual) nodes: no device path to try */
+    MT_CHECK(loads <= 1, "cuModuleLoadData called %ld times over 5 device allreduces on one new "
+             "communicator, expected at most once (no kernel image: found at the first call)",
+             loads);
     cu.mem_free(buf);
     MPI_Comm_free(&comm);
 }
