@@ -159,6 +159,8 @@ typedef struct emu_stream {
     int has_worker;
     pthread_t worker;
     int capturing, capture_mode;
+    int capture_invalid;         /* a refused call broke the capture: cuStreamEndCapture fails */
+    pthread_t capture_thread;    /* the thread that began it */
     struct emu_stream *next_in_ctx;
 } emu_stream_t;
 

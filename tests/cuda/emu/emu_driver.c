@@ -133,6 +133,8 @@ static const char *emu_error_string(CUresult rc)
     case CUDA_ERROR_NOT_READY: return "device not ready (emulated GPU)";
     case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
         return "operation not permitted when stream is capturing (emulated GPU)";
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+        return "operation failed due to a previous error during capture (emulated GPU)";
     case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
         return "operation would make the legacy stream depend on a capturing blocking stream "
                "(emulated GPU)";

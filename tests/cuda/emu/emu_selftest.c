@@ -7,7 +7,8 @@
  *             threads' per-thread streams do not; pageable sources are taken at the call
  *   events    record, query, synchronize, cuStreamWaitEvent
  *   capture   global-mode capture: unsafe calls fail in other threads unless relaxed, captured
- *             work is not run, the legacy stream refuses implicit dependencies
+ *             work is not run, the legacy stream refuses implicit dependencies; each refused call
+ *             invalidates the capture (cuStreamEndCapture fails)
  *   ipc       two processes: the owner's bytes read and written through the other's mapping, the
  *             mapping's attributes, open counting (the owner frees after the close)
  *   kernel    picoll_coll_kernel on the CPU: one-shot copy (1 rank) and sum (a second rank whose
@@ -380,38 +381,79 @@ static int capture_alloc_in_thread(ctx_t ctx, int relaxed)
     return a.rc;
 }
 
+/* A global-mode capture that nothing breaks: unsafe calls pass in relaxed mode only, captured work
+ * does not run, other streams' work does, and the capture ends with a graph. */
+static void capture_intact(ctx_t ctx, stream_t s, dptr_t d)
+{
+    int status = -1;
+    void *graph = NULL;
+    unsigned char v = 0;
+    CK(cu.begin_capture(s, 0 /* GLOBAL */));
+    CK(cu.is_capturing(s, &status));
+    EXPECT(status == 1, "cuStreamIsCapturing says %d on a capturing stream", status);
+    CK(cu.is_capturing(PER_THREAD, &status));
+    EXPECT(status == 0, "the per-thread stream reads as capturing");
+    /* asking the legacy stream is how a library learns of a capture on a blocking stream of the
+     * context; CUDA documents that it does not invalidate the capture */
+    EXPECT(cu.is_capturing(NULL, &status) == 906, "the legacy stream, implicitly tied to a "
+           "capturing stream, answered cuStreamIsCapturing");
+    EXPECT(capture_alloc_in_thread(ctx, 1) == 0, "cuMemAlloc in relaxed mode failed during a "
+           "capture");
+    CK(cu.memset_async(d, 7, 1, s)); /* captured: never runs */
+    CK(cu.memset_async(d, 0, 1, PER_THREAD)); /* another stream: runs */
+    CK(cu.stream_synchronize(PER_THREAD));
+    CK(cu.end_capture(s, &graph));
+    EXPECT(graph != NULL, "an intact capture ended without a graph");
+    CK(cu.stream_synchronize(s));
+    CK(cu.dtoh(&v, d, 1));
+    EXPECT(v == 0, "work captured into a graph ran (byte %d)", v);
+}
+
+/* Each way of breaking a global-mode capture: the call is refused and the capture's end fails. */
+static void capture_broken(ctx_t ctx, stream_t s, dptr_t d, int how)
+{
+    int status = -1;
+    void *graph = (void *)1;
+    dptr_t x;
+    CK(cu.begin_capture(s, 0));
+    switch (how) {
+    case 0:
+        EXPECT(capture_alloc_in_thread(ctx, 0) == 900, "cuMemAlloc in another thread during a "
+               "global capture did not fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
+        break;
+    case 1:
+        EXPECT(cu.mem_alloc(&x, 64) == 900, "cuMemAlloc in the capturing thread passed");
+        break;
+    case 2:
+        EXPECT(cu.memset_async(d, 8, 1, NULL) == 906, "the legacy stream took work while a "
+               "blocking stream of its context captures");
+        break;
+    default:
+        EXPECT(cu.stream_synchronize(s) == 900, "a capturing stream was synchronised");
+        break;
+    }
+    CK(cu.is_capturing(s, &status));
+    EXPECT(status == 2, "capture broken (way %d) reads as status %d, not invalidated", how, status);
+    EXPECT(cu.memset_async(d, 9, 1, s) == 901, "an invalidated capture took more work");
+    EXPECT(cu.end_capture(s, &graph) == 901 && graph == NULL, "a capture broken (way %d) ended "
+           "with a graph", how);
+}
+
 static void mode_capture(void)
 {
     ctx_t ctx = choose_device(0);
     stream_t s;
     dptr_t d;
     unsigned char v = 0;
-    int status = -1;
-    void *graph;
     CK(cu.stream_create(&s, 0));
     CK(cu.mem_alloc(&d, 1));
     CK(cu.htod(d, &v, 1));
-    CK(cu.begin_capture(s, 0 /* GLOBAL */));
-    CK(cu.is_capturing(s, &status));
-    EXPECT(status == 1, "cuStreamIsCapturing says %d on a capturing stream", status);
-    CK(cu.is_capturing(PER_THREAD, &status));
-    EXPECT(status == 0, "the per-thread stream reads as capturing");
-    EXPECT(cu.is_capturing(NULL, &status) == 906, "the legacy stream, implicitly tied to a "
-           "capturing stream, answered cuStreamIsCapturing");
-    EXPECT(capture_alloc_in_thread(ctx, 0) == 900, "cuMemAlloc in another thread during a global "
-           "capture did not fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
-    EXPECT(capture_alloc_in_thread(ctx, 1) == 0, "cuMemAlloc in relaxed mode failed during a "
-           "capture");
-    CK(cu.memset_async(d, 7, 1, s)); /* captured: never runs */
-    EXPECT(cu.memset_async(d, 8, 1, NULL) == 906, "the legacy stream took work while a blocking "
-           "stream of its context captures");
-    CK(cu.memset_async(d, 0, 1, PER_THREAD)); /* another stream: runs */
-    CK(cu.stream_synchronize(PER_THREAD));
-    CK(cu.end_capture(s, &graph));
-    CK(cu.stream_synchronize(s));
-    CK(cu.dtoh(&v, d, 1));
-    EXPECT(v == 0, "work captured into a graph ran (byte %d)", v);
-    EXPECT(capture_alloc_in_thread(ctx, 0) == 0, "cuMemAlloc failed after the capture ended");
+    capture_intact(ctx, s, d);
+    for (int how = 0; how < 4; how++) {
+        capture_broken(ctx, s, d, how);
+    }
+    EXPECT(capture_alloc_in_thread(ctx, 0) == 0, "cuMemAlloc failed after the captures ended");
+    capture_intact(ctx, s, d); /* nothing left over */
 }
 
 /* ---- IPC between two processes ---- */

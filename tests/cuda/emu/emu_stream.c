@@ -22,7 +22,11 @@
  * capture mode is not RELAXED fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the calls that ask
  * emu_capture_check_locked); queuing on the
  * legacy stream of a context one of whose blocking streams captures fails with
- * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. As in CUDA, a refused call also invalidates the capture it
+ * would have broken: that capture's cuStreamEndCapture then fails with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, so that a library call that spoils an application's graph
+ * shows there. cuStreamIsCapturing on the legacy stream answers CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+ * without invalidating anything (as CUDA documents). */
 #define _GNU_SOURCE
 #include "emu.h"
 
@@ -52,16 +56,36 @@ static __thread struct {
     emu_stream_t *stream;
 } thread_pts[EMU_MAX_DEVICES * 4]; /* this thread's per-thread default streams */
 
+/* A refused unsafe call invalidates the captures that forbade it: this thread's own (not relaxed),
+ * or the other threads' global-mode ones. */
+static void emu_capture_invalidate_locked(int own)
+{
+    pthread_t self = pthread_self();
+    for (int i = 0; i < emu_nstreams; i++) {
+        emu_stream_t *t = emu_all_streams[i];
+        if (!t->capturing) {
+            continue;
+        }
+        int mine = pthread_equal(t->capture_thread, self);
+        if (own ? mine && t->capture_mode != EMU_CAPTURE_RELAXED
+                : !mine && t->capture_mode == EMU_CAPTURE_GLOBAL) {
+            t->capture_invalid = 1;
+        }
+    }
+}
+
 CUresult emu_capture_check_locked(void)
 {
     if (thread_capture_mode == EMU_CAPTURE_RELAXED) {
         return CUDA_SUCCESS;
     }
     if (thread_captures > 0) {
+        emu_capture_invalidate_locked(1);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if (thread_capture_mode == EMU_CAPTURE_GLOBAL &&
         emu_global_captures - thread_global_captures > 0) {
+        emu_capture_invalidate_locked(0);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     return CUDA_SUCCESS;
@@ -232,6 +256,7 @@ static CUresult emu_implicit_deps_locked(emu_stream_t *s, emu_op_t *op, const em
                 continue;
             }
             if (t->capturing) {
+                t->capture_invalid = 1;
                 return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
             }
             if (t->enqueued > t->completed) {
@@ -252,7 +277,7 @@ CUresult emu_stream_enqueue_locked(emu_stream_t *s, emu_op_t *op, const emu_dep_
 {
     if (s->capturing) {
         emu_op_free(op); /* recorded into the graph, which is never launched */
-        return CUDA_SUCCESS;
+        return s->capture_invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
     }
     CUresult rc = emu_implicit_deps_locked(s, op, extra);
     if (rc != CUDA_SUCCESS) {
@@ -354,6 +379,7 @@ EMU_API CUresult cuStreamSynchronize(void *h)
     pthread_mutex_lock(&emu_lock);
     CUresult rc = emu_stream_resolve_locked(h, "cuStreamSynchronize", &s);
     if (rc == CUDA_SUCCESS && s->capturing) {
+        s->capture_invalid = 1;
         rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if (rc == CUDA_SUCCESS && s->legacy) {
@@ -378,6 +404,7 @@ EMU_API CUresult cuStreamQuery(void *h)
     pthread_mutex_lock(&emu_lock);
     CUresult rc = emu_stream_resolve_locked(h, "cuStreamQuery", &s);
     if (rc == CUDA_SUCCESS && s->capturing) {
+        s->capture_invalid = 1;
         rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if (rc == CUDA_SUCCESS && s->completed < s->enqueued) {
@@ -429,6 +456,8 @@ EMU_API CUresult cuStreamBeginCapture_v2(void *h, int mode)
     if (rc == CUDA_SUCCESS) {
         s->capturing = 1;
         s->capture_mode = mode;
+        s->capture_invalid = 0;
+        s->capture_thread = pthread_self();
         thread_captures += mode != EMU_CAPTURE_RELAXED;
         thread_global_captures += mode == EMU_CAPTURE_GLOBAL;
         emu_global_captures += mode == EMU_CAPTURE_GLOBAL;
@@ -453,7 +482,10 @@ EMU_API CUresult cuStreamEndCapture(void *h, void **graph)
         thread_captures -= s->capture_mode != EMU_CAPTURE_RELAXED;
         thread_global_captures -= s->capture_mode == EMU_CAPTURE_GLOBAL;
         emu_global_captures -= s->capture_mode == EMU_CAPTURE_GLOBAL;
-        *graph = &dummy_graph;
+        *graph = s->capture_invalid ? NULL : &dummy_graph;
+        if (s->capture_invalid) {
+            rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        }
     }
     pthread_mutex_unlock(&emu_lock);
     return rc;
@@ -479,7 +511,8 @@ EMU_API CUresult cuStreamIsCapturing(void *h, int *status)
         }
     }
     if (rc == CUDA_SUCCESS) {
-        *status = s->capturing; /* CU_STREAM_CAPTURE_STATUS_ACTIVE is 1 */
+        /* CU_STREAM_CAPTURE_STATUS_NONE 0, _ACTIVE 1, _INVALIDATED 2 */
+        *status = !s->capturing ? 0 : s->capture_invalid ? 2 : 1;
     }
     pthread_mutex_unlock(&emu_lock);
     return rc;
