@@ -2,6 +2,7 @@
 #include "build-config.h"
 #include "comm.h"
 #include "cuda/cuda_dev.h"
+#include "host/cma.h"
 #include "log.h"
 #include "core.h"
 #include <picoll.h>
@@ -159,20 +160,32 @@ static int comm_split_vnodes(picoll_comm_t *ctx)
 }
 
 /* The host executor's workspace on this node (for the single-node algorithms, and for the node
- * steps of the hierarchical ones). Returns 1 when ready. */
-static int comm_setup_shm(picoll_comm_t *ctx)
+ * steps of the hierarchical ones), and, when probe_cma (the same on every rank), whether its ranks
+ * can read each other's buffers (host/cma.h). Returns 1 when the workspace is ready. */
+static int comm_setup_shm(picoll_comm_t *ctx, int probe_cma)
 {
     picoll_shm_t scratch;
     picoll_status_t st;
+    int *pids = NULL, cma = 0;
 
     ctx->shm = calloc(1, sizeof(*ctx->shm));
     /* every rank takes part in the set-up exchanges, even one without memory for it */
     st = picoll_shm_create(ctx->comm, ctx->node_comm, picoll_g.cfg.workspace_size / 2,
                            picoll_g.cfg.timeout, ctx->shm ? ctx->shm : &scratch);
+    if (probe_cma) {
+        int want = ctx->shm != NULL && st == PICOLL_OK && picoll_g.cfg.cma != PICOLL_CMA_OFF;
+        if (picoll_g.cfg.cma == PICOLL_CMA_OFF) {
+            picoll_debug("PICOLL_CMA=off: single-copy transfers off on this node");
+        }
+        cma = picoll_cma_probe(ctx->node_comm, want, &pids);
+    }
     if (ctx->shm == NULL) {
         picoll_shm_destroy(&scratch);
+        free(pids);
         return 0;
     }
+    ctx->shm->cma = cma;
+    ctx->shm->pids = pids;
     if (st != PICOLL_OK) {
         picoll_warn("shared-memory workspace set-up failed (%s): picoll's collectives fall back",
                     picoll_status_string(st));
@@ -235,7 +248,8 @@ static int comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
      * every rank, in their context (coll/dispatch.c) */
     ctx->cuda_possible = want_cuda;
     if ((one_node && (picoll_g.cfg.host != PICOLL_HOST_OFF || want_cuda)) || want_hier) {
-        *shm_ok = comm_setup_shm(ctx);
+        /* single copy serves the host algorithms of one node */
+        *shm_ok = comm_setup_shm(ctx, one_node && picoll_g.cfg.host != PICOLL_HOST_OFF);
     }
     if (want_hier) {
         size_t slot = picoll_g.cfg.workspace_size / 2;
@@ -321,11 +335,12 @@ out_attach:
     if (!ctx->enabled) {
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->size, ctx->reason);
     } else {
-        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, device "
-                     "executor %s, network step %s", ctx->id, ctx->size, ctx->local_size,
-                     ctx->num_nodes,
+        picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, single "
+                     "copy %s, device executor %s, network step %s", ctx->id, ctx->size,
+                     ctx->local_size, ctx->num_nodes,
                      ctx->shm && picoll_g.cfg.host != PICOLL_HOST_OFF ? "on" : "off",
-                     ctx->cuda_possible ? "on" : "off", ctx->hier ? "on" : "off");
+                     ctx->shm && ctx->shm->cma ? "on" : "off", ctx->cuda_possible ? "on" : "off",
+                     ctx->hier ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

@@ -40,6 +40,15 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_TEST_FAIL_SETUP", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,
      .offset = offsetof(picoll_config_t, test_fail_setup),
      .doc = "testing only: the world rank whose communicator set-up is made to fail (-1: none)"},
+    {.name = "PICOLL_CMA", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "auto,off",
+     .offset = offsetof(picoll_config_t, cma),
+     .doc = "single-copy host allgather/alltoall, each rank reading its peers' buffers with process_vm_readv: auto (where every rank of the node can) or off (on any rank: the whole node copies through the workspace)"},
+    {.name = "PICOLL_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "1M",
+     .offset = offsetof(picoll_config_t, cma_min),
+     .doc = "smallest allgather/alltoall block (bytes one rank sends to one peer) read single-copy with process_vm_readv; smaller ones go through the workspace"},
+    {.name = "PICOLL_TEST_CMA_FAULT", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,
+     .offset = offsetof(picoll_config_t, test_cma_fault),
+     .doc = "testing only: the world rank that publishes an unreadable block address to the single-copy algorithms (-1: none)"},
     {.name = "PICOLL_NET", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, net),
      .doc = "communicators that span nodes: 1 runs host-buffer collectives hierarchically (node step, network step over UCX, node step) where PICOLL_HOST allows; 0 hands them to the underlying MPI"},
@@ -360,7 +369,8 @@ unsigned picoll_config_hash(const picoll_config_t *cfg)
     unsigned h = 2166136261u; /* FNV-1a over the formatted values */
     char buf[256];
     for (size_t i = 0; i < CONFIG_NVARS; i++) {
-        if (config_vars[i].offset == offsetof(picoll_config_t, log_level)) {
+        if (config_vars[i].offset == offsetof(picoll_config_t, log_level) ||
+            config_vars[i].offset == offsetof(picoll_config_t, cma)) {
             continue; /* may differ between ranks */
         }
         picoll_config_format(&config_vars[i], cfg, buf, sizeof(buf));

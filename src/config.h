@@ -19,6 +19,8 @@ typedef enum { PICOLL_VNODE_BLOCK, PICOLL_VNODE_CYCLIC } picoll_vnode_layout_t;
 typedef enum { PICOLL_TOPO_FILE_GPU_DEVICE, PICOLL_TOPO_FILE_GPU_LOCAL_RANK } picoll_topo_file_gpu_t;
 /* PICOLL_CUDA_STAGING, in the order of its choices */
 typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } picoll_staging_mode_t;
+/* PICOLL_CMA, in the order of its choices */
+typedef enum { PICOLL_CMA_AUTO, PICOLL_CMA_OFF } picoll_cma_mode_t;
 
 /* Parsed values: one field per table entry. */
 typedef struct {
@@ -31,6 +33,10 @@ typedef struct {
     size_t allreduce_twoshot_max;
     double timeout;
     long test_fail_setup;
+    /* single-copy transfers between the ranks of a node (host/cma.c) */
+    int cma;                   /* picoll_cma_mode_t; may differ between ranks: agreed per node */
+    size_t cma_min;
+    long test_cma_fault;
     /* between nodes */
     int net;
     long vnode_size;
@@ -82,7 +88,8 @@ void picoll_format_size(size_t v, char *buf, size_t len);
 /* Parse a size ("4096", "256k", "10M", "1G", "2MB", "64KiB"); 0 on success. */
 int picoll_parse_size(const char *text, size_t *out);
 
-/* A hash of the values that must be equal on every rank (all but the log level). */
+/* A hash of the values that must be equal on every rank (all but the log level and PICOLL_CMA,
+ * which each node agrees on at set-up). */
 unsigned picoll_config_hash(const picoll_config_t *cfg);
 
 #endif

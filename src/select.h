@@ -10,9 +10,11 @@
 
 /* bytes: count * element size; slot_size: one workspace buffer of one rank. */
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes);
-/* block_bytes: what one rank contributes (allgather) or sends to one peer (alltoall). */
-int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes);
-int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes);
+/* block_bytes: what one rank contributes (allgather) or sends to one peer (alltoall); cma: the
+ * node agreed that its ranks can read each other's memory (host/cma.h). Single copy from
+ * PICOLL_CMA_MIN, the workspace below (PICOLL_HOST=auto: where it wins). */
+int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
+int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
 
 /* Between nodes (the hierarchical algorithms). Allreduce: one-shot node step and recursive
  * doubling of the whole vector on every rail up to PICOLL_ALLREDUCE_ONESHOT_MAX on nodes of equal

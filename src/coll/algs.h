@@ -24,8 +24,18 @@ enum {
     PICOLL_ALLREDUCE_HIER_ONESHOT = 7,
     PICOLL_ALLREDUCE_CUDA_HCM = 8
 };
-enum { PICOLL_ALLGATHER_SHM = 1, PICOLL_ALLGATHER_CUDA_IPC = 2, PICOLL_ALLGATHER_HIER = 3 };
-enum { PICOLL_ALLTOALL_SHM = 1, PICOLL_ALLTOALL_CUDA_IPC = 2, PICOLL_ALLTOALL_HIER = 3 };
+enum {
+    PICOLL_ALLGATHER_SHM = 1,
+    PICOLL_ALLGATHER_CUDA_IPC = 2,
+    PICOLL_ALLGATHER_HIER = 3,
+    PICOLL_ALLGATHER_CMA = 4
+};
+enum {
+    PICOLL_ALLTOALL_SHM = 1,
+    PICOLL_ALLTOALL_CUDA_IPC = 2,
+    PICOLL_ALLTOALL_HIER = 3,
+    PICOLL_ALLTOALL_CMA = 4
+};
 
 /* Block r of n elements split among nranks: [lo, hi), in multiples of 64 bytes where possible. */
 static inline void picoll_split_block(size_t n, size_t esize, int nranks, int r, size_t *lo,
@@ -74,5 +84,16 @@ int picoll_hier_stage_out(picoll_hier_stage_t *st, int ok);
 
 picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);
 picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);
+
+/* Single copy (shm->cma): the vote has two bits. HOST: this rank can run a picoll algorithm on
+ * the call; DIRECT: its peers may also read its buffers with process_vm_readv (plain host memory,
+ * not CUDA-pinned, and for alltoall not in place). Returns PICOLL_OK when every rank voted both;
+ * PICOLL_ERR_NOT_SUPPORTED when every rank voted HOST but some not DIRECT: nothing was touched,
+ * and the caller runs the workspace algorithm (vote 1) instead; PICOLL_ERR_DISABLED otherwise. */
+enum { PICOLL_CMA_VOTE_HOST = 1, PICOLL_CMA_VOTE_DIRECT = 2 };
+picoll_status_t picoll_allgather_cma(picoll_shm_t *shm, const picoll_blocks_args_t *args,
+                                     uint32_t vote);
+picoll_status_t picoll_alltoall_cma(picoll_shm_t *shm, const picoll_blocks_args_t *args,
+                                    uint32_t vote);
 
 #endif

@@ -33,16 +33,18 @@ typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path
  * device workspace is made (or moved) here, collectively, when every rank voted for the device and
  * some rank's workspace is missing or in another context than its buffers; select_cuda then picks
  * the device algorithm from its reach (the same on every rank). *vote: the host algorithm's
- * vote; *cuda_alg: the device algorithm when PATH_CUDA. */
+ * vote; *direct: both buffers are plain host memory, which peers may read with process_vm_readv
+ * (CUDA-pinned memory is left to the workspace); *cuda_alg: the device algorithm when PATH_CUDA. */
 static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, const void *recvbuf,
                         picoll_dtype_t dt, int eligible, const char *coll,
                         int (*select_cuda)(const picoll_cuda_ws_t *, const void *),
-                        const void *select_arg, int *vote, int *cuda_alg)
+                        const void *select_arg, int *vote, int *direct, int *cuda_alg)
 {
     picoll_meminfo_t s, r;
     int in_place = sendbuf == MPI_IN_PLACE;
     int host_possible = host_alg != PICOLL_ALG_FALLBACK && eligible;
 
+    *direct = 0;
     if (!ctx->cuda_possible && !host_possible) {
         *vote = 0;
         return host_alg == PICOLL_ALG_FALLBACK ? PATH_NONE : PATH_HOST;
@@ -64,6 +66,7 @@ static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, c
     }
     int host_ok = host_possible && (s.kind == PICOLL_MEM_HOST || s.kind == PICOLL_MEM_PINNED) &&
                   (r.kind == PICOLL_MEM_HOST || r.kind == PICOLL_MEM_PINNED);
+    *direct = host_ok && s.kind == PICOLL_MEM_HOST && r.kind == PICOLL_MEM_HOST;
     if (!ctx->cuda_possible) {
         *vote = host_ok;
         return PATH_HOST;
@@ -141,7 +144,7 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
 {
     picoll_shm_t *shm = ctx->shm;
     size_t bytes;
-    int alg, cuda_alg = PICOLL_ALG_FALLBACK, vote;
+    int alg, cuda_alg = PICOLL_ALG_FALLBACK, vote, direct;
     picoll_status_t status;
 
     if (shm == NULL) {
@@ -154,7 +157,7 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
-                      select_cuda_allreduce, &bytes, &vote, &cuda_alg)) {
+                      select_cuda_allreduce, &bytes, &vote, &direct, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
         status = picoll_cuda_allreduce(ctx->cuda, args, alg);
@@ -178,8 +181,11 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
 typedef struct {
     picoll_coll_t coll;
     const char *name;
-    int (*select)(const picoll_config_t *, int, size_t);
+    int (*select)(const picoll_config_t *, int, size_t, int);
+    int shm_alg;
     picoll_status_t (*run)(picoll_shm_t *, const picoll_blocks_args_t *, int);
+    int cma_alg;
+    picoll_status_t (*run_cma)(picoll_shm_t *, const picoll_blocks_args_t *, uint32_t);
     int (*select_cuda)(const picoll_config_t *, picoll_topo_reach_t, int, size_t);
     picoll_status_t (*run_cuda)(picoll_cuda_ws_t *, const picoll_blocks_args_t *);
     size_t (*hier_piece_max)(const picoll_hier_t *, size_t);
@@ -222,11 +228,29 @@ static int select_cuda_blocks(const picoll_cuda_ws_t *ws, const void *arg)
     return b->c->select_cuda(&picoll_g.cfg, picoll_cuda_ws_reach(ws), b->size, b->block_bytes);
 }
 
+/* The host algorithm: single copy where selected and every rank's buffers allow it, else the
+ * workspace. Sets *alg to the one that ran. */
+static picoll_status_t run_blocks_host(picoll_shm_t *shm, const picoll_blocks_args_t *args,
+                                       const blocks_coll_t *c, int vote, int direct, int *alg)
+{
+    if (*alg == c->cma_alg) {
+        uint32_t mask = vote ? PICOLL_CMA_VOTE_HOST | (direct ? PICOLL_CMA_VOTE_DIRECT : 0u) : 0u;
+        picoll_status_t status = c->run_cma(shm, args, mask);
+        if (status != PICOLL_ERR_NOT_SUPPORTED) {
+            return status;
+        }
+        /* every rank can run picoll's algorithm, not every one single copy */
+        *alg = c->shm_alg;
+        vote = 1;
+    }
+    return c->run(shm, args, vote);
+}
+
 static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, const blocks_coll_t *c,
                       int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
-    int alg, cuda_alg = PICOLL_ALG_FALLBACK, vote;
+    int alg, cuda_alg = PICOLL_ALG_FALLBACK, vote, direct;
     picoll_status_t status;
 
     if (shm == NULL) {
@@ -235,17 +259,17 @@ static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, cons
     if (ctx->hier != NULL) {
         return hier_blocks(ctx, args, c, mpi_rc);
     }
-    alg = c->select(&picoll_g.cfg, ctx->size, args->block_bytes);
+    alg = c->select(&picoll_g.cfg, ctx->size, args->block_bytes, shm->cma);
     blocks_select_t sel = {.c = c, .size = ctx->size, .block_bytes = args->block_bytes};
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
-                      c->name, select_cuda_blocks, &sel, &vote, &cuda_alg)) {
+                      c->name, select_cuda_blocks, &sel, &vote, &direct, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
         status = c->run_cuda(ctx->cuda, args);
         break;
     case PATH_HOST:
-        status = c->run(shm, args, vote);
+        status = run_blocks_host(shm, args, c, vote, direct, &alg);
         break;
     default:
         status = PICOLL_ERR_DISABLED;
@@ -261,7 +285,10 @@ int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *
         .coll = PICOLL_COLL_ALLGATHER,
         .name = "MPI_Allgather",
         .select = picoll_select_allgather,
+        .shm_alg = PICOLL_ALLGATHER_SHM,
         .run = picoll_allgather_shm,
+        .cma_alg = PICOLL_ALLGATHER_CMA,
+        .run_cma = picoll_allgather_cma,
         .select_cuda = picoll_select_cuda_allgather,
         .run_cuda = picoll_cuda_allgather,
         .hier_piece_max = picoll_allgather_hier_piece_max,
@@ -277,7 +304,10 @@ int picoll_alltoall(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *m
         .coll = PICOLL_COLL_ALLTOALL,
         .name = "MPI_Alltoall",
         .select = picoll_select_alltoall,
+        .shm_alg = PICOLL_ALLTOALL_SHM,
         .run = picoll_alltoall_shm,
+        .cma_alg = PICOLL_ALLTOALL_CMA,
+        .run_cma = picoll_alltoall_cma,
         .select_cuda = picoll_select_cuda_alltoall,
         .run_cuda = picoll_cuda_alltoall,
         .hier_piece_max = picoll_alltoall_hier_piece_max,

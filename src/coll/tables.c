@@ -48,6 +48,10 @@ static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALLGATHER_HIER] = {.name = "hier",
                                .desc = "between nodes: blocks into the node's workspace, node "
                                        "parts round a ring on each rail over UCX, copied out"},
+    [PICOLL_ALLGATHER_CMA] = {.name = "cma",
+                              .desc = "single copy: each rank reads every peer's block straight "
+                                      "into its receive buffer with process_vm_readv, between two "
+                                      "barriers (blocks from PICOLL_CMA_MIN)"},
 };
 
 static const picoll_alg_desc_t alltoall_algs[] = {
@@ -62,6 +66,11 @@ static const picoll_alg_desc_t alltoall_algs[] = {
                               .desc = "between nodes: pieces into the node's workspace, pairwise "
                                       "exchange of node parts on each rail over UCX "
                                       "(PICOLL_NET_INFLIGHT peers at a time), copied out"},
+    [PICOLL_ALLTOALL_CMA] = {.name = "cma",
+                             .desc = "single copy: each rank reads its piece of every peer's send "
+                                     "buffer straight into its receive buffer with "
+                                     "process_vm_readv, between two barriers (blocks from "
+                                     "PICOLL_CMA_MIN; in place through the workspace)"},
 };
 
 #define TABLE(n, a) {.name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))}

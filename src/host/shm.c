@@ -141,6 +141,9 @@ void picoll_shm_destroy(picoll_shm_t *shm)
     }
     free(shm->comm_ranks);
     shm->comm_ranks = NULL;
+    free(shm->pids);
+    shm->pids = NULL;
+    shm->cma = 0;
 }
 
 static double shm_now(void)

@@ -14,7 +14,10 @@
 typedef struct {
     _Atomic uint64_t arrived;    /* last barrier epoch this rank reached */
     _Atomic uint32_t vote[2];    /* its vote in the barriers of even and odd epochs */
-    char pad[PICOLL_CACHE_LINE - sizeof(uint64_t) - 2 * sizeof(uint32_t)];
+    _Atomic uint64_t block;      /* single-copy algorithms: address, in this rank's process, of
+                                    what the peers read in this call (written before the call's
+                                    first barrier, read between it and the second) */
+    char pad[PICOLL_CACHE_LINE - 2 * sizeof(uint64_t) - 2 * sizeof(uint32_t)];
 } picoll_shm_flag_t;
 
 typedef struct {
@@ -28,6 +31,9 @@ typedef struct {
     int *comm_ranks;           /* rank in the user's communicator of each local rank */
     int comm_size;
     double timeout;            /* seconds; from PICOLL_TIMEOUT */
+    int cma;                   /* every local rank can read every other's memory with
+                                  process_vm_readv (host/cma.h): agreed at set-up */
+    int *pids;                 /* pid of each local rank, where cma */
 } picoll_shm_t;
 
 /* Collective over node_comm: local rank 0 creates the segment (an unguessable name, mode 0600)

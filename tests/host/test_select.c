@@ -30,8 +30,8 @@ int main(void)
 
     picoll_config_load(&cfg, env_off);
     expect("off: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALG_FALLBACK);
-    expect("off: allgather 8 B", picoll_select_allgather(&cfg, 2, 8), PICOLL_ALG_FALLBACK);
-    expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8), PICOLL_ALG_FALLBACK);
+    expect("off: allgather 8 B", picoll_select_allgather(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
+    expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
 
     picoll_config_load(&cfg, env_on);
     expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
@@ -46,8 +46,8 @@ int main(void)
     /* a one-shot threshold above the slot: one-shot only while the input fits one slot */
     expect("on: allreduce 64 KiB, 32 KiB slot", picoll_select_allreduce(&cfg, 32768, 2, 65536),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1), PICOLL_ALLGATHER_SHM);
-    expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20), PICOLL_ALLTOALL_SHM);
+    expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1, 0), PICOLL_ALLGATHER_SHM);
+    expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20, 0), PICOLL_ALLTOALL_SHM);
 
     /* auto: allreduce everywhere; allgather up to 8 KiB and alltoall up to 1 KiB a block */
     char *env_auto[] = {"PICOLL_HOST=auto", NULL};
@@ -55,11 +55,43 @@ int main(void)
     expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
     expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192), PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 8 KiB + 1", picoll_select_allgather(&cfg, 2, 8193),
+    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 0), PICOLL_ALLGATHER_SHM);
+    expect("auto: allgather 8 KiB + 1", picoll_select_allgather(&cfg, 2, 8193, 0),
            PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024), PICOLL_ALLTOALL_SHM);
-    expect("auto: alltoall 1 KiB + 1", picoll_select_alltoall(&cfg, 2, 1025), PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 0), PICOLL_ALLTOALL_SHM);
+    expect("auto: alltoall 1 KiB + 1", picoll_select_alltoall(&cfg, 2, 1025, 0), PICOLL_ALG_FALLBACK);
+
+    /* single copy where the node can (cma = 1), from PICOLL_CMA_MIN; the workspace (on) or the MPI
+     * (auto, above its limits) below; never without the capability or with PICOLL_HOST=off */
+    char *env_cma_on[] = {"PICOLL_HOST=on", "PICOLL_CMA_MIN=64k", NULL};
+    picoll_config_load(&cfg, env_cma_on);
+    expect("cma on: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
+           PICOLL_ALLGATHER_CMA);
+    expect("cma on: allgather 64 KiB - 1", picoll_select_allgather(&cfg, 2, 65535, 1),
+           PICOLL_ALLGATHER_SHM);
+    expect("cma on: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
+           PICOLL_ALLGATHER_SHM);
+    expect("cma on: alltoall 16 MiB", picoll_select_alltoall(&cfg, 5, 16u << 20, 1),
+           PICOLL_ALLTOALL_CMA);
+    expect("cma on: alltoall 64 KiB - 1", picoll_select_alltoall(&cfg, 5, 65535, 1),
+           PICOLL_ALLTOALL_SHM);
+    expect("cma on: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1), PICOLL_ALG_FALLBACK);
+    char *env_cma_auto[] = {"PICOLL_HOST=auto", "PICOLL_CMA_MIN=64k", NULL};
+    picoll_config_load(&cfg, env_cma_auto);
+    expect("cma auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1),
+           PICOLL_ALLGATHER_SHM);
+    expect("cma auto: allgather 32 KiB", picoll_select_allgather(&cfg, 2, 32768, 1),
+           PICOLL_ALG_FALLBACK);
+    expect("cma auto: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
+           PICOLL_ALLGATHER_CMA);
+    expect("cma auto: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
+           PICOLL_ALG_FALLBACK);
+    expect("cma auto: alltoall 64 KiB", picoll_select_alltoall(&cfg, 2, 65536, 1),
+           PICOLL_ALLTOALL_CMA);
+    char *env_cma_off[] = {"PICOLL_CMA_MIN=1", NULL};
+    picoll_config_load(&cfg, env_cma_off);
+    expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1),
+           PICOLL_ALG_FALLBACK);
 
     /* blocks of allgather/alltoall: character types are copied as bytes, pair types never */
     expect("copy size of MPI_CHAR", (int)picoll_classify_copy_size(MPI_CHAR), 1);

@@ -31,7 +31,13 @@
  *          --big N           also run a subset of types with count N (default 0: none)
  *          --comms LIST      world,split,dup,rev,self (default all)
  *          --sparse          give each (type, op) one count, placement and communicator in turn
- *                            instead of all of them (for slow oversubscribed launchers) */
+ *                            instead of all of them (for slow oversubscribed launchers)
+ *          --path LIST       COLL[.inplace]=NAME,...: every allgather/alltoall call that picoll
+ *                            can take (predefined types, or in place) with a block of at least
+ *                            --path-min bytes must report NAME from picoll_last_algorithm(), e.g.
+ *                            allgather=cma,alltoall=cma,alltoall.inplace=shm (COLL.inplace, when
+ *                            given, applies to in-place calls instead of COLL)
+ *          --path-min BYTES  (default 1) */
 #include "mpitest.h"
 
 #include <complex.h>
@@ -838,6 +844,50 @@ static void check_blocks(const char *coll, const btype_t *b, size_t count, int i
              coll, b->name, count, inplace ? " in place" : "", c->name);
 }
 
+/* --path, --path-min */
+static const char *path_list;
+static size_t path_min = 1;
+
+/* The NAME that --path gives for key ("alltoall.inplace"), copied to out; 0 when none. */
+static int path_lookup(const char *key, char *out, size_t len)
+{
+    size_t klen = strlen(key);
+    for (const char *p = path_list; p != NULL && *p != '\0';) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            snprintf(out, len, "%.*s", (int)(n - klen - 1), p + klen + 1);
+            return 1;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The call just made took the path --path asks for. Types that picoll copies as bytes are the
+ * predefined ones on both sides; in place only the receive type counts. */
+static void check_path(const char *coll, const char *call, const btype_t *b, size_t count,
+                       int inplace, comm_t *c)
+{
+    char key[32], want[32];
+    const char *got;
+    size_t block = count * b->size;
+
+    if (path_list == NULL || mt_picoll.last_algorithm == NULL || count == 0 || block < path_min ||
+        (!inplace && b->send != b->recv)) {
+        return;
+    }
+    snprintf(key, sizeof(key), "%s.inplace", coll);
+    if (!(inplace && path_lookup(key, want, sizeof(want))) && !path_lookup(coll, want, sizeof(want))) {
+        return;
+    }
+    got = mt_picoll.last_algorithm();
+    MT_CHECK(got != NULL && strcmp(got, want) == 0,
+             "%s %s count %zu (%zu-byte blocks)%s on %s: path %s, expected %s", call, b->name,
+             count, block, inplace ? " in place" : "",
+             c->name, got ? got : "(none)", want);
+}
+
 static void run_allgather(const btype_t *b, size_t count, int inplace, comm_t *c)
 {
     uint64_t seed = case_seed("allgather", (size_t)(b - btypes), 0, count, c);
@@ -869,6 +919,7 @@ static void run_allgather(const btype_t *b, size_t count, int inplace, comm_t *c
     if (count > 0) {
         c->used = 1;
     }
+    check_path("allgather", "MPI_Allgather", b, count, inplace, c);
     check_blocks("MPI_Allgather", b, count, inplace, c, rc, total);
 }
 
@@ -911,6 +962,7 @@ static void run_alltoall(const btype_t *b, size_t count, int inplace, comm_t *c)
     if (count > 0) {
         c->used = 1;
     }
+    check_path("alltoall", "MPI_Alltoall", b, count, inplace, c);
     check_blocks("MPI_Alltoall", b, count, inplace, c, rc, total);
 }
 
@@ -955,6 +1007,9 @@ int main(int argc, char **argv)
     size_t ncounts = parse_counts(mt_option(argc, argv, "--counts", "0,1,7,33,4099"), counts, 16);
     size_t big = strtoul(mt_option(argc, argv, "--big", "0"), NULL, 10);
     size_t maxcount = big;
+
+    path_list = mt_option(argc, argv, "--path", NULL);
+    path_min = strtoul(mt_option(argc, argv, "--path-min", "1"), NULL, 10);
     double t0;
     unsigned long rot = 0;
 

@@ -250,6 +250,8 @@ static void test_enums(void)
         {"PICOLL_CUDA_STAGING", "auto", PICOLL_STAGING_AUTO},
         {"PICOLL_CUDA_STAGING", "on", PICOLL_STAGING_ON},
         {"PICOLL_CUDA_STAGING", "OFF", PICOLL_STAGING_OFF},
+        {"PICOLL_CMA", "auto", PICOLL_CMA_AUTO},
+        {"PICOLL_CMA", "Off", PICOLL_CMA_OFF},
     };
     static const char *const bad[] = {"", "of", "offf", "on,auto", "o", "1", " on", "auto "};
     picoll_config_t cfg;
@@ -271,6 +273,9 @@ static void test_enums(void)
     check_rejected("PICOLL_CUDA_STAGING", "1");
     check_rejected("PICOLL_CUDA_STAGING", "yes");
     check_rejected("PICOLL_CUDA_STAGING", "always");
+    check_rejected("PICOLL_CMA", "on");
+    check_rejected("PICOLL_CMA", "0");
+    check_rejected("PICOLL_CMA", "");
     check_rejected("PICOLL_LOG_LEVEL", "verbose");
     check_rejected("PICOLL_LOG_LEVEL", "warning");
 }
@@ -412,6 +417,9 @@ static void test_table(void)
           cfg.test_fail_setup);
     CHECK(cfg.cuda_staging == PICOLL_STAGING_AUTO, "PICOLL_CUDA_STAGING defaults to %d, expected auto",
           cfg.cuda_staging);
+    CHECK(cfg.cma == PICOLL_CMA_AUTO, "PICOLL_CMA defaults to %d, expected auto", cfg.cma);
+    CHECK(cfg.test_cma_fault == -1, "PICOLL_TEST_CMA_FAULT defaults to %ld, expected -1",
+          cfg.test_cma_fault);
     CHECK(cfg.workspace_size > 0, "PICOLL_WORKSPACE_SIZE defaults to 0");
     CHECK(cfg.timeout > 0, "PICOLL_TIMEOUT defaults to %g", cfg.timeout);
 }
@@ -519,6 +527,13 @@ static void test_hash(void)
     picoll_config_parse(var_or_die("PICOLL_CUDA_STAGING"), "on", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
           "PICOLL_CUDA_STAGING does not change the hash");
+    /* PICOLL_CMA may differ between ranks (the node agrees on it); its threshold may not */
+    picoll_config_load(&b, NULL);
+    picoll_config_parse(var_or_die("PICOLL_CMA"), "off", &b, err, sizeof(err));
+    CHECK(picoll_config_hash(&a) == picoll_config_hash(&b),
+          "PICOLL_CMA (agreed per node, allowed to differ between ranks) changes the hash");
+    picoll_config_parse(var_or_die("PICOLL_CMA_MIN"), "64k", &b, err, sizeof(err));
+    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b), "PICOLL_CMA_MIN does not change the hash");
     /* the same value written two ways is the same configuration */
     picoll_config_load(&b, NULL);
     picoll_config_parse(var_or_die("PICOLL_WORKSPACE_SIZE"), "8192KiB", &b, err, sizeof(err));
