@@ -12,7 +12,8 @@
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes);
 /* block_bytes: what one rank contributes (allgather) or sends to one peer (alltoall); cma: the
  * node agreed that its ranks can read each other's memory (host/cma.h). Single copy from
- * PICOLL_CMA_MIN, the workspace below (PICOLL_HOST=auto: where it wins). */
+ * PICOLL_CMA_MIN, the workspace below; PICOLL_HOST=auto keeps each only where it beat the MPI
+ * (alltoall: not single copy). */
 int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
 int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
 

@@ -86,8 +86,11 @@ int main(void)
            PICOLL_ALLGATHER_CMA);
     expect("cma auto: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
            PICOLL_ALG_FALLBACK);
+    /* auto: alltoall single copy only matched Open MPI, which copies once too */
     expect("cma auto: alltoall 64 KiB", picoll_select_alltoall(&cfg, 2, 65536, 1),
-           PICOLL_ALLTOALL_CMA);
+           PICOLL_ALG_FALLBACK);
+    expect("cma auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 1),
+           PICOLL_ALLTOALL_SHM);
     char *env_cma_off[] = {"PICOLL_CMA_MIN=1", NULL};
     picoll_config_load(&cfg, env_cma_off);
     expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1),
