@@ -13,8 +13,9 @@
  * the result is in the receive buffer.
  *
  * Driver calls per call, on the hot path: one pointer attribute per buffer (the memory-kind cache,
- * src/memkind.c), one stream-capture query, one current-context query (two more where the caller's
- * current context is another), one launch per chunk. */
+ * src/memkind.c), one current-context query and one stream-capture query (the vote), one launch
+ * per chunk; four more where the caller's current context is not the buffers' (a push and a pop
+ * around the capture query, a switch and a switch back around the launches). */
 #include "build-config.h"
 #include "coll/algs.h"
 #include "cuda/cuda_ws.h"
@@ -49,11 +50,16 @@ static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
     }
 }
 
+/* The calling thread's current context as its last yes vote found it, for the call that follows
+ * (one driver call fewer per collective). */
+static _Thread_local picoll_cu_context_t coll_vote_current;
+static _Thread_local int coll_vote_current_known;
+
 int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
                      const picoll_meminfo_t *recv, picoll_dtype_t dt, picoll_cu_context_t *ctx,
                      int *home)
 {
-    int status = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE;
+    int status = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE, rc = 0;
     *ctx = NULL;
     *home = 0;
     if (recv->kind != PICOLL_MEM_DEVICE || (send != NULL && (send->kind != PICOLL_MEM_DEVICE ||
@@ -63,12 +69,25 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
     if (dt != PICOLL_DT_NONE && coll_type(dt) == PICOLL_CUDA_T_NONE) {
         return 0;
     }
-    /* a CUDA graph being captured on this thread's stream would take the launch in, past the
-     * point where this rank could still fall back */
-    if (picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status) != 0 ||
-        status != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+    /* a CUDA graph being captured on the stream the kernel would be launched on (this thread's
+     * per-thread stream of the buffers' context) would take the launch in, past the point where
+     * this rank could still fall back: ask that stream. The current context found here is the
+     * one coll_begin then switches from (nothing of picoll's runs in this thread in between) */
+    picoll_cu_context_t cur = NULL, popped;
+    if (picoll_cu.ctx_get_current(&cur) != 0) {
         return 0;
     }
+    if (cur == recv->context) {
+        rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
+    } else if ((rc = picoll_cu.ctx_push_current(recv->context)) == 0) {
+        rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
+        picoll_cu.ctx_pop_current(&popped);
+    }
+    if (rc != 0 || status != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+        return 0;
+    }
+    coll_vote_current = cur;
+    coll_vote_current_known = 1;
     *ctx = recv->context;
     *home = ws != NULL && ws->ctx == *ctx;
     return 1;
@@ -87,7 +106,13 @@ static void coll_fatal(const char *coll, const char *call, int rc)
 static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll)
 {
     picoll_cuda_saved_ctx_t prev;
-    int rc = picoll_cuda_enter(ws->ctx, &prev);
+    int rc;
+    if (coll_vote_current_known) {
+        coll_vote_current_known = 0;
+        rc = picoll_cuda_enter_from(ws->ctx, coll_vote_current, &prev);
+    } else {
+        rc = picoll_cuda_enter(ws->ctx, &prev);
+    }
     if (rc != 0) {
         coll_fatal(coll, "cuCtxSetCurrent", rc);
     }

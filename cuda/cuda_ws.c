@@ -39,16 +39,30 @@ int picoll_cuda_device_present(const picoll_config_t *cfg)
     return cfg->cuda && picoll_cudrv_device_count() > 0;
 }
 
-int picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
+int picoll_cuda_enter_from(picoll_cu_context_t ctx, picoll_cu_context_t cur,
+                           picoll_cuda_saved_ctx_t *saved)
 {
-    int rc = picoll_cu.ctx_get_current(&saved->prev);
+    int rc = 0;
+    saved->prev = cur;
     saved->switched = 0;
     saved->mode_set = 0;
-    if (rc == 0 && saved->prev != ctx) {
+    if (cur != ctx) {
         rc = picoll_cu.ctx_set_current(ctx);
         saved->switched = rc == 0;
     }
     return rc;
+}
+
+int picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
+{
+    picoll_cu_context_t cur = NULL;
+    int rc = picoll_cu.ctx_get_current(&cur);
+    if (rc != 0) {
+        saved->switched = 0;
+        saved->mode_set = 0;
+        return rc;
+    }
+    return picoll_cuda_enter_from(ctx, cur, saved);
 }
 
 int picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)

@@ -50,6 +50,10 @@ typedef struct {
 /* Makes ctx current (saving what was); returns a CUresult. The hot path: two calls at most, one
  * where ctx is already current. */
 int picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved);
+/* The same where the caller knows cur, the thread's current context (no driver call unless a
+ * switch is needed). */
+int picoll_cuda_enter_from(picoll_cu_context_t ctx, picoll_cu_context_t cur,
+                           picoll_cuda_saved_ctx_t *saved);
 /* The same for set-up and release, which allocate, free and synchronise: also switches this
  * thread to relaxed stream-capture mode, so that an application capturing a CUDA graph (global
  * mode, in any thread) does not make those calls fail. */

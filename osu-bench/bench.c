@@ -14,6 +14,7 @@
 #endif
 
 #include "bench.h"
+#include "bench_cuda.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,10 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef OSU_BENCH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -95,6 +92,7 @@ typedef struct {
     int (*active)(void);
     const char *(*version)(void);
     int (*comm_query)(MPI_Comm comm, void *info);
+    const char *(*last_algorithm)(void); /* found without --ab too: the path of -d cuda calls */
 } picoll_api_t;
 
 /* picoll_comm_info_t of include/picoll.h, declared here so the benchmarks build without it. */
@@ -121,6 +119,15 @@ typedef struct {
     int staging;          /* 1 while the staged column runs: calls go through stage_* */
     size_t send_cap, recv_cap; /* bytes allocated */
     picoll_api_t picoll;
+    /* Driver calls of the timed device calls, where the driver counts them (-d cuda on the
+     * emulated GPU): entry points counted (0: none), each one's calls at the start and the end of
+     * a timed loop, their differences summed over the timed loops of one size, and the calls of
+     * the collective those loops made. */
+    int ncounted;
+    long *calls_start, *calls_end, *calls_sum;
+    long calls_timed;
+    int counting; /* 1 while the loop being timed is one whose driver calls are counted */
+    const char *path; /* what picoll ran the last timed call of device buffers with, or NULL */
 } bench_t;
 
 /* ------------------------------------------------------------------ values */
@@ -209,7 +216,7 @@ static void print_usage(const bench_coll_t *coll)
            "      --baseline mpi|staged     the A column of --ab: mpi, the collective on the\n"
            "                                benchmark's buffers with picoll bypassed (default with\n"
            "                                host memory); staged (default with -d cuda): each call\n"
-           "                                copies the input to host buffers (pinned, cudaMallocHost;\n"
+           "                                copies the input to host buffers (pinned, cuMemHostAlloc;\n"
            "                                memcpy to separate buffers with -d host), runs the\n"
            "                                collective there with picoll bypassed and copies the\n"
            "                                result back, all timed: an application's own staging\n"
@@ -443,7 +450,8 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
 
 /* ------------------------------------------------------------------ memory */
 
-/* Sets up the device of -d cuda on every rank. Returns 0, or -1 and why. */
+/* Sets up the device of -d cuda on every rank: the device of its local rank, as cudaSetDevice
+ * would choose it. Returns 0, or -1 and why. */
 static int cuda_setup(MPI_Comm comm, char *why, size_t len)
 {
     MPI_Comm node;
@@ -451,106 +459,65 @@ static int cuda_setup(MPI_Comm comm, char *why, size_t len)
     PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     PMPI_Comm_rank(node, &local);
     PMPI_Comm_free(&node);
-#ifdef OSU_BENCH_CUDA
-    int ndev = 0;
-    cudaError_t err = cudaGetDeviceCount(&ndev);
-    if (err != cudaSuccess) {
-        snprintf(why, len, "no usable CUDA device (cudaGetDeviceCount: %s)", cudaGetErrorString(err));
-        return -1;
-    }
-    if (ndev == 0) {
-        snprintf(why, len, "no CUDA device on this machine");
-        return -1;
-    }
-    err = cudaSetDevice(local % ndev);
-    if (err != cudaSuccess) {
-        snprintf(why, len, "cudaSetDevice(%d): %s", local % ndev, cudaGetErrorString(err));
-        return -1;
-    }
-    return 0;
-#else
-    (void)local;
-    snprintf(why, len, "this benchmark was built without CUDA (configure found no CUDA Toolkit)");
-    return -1;
-#endif
+    return bench_cuda_setup(local, why, len);
 }
 
 /* Where a buffer lives: the user's host memory, the GPU, or pinned host memory the GPU copies to
- * and from directly (cudaMallocHost), which a careful application stages through. */
+ * and from directly (cuMemHostAlloc, as cudaMallocHost), which a careful application stages
+ * through. */
 typedef enum { ALLOC_HOST, ALLOC_DEVICE, ALLOC_PINNED } alloc_kind_t;
 
 /* A zeroed buffer (its pages faulted in before anything is timed), or NULL. */
 static void *buffer_alloc(alloc_kind_t kind, size_t bytes)
 {
     void *p = NULL;
-    size_t n = bytes == 0 ? 1 : bytes;
     switch (kind) {
     case ALLOC_HOST:
-        if (posix_memalign(&p, 4096, n) != 0) {
+        if (posix_memalign(&p, 4096, bytes == 0 ? 1 : bytes) != 0) {
             return NULL;
         }
-        break;
-#ifdef OSU_BENCH_CUDA
-    case ALLOC_DEVICE:
-        if (cudaMalloc(&p, n) != cudaSuccess) {
-            return NULL;
-        }
-        cudaMemset(p, 0, bytes);
+        memset(p, 0, bytes);
         return p;
+    case ALLOC_DEVICE:
+        return bench_cuda_alloc_device(bytes);
     case ALLOC_PINNED:
-        if (cudaMallocHost(&p, n) != cudaSuccess) {
-            return NULL;
-        }
-        break;
-#endif
-    default:
-        return NULL;
+        return bench_cuda_alloc_pinned(bytes);
     }
-    memset(p, 0, bytes);
-    return p;
+    return NULL;
 }
 
 static void buffer_free(alloc_kind_t kind, void *p)
 {
-    if (p == NULL) {
-        return;
+    switch (kind) {
+    case ALLOC_HOST:
+        free(p);
+        break;
+    case ALLOC_DEVICE:
+        bench_cuda_free_device(p);
+        break;
+    case ALLOC_PINNED:
+        bench_cuda_free_pinned(p);
+        break;
     }
-#ifdef OSU_BENCH_CUDA
-    if (kind == ALLOC_DEVICE) {
-        cudaFree(p);
-        return;
-    }
-    if (kind == ALLOC_PINNED) {
-        cudaFreeHost(p);
-        return;
-    }
-#else
-    (void)kind; /* only host buffers exist without CUDA */
-#endif
-    free(p);
 }
 
 /* Copies bytes from the host buffer host to buf, a buffer the collective is given (to_buf), or
- * back: cudaMemcpy for CUDA memory, memcpy for host memory, nothing when they are one buffer. */
+ * back: a synchronous driver copy for CUDA memory, memcpy for host memory, nothing when they are
+ * one buffer. */
 static void sync_buffer(const bench_t *b, void *buf, void *host, size_t bytes, int to_buf)
 {
+    char why[160];
     if (buf == host || bytes == 0) {
         return;
     }
-#ifdef OSU_BENCH_CUDA
     if (b->opt.mem == MEM_CUDA) {
-        cudaError_t err = to_buf ? cudaMemcpy(buf, host, bytes, cudaMemcpyHostToDevice)
-                                 : cudaMemcpy(host, buf, bytes, cudaMemcpyDeviceToHost);
-        if (err != cudaSuccess) {
-            fprintf(stderr, "osu_%s: rank %d: cudaMemcpy of %zu bytes %s the device: %s\n",
-                    b->coll->name, b->rank, bytes, to_buf ? "to" : "from", cudaGetErrorString(err));
+        if (bench_cuda_copy(buf, host, bytes, to_buf, why, sizeof(why)) != 0) {
+            fprintf(stderr, "osu_%s: rank %d: copy of %zu bytes %s the device failed: %s\n",
+                    b->coll->name, b->rank, bytes, to_buf ? "to" : "from", why);
             MPI_Abort(b->comm, 1);
         }
         return;
     }
-#else
-    (void)b;
-#endif
     if (to_buf) {
         memcpy(buf, host, bytes);
     } else {
@@ -683,6 +650,27 @@ static int message_call(bench_t *b, const message_t *m)
     return rc;
 }
 
+/* While b->counting: the driver calls of the timed iterations (not the warm-up's), added to
+ * b->calls_sum. The barriers between calls are the MPI's own and reach no driver. */
+static void count_start(bench_t *b)
+{
+    if (b->counting) {
+        bench_cuda_call_counts(b->calls_start, b->ncounted);
+    }
+}
+
+static void count_stop(bench_t *b, int iters)
+{
+    if (!b->counting) {
+        return;
+    }
+    bench_cuda_call_counts(b->calls_end, b->ncounted);
+    for (int i = 0; i < b->ncounted; i++) {
+        b->calls_sum[i] += b->calls_end[i] - b->calls_start[i];
+    }
+    b->calls_timed += iters;
+}
+
 /* This rank's mean latency (us) over iters calls, after warmup untimed ones. */
 static double time_calls(bench_t *b, size_t count, int iters, int warmup)
 {
@@ -697,6 +685,9 @@ static double time_calls(bench_t *b, size_t count, int iters, int warmup)
     }
     PMPI_Barrier(b->comm);
     for (int i = 0; i < warmup + iters; i++) {
+        if (i == warmup) {
+            count_start(b);
+        }
         double t0 = MPI_Wtime();
         message_call(b, &m);
         double t1 = MPI_Wtime();
@@ -705,6 +696,7 @@ static double time_calls(bench_t *b, size_t count, int iters, int warmup)
         }
         PMPI_Barrier(b->comm);
     }
+    count_stop(b, iters);
     return total * 1e6 / iters;
 }
 
@@ -805,7 +797,7 @@ static void print_header(const bench_t *b)
         if (o->baseline == BASELINE_STAGED) {
             printf("# staged MPI: each timed call copies in (%s), runs the collective on the host "
                    "buffers with picoll bypassed, copies the result out\n",
-                   o->mem == MEM_CUDA ? "cudaMemcpy, device <-> pinned host buffers (cudaMallocHost)"
+                   o->mem == MEM_CUDA ? "cuMemcpyDtoH/HtoD, device <-> pinned host buffers (cuMemHostAlloc)"
                                       : "memcpy, user <-> separate host buffers");
         }
         printf("# picoll %s, active %d\n",
@@ -828,6 +820,16 @@ static void print_header(const bench_t *b)
     }
     printf("\n");
     fflush(stdout);
+}
+
+/* Says what the "# driver calls per call:" lines under the rows count. */
+static void print_counting(const bench_t *b)
+{
+    if (b->ncounted > 0) {
+        printf("# driver calls: the loaded CUDA driver counts its calls (fakecuda_call_counts); "
+               "under each row, the calls per timed call of %s, the most over ranks\n",
+               b->opt.ab_rounds > 0 ? "the picoll column" : "the collective");
+    }
 }
 
 static void print_validation(const bench_t *b, int ok)
@@ -860,6 +862,84 @@ static void print_picoll_comm(const bench_t *b)
     fflush(stdout);
 }
 
+/* A count of calls over timed calls, per call: whole where it divides, else to two places. */
+static void print_per_call(long calls, long timed)
+{
+    if (calls % timed == 0) {
+        printf("%ld", calls / timed);
+    } else {
+        printf("%.2f", (double)calls / (double)timed);
+    }
+}
+
+/* "# driver calls per call: 5 (cuCtxGetCurrent 1, ...)": the total (the most over ranks), then
+ * each entry point called (its most over ranks), and the least total where ranks differ. */
+static void print_driver_calls(const bench_t *b, const long *max, long most, long least)
+{
+    const char *sep = " (";
+    printf("# driver calls per call: ");
+    print_per_call(most, b->calls_timed);
+    for (int i = 0; i < b->ncounted; i++) {
+        if (max[i] != 0) {
+            printf("%s%s ", sep, bench_cuda_call_name(i));
+            print_per_call(max[i], b->calls_timed);
+            sep = ", ";
+        }
+    }
+    printf("%s", sep[0] == ',' ? ")" : "");
+    if (least != most) {
+        printf("; ranks differ, the least ");
+        print_per_call(least, b->calls_timed);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Rank 0 prints, under a size's row, the driver calls per timed call of the collective, in total
+ * and per entry point (launches, synchronisations, event records, pointer and context queries:
+ * what issue 12 counts). Ranks may differ (a rank that refills a cache), so the figures are the
+ * most over ranks. Collective; starts the next size's count from zero. */
+static void report_driver_calls(bench_t *b)
+{
+    int n = b->ncounted;
+    long mine = 0, most = 0, least = 0;
+    long *max = malloc((size_t)n * sizeof(*max));
+    if (max == NULL) {
+        fprintf(stderr, "osu_%s: out of memory\n", b->coll->name);
+        MPI_Abort(b->comm, 1);
+    }
+    for (int i = 0; i < n; i++) {
+        mine += b->calls_sum[i];
+    }
+    PMPI_Reduce(b->calls_sum, max, n, MPI_LONG, MPI_MAX, 0, b->comm);
+    PMPI_Reduce(&mine, &most, 1, MPI_LONG, MPI_MAX, 0, b->comm);
+    PMPI_Reduce(&mine, &least, 1, MPI_LONG, MPI_MIN, 0, b->comm);
+    if (b->rank == 0 && b->calls_timed > 0) {
+        print_driver_calls(b, max, most, least);
+    }
+    memset(b->calls_sum, 0, (size_t)n * sizeof(*b->calls_sum));
+    b->calls_timed = 0;
+    free(max);
+}
+
+/* On device buffers with picoll in the process: which path its last timed call took (a device
+ * algorithm, or "fallback"), so that a count of driver calls is read with the path it belongs to. */
+static void note_path(bench_t *b)
+{
+    if (b->opt.mem == MEM_CUDA && b->picoll.last_algorithm != NULL) {
+        b->path = b->picoll.last_algorithm();
+    }
+}
+
+static void print_path(bench_t *b)
+{
+    if (b->rank == 0 && b->path != NULL) {
+        printf("# picoll path: %s\n", b->path);
+        fflush(stdout);
+    }
+    b->path = NULL;
+}
+
 /* ------------------------------------------------------------------ the runs */
 
 static void size_iterations(const options_t *o, size_t size, int *iters, int *warmup)
@@ -876,7 +956,10 @@ static int run_osu(bench_t *b, size_t count)
     int iters, warmup, ok = 1;
     latency_t l;
     size_iterations(&b->opt, size, &iters, &warmup);
+    b->counting = b->ncounted > 0;
     l = gather_latency(b, time_calls(b, count, iters, warmup));
+    b->counting = 0;
+    note_path(b);
     if (b->opt.validate) {
         ok = validate(b, count, "");
     }
@@ -888,6 +971,10 @@ static int run_osu(bench_t *b, size_t count)
         }
         print_validation(b, ok);
     }
+    if (b->ncounted > 0) {
+        report_driver_calls(b);
+    }
+    print_path(b);
     return ok;
 }
 
@@ -923,7 +1010,12 @@ static int run_ab(bench_t *b, size_t count, int first)
             PMPI_Barrier(b->comm);
             b->picoll.set_bypass(!on);
             b->staging = !on && b->opt.baseline == BASELINE_STAGED;
+            b->counting = on && b->ncounted > 0; /* picoll's calls, not the baseline's */
             lat[on * rounds + round] = gather_latency(b, time_calls(b, count, iters, warmup)).avg;
+            b->counting = 0;
+            if (on) {
+                note_path(b);
+            }
             if (b->opt.validate && round == 0) {
                 ok &= validate(b, count, on ? "picoll" : baseline_name(&b->opt));
             }
@@ -942,6 +1034,10 @@ static int run_ab(bench_t *b, size_t count, int first)
                busbw(b, size, pic));
         print_validation(b, ok);
     }
+    if (b->ncounted > 0) {
+        report_driver_calls(b);
+    }
+    print_path(b);
     free(lat);
     return ok;
 }
@@ -962,6 +1058,31 @@ static int all_ranks(const bench_t *b, int ok)
     int all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, b->comm);
     return all;
+}
+
+/* Driver calls are counted where every rank's driver counts the same entry points (the reports
+ * are collective); otherwise on none. */
+static void counting_setup(bench_t *b)
+{
+    int n = bench_cuda_counted_calls(), least = 0, most = 0;
+    long *calls = n > 0 ? calloc(3 * (size_t)n, sizeof(*calls)) : NULL;
+    if (calls == NULL) {
+        n = 0;
+    }
+    PMPI_Allreduce(&n, &least, 1, MPI_INT, MPI_MIN, b->comm);
+    PMPI_Allreduce(&n, &most, 1, MPI_INT, MPI_MAX, b->comm);
+    if (least != most || least == 0) {
+        if (b->rank == 0 && most > 0) {
+            fprintf(stderr, "osu_%s: driver calls not counted: the ranks' drivers count %d to %d "
+                    "entry points\n", b->coll->name, least, most);
+        }
+        free(calls);
+        return;
+    }
+    b->ncounted = n;
+    b->calls_start = calls;
+    b->calls_end = calls + n;
+    b->calls_sum = calls + 2 * (size_t)n;
 }
 
 static int bench_run(bench_t *b)
@@ -988,6 +1109,7 @@ static int bench_run(bench_t *b)
     } else {
         b->spread = 100;
     }
+    *(void **)&b->picoll.last_algorithm = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
     if (o->ab_rounds > 0 && !all_ranks(b, picoll_lookup(&b->picoll) == 0)) {
         if (b->rank == 0) {
             fprintf(stderr, "osu_%s: --ab needs libpicoll.so in the process: run the ranks with "
@@ -1002,16 +1124,21 @@ static int bench_run(bench_t *b)
         }
         return 1;
     }
+    if (o->mem == MEM_CUDA) {
+        counting_setup(b);
+    }
     if (!all_ranks(b, buffers_alloc(b, max_count) == 0)) {
         if (b->rank == 0) {
             fprintf(stderr, "osu_%s: cannot allocate the buffers of %zu-byte messages on %d ranks\n",
                     b->coll->name, max_count * esize, b->np);
         }
         buffers_free(b);
+        free(b->calls_start);
         return 1;
     }
     if (b->rank == 0) {
         print_header(b);
+        print_counting(b);
     }
     count = (o->min_size + esize - 1) / esize;
     if (count == 0) {
@@ -1028,6 +1155,7 @@ static int bench_run(bench_t *b)
         }
     }
     buffers_free(b);
+    free(b->calls_start);
     return status;
 }
 

@@ -21,6 +21,13 @@ Checks (all by default on a successful run):
   --cuda-or-error     -d cuda: either a GPU ran it (checked as above) or it failed with one
                       clear line saying why
   --driver DIR        the command is the driver writing to DIR: check results.csv and results.md
+  --driver-calls-max N  the CUDA driver counted its calls: every row is followed by its
+                      "# driver calls per call: X (...)" line, with X at most N (with --driver:
+                      every row of results.csv, the printed tables and results.md have the count)
+  --driver-calls-exempt LIST  entry points (comma-separated) left out of that count, each allowed
+                      at most once per call (those that only read the calling thread's state)
+  --expect-path RE    picoll ran the calls of every row on the path RE names: a "# picoll path: P"
+                      line under each row (with --driver: the picoll_path of every CSV row)
 """
 
 import argparse
@@ -49,6 +56,51 @@ def expected_sizes(spec, factor, esize):
         sizes.append(count * esize)
         count *= factor
     return sizes
+
+
+DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)(?: \((\w+ \d+(?:\.\d+)?"
+                          r"(?:, \w+ \d+(?:\.\d+)?)*)\))?(?:; ranks differ, the least \S+)?$")
+
+
+def check_driver_calls(a, lines, out, err):
+    """Each row's next line is its driver-call count, within the limit, its entry points adding up."""
+    for i, row in enumerate(lines):
+        if not row.strip() or row.startswith("#"):
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        m = DRIVER_CALLS.match(nxt)
+        if not m:
+            fail("row %r is not followed by a '# driver calls per call: N (...)' line (got %r)"
+                 % (row, nxt), out, err)
+        total = float(m.group(1))
+        parts = [float(p.rsplit(" ", 1)[1]) for p in m.group(2).split(", ")] if m.group(2) else []
+        if "ranks differ" not in nxt and abs(sum(parts) - total) > 0.011 * max(1, len(parts)):
+            fail("driver calls per entry point do not add up to %s in %r" % (m.group(1), nxt), out, err)
+        exempt = 0.0
+        for p in (m.group(2).split(", ") if m.group(2) else []):
+            name, n = p.rsplit(" ", 1)
+            if name in a.driver_calls_exempt:
+                if float(n) > 1:
+                    fail("%s called %s times per call at size %s, more than once: %r"
+                         % (name, n, row.split()[0], nxt), out, err)
+                exempt += float(n)
+        if total - exempt > a.driver_calls_max:
+            fail("%g driver calls per call at size %s (%s exempt), more than %g: %r"
+                 % (total - exempt, row.split()[0], ", ".join(a.driver_calls_exempt) or "none",
+                    a.driver_calls_max, nxt), out, err)
+        print("size %s: %s" % (row.split()[0], nxt[2:]))
+
+
+def check_paths(a, lines, out, err):
+    """Each row has a "# picoll path:" line among the two after it, naming the expected path."""
+    for i, row in enumerate(lines):
+        if not row.strip() or row.startswith("#"):
+            continue
+        paths = [l[len("# picoll path: "):] for l in lines[i + 1:i + 3] if l.startswith("# picoll path: ")]
+        if not paths:
+            fail("row %r has no '# picoll path:' line under it" % row, out, err)
+        if not re.fullmatch(a.expect_path, paths[0]):
+            fail("size %s ran on %r, expected %r" % (row.split()[0], paths[0], a.expect_path), out, err)
 
 
 def check_format(a, out, err):
@@ -118,6 +170,11 @@ def check_format(a, out, err):
         want = expected_sizes(a.sizes, a.factor, a.esize)
         if sizes != want:
             fail("sizes %s, expected %s" % (sizes, want), out, err)
+    # the path first: a count is only meaningful on the path it was expected on
+    if a.expect_path:
+        check_paths(a, lines, out, err)
+    if a.driver_calls_max is not None:
+        check_driver_calls(a, lines, out, err)
     return fails
 
 
@@ -146,6 +203,23 @@ def check_driver(a, out, err):
         md = f.read()
     if md.count("| size (B) | %s (us) |" % name) < len(colls):
         fail("results.md lacks a table per collective with a %r column" % name, out, err)
+    if a.expect_path:
+        for r in rows:
+            if not re.fullmatch(a.expect_path, r.get("picoll_path") or ""):
+                fail("results.csv row on path %r, expected %r: %s"
+                     % (r.get("picoll_path"), a.expect_path, r), out, err)
+    if a.driver_calls_max is not None:
+        for r in rows:
+            if not r.get("driver_calls"):
+                fail("results.csv row without its driver-call count: %s" % r, out, err)
+            if float(r["driver_calls"]) > a.driver_calls_max:
+                fail("%s driver calls per picoll call, more than %g: %s"
+                     % (r["driver_calls"], a.driver_calls_max, r), out, err)
+            print("%s %s B: %s driver calls per call %s"
+                  % (r["collective"], r["size_bytes"], r["driver_calls"], r["driver_calls_detail"]))
+        if out.count("driver calls per picoll call") < len(colls) or \
+                md.count(" driver calls per picoll call |") < len(colls):
+            fail("the driver's printed tables or results.md lack the driver-call column", out, err)
 
 
 def main():
@@ -163,6 +237,10 @@ def main():
     p.add_argument("--expect-error")
     p.add_argument("--cuda-or-error", action="store_true")
     p.add_argument("--driver")
+    p.add_argument("--driver-calls-max", type=float)
+    p.add_argument("--driver-calls-exempt", type=lambda v: [x for x in v.split(",") if x],
+                   default=[])
+    p.add_argument("--expect-path")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command

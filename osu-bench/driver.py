@@ -5,9 +5,11 @@ For each collective and memory kind, one MPI job runs the benchmark program with
 message size it times the baseline (picoll bypassed) then picoll, twice over (A B A B), so that
 the machine's noise cancels in the ratio. Host buffers run with PICOLL_HOST=on; CUDA buffers run
 when a GPU answers. The baseline is plain MPI on the same buffers for host memory and, for CUDA
-buffers, staged MPI: cudaMemcpy to pinned host buffers, plain MPI, cudaMemcpy back, as an
-application does on an MPI that is not CUDA-aware (--baseline). Real OSU micro-benchmarks found
-through OSU_DIR or PATH run too, once without and once with the preload, and add their rows.
+buffers, staged MPI: a copy to pinned host buffers, plain MPI, a copy back, as an application
+does on an MPI that is not CUDA-aware (--baseline). Where the CUDA driver counts its calls (the
+test driver's emulated GPU), the driver calls per picoll call on CUDA buffers are shown beside each
+size. Real OSU micro-benchmarks found through OSU_DIR or PATH run too, once without and once with
+the preload, and add their rows.
 
 Prints a table per collective and writes osu-bench/results/<date>-<host>/ with results.csv,
 results.md and PNG plots (matplotlib, else gnuplot, else none).
@@ -35,6 +37,9 @@ QUICK_SIZES, QUICK_FACTOR = "4:1M", 4
 FULL_SIZES, FULL_FACTOR = "1:1M", 2
 # the A column of the A/B rows (the programs' --baseline), as tables, CSV and plots name it
 BASELINE_NAMES = {"mpi": "plain MPI", "staged": "staged MPI"}
+# under a row of device buffers, where the CUDA driver counts its calls (the emulated GPU): the
+# driver calls per picoll call, then per entry point, "(cuLaunchKernel 1, ...)"
+DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)\s*(.*)$")
 
 
 def parse_bytes(text):
@@ -189,7 +194,20 @@ class Bench:
         t0 = time.time()
         job = self.launch(a.np, self.program(coll), args, preload=True)
         done = 0
+        row = None  # this job's last row: a driver-call count line follows its row
         for line in job.lines():
+            calls = DRIVER_CALLS.match(line)
+            if calls and row is not None:
+                row["driver_calls"], row["driver_calls_detail"] = calls.group(1), calls.group(2)
+                log("   [%s] %8s B   driver calls per picoll call: %s"
+                    % (label, human(row["size_bytes"]), line[len("# driver calls per call: "):]))
+                continue
+            if line.startswith("# picoll path: ") and row is not None:
+                row["picoll_path"] = line[len("# picoll path: "):].strip()
+                continue
+            if line.startswith("# driver calls: "):
+                self.notes.append("%s: %s" % (label, line[2:]))
+                continue
             if line.startswith("# picoll on ") or line.startswith("# staged MPI: ") \
                     or re.match(r"# picoll \S+, active", line):
                 log("   " + line[2:])
@@ -206,7 +224,7 @@ class Bench:
                 continue
             valid = f[6] if len(f) > 6 else ""
             done += 1
-            self.add_row(coll, mem, "picoll-osu-bench", base, size, mpi, pic, valid)
+            row = self.add_row(coll, mem, "picoll-osu-bench", base, size, mpi, pic, valid)
             log("   [%s] %2d/%d %8s B   %s %10.2f us   picoll %10.2f us   x%.2f %s  (%.0fs)"
                 % (label, done, len(sizes), human(size), BASELINE_NAMES[base], mpi, pic,
                    mpi / pic if pic else 0.0, valid, time.time() - t0))
@@ -220,14 +238,17 @@ class Bench:
             log("   FAILED: " + msg)
 
     def add_row(self, coll, mem, source, baseline, size, mpi, pic, valid, datatype=None):
-        """mpi: the A column, plain or staged MPI as baseline says (mpi, staged)."""
-        self.rows.append({
+        """mpi: the A column, plain or staged MPI as baseline says (mpi, staged). Returns the row,
+        whose driver-call count the line after it in the program's output fills in."""
+        row = {
             "collective": coll, "memory": mem, "source": source, "np": self.args.np,
             "datatype": datatype or self.args.type.upper(), "size_bytes": size,
             "mpi_us": "%.2f" % mpi, "picoll_us": "%.2f" % pic,
             "speedup": "%.3f" % (mpi / pic) if pic else "", "validation": valid,
-            "baseline": baseline,
-        })
+            "baseline": baseline, "driver_calls": "", "driver_calls_detail": "", "picoll_path": "",
+        }
+        self.rows.append(row)
+        return row
 
     # ------------------------------------------------------------------ real OSU binaries
     def find_osu(self, coll):
@@ -319,16 +340,27 @@ class Bench:
             log()
             log(self.title(coll, mem, source, base) + ", np %d, %s"
                 % (self.args.np, self.args.type.upper()))
-            log("%10s %16s %14s %10s %11s" % ("size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
-                                               "speed-up", "validation"))
+            counted = any(r.get("driver_calls") for r in rows)
+            paths = any(r.get("picoll_path") for r in rows)
+            log("%10s %16s %14s %10s %11s%s%s" % ("size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
+                                                   "speed-up", "validation",
+                                                   "  %-14s" % "picoll path" if paths else "",
+                                                   "  driver calls per picoll call" if counted else ""))
             for r in rows:
-                log("%10d %16s %14s %9sx %11s" % (r["size_bytes"], r["mpi_us"], r["picoll_us"],
-                                                  "%.2f" % float(r["speedup"]) if r["speedup"] else "-",
-                                                  r["validation"] or "-"))
+                extra = "  %-14s" % (r.get("picoll_path") or "-") if paths else ""
+                if counted:
+                    extra += "  %s %s" % (r["driver_calls"] or "-", r["driver_calls_detail"])
+                log("%10d %16s %14s %9sx %11s%s" % (r["size_bytes"], r["mpi_us"], r["picoll_us"],
+                                                    "%.2f" % float(r["speedup"]) if r["speedup"] else "-",
+                                                    r["validation"] or "-", extra.rstrip()))
 
-    # mpi_us is the A column: plain MPI, or staged MPI where baseline says staged
+    # mpi_us is the A column: plain MPI, or staged MPI where baseline says staged; driver_calls:
+    # CUDA driver calls per picoll call where the driver counted them (the emulated GPU), and
+    # driver_calls_detail the calls per entry point; picoll_path: the path of picoll's calls on CUDA
+    # buffers (cuda_oneshot, ..., fallback)
     CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", "mpi_us",
-                  "picoll_us", "speedup", "validation", "baseline"]
+                  "picoll_us", "speedup", "validation", "baseline", "driver_calls",
+                  "driver_calls_detail", "picoll_path"]
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
@@ -345,14 +377,22 @@ class Bench:
                 f.write("- %s\n" % n)
             for (coll, mem, source), rows in self.groups():
                 base = rows[0]["baseline"]
+                counted = any(r.get("driver_calls") for r in rows)
+                paths = any(r.get("picoll_path") for r in rows)
                 f.write("\n## %s\n\n" % self.title(coll, mem, source, base))
-                f.write("| size (B) | %s (us) | picoll (us) | speed-up | validation |\n"
-                        % BASELINE_NAMES[base])
-                f.write("|---:|---:|---:|---:|:---|\n")
+                f.write("| size (B) | %s (us) | picoll (us) | speed-up | validation |%s%s\n"
+                        % (BASELINE_NAMES[base], " picoll path |" if paths else "",
+                           " driver calls per picoll call |" if counted else ""))
+                f.write("|---:|---:|---:|---:|:---|%s\n" % (":---|" * (paths + counted)))
                 for r in rows:
-                    f.write("| %s | %s | %s | %s | %s |\n" % (
+                    extra = " %s |" % (r.get("picoll_path") or "-") if paths else ""
+                    if counted:
+                        extra += " %s |" % (("%s %s" % (r["driver_calls"], r["driver_calls_detail"])).strip()
+                                           if r["driver_calls"] else "-")
+                    f.write("| %s | %s | %s | %s | %s |%s\n" % (
                         human(r["size_bytes"]), r["mpi_us"], r["picoll_us"],
-                        ("%.2fx" % float(r["speedup"])) if r["speedup"] else "-", r["validation"] or "-"))
+                        ("%.2fx" % float(r["speedup"])) if r["speedup"] else "-", r["validation"] or "-",
+                        extra))
             if plots:
                 f.write("\n## Plots\n\n")
                 for p in plots:

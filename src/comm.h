@@ -22,6 +22,9 @@ typedef struct picoll_comm {
     struct picoll_cuda_ws *cuda; /* device executor workspace; NULL when not set up on every rank */
     int cuda_possible;      /* every rank has a CUDA device, on one node: a call on device
                                buffers may make the workspace (the same on every rank) */
+    void *cuda_failed;      /* this rank's buffers' context when making the workspace there last
+                               failed (on some rank): this rank votes no for buffers of that
+                               context from then on, so the set-up is not tried on every call */
     picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
                                set up on every rank */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */

@@ -42,6 +42,7 @@ static const struct {
     CUDRV_SYM(mem_host_alloc, "cuMemHostAlloc"),
     CUDRV_SYM(mem_free_host, "cuMemFreeHost"),
     CUDRV_SYM(stream_synchronize, "cuStreamSynchronize"),
+    CUDRV_SYM(stream_create, "cuStreamCreate"),
     CUDRV_SYM(event_create, "cuEventCreate"),
     CUDRV_SYM(event_record, "cuEventRecord"),
     CUDRV_SYM(event_destroy, "cuEventDestroy_v2"),
@@ -168,11 +169,42 @@ picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call)
     return PICOLL_ERR_CUDA;
 }
 
+/* picoll's own non-blocking stream in ctx (current), made at first use and kept for the life of
+ * the process; NULL if it cannot be made. */
+static picoll_cu_stream_t cudrv_own_stream(picoll_cu_context_t ctx)
+{
+    static struct {
+        picoll_cu_context_t ctx;
+        picoll_cu_stream_t stream;
+    } own[16];
+    static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+    picoll_cu_stream_t s = NULL;
+
+    pthread_mutex_lock(&own_lock);
+    for (int i = 0; i < 16; i++) {
+        if (own[i].ctx == ctx) {
+            s = own[i].stream;
+            break;
+        }
+        if (own[i].ctx == NULL) {
+            if (picoll_cudrv_check(picoll_cu.stream_create(&s, PICOLL_CU_STREAM_NON_BLOCKING),
+                                   "cuStreamCreate") == PICOLL_OK) {
+                own[i].ctx = ctx;
+                own[i].stream = s;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&own_lock);
+    return s;
+}
+
 picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_cu_context_t ctx)
 {
     picoll_cu_context_t popped;
+    picoll_cu_stream_t stream = PICOLL_CU_STREAM_PER_THREAD;
     picoll_status_t status;
-    int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED, exchanged;
+    int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED, exchanged, capture = 0;
 
     if (n == 0) {
         return PICOLL_OK;
@@ -186,14 +218,20 @@ picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_c
     exchanged = picoll_cu.thread_exchange_capture_mode(&mode) == 0;
     /* on this thread's per-thread default stream, which synchronises with the legacy one (so the
      * copy follows the application's work queued there) but not with other threads' streams, nor
-     * with a blocking stream being captured */
-    status = picoll_cudrv_check(picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)dst,
-                                                       (picoll_cu_deviceptr_t)(uintptr_t)src, n,
-                                                       PICOLL_CU_STREAM_PER_THREAD),
-                                "cuMemcpyAsync");
+     * with a blocking stream being captured; unless that stream is itself being captured */
+    if (picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &capture) != 0 ||
+        capture != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+        stream = cudrv_own_stream(ctx);
+        status = stream == NULL ? PICOLL_ERR_CUDA : PICOLL_OK;
+    }
     if (status == PICOLL_OK) {
-        status = picoll_cudrv_check(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD),
-                                    "cuStreamSynchronize");
+        status = picoll_cudrv_check(picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)dst,
+                                                           (picoll_cu_deviceptr_t)(uintptr_t)src,
+                                                           n, stream),
+                                    "cuMemcpyAsync");
+    }
+    if (status == PICOLL_OK) {
+        status = picoll_cudrv_check(picoll_cu.stream_synchronize(stream), "cuStreamSynchronize");
     }
     if (exchanged) {
         picoll_cu.thread_exchange_capture_mode(&mode);

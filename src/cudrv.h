@@ -35,6 +35,7 @@ typedef struct {
 #define PICOLL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define PICOLL_CU_STREAM_LEGACY ((picoll_cu_stream_t)0x1)
 #define PICOLL_CU_STREAM_PER_THREAD ((picoll_cu_stream_t)0x2)
+#define PICOLL_CU_STREAM_NON_BLOCKING 0x1
 #define PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
 #define PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
@@ -69,6 +70,7 @@ typedef struct {
     picoll_cu_result_t (*mem_host_alloc)(void **, size_t, unsigned flags);
     picoll_cu_result_t (*mem_free_host)(void *);
     picoll_cu_result_t (*stream_synchronize)(picoll_cu_stream_t);
+    picoll_cu_result_t (*stream_create)(picoll_cu_stream_t *, unsigned flags);
     picoll_cu_result_t (*event_create)(picoll_cu_event_t *, unsigned flags);
     picoll_cu_result_t (*event_record)(picoll_cu_event_t, picoll_cu_stream_t);
     picoll_cu_result_t (*event_destroy)(picoll_cu_event_t);
@@ -127,7 +129,9 @@ picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call);
 /* Copies n bytes between any two of host, pinned, device or managed memory, with ctx (the
  * context of the device-side buffer) current for the copy, on this thread's per-thread default
  * stream: it starts after the work already queued on the legacy default stream (and on this
- * thread's stream) and returns when the bytes are at dst. In relaxed stream-capture mode. */
+ * thread's stream) and returns when the bytes are at dst. In relaxed stream-capture mode. While
+ * this thread's per-thread stream is being captured into a CUDA graph (where a copy would be
+ * recorded, not run), on a stream of picoll's own instead, which waits for nothing. */
 picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_cu_context_t ctx);
 
 #endif

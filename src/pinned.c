@@ -26,7 +26,12 @@ static void pinned_release(pinned_header_t *h)
         return;
     }
     if (picoll_cudrv_check(picoll_cu.ctx_push_current(h->ctx), "cuCtxPushCurrent") == PICOLL_OK) {
+        int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
+        int exchanged = picoll_cu.thread_exchange_capture_mode(&mode) == 0;
         (void)picoll_cudrv_check(picoll_cu.mem_free_host(h), "cuMemFreeHost");
+        if (exchanged) {
+            picoll_cu.thread_exchange_capture_mode(&mode);
+        }
         (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
     }
 }
@@ -39,9 +44,15 @@ static pinned_header_t *pinned_alloc(size_t size, void *ctx)
     picoll_status_t status = picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
 
     if (status == PICOLL_OK) {
+        /* relaxed capture mode: allowed while the application captures a CUDA graph */
+        int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
+        int exchanged = picoll_cu.thread_exchange_capture_mode(&mode) == 0;
         status = picoll_cudrv_check(picoll_cu.mem_host_alloc(&p, PINNED_HEADER + size,
                                                              PICOLL_CU_MEMHOSTALLOC_PORTABLE),
                                     "cuMemHostAlloc");
+        if (exchanged) {
+            picoll_cu.thread_exchange_capture_mode(&mode);
+        }
         (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
     }
     if (status != PICOLL_OK) {

@@ -74,12 +74,16 @@ static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, c
     int home = 0;
     picoll_cu_context_t bufctx = NULL;
     int dev = eligible && picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, dt, &bufctx, &home);
+    if (dev && !home && bufctx == ctx->cuda_failed) {
+        dev = 0; /* no device kernels in that context (e.g. no kernel image for this GPU) */
+    }
     uint32_t mine = (host_ok ? PATH_HOST : 0u) | (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
     uint32_t all = picoll_shm_barrier_mask(ctx->shm, mine, coll);
     *vote = 1;
     if ((all & PATH_CUDA) && !(all & PATH_HOME)) {
         picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, ctx->shm, &picoll_g.cfg,
                               bufctx);
+        ctx->cuda_failed = ctx->cuda == NULL ? (void *)bufctx : NULL;
     }
     if ((all & PATH_CUDA) && ctx->cuda != NULL) {
         *cuda_alg = select_cuda(ctx->cuda, select_arg);

@@ -11,7 +11,8 @@
  * free and an allocation of the same size reuse the address.
  *
  * FAKECUDA_DEVICES=N (default 2) devices; FAKECUDA_DEVICES=0: the driver loads but sees none.
- * fakecuda_attribute_queries() counts cuPointerGetAttributes calls (picoll's cache misses). */
+ * fakecuda_attribute_queries() counts cuPointerGetAttributes calls (picoll's cache misses),
+ * fakecuda_module_loads() cuModuleLoadData calls (picoll's attempts to load its kernels). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -422,6 +423,18 @@ CUresult cuCtxSynchronize(void)
     return cuStreamSynchronize(NULL);
 }
 
+/* Streams run nothing here (every copy is done at once): a stream is a token. */
+CUresult cuStreamCreate(CUstream *stream, unsigned flags)
+{
+    static int token;
+    (void)flags;
+    if (current() == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *stream = &token;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuEventCreate(CUevent *ev, unsigned flags)
 {
     static int dummy;
@@ -585,8 +598,17 @@ CUresult cuThreadExchangeStreamCaptureMode(int *mode)
     return CUDA_SUCCESS;
 }
 
+static long module_loads;
+
+long fakecuda_module_loads(void);
+long fakecuda_module_loads(void)
+{
+    return __atomic_load_n(&module_loads, __ATOMIC_RELAXED);
+}
+
 CUresult cuModuleLoadData(void **module, const void *image)
 {
+    __atomic_add_fetch(&module_loads, 1, __ATOMIC_RELAXED);
     (void)module;
     (void)image;
     return CUDA_ERROR_NO_BINARY_FOR_GPU;

@@ -35,6 +35,7 @@ static struct {
     int (*dtoh)(void *, cu_ptr_t, size_t);
     int (*ctx_synchronize)(void);
     long (*fake_queries)(void); /* only in the fake driver */
+    long (*fake_module_loads)(void);
 } cu;
 static int ndev;
 static cu_ctx_t ctx[8];
@@ -60,6 +61,7 @@ static const char *cuda_load(void)
     SYM(dtoh, "cuMemcpyDtoH_v2");
     SYM(ctx_synchronize, "cuCtxSynchronize");
     SYM(fake_queries, "fakecuda_attribute_queries");
+    SYM(fake_module_loads, "fakecuda_module_loads");
 #undef SYM
     if (!cu.init || !cu.device_get_count || !cu.primary_ctx_retain || !cu.ctx_set_current ||
         !cu.mem_alloc || !cu.mem_alloc_managed || !cu.mem_free || !cu.htod || !cu.dtoh ||
@@ -526,6 +528,52 @@ static void check_threads(int provided)
     }
 }
 
+/* The fake driver has no kernel image for its devices: the first device allreduce on a new
+ * communicator on one node tries to load picoll's kernels (once) and finds that out; the later calls are staged
+ * without trying again (they used to reload the module and set the workspace up again every call). */
+static void check_module_loads(void)
+{
+    MPI_Comm comm;
+    cu_ptr_t buf = 0;
+    long before, loads;
+    int n = 64;
+    if (cu.fake_module_loads == NULL) {
+        return;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    if (cu.mem_alloc(&buf, (size_t)n * sizeof(int)) != 0) {
+        mt_fail("cuMemAlloc of %zu bytes failed", (size_t)n * sizeof(int));
+        return;
+    }
+    before = cu.fake_module_loads();
+    for (int i = 0; i < 5; i++) {
+        int *host = calloc((size_t)n, sizeof(int));
+        int rc;
+        for (int k = 0; k < n; k++) {
+            host[k] = k + mt_rank;
+        }
+        cu.htod(buf, host, (size_t)n * sizeof(int));
+        rc = MPI_Allreduce(MPI_IN_PLACE, (void *)(uintptr_t)buf, n, MPI_INT, MPI_SUM, comm);
+        cu.dtoh(host, buf, (size_t)n * sizeof(int));
+        for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+            long want = (long)k * mt_size + (long)mt_size * (mt_size - 1) / 2;
+            if (host[k] != want) {
+                mt_fail("device allreduce %d, element %d: %d, expected %ld", i, k, host[k], want);
+                break;
+            }
+        }
+        MT_CHECK(rc == MPI_SUCCESS, "device allreduce %d failed: %d", i, rc);
+        free(host);
+    }
+    loads = cu.fake_module_loads() - before;
+    /* none where the communicator spans (virtual) nodes: no device path to try */
+    MT_CHECK(loads <= 1, "cuModuleLoadData called %ld times over 5 device allreduces on one new "
+             "communicator, expected at most once (no kernel image: found at the first call)",
+             loads);
+    cu.mem_free(buf);
+    MPI_Comm_free(&comm);
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[] = {1, 7, 1000, 65537};
@@ -587,6 +635,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    check_module_loads();
     check_cache_hits();
     check_realloc();
     check_bad_args();

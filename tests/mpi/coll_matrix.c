@@ -710,7 +710,7 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
                  op_names[op], rc);
     }
     /* reference: every rank's input regenerated and reduced in rank order */
-    size_t bad = 0, first_bad = 0;
+    size_t bad = 0, first_bad = 0, mpi_bad = 0;
     char first_want[160] = "";
     for (size_t i = 0; i < count; i++) {
         acc_t acc;
@@ -720,6 +720,9 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
             gen_elem(t, op, seed, r, i, elem);
             acc_add(t, op, &acc, elem, r == 0);
         }
+        if (vs_mpi && !acc_matches(t, &acc, expect + i * t->size, want, sizeof(want))) {
+            mpi_bad++;
+        }
         if (!acc_matches(t, &acc, recvbuf + i * t->size, want, sizeof(want))) {
             if (bad++ == 0) {
                 first_bad = i;
@@ -727,7 +730,9 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
             }
         }
     }
-    if (vs_mpi && memcmp(recvbuf, expect, bytes) != 0) {
+    /* the MPI's own bytes, where they are right: Open MPI's AVX reduction sums 8-bit types wrong
+     * from 32 elements (open-mpi/ompi#8045), and there the loops' answer stands */
+    if (vs_mpi && mpi_bad == 0 && memcmp(recvbuf, expect, bytes) != 0) {
         mt_fail("MPI_Allreduce %s %s count %zu%s on %s: not the bytes the MPI itself gives",
                 t->name, op_names[op], count, inplace ? " in place" : "", c->name);
     }

@@ -1,0 +1,518 @@
+/* The modes of tests/cuda/cuda_coll for issue 12's defects of the device path, each a situation
+ * an application creates and the CUDA or MPI rule picoll must keep in it:
+ *
+ *   rehome       (2 devices) a host-buffer collective before the ranks chose a device: it makes
+ *                no context and allocates nothing; then device calls run on each rank's device
+ *   thread       the calls come from a worker thread that never made a context current
+ *                (PyTorch's MPI backend): the communicator's first call, on host buffers, makes
+ *                no context and allocates nothing; device calls take the device path, right
+ *                results, and leave the thread without a current context (defect 1)
+ *   ptds         the input is written on the per-thread default stream (and on the legacy one)
+ *                behind 100 ms of other work, right before the call: the result includes it
+ *   mixed        some ranks pass host buffers, some device ones (or a host send buffer with a
+ *                device receive buffer): every rank falls back, right results
+ *   commfree     20 communicators duplicated, used on the device and freed at once (defect 2:
+ *                the emulated GPU aborts when memory is freed while a peer maps it)
+ *   finalize     device calls on a fresh communicator, then MPI_Finalize at once (defect 2)
+ *   ctx          buffers of a context the application created (not the primary one) current in
+ *                the calling thread: device path, right results, the context left current
+ *                (defect 5: the emulated GPU aborts on a stream or kernel of another context)
+ *   capture      a CUDA graph captured in global mode on another stream of the calling thread
+ *                while device calls are made: they fall back (picoll votes no), right results,
+ *                no abort; after the capture the device path again (defect 4)
+ *   capture ptds the same with the calling thread's per-thread default stream captured
+ *   stall-kernel R  rank R's kernel starts and never arrives (emulated GPU only): the others'
+ *                kernels time out and picoll ends the job naming rank R
+ *   backlog R    rank R's per-thread stream is busy PICOLL_TIMEOUT + 2 s with work queued before
+ *                the call (its input is written behind it): no one times out, right results
+ *                (defect 6: a peer queued behind work is not late) */
+#include "cases.h"
+#include "modes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Ends the job as skipped when the driver lacks one of the entry points (every rank loads the same
+ * driver, so all skip together); -1 when it has them all. */
+static int skip_lacking(const size_t *need, int n, const char *mode)
+{
+    const char *lacks = drv_lacks(need, n);
+    if (lacks == NULL) {
+        return -1;
+    }
+    if (mt_rank == 0) {
+        printf("SKIP: cuda_coll %s: the CUDA driver lacks %s\n", mode, lacks);
+    }
+    MPI_Finalize();
+    return MT_SKIP;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_host_fn(void *arg)
+{
+    usleep(*(const unsigned *)arg);
+}
+
+/* ---------------------------------------------------------------- host calls leave no trace */
+
+/* Entry points that make a context or allocate device or pinned memory. */
+static const char *const device_work[] = {"cuMemAlloc_v2", "cuMemAllocManaged", "cuMemHostAlloc",
+                                          "cuDevicePrimaryCtxRetain", "cuCtxCreate_v2",
+                                          "cuCtxCreate_v4"};
+#define NWORK (sizeof(device_work) / sizeof(device_work[0]))
+
+/* A collective on host buffers, the communicator's first: right result, and no context made or
+ * changed in the calling thread, no allocation (counted by the emulated GPU; elsewhere only the
+ * current context is checked). */
+static void host_call_no_trace(void *arg)
+{
+    const char *who = arg;
+    long before[NWORK], after[NWORK];
+    int in = mt_rank + 1, sum = 0;
+    cu_ctx_t ctx_before = drv_current(), ctx_after;
+
+    for (size_t i = 0; i < NWORK; i++) {
+        before[i] = drv_calls(device_work[i]);
+    }
+    MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, test_comm);
+    for (size_t i = 0; i < NWORK; i++) {
+        after[i] = drv_calls(device_work[i]);
+    }
+    ctx_after = drv_current();
+    MT_CHECK(sum == mt_size * (mt_size + 1) / 2, "host allreduce from %s: %d, expected %d", who,
+             sum, mt_size * (mt_size + 1) / 2);
+    MT_CHECK(ctx_after == ctx_before, "a host-buffer allreduce from %s changed the current context "
+             "from %p to %p", who, (void *)ctx_before, (void *)ctx_after);
+    for (size_t i = 0; i < NWORK; i++) {
+        MT_CHECK(after[i] == before[i], "a host-buffer allreduce from %s called %s %ld time(s): "
+                 "no device work may come from host buffers", who, device_work[i],
+                 after[i] - before[i]);
+    }
+    if (before[0] < 0 && mt_rank == 0) {
+        printf("note: the driver does not count its calls (not the emulated GPU): only the "
+               "current context checked after the host call\n");
+    }
+}
+
+/* ---------------------------------------------------------------- rehome */
+
+int mode_rehome(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    if (ndev < 2) {
+        mt_fail("rehome needs 2 GPUs (found %d): run it through gpu_test.sh --gpus 2", ndev);
+        return mt_finish("cuda_coll rehome");
+    }
+    /* the communicator's first collective, before this thread chose a device */
+    host_call_no_trace("a thread without a device");
+    drv_choose_device(my_device);
+    for (int k = 0; k < 4; k++) {
+        allreduce_case(T_INT32, &types[T_INT32], SUM, 1000 + (size_t)k, k & 1, 0);
+    }
+    blocks_case(0, 1000, 0, 1);
+    return mt_finish("cuda_coll rehome");
+}
+
+/* ---------------------------------------------------------------- thread */
+
+int mode_thread(int argc, char **argv)
+{
+    static const int tis[] = {T_INT8, T_INT32, T_FLOAT, T_DOUBLE};
+    (void)argc;
+    (void)argv;
+    MPI_Comm_dup(MPI_COMM_WORLD, &test_comm);
+    worker_start();
+    worker_run(host_call_no_trace, "a worker thread without a device");
+    for (size_t i = 0; i < sizeof(tis) / sizeof(tis[0]); i++) {
+        const type_t *t = &types[tis[i]];
+        size_t counts[] = {1, ONESHOT_MAX / t->size + 1, SLOT / t->size + 1,
+                           2 * SLOT / t->size * 3 + 5};
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            allreduce_case(tis[i], t, i % 2 ? MAX : SUM, counts[c], (int)(c & 1), c);
+        }
+    }
+    for (int a = 0; a < 2; a++) {
+        blocks_case(a, 7, a, 3);
+        blocks_case(a, SLOT + 1, !a, 0);
+    }
+    /* the same buffer freed and allocated again between calls */
+    for (int k = 0; k < 3; k++) {
+        allreduce_case(T_INT32, &types[T_INT32], SUM, 1000, 0, 0);
+    }
+    worker_stop();
+    MPI_Comm_free(&test_comm);
+    test_comm = MPI_COMM_WORLD;
+    return mt_finish("cuda_coll thread");
+}
+
+/* ---------------------------------------------------------------- ptds */
+
+/* The input of an MPI_UINT8_T sum written by cuMemsetD8Async on stream behind delay_us of other
+ * work on the same stream, then the call at once. */
+static void stream_written_case(cu_stream_t stream, const char *sname, size_t count, int in_place,
+                                int k, unsigned delay_us)
+{
+    static unsigned delay;
+    dbuf_t sb = {0}, rb;
+    unsigned char *zero = calloc(count, 1), *got = malloc(count);
+    unsigned char want = rank_byte_sum(k);
+    char name[128];
+
+    dbuf_alloc(&rb, count, 1, 0);
+    if (!in_place) {
+        dbuf_alloc(&sb, count, 0, 0);
+    }
+    dbuf_t *in = in_place ? &rb : &sb;
+    dbuf_put(in, 0, zero, count);
+    CK(drv.ctx_synchronize());
+    delay = delay_us;
+    CK(drv.launch_host_func(stream, sleep_host_fn, &delay));
+    CK(drv.memset_d8_async((cu_ptr_t)(uintptr_t)in->p, (unsigned char)((mt_rank + 1) * k), count,
+                           stream));
+    snprintf(name, sizeof(name), "MPI_Allreduce MPI_UINT8_T SUM%s (input written on the %s stream)",
+             in_place ? " in place" : "", sname);
+    call_allreduce(in_place ? MPI_IN_PLACE : sb.p, rb.p, count, MPI_UINT8_T, MPI_SUM,
+                   want_allreduce(&types[T_UINT8], count), name);
+    MT_CHECK(dbuf_read(&rb, got), "%s: guard bytes overwritten", name);
+    for (size_t i = 0; i < count; i++) {
+        if (got[i] != want) {
+            mt_fail("%s count=%zu: element %zu is %u, expected %u (the input queued on the %s "
+                    "stream was not waited for)", name, count, i, got[i], want, sname);
+            break;
+        }
+    }
+    dbuf_free(&sb);
+    dbuf_free(&rb);
+    free(zero);
+    free(got);
+    ncases++;
+}
+
+int mode_ptds(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(launch_host_func), DRV_FIELD(memset_d8_async)};
+    int rc = skip_lacking(need, 2, "ptds");
+    (void)argc;
+    (void)argv;
+    if (rc >= 0) {
+        return rc;
+    }
+    for (int k = 0; k < 4; k++) {
+        size_t count = k < 2 ? 1000 : 2 * SLOT + 17; /* one-shot, then two chunks */
+        stream_written_case(CU_STREAM_PER_THREAD, "per-thread", count, k & 1, k + 1, 100000);
+    }
+    stream_written_case(NULL, "legacy", 1000, 0, 5, 100000);
+    stream_written_case(NULL, "legacy", 2 * SLOT + 17, 1, 6, 100000);
+    return mt_finish("cuda_coll ptds");
+}
+
+/* ---------------------------------------------------------------- mixed */
+
+/* Pattern p: where rank r's buffers are. */
+static mem_t mixed_mem(int p, int r)
+{
+    switch (p) {
+    case 0: return r == mt_size - 1 ? MEM_HOST : MEM_DEVICE; /* the last rank on the host */
+    case 1: return r % 2 == 0 ? MEM_HOST : MEM_DEVICE;       /* every other rank */
+    default: return r == 0 ? MEM_HOST_SEND : MEM_DEVICE;     /* host send, device receive */
+    }
+}
+
+int mode_mixed(int argc, char **argv)
+{
+    static const int tis[] = {T_INT8, T_INT32, T_FLOAT, T_DOUBLE, T_CDOUBLE};
+    (void)argc;
+    (void)argv;
+    if (!fallback_takes_device_buffers()) {
+        if (mt_rank == 0) {
+            printf("SKIP: cuda_coll mixed: the underlying MPI does not take device buffers "
+                   "(MPIX_Query_cuda_support): a call that falls back cannot run\n");
+        }
+        MPI_Finalize();
+        return MT_SKIP;
+    }
+    for (int p = 0; p < 3; p++) {
+        mem_t mem = mixed_mem(p, mt_rank);
+        for (size_t i = 0; i < sizeof(tis) / sizeof(tis[0]); i++) {
+            const type_t *t = &types[tis[i]];
+            size_t counts[] = {33, 5000 / t->size, 3 * SLOT / t->size + 1};
+            for (size_t c = 0; c < 3; c++) {
+                /* in place on every rank or none (MPI's rule), not in the pattern that
+                 * needs a send buffer */
+                ar_case_t k = {.ti = tis[i], .t = t, .op = SUM, .count = counts[c],
+                               .in_place = p != 2 && c == 1, .off = c, .mem = mem, .exact = 1};
+                ar_prepare(&k);
+                ar_call(&k, "fallback");
+                ar_check(&k);
+            }
+        }
+        for (int a = 0; a < 2; a++) {
+            for (size_t block = 1000; block < 3 * SLOT; block += SLOT + 1) {
+                bl_case_t k = {.alltoall = a, .block = block, .off = (size_t)a, .mem = mem};
+                bl_prepare(&k);
+                bl_call(&k, "fallback");
+                bl_check(&k);
+            }
+        }
+    }
+    /* long double: device buffers everywhere, no device arithmetic */
+    allreduce_case(99, &type_long_double, SUM, 777, 0, 0);
+    allreduce_case(98, &type_long_double, MAX, 5000, 1, 1);
+    return mt_finish("cuda_coll mixed");
+}
+
+/* ---------------------------------------------------------------- commfree, finalize */
+
+int mode_commfree(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    for (int i = 0; i < 20; i++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &test_comm);
+        allreduce_case(T_INT32, &types[T_INT32], SUM, 100 + (size_t)i, i & 1, 0);
+        allreduce_case(T_FLOAT, &types[T_FLOAT], MAX, 2 * SLOT / 4 + 3 + (size_t)i, 0, 1);
+        blocks_case(i & 1, 1000 + (size_t)i, 0, 0);
+        /* the last call's communicator freed before its result is even looked at */
+        ar_case_t c = {.ti = T_DOUBLE, .t = &types[T_DOUBLE], .op = SUM, .count = 64 + (size_t)i};
+        ar_prepare(&c);
+        ar_call(&c, NULL);
+        MPI_Comm_free(&test_comm);
+        test_comm = MPI_COMM_WORLD;
+        ar_check(&c);
+    }
+    return mt_finish("cuda_coll commfree");
+}
+
+int mode_finalize(int argc, char **argv)
+{
+    MPI_Comm comm;
+    (void)argc;
+    (void)argv;
+    allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0);
+    /* a communicator never freed: MPI_Finalize releases its workspace */
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    test_comm = comm;
+    allreduce_case(T_FLOAT, &types[T_FLOAT], SUM, 2 * SLOT / 4 + 3, 1, 0);
+    blocks_case(1, 1000, 0, 0);
+    allreduce_case(T_DOUBLE, &types[T_DOUBLE], SUM, 64, 0, 0);
+    test_comm = MPI_COMM_WORLD;
+    /* mt_finish: one PMPI_Allreduce of the failure counts (picoll does not see it), then
+     * MPI_Finalize */
+    return mt_finish("cuda_coll finalize");
+}
+
+/* ---------------------------------------------------------------- ctx */
+
+/* A case run with ctx current; ctx must still be current afterwards. */
+static void ctx_case(cu_ctx_t ctx, const char *which, int k)
+{
+    if (k % 3 == 2) {
+        blocks_case(k % 2, 1000 + (size_t)k, k % 2, 1);
+    } else {
+        size_t count = k % 3 == 0 ? 100 : 2 * SLOT / 8 + 9;
+        allreduce_case(T_DOUBLE, &types[T_DOUBLE], SUM, count + (size_t)k, k & 1, 0);
+    }
+    cu_ctx_t now = drv_current();
+    MT_CHECK(now == ctx, "after a call on buffers of the %s context, context %p is current, "
+             "expected %p", which, (void *)now, (void *)ctx);
+}
+
+int mode_ctx(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(ctx_create), DRV_FIELD(ctx_destroy),
+                                  DRV_FIELD(ctx_pop_current)};
+    int rc = skip_lacking(need, 3, "ctx");
+    cu_ctx_t primary, mine, popped = NULL;
+    cu_device_t dev;
+    (void)argc;
+    (void)argv;
+    if (rc >= 0) {
+        return rc;
+    }
+    primary = drv_current();
+    ctx_case(primary, "primary", 0); /* the workspace in the primary context */
+    CK(drv.device_get(&dev, my_device));
+    CK(drv.ctx_create(&mine, 0, dev)); /* pushed: current in this thread */
+    for (int k = 0; k < 6; k++) {
+        ctx_case(mine, "created", k);
+    }
+    CK(drv.ctx_pop_current(&popped));
+    MT_CHECK(popped == mine, "cuCtxPopCurrent gave %p, expected the created context %p",
+             (void *)popped, (void *)mine);
+    /* back to the primary context's buffers (the workspace moves back), then the created context
+     * destroyed and the primary one used again */
+    ctx_case(primary, "primary", 1);
+    CK(drv.ctx_destroy(mine));
+    ctx_case(primary, "primary", 3);
+    ctx_case(primary, "primary", 2);
+    return mt_finish("cuda_coll ctx");
+}
+
+/* ---------------------------------------------------------------- capture */
+
+/* Calls made while a graph is captured in global mode, on a stream of this thread. On another
+ * stream: the device path (its kernel goes on the per-thread stream, which that capture does not
+ * involve, and its set-up, when the communicator has no workspace yet, runs in relaxed capture
+ * mode). On the per-thread stream itself (ptds): the launch would be captured, not run, so picoll
+ * votes no and the call falls back, staged on a stream of picoll's own (issue 12, defect 4). Their
+ * buffers are made before the capture and read after it (allocations and synchronous copies of
+ * the application are not allowed during a global capture). */
+static void capture_round(int on_ptds)
+{
+    cu_stream_t s = CU_STREAM_PER_THREAD;
+    cu_graph_t graph = NULL;
+    dbuf_t scratch;
+    ar_case_t ar[2] = {
+        {.ti = T_INT32, .t = &types[T_INT32], .op = SUM, .count = 100, .exact = 1},
+        {.ti = T_DOUBLE, .t = &types[T_DOUBLE], .op = SUM, .count = 2 * SLOT / 8 + 9,
+         .in_place = 1, .exact = 1},
+    };
+    bl_case_t bl = {.alltoall = 0, .block = 1000};
+
+    for (int i = 0; i < 2; i++) {
+        ar_prepare(&ar[i]);
+    }
+    bl_prepare(&bl);
+    dbuf_alloc(&scratch, 4096, 0, 0);
+    if (!on_ptds) {
+        CK(drv.stream_create(&s, CU_STREAM_DEFAULT));
+    }
+    CK(drv.stream_begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    /* something for the graph: captured, not run */
+    CK(drv.memset_d8_async((cu_ptr_t)(uintptr_t)scratch.p, 1, 4096, s));
+    for (int i = 0; i < 2; i++) {
+        ar_call(&ar[i], on_ptds ? "fallback" : NULL);
+    }
+    bl_call(&bl, on_ptds ? "fallback" : NULL);
+    CK(drv.stream_end_capture(s, &graph));
+    CK(drv.graph_destroy(graph));
+    if (!on_ptds) {
+        CK(drv.stream_destroy(s));
+    }
+    for (int i = 0; i < 2; i++) {
+        ar_check(&ar[i]);
+    }
+    bl_check(&bl);
+    dbuf_free(&scratch);
+}
+
+int mode_capture(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(stream_create), DRV_FIELD(stream_destroy),
+                                  DRV_FIELD(stream_begin_capture), DRV_FIELD(stream_end_capture),
+                                  DRV_FIELD(graph_destroy), DRV_FIELD(memset_d8_async)};
+    int on_ptds = argc > 2 && strcmp(argv[2], "ptds") == 0;
+    int rc = skip_lacking(need, 6, "capture");
+    if (rc >= 0) {
+        return rc;
+    }
+    /* first on a communicator without a workspace (its set-up would happen under the capture),
+     * then with one */
+    capture_round(on_ptds);
+    allreduce_case(T_FLOAT, &types[T_FLOAT], SUM, 100, 0, 0);
+    blocks_case(1, 1000, 0, 0);
+    capture_round(on_ptds);
+    /* capture over: the device path again */
+    allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0);
+    allreduce_case(T_DOUBLE, &types[T_DOUBLE], SUM, 2 * SLOT / 8 + 9, 1, 0);
+    blocks_case(0, 1000, 0, 0);
+    return mt_finish(on_ptds ? "cuda_coll capture ptds" : "cuda_coll capture");
+}
+
+/* ---------------------------------------------------------------- stall-kernel, backlog */
+
+int mode_stall_kernel(int argc, char **argv)
+{
+    int victim = argc > 2 ? atoi(argv[2]) : 1;
+    dbuf_t b;
+    if (drv.freeze_next_kernel == NULL) {
+        if (mt_rank == 0) {
+            printf("SKIP: needs the emulated GPU (its hook fakecuda_freeze_next_kernel)\n");
+        }
+        MPI_Finalize();
+        return MT_SKIP;
+    }
+    dbuf_alloc(&b, 4096, 0, 0);
+    call_allreduce(MPI_IN_PLACE, b.p, 1024, MPI_INT, MPI_SUM, want_allreduce(&types[T_INT32], 4096),
+                   "set-up allreduce");
+    if (mt_rank == victim) {
+        drv.freeze_next_kernel();
+    }
+    call_allreduce(MPI_IN_PLACE, b.p, 1024, MPI_INT, MPI_SUM, NULL, "stalled allreduce");
+    mt_fail("the allreduce returned although rank %d's kernel never arrives", victim);
+    dbuf_free(&b);
+    return mt_finish("cuda_coll stall-kernel");
+}
+
+int mode_backlog(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(launch_host_func), DRV_FIELD(memset_d8_async)};
+    static unsigned delay_us;
+    int victim = argc > 2 ? atoi(argv[2]) : 1, rc = skip_lacking(need, 2, "backlog");
+    const char *tenv = getenv("PICOLL_TIMEOUT");
+    double timeout = tenv ? atof(tenv) : 0.0, took;
+    size_t count = 1000;
+    unsigned char *got = malloc(count), *mine = malloc(count);
+    dbuf_t sb, rb;
+
+    if (rc >= 0) {
+        free(got);
+        free(mine);
+        return rc;
+    }
+    if (timeout <= 0.0 || timeout > 30.0) {
+        mt_fail("backlog needs PICOLL_TIMEOUT set, at most 30 s (got %s)", tenv ? tenv : "none");
+        free(got);
+        free(mine);
+        return mt_finish("cuda_coll backlog");
+    }
+    allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0); /* the workspace */
+    dbuf_alloc(&sb, count, 0, 0);
+    dbuf_alloc(&rb, count, 0, 0);
+    memset(mine, mt_rank + 1, count);
+    if (mt_rank == victim) {
+        memset(mine, 0, count);
+        dbuf_put(&sb, 0, mine, count);
+        CK(drv.ctx_synchronize());
+        delay_us = (unsigned)((timeout + 2.0) * 1e6);
+        CK(drv.launch_host_func(CU_STREAM_PER_THREAD, sleep_host_fn, &delay_us));
+        CK(drv.memset_d8_async((cu_ptr_t)(uintptr_t)sb.p, (unsigned char)(mt_rank + 1), count,
+                               CU_STREAM_PER_THREAD));
+    } else {
+        dbuf_put(&sb, 0, mine, count);
+    }
+    took = now_s();
+    call_allreduce(sb.p, rb.p, count, MPI_UINT8_T, MPI_SUM, want_allreduce(&types[T_UINT8], count),
+                   "MPI_Allreduce MPI_UINT8_T SUM behind a backlog");
+    took = now_s() - took;
+    MT_CHECK(dbuf_read(&rb, got), "backlog: guard bytes overwritten");
+    for (size_t i = 0; i < count; i++) {
+        if (got[i] != rank_byte_sum(1)) {
+            mt_fail("backlog: element %zu is %u, expected %u", i, got[i], rank_byte_sum(1));
+            break;
+        }
+    }
+    /* the call did overlap the backlog (else this test proves nothing) */
+    MT_CHECK(took > timeout + 1.0, "backlog: the call took %.1f s, less than rank %d's backlog of "
+             "%.1f s", took, victim, timeout + 2.0);
+    if (mt_rank == 0) {
+        printf("backlog: the call took %.1f s (PICOLL_TIMEOUT %.1f s, rank %d busy %.1f s)\n", took,
+               timeout, victim, timeout + 2.0);
+    }
+    dbuf_free(&sb);
+    dbuf_free(&rb);
+    free(got);
+    free(mine);
+    ncases++;
+    return mt_finish("cuda_coll backlog");
+}

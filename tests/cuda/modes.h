@@ -1,0 +1,25 @@
+/* The modes of tests/cuda/cuda_coll that test issue 12's defects (modes.c), and what they share
+ * with the main program (cuda_coll.c). Each returns the process exit status, after MPI_Finalize. */
+#ifndef PICOLL_TESTS_CUDA_MODES_H
+#define PICOLL_TESTS_CUDA_MODES_H
+
+extern int my_device; /* local rank % device count */
+extern int ndev;      /* devices the driver sees */
+extern int fast;      /* --fast */
+
+/* Whether the underlying MPI (or picoll's staging below it) accepts device buffers in a call
+ * picoll hands over: only then may ranks mix memory kinds or pass long double on the device. */
+int fallback_takes_device_buffers(void);
+
+int mode_rehome(int argc, char **argv);
+int mode_thread(int argc, char **argv);
+int mode_ptds(int argc, char **argv);
+int mode_mixed(int argc, char **argv);
+int mode_commfree(int argc, char **argv);
+int mode_finalize(int argc, char **argv);
+int mode_ctx(int argc, char **argv);
+int mode_capture(int argc, char **argv);
+int mode_stall_kernel(int argc, char **argv);
+int mode_backlog(int argc, char **argv);
+
+#endif
