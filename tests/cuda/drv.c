@@ -32,6 +32,7 @@ static const struct {
     DRV_SYM(ctx_destroy, "cuCtxDestroy_v2", 0),
     DRV_SYM(ctx_synchronize, "cuCtxSynchronize", 1),
     DRV_SYM(mem_alloc, "cuMemAlloc_v2", 1),
+    DRV_SYM(mem_alloc_managed, "cuMemAllocManaged", 0),
     DRV_SYM(mem_free, "cuMemFree_v2", 1),
     DRV_SYM(memcpy_htod, "cuMemcpyHtoD_v2", 1),
     DRV_SYM(memcpy_dtoh, "cuMemcpyDtoH_v2", 1),
@@ -50,6 +51,8 @@ static const struct {
     DRV_SYM(freeze_next_kernel, "fakecuda_freeze_next_kernel", 0),
     DRV_SYM(call_counts, "fakecuda_call_counts", 0),
     DRV_SYM(call_name, "fakecuda_call_name", 0),
+    DRV_SYM(fake_attribute_queries, "fakecuda_attribute_queries", 0),
+    DRV_SYM(fake_module_loads, "fakecuda_module_loads", 0),
 };
 #define DRV_NSYMS (sizeof(drv_syms) / sizeof(drv_syms[0]))
 

@@ -42,6 +42,7 @@ typedef struct {
     cu_result_t (*ctx_destroy)(cu_ctx_t);
     cu_result_t (*ctx_synchronize)(void);
     cu_result_t (*mem_alloc)(cu_ptr_t *, size_t);
+    cu_result_t (*mem_alloc_managed)(cu_ptr_t *, size_t, unsigned flags);
     cu_result_t (*mem_free)(cu_ptr_t);
     cu_result_t (*memcpy_htod)(cu_ptr_t dst, const void *src, size_t);
     cu_result_t (*memcpy_dtoh)(void *dst, cu_ptr_t src, size_t);
@@ -62,6 +63,10 @@ typedef struct {
     void (*freeze_next_kernel)(void);
     int (*call_counts)(long *counts, int n);
     const char *(*call_name)(int i);
+    /* the strict fake's hooks (NULL elsewhere): full pointer-attribute queries and module loads
+     * of this process so far */
+    long (*fake_attribute_queries)(void);
+    long (*fake_module_loads)(void);
 } drv_t;
 
 extern drv_t drv;

@@ -11,9 +11,10 @@
  * without a GPU, prints "SKIP: no CUDA device (why)" and exits 77. Run it with libpicoll.so
  * preloaded. With tests/cuda/fake_libcuda.c's directory in LD_LIBRARY_PATH it runs on that fake
  * driver, whose device memory the CPU cannot touch. */
+#include "drv.h"
 #include "mpitest.h"
+#include "tbuf.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,126 +22,7 @@
 
 int MPIX_Query_cuda_support(void); /* Open MPI declares it in mpi-ext.h only */
 
-typedef unsigned long long cu_ptr_t;
-typedef void *cu_ctx_t;
-static struct {
-    int (*init)(unsigned);
-    int (*device_get_count)(int *);
-    int (*primary_ctx_retain)(cu_ctx_t *, int);
-    int (*ctx_set_current)(cu_ctx_t);
-    int (*mem_alloc)(cu_ptr_t *, size_t);
-    int (*mem_alloc_managed)(cu_ptr_t *, size_t, unsigned);
-    int (*mem_free)(cu_ptr_t);
-    int (*htod)(cu_ptr_t, const void *, size_t);
-    int (*dtoh)(void *, cu_ptr_t, size_t);
-    int (*ctx_synchronize)(void);
-    long (*fake_queries)(void); /* only in the fake driver */
-    long (*fake_module_loads)(void);
-} cu;
 static int ndev;
-static cu_ctx_t ctx[8];
-
-/* NULL when the driver is usable, else why not. */
-static const char *cuda_load(void)
-{
-    static char why[300];
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        snprintf(why, sizeof(why), "%s", dlerror());
-        return why;
-    }
-#define SYM(f, n) *(void **)&cu.f = dlsym(h, n)
-    SYM(init, "cuInit");
-    SYM(device_get_count, "cuDeviceGetCount");
-    SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain");
-    SYM(ctx_set_current, "cuCtxSetCurrent");
-    SYM(mem_alloc, "cuMemAlloc_v2");
-    SYM(mem_alloc_managed, "cuMemAllocManaged");
-    SYM(mem_free, "cuMemFree_v2");
-    SYM(htod, "cuMemcpyHtoD_v2");
-    SYM(dtoh, "cuMemcpyDtoH_v2");
-    SYM(ctx_synchronize, "cuCtxSynchronize");
-    SYM(fake_queries, "fakecuda_attribute_queries");
-    SYM(fake_module_loads, "fakecuda_module_loads");
-#undef SYM
-    if (!cu.init || !cu.device_get_count || !cu.primary_ctx_retain || !cu.ctx_set_current ||
-        !cu.mem_alloc || !cu.mem_alloc_managed || !cu.mem_free || !cu.htod || !cu.dtoh ||
-        !cu.ctx_synchronize) {
-        return "the CUDA driver lacks a function this test uses";
-    }
-    int rc = cu.init(0);
-    if (rc != 0) {
-        snprintf(why, sizeof(why), "cuInit failed with CUresult %d", rc);
-        return why;
-    }
-    if (cu.device_get_count(&ndev) != 0 || ndev <= 0) {
-        return "the driver sees no device";
-    }
-    ndev = ndev > 8 ? 8 : ndev;
-    for (int d = 0; d < ndev; d++) {
-        if (cu.primary_ctx_retain(&ctx[d], d) != 0) {
-            return "cuDevicePrimaryCtxRetain failed";
-        }
-    }
-    return NULL;
-}
-
-/* ---- buffers of one kind ---- */
-
-enum { K_HOST, K_DEVICE, K_MANAGED, K_COUNT };
-static const char *const kind_name[] = {"host", "device", "managed"};
-
-typedef struct {
-    int kind;
-    size_t bytes;
-    void *ptr; /* what MPI gets */
-} tbuf_t;
-
-static void tb_alloc(tbuf_t *b, int kind, size_t bytes)
-{
-    cu_ptr_t p = 0;
-    int rc = 0;
-    b->kind = kind;
-    b->bytes = bytes;
-    if (kind == K_HOST) {
-        b->ptr = malloc(bytes ? bytes : 1);
-        return;
-    }
-    rc = kind == K_DEVICE ? cu.mem_alloc(&p, bytes ? bytes : 1)
-                          : cu.mem_alloc_managed(&p, bytes ? bytes : 1, 1 /* ATTACH_GLOBAL */);
-    if (rc != 0) {
-        mt_fail("allocating %zu bytes of %s memory: CUresult %d", bytes, kind_name[kind], rc);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    b->ptr = (void *)(uintptr_t)p;
-}
-
-static void tb_put(tbuf_t *b, const void *src)
-{
-    if (b->kind == K_HOST) {
-        memcpy(b->ptr, src, b->bytes);
-    } else if (cu.htod((cu_ptr_t)(uintptr_t)b->ptr, src, b->bytes) != 0) {
-        mt_fail("cuMemcpyHtoD failed");
-    }
-}
-
-static void tb_get(const tbuf_t *b, void *dst)
-{
-    if (b->kind == K_HOST) {
-        memcpy(dst, b->ptr, b->bytes);
-    } else if (cu.dtoh(dst, (cu_ptr_t)(uintptr_t)b->ptr, b->bytes) != 0) {
-        mt_fail("cuMemcpyDtoH failed");
-    }
-}
-
-static void tb_free(tbuf_t *b)
-{
-    if (b->kind == K_HOST) {
-        free(b->ptr);
-    } else {
-        cu.mem_free((cu_ptr_t)(uintptr_t)b->ptr);
-    }
-}
 
 /* ---- the collectives ---- */
 
@@ -317,9 +199,9 @@ static void check_call(call_t *c, int sk, int rk, uint64_t seed)
         tb_put(&rb, r0);
     }
     /* the buffers' own devices, not the current one, must be used for the copies */
-    cu.ctx_set_current(ctx[(mt_rank + 1) % ndev]);
+    drv_choose_device((mt_rank + 1) % ndev);
     rc = run(c, 0, c->sbytes ? sb.ptr : NULL, c->rbytes ? rb.ptr : NULL);
-    cu.ctx_set_current(ctx[mt_rank % ndev]);
+    drv_choose_device(mt_rank % ndev);
     if (c->sbytes) {
         tb_get(&sb, sout);
     }
@@ -328,14 +210,14 @@ static void check_call(call_t *c, int sk, int rk, uint64_t seed)
     }
     MT_CHECK(rc == rcref, "%s n=%d root=%d %s %s send %s recv %s: rc %d, reference %d",
              coll_name[c->coll], c->n, c->root, c->tname, c->inplace ? "in place" : "",
-             kind_name[sk], kind_name[rk], rc, rcref);
+             tb_kind_name[sk], tb_kind_name[rk], rc, rcref);
     MT_CHECK(memcmp(rout, rref, c->rbytes) == 0,
              "%s n=%d root=%d %s%s send %s recv %s: received bytes differ from PMPI's on host buffers",
              coll_name[c->coll], c->n, c->root, c->tname, c->inplace ? " in place" : "",
-             kind_name[sk], kind_name[rk]);
+             tb_kind_name[sk], tb_kind_name[rk]);
     MT_CHECK(memcmp(sout, s0, c->sbytes) == 0,
              "%s n=%d root=%d %s%s send %s: the send buffer changed", coll_name[c->coll], c->n,
-             c->root, c->tname, c->inplace ? " in place" : "", kind_name[sk]);
+             c->root, c->tname, c->inplace ? " in place" : "", tb_kind_name[sk]);
     if (c->sbytes) {
         tb_free(&sb);
     }
@@ -352,18 +234,18 @@ static void check_cache_hits(void)
     tbuf_t a, b;
     int in[16] = {0};
     long before, after;
-    if (cu.fake_queries == NULL) {
+    if (drv.fake_attribute_queries == NULL) {
         return;
     }
-    tb_alloc(&a, K_DEVICE, sizeof(in));
-    tb_alloc(&b, K_DEVICE, sizeof(in));
+    tb_alloc(&a, TB_DEVICE, sizeof(in));
+    tb_alloc(&b, TB_DEVICE, sizeof(in));
     tb_put(&a, in);
     MPI_Allreduce(a.ptr, b.ptr, 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    before = cu.fake_queries();
+    before = drv.fake_attribute_queries();
     for (int i = 0; i < 20; i++) {
         MPI_Allreduce(a.ptr, b.ptr, 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     }
-    after = cu.fake_queries();
+    after = drv.fake_attribute_queries();
     MT_CHECK(after == before, "20 allreduces on the same device buffers made %ld full attribute "
              "queries: the memory-kind cache misses", after - before);
     tb_free(&a);
@@ -389,9 +271,9 @@ static void check_realloc(void)
                 expect[i] += (round + 1) * (i + r);
             }
         }
-        cu.ctx_set_current(ctx[(mt_rank + round) % ndev]);
-        tb_alloc(&a, round == 0 || ndev > 1 ? K_DEVICE : K_MANAGED, sizeof(data));
-        tb_alloc(&b, K_DEVICE, sizeof(data));
+        drv_choose_device((mt_rank + round) % ndev);
+        tb_alloc(&a, round == 0 || ndev > 1 ? TB_DEVICE : TB_MANAGED, sizeof(data));
+        tb_alloc(&b, TB_DEVICE, sizeof(data));
         if (round == 0) {
             first = a.ptr;
         } else {
@@ -416,7 +298,7 @@ static void check_realloc(void)
         tb_free(&b);
         tb_free(&a);
     }
-    cu.ctx_set_current(ctx[mt_rank % ndev]);
+    drv_choose_device(mt_rank % ndev);
 }
 
 /* Invalid arguments with device buffers go to the MPI untouched: the same error class as the
@@ -425,8 +307,8 @@ static void check_bad_args(void)
 {
     tbuf_t a, b;
     int rc, ref, cls, refcls;
-    tb_alloc(&a, K_DEVICE, 64 * sizeof(int));
-    tb_alloc(&b, K_DEVICE, 64 * sizeof(int));
+    tb_alloc(&a, TB_DEVICE, 64 * sizeof(int));
+    tb_alloc(&b, TB_DEVICE, 64 * sizeof(int));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (int which = 0; which < 4; which++) {
         const char *what = "";
@@ -477,9 +359,9 @@ static void *thread_main(void *p)
     enum { N = 4099 };
     int *in = malloc(N * sizeof(int)), *out = malloc(N * sizeof(int));
     tbuf_t a, b;
-    cu.ctx_set_current(ctx[(mt_rank + t->index) % ndev]);
-    tb_alloc(&a, t->index % 2 ? K_MANAGED : K_DEVICE, N * sizeof(int));
-    tb_alloc(&b, K_DEVICE, N * sizeof(int));
+    drv_choose_device((mt_rank + t->index) % ndev);
+    tb_alloc(&a, t->index % 2 ? TB_MANAGED : TB_DEVICE, N * sizeof(int));
+    tb_alloc(&b, TB_DEVICE, N * sizeof(int));
     for (int iter = 0; iter < 30; iter++) {
         for (int i = 0; i < N; i++) {
             in[i] = mt_rank + i + iter * t->index;
@@ -537,24 +419,24 @@ static void check_module_loads(void)
     cu_ptr_t buf = 0;
     long before, loads;
     int n = 64;
-    if (cu.fake_module_loads == NULL) {
+    if (drv.fake_module_loads == NULL) {
         return;
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    if (cu.mem_alloc(&buf, (size_t)n * sizeof(int)) != 0) {
+    if (drv.mem_alloc(&buf, (size_t)n * sizeof(int)) != 0) {
         mt_fail("cuMemAlloc of %zu bytes failed", (size_t)n * sizeof(int));
         return;
     }
-    before = cu.fake_module_loads();
+    before = drv.fake_module_loads();
     for (int i = 0; i < 5; i++) {
         int *host = calloc((size_t)n, sizeof(int));
         int rc;
         for (int k = 0; k < n; k++) {
             host[k] = k + mt_rank;
         }
-        cu.htod(buf, host, (size_t)n * sizeof(int));
+        drv.memcpy_htod(buf, host, (size_t)n * sizeof(int));
         rc = MPI_Allreduce(MPI_IN_PLACE, (void *)(uintptr_t)buf, n, MPI_INT, MPI_SUM, comm);
-        cu.dtoh(host, buf, (size_t)n * sizeof(int));
+        drv.memcpy_dtoh(host, buf, (size_t)n * sizeof(int));
         for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
             long want = (long)k * mt_size + (long)mt_size * (mt_size - 1) / 2;
             if (host[k] != want) {
@@ -565,12 +447,12 @@ static void check_module_loads(void)
         MT_CHECK(rc == MPI_SUCCESS, "device allreduce %d failed: %d", i, rc);
         free(host);
     }
-    loads = cu.fake_module_loads() - before;
+    loads = drv.fake_module_loads() - before;
     /* none where the communicator spans (virtual) nodes: no device path to try */
     MT_CHECK(loads <= 1, "cuModuleLoadData called %ld times over 5 device allreduces on one new "
              "communicator, expected at most once (no kernel image: found at the first call)",
              loads);
-    cu.mem_free(buf);
+    drv.mem_free(buf);
     MPI_Comm_free(&comm);
 }
 
@@ -578,14 +460,14 @@ int main(int argc, char **argv)
 {
     static const int sizes[] = {1, 7, 1000, 65537};
     MPI_Datatype vec, gap, shifted;
-    const char *why;
+    char why[256];
     uint64_t seed = 1;
 
     int provided = MPI_THREAD_SINGLE;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     mt_load_picoll(1);
-    why = cuda_load();
-    if (why != NULL) {
+    ndev = drv_load(why, sizeof(why));
+    if (ndev == 0) {
         if (mt_rank == 0) {
             printf("SKIP: no CUDA device (%s)\n", why);
             fflush(stdout);
@@ -593,7 +475,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return MT_SKIP;
     }
-    cu.ctx_set_current(ctx[mt_rank % ndev]);
+    drv_choose_device(mt_rank % ndev);
     MT_CHECK(MPIX_Query_cuda_support() == 1, "MPIX_Query_cuda_support() = %d under picoll with "
              "CUDA, expected 1", MPIX_Query_cuda_support());
 
@@ -627,8 +509,8 @@ int main(int argc, char **argv)
                             continue;
                         }
                         /* every (send, recv) kind pair on some rank over the cases */
-                        int sk = (int)((seed + (uint64_t)mt_rank) % K_COUNT);
-                        int rk = (int)((seed / K_COUNT + 2 * (uint64_t)mt_rank + 1) % K_COUNT);
+                        int sk = (int)((seed + (uint64_t)mt_rank) % TB_KINDS);
+                        int rk = (int)((seed / TB_KINDS + 2 * (uint64_t)mt_rank + 1) % TB_KINDS);
                         check_call(&c, sk, rk, seed++);
                     }
                 }
