@@ -57,43 +57,53 @@ static void run_bsend(env_t *e) { send_with(e, MPI_Bsend, 0); }
 static void run_ssend(env_t *e) { send_with(e, MPI_Ssend, 0); }
 static void run_rsend(env_t *e) { send_with(e, MPI_Rsend, 1); }
 
-static void run_recv(env_t *e)
+typedef int (*recv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+typedef int (*sendrecv_fn)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype,
+                           int, int, MPI_Comm, MPI_Status *);
+typedef int (*replace_fn)(void *, int, MPI_Datatype, int, int, int, int, MPI_Comm, MPI_Status *);
+typedef int (*mrecv_fn)(void *, int, MPI_Datatype, MPI_Message *, MPI_Status *);
+
+static void recv_with(env_t *e, recv_fn recv)
 {
     MPI_Request *h = ev_req(e);
     MPI_Status st;
     EV_RC(e, MPI_Isend(e->buf[0], e->n, e->type, e->right, EV_TAG, e->comm, h));
-    EV_RC(e, MPI_Recv(e->buf[1], e->n, e->type, e->left, EV_TAG, e->comm, &st));
+    EV_RC(e, recv(e->buf[1], e->n, e->type, e->left, EV_TAG, e->comm, &st));
     EV_RC(e, MPI_Wait(h, MPI_STATUS_IGNORE));
     ev_log_status(e, &st);
 }
 
-static void run_sendrecv(env_t *e)
+static void sendrecv_with(env_t *e, sendrecv_fn sendrecv)
 {
     MPI_Status st;
-    EV_RC(e, MPI_Sendrecv(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n, e->type,
-                          e->left, EV_TAG, e->comm, &st));
+    EV_RC(e, sendrecv(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n, e->type,
+                      e->left, EV_TAG, e->comm, &st));
     ev_log_status(e, &st);
 }
 
-static void run_sendrecv_replace(env_t *e)
+static void replace_with(env_t *e, replace_fn replace)
 {
     MPI_Status st;
-    EV_RC(e, MPI_Sendrecv_replace(e->buf[0], e->n, e->type, e->right, EV_TAG, e->left, EV_TAG,
-                                  e->comm, &st));
+    EV_RC(e, replace(e->buf[0], e->n, e->type, e->right, EV_TAG, e->left, EV_TAG, e->comm, &st));
     ev_log_status(e, &st);
 }
 
-static void run_mrecv(env_t *e)
+static void mrecv_with(env_t *e, mrecv_fn mrecv)
 {
     MPI_Request *h = ev_req(e);
     MPI_Message msg = MPI_MESSAGE_NULL;
     MPI_Status st;
     EV_RC(e, MPI_Isend(e->buf[0], e->n, e->type, e->right, EV_TAG, e->comm, h));
     EV_RC(e, MPI_Mprobe(e->left, EV_TAG, e->comm, &msg, &st));
-    EV_RC(e, MPI_Mrecv(e->buf[1], e->n, e->type, &msg, &st));
+    EV_RC(e, mrecv(e->buf[1], e->n, e->type, &msg, &st));
     EV_RC(e, MPI_Wait(h, MPI_STATUS_IGNORE));
     ev_log_status(e, &st);
 }
+
+static void run_recv(env_t *e) { recv_with(e, MPI_Recv); }
+static void run_sendrecv(env_t *e) { sendrecv_with(e, MPI_Sendrecv); }
+static void run_sendrecv_replace(env_t *e) { replace_with(e, MPI_Sendrecv_replace); }
+static void run_mrecv(env_t *e) { mrecv_with(e, MPI_Mrecv); }
 
 /* ---- non-blocking: the call's request first, the helper's second ---- */
 
@@ -114,14 +124,18 @@ static void run_ibsend(env_t *e) { isend_with(e, MPI_Ibsend, 0); }
 static void run_issend(env_t *e) { isend_with(e, MPI_Issend, 0); }
 static void run_irsend(env_t *e) { isend_with(e, MPI_Irsend, 1); }
 
-static void run_irecv(env_t *e)
+typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+
+static void irecv_with(env_t *e, irecv_fn irecv)
 {
     MPI_Request *r = ev_req(e), *h = ev_req(e);
-    EV_RC(e, MPI_Irecv(e->buf[1], e->n, e->type, e->left, EV_TAG, e->comm, r));
+    EV_RC(e, irecv(e->buf[1], e->n, e->type, e->left, EV_TAG, e->comm, r));
     EV_RC(e, MPI_Isend(e->buf[0], e->n, e->type, e->right, EV_TAG, e->comm, h));
     ev_complete(e);
     ev_log_status(e, &e->st[0]);
 }
+
+static void run_irecv(env_t *e) { irecv_with(e, MPI_Irecv); }
 
 static void run_imrecv(env_t *e)
 {
@@ -348,52 +362,33 @@ static void run_issend_c(env_t *e) { isend_with(e, issend_c, 0); }
 static void run_irsend_c(env_t *e) { isend_with(e, irsend_c, 1); }
 static void run_send_init_c(env_t *e) { send_init_with(e, send_init_c, 0); }
 
-static void run_recv_c(env_t *e)
+static int recv_c(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Status *st)
 {
-    MPI_Request *h = ev_req(e);
-    MPI_Status st;
-    EV_RC(e, MPI_Isend(e->buf[0], e->n, e->type, e->right, EV_TAG, e->comm, h));
-    EV_RC(e, MPI_Recv_c(e->buf[1], e->n, e->type, e->left, EV_TAG, e->comm, &st));
-    EV_RC(e, MPI_Wait(h, MPI_STATUS_IGNORE));
-    ev_log_status(e, &st);
+    return MPI_Recv_c(b, n, t, s, g, c, st);
 }
-
-static void run_irecv_c(env_t *e)
+static int irecv_c(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Request *r)
 {
-    MPI_Request *r = ev_req(e), *h = ev_req(e);
-    EV_RC(e, MPI_Irecv_c(e->buf[1], e->n, e->type, e->left, EV_TAG, e->comm, r));
-    EV_RC(e, MPI_Isend(e->buf[0], e->n, e->type, e->right, EV_TAG, e->comm, h));
-    ev_complete(e);
-    ev_log_status(e, &e->st[0]);
+    return MPI_Irecv_c(b, n, t, s, g, c, r);
 }
-
-static void run_sendrecv_c(env_t *e)
+static int sendrecv_c(const void *sb, int sn, MPI_Datatype st, int d, int sg, void *rb, int rn,
+                      MPI_Datatype rt, int s, int rg, MPI_Comm c, MPI_Status *status)
 {
-    MPI_Status st;
-    EV_RC(e, MPI_Sendrecv_c(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n, e->type,
-                            e->left, EV_TAG, e->comm, &st));
-    ev_log_status(e, &st);
+    return MPI_Sendrecv_c(sb, sn, st, d, sg, rb, rn, rt, s, rg, c, status);
 }
-
-static void run_sendrecv_replace_c(env_t *e)
+static int replace_c(void *b, int n, MPI_Datatype t, int d, int sg, int s, int rg, MPI_Comm c,
+                     MPI_Status *st)
 {
-    MPI_Status st;
-    EV_RC(e, MPI_Sendrecv_replace_c(e->buf[0], e->n, e->type, e->right, EV_TAG, e->left, EV_TAG,
-                                    e->comm, &st));
-    ev_log_status(e, &st);
+    return MPI_Sendrecv_replace_c(b, n, t, d, sg, s, rg, c, st);
 }
-
-static void run_mrecv_c(env_t *e)
+static int mrecv_c(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Status *st)
 {
-    MPI_Request *h = ev_req(e);
-    MPI_Message msg = MPI_MESSAGE_NULL;
-    MPI_Status st;
-    EV_RC(e, MPI_Isend(e->buf[0], e->n, e->type, e->right, EV_TAG, e->comm, h));
-    EV_RC(e, MPI_Mprobe(e->left, EV_TAG, e->comm, &msg, &st));
-    EV_RC(e, MPI_Mrecv_c(e->buf[1], e->n, e->type, &msg, &st));
-    EV_RC(e, MPI_Wait(h, MPI_STATUS_IGNORE));
-    ev_log_status(e, &st);
+    return MPI_Mrecv_c(b, n, t, m, st);
 }
+static void run_recv_c(env_t *e) { recv_with(e, recv_c); }
+static void run_irecv_c(env_t *e) { irecv_with(e, irecv_c); }
+static void run_sendrecv_c(env_t *e) { sendrecv_with(e, sendrecv_c); }
+static void run_sendrecv_replace_c(env_t *e) { replace_with(e, replace_c); }
+static void run_mrecv_c(env_t *e) { mrecv_with(e, mrecv_c); }
 #endif
 
 /* Open MPI 4.1's persistent buffered send of a message above the eager limit delivers stale
