@@ -373,7 +373,6 @@ static const struct {
 int main(int argc, char **argv)
 {
     static variant_t vs[256];
-    char why[256] = "";
     int host_only, times, provided, test_kind, ncases = 0, nruns = 0;
     const char *only;
     static char *attached;
@@ -395,15 +394,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!host_only) {
-        int ndev = drv_load(why, sizeof(why));
-        if (ndev == 0) {
-            if (mt_rank == 0) {
-                printf("SKIP: no CUDA device (%s)\n", why);
-            }
+        if (tb_use_device() == 0) {
             MPI_Finalize();
             return MT_SKIP;
         }
-        drv_choose_device(mt_rank % ndev);
     }
     test_kind = host_only ? TB_HOST : TB_DEVICE;
     signal(SIGSEGV, on_crash);

@@ -4,6 +4,7 @@
 #include "mpitest.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,4 +67,19 @@ void tb_free(tbuf_t *b)
         CK(drv.mem_free((cu_ptr_t)(uintptr_t)b->ptr));
     }
     b->ptr = NULL;
+}
+
+int tb_use_device(void)
+{
+    char why[256] = "";
+    int ndev = drv_load(why, sizeof(why));
+    if (ndev == 0) {
+        if (mt_rank == 0) {
+            printf("SKIP: no CUDA device (%s)\n", why);
+            fflush(stdout);
+        }
+        return 0;
+    }
+    drv_choose_device(mt_rank % ndev);
+    return ndev;
 }

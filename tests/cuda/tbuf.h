@@ -22,4 +22,8 @@ void tb_put(tbuf_t *b, const void *src);     /* all b->bytes from src */
 void tb_get(const tbuf_t *b, void *dst);     /* all b->bytes into dst */
 void tb_free(tbuf_t *b);
 
+/* Loads the CUDA driver and makes device (rank % devices) current: the number of devices, or 0
+ * after rank 0 printed "SKIP: no CUDA device (why)" (the caller then finalizes and exits 77). */
+int tb_use_device(void);
+
 #endif

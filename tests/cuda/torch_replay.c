@@ -488,7 +488,6 @@ int main(int argc, char **argv)
 {
     int provided = MPI_THREAD_SINGLE;
     pthread_t worker;
-    char why[256];
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     mt_load_picoll(0);
@@ -501,15 +500,10 @@ int main(int argc, char **argv)
     if (mt_flag(argc, argv, "--host-only")) {
         kind = TB_HOST;
     } else {
-        int ndev = drv_load(why, sizeof(why));
-        if (ndev == 0) {
-            if (mt_rank == 0) {
-                printf("SKIP: no CUDA device (%s)\n", why);
-            }
+        if (tb_use_device() == 0) {
             MPI_Finalize();
             return MT_SKIP;
         }
-        drv_choose_device(mt_rank % ndev);
     }
     pthread_create(&worker, NULL, worker_main, NULL);
     for (int n = 1; n <= 70000; n = n * 37 + 3) { /* 1, 40, 1483, 54874 */
