@@ -324,6 +324,15 @@ def main():
     for lines in code:
         out.extend(lines)
         out.append('')
+    kinds = {'staged': 'staged', 'split': 'staged', 'accel': 'accelerated', 'refuse': 'refused',
+             'pass': 'no message data'}
+    out.append('/* every function of this MPI with a buffer, for picoll_info --calls */')
+    out.append('const picoll_gen_call_t picoll_gen_calls[] = {')
+    for name, kind, why in rows:
+        out.append('    {"%s", "%s", "%s"},' % (name, kinds[kind], why.replace('"', "'")))
+    out.append('};')
+    out.append('const int picoll_gen_ncalls = %d;' % len(rows))
+    out.append('')
     out.append('/* %d staged, accelerated, refused or passed functions; %d missing from the table */'
                % (len(rows), len(missing)))
     sys.stdout.write('\n'.join(out) + '\n')

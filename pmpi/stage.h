@@ -88,6 +88,15 @@ typedef struct {
 /* A staged call that outlives its wrapper: a request, a persistent request, one-sided, split. */
 typedef struct picoll_record picoll_record_t;
 
+/* What the generated layer does with each function of this MPI that has a buffer: "staged",
+ * "accelerated" (picoll's algorithms, staged when they decline), "refused" (device memory gets an
+ * MPI error) or "no message data" (not wrapped; why says what the pointer is). */
+typedef struct {
+    const char *name, *kind, *why;
+} picoll_gen_call_t;
+extern const picoll_gen_call_t picoll_gen_calls[];
+extern const int picoll_gen_ncalls;
+
 #define PICOLL_STAGE_OFF() (!picoll_g.staging || picoll_reentry)
 
 void picoll_call_start(picoll_call_t *c, const char *fn, int obj_kind, const void *obj, int root,
