@@ -117,17 +117,19 @@ static int raise_call(picoll_call_t *c, int code)
     return raise_on(c->obj_kind, &c->obj, code);
 }
 
-/* An error code of class cls whose text is msg: the MPI's error handlers print it. Codes are
- * made once per distinct text (a handful: one per refused call and argument). */
-static int error_code(int cls, const char *msg)
+/* An error code whose text is msg, in picoll's own error class (MPICH garbles the text of a code
+ * added to a predefined class): the MPI's error handlers print it, MPI_Error_string returns it.
+ * Codes are made once per distinct text (a handful: one per refused call and argument); where the
+ * MPI cannot add any, MPI_ERR_BUFFER. */
+static int error_code(const char *msg)
 {
     static struct {
         char msg[200];
         int code;
     } made[64];
-    static int nmade;
+    static int nmade, cls = -1;
     static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    int code = cls;
+    int code = MPI_ERR_BUFFER;
     pthread_mutex_lock(&m);
     for (int i = 0; i < nmade; i++) {
         if (strcmp(made[i].msg, msg) == 0) {
@@ -135,12 +137,16 @@ static int error_code(int cls, const char *msg)
             return made[i].code;
         }
     }
-    if (nmade < 64 && PMPI_Add_error_code(cls, &code) == MPI_SUCCESS &&
+    if (cls < 0 && (PMPI_Add_error_class(&cls) != MPI_SUCCESS ||
+                    PMPI_Add_error_string(cls, "picoll: CUDA device memory refused") != MPI_SUCCESS)) {
+        cls = -1;
+    }
+    if (cls >= 0 && nmade < 64 && PMPI_Add_error_code(cls, &code) == MPI_SUCCESS &&
         PMPI_Add_error_string(code, msg) == MPI_SUCCESS) {
         snprintf(made[nmade].msg, sizeof(made[nmade].msg), "%s", msg);
         made[nmade++].code = code;
     } else {
-        code = cls;
+        code = MPI_ERR_BUFFER;
     }
     pthread_mutex_unlock(&m);
     return code;
@@ -151,7 +157,7 @@ static int refuse(picoll_call_t *c, const char *arg, const char *why)
     char msg[200];
     snprintf(msg, sizeof(msg), "picoll: %s: %s is CUDA device memory, %s", c->fn, arg, why);
     picoll_warn("%s", msg);
-    return raise_call(c, error_code(MPI_ERR_BUFFER, msg));
+    return raise_call(c, error_code(msg));
 }
 
 int picoll_call_refuse(picoll_call_t *c, const void *ptr, const char *arg, int *rc)
