@@ -26,6 +26,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
         picoll_init(provided);
         picoll_half_ops_init();
         picoll_classify_probe_chars();
+        picoll_classify_check_fortran();
     }
     return rc;
 }
@@ -37,6 +38,7 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         picoll_init(*provided);
         picoll_half_ops_init();
         picoll_classify_probe_chars();
+        picoll_classify_check_fortran();
     }
     return rc;
 }
