@@ -249,6 +249,8 @@ class Gen:
             lines.append('    ' + self.buf(spec))
         mode = {'': 'PICOLL_MODE_BLOCKING', 'req': 'PICOLL_MODE_REQUEST',
                 'init': 'PICOLL_MODE_PERSISTENT'}[self.variant]
+        if mode == 'PICOLL_MODE_BLOCKING' and request:
+            mode = 'PICOLL_MODE_REQUEST' # MPI_Rput and the like
         if 'rma' in e.flags and self.variant == '':
             mode = 'PICOLL_MODE_RMA'
         if kind == 'split':

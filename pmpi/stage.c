@@ -348,6 +348,8 @@ static int span_of(picoll_call_t *c, int i, int in_place, where_t *w)
         if (span_add(s->type, 0, n * m, &lo, &hi, &empty, &dense) != 0) {
             return -1;
         }
+        /* a neighbourhood's MPI_PROC_NULL neighbours leave their blocks alone */
+        dense &= s->mult != PICOLL_MULT_IN && s->mult != PICOLL_MULT_OUT;
     } else if (s->shape == PICOLL_SHAPE_SUM || s->shape == PICOLL_SHAPE_AT ||
                (in_place && s->ip_sum)) {
         if (s->counts == NULL) {
