@@ -7,6 +7,47 @@
  * MPI_OFFSET and MPI_COUNT are 64-bit signed on every LP64 platform picoll builds for. */
 #define DTYPE_ENTRY(mpi, dt) {(mpi), (dt)}
 
+/* Fortran's types, as the MPI built them: picoll_classify_check_fortran checks at MPI_Init that
+ * each has the size of its C counterpart (gfortran's default kinds) before any is used. */
+static int fortran_ok;
+static const struct {
+    MPI_Datatype mpi;
+    picoll_dtype_t dt;
+} fortran_table[] = {
+    DTYPE_ENTRY(MPI_INTEGER, PICOLL_DT_INT32),
+    DTYPE_ENTRY(MPI_REAL, PICOLL_DT_FLOAT),
+    DTYPE_ENTRY(MPI_DOUBLE_PRECISION, PICOLL_DT_DOUBLE),
+    DTYPE_ENTRY(MPI_INTEGER4, PICOLL_DT_INT32),
+    DTYPE_ENTRY(MPI_INTEGER8, PICOLL_DT_INT64),
+    DTYPE_ENTRY(MPI_REAL4, PICOLL_DT_FLOAT),
+    DTYPE_ENTRY(MPI_REAL8, PICOLL_DT_DOUBLE),
+    DTYPE_ENTRY(MPI_COMPLEX, PICOLL_DT_FLOAT_COMPLEX),
+    DTYPE_ENTRY(MPI_DOUBLE_COMPLEX, PICOLL_DT_DOUBLE_COMPLEX),
+};
+
+static picoll_dtype_t classify_fortran(MPI_Datatype type)
+{
+    for (unsigned i = 0; i < sizeof(fortran_table) / sizeof(fortran_table[0]); i++) {
+        if (fortran_table[i].mpi == type) {
+            return fortran_table[i].dt;
+        }
+    }
+    return PICOLL_DT_NONE;
+}
+
+void picoll_classify_check_fortran(void)
+{
+    int ok = 1;
+    for (unsigned i = 0; i < sizeof(fortran_table) / sizeof(fortran_table[0]); i++) {
+        int size = 0;
+        /* an MPI built without Fortran may have them as MPI_DATATYPE_NULL, or not committed */
+        ok &= fortran_table[i].mpi != MPI_DATATYPE_NULL &&
+              PMPI_Type_size(fortran_table[i].mpi, &size) == MPI_SUCCESS &&
+              (size_t)size == picoll_dtype_size(fortran_table[i].dt);
+    }
+    fortran_ok = ok;
+}
+
 picoll_dtype_t picoll_classify_dtype(MPI_Datatype type)
 {
     static const struct {
@@ -59,7 +100,7 @@ picoll_dtype_t picoll_classify_dtype(MPI_Datatype type)
             return table[i].dt;
         }
     }
-    return PICOLL_DT_NONE;
+    return fortran_ok ? classify_fortran(type) : PICOLL_DT_NONE;
 }
 
 picoll_op_t picoll_classify_op(MPI_Op op)

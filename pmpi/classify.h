@@ -18,6 +18,9 @@ picoll_dtype_t picoll_classify_char(MPI_Datatype type, picoll_op_t op);
 /* Asks the underlying MPI which ops it reduces MPI_CHAR and MPI_WCHAR with (after PMPI_Init, on
  * every rank). */
 void picoll_classify_probe_chars(void);
+/* Lets picoll_classify_dtype answer for Fortran's types (MPI_INTEGER, MPI_REAL, ...) once each is
+ * found to have its C counterpart's size (after PMPI_Init). */
+void picoll_classify_check_fortran(void);
 /* PICOLL_OP_NONE for user-defined ops, MPI_MAXLOC/MINLOC, MPI_REPLACE, MPI_NO_OP. */
 picoll_op_t picoll_classify_op(MPI_Op op);
 

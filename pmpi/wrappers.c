@@ -10,8 +10,9 @@
 #include "coll/dispatch.h"
 #include "comm.h"
 #include "core.h"
+#include "pmpi/gen_wrappers.h"
 #include "half_ops.h"
-#include "staging.h"
+#include "stage.h"
 #include "stats.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -25,6 +26,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
         picoll_init(provided);
         picoll_half_ops_init();
         picoll_classify_probe_chars();
+        picoll_classify_check_fortran();
     }
     return rc;
 }
@@ -36,22 +38,32 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         picoll_init(*provided);
         picoll_half_ops_init();
         picoll_classify_probe_chars();
+        picoll_classify_check_fortran();
     }
     return rc;
 }
 
 EXPORT int MPI_Finalize(void)
 {
+    picoll_orphans_poll(1); /* requests the application freed while active */
     picoll_half_ops_free();
     picoll_finalize();
     return PMPI_Finalize();
 }
 
-/* Stats of a call handed to PMPI, counted only once PMPI accepted its arguments. */
-static void count_fallback(picoll_coll_t coll, int count, MPI_Datatype type, MPI_Comm comm)
+/* Stats and last path of a call handed to PMPI, counted only once PMPI accepted its arguments. */
+static void fallback_done(picoll_coll_t coll, int rc, MPI_Count count, MPI_Datatype type,
+                          MPI_Comm comm)
 {
     int tsize = 0, csize = 1, inter = 0;
     size_t bytes;
+    if (picoll_reentry) {
+        return;
+    }
+    picoll_last_set(coll, PICOLL_ALG_FALLBACK);
+    if (!picoll_g.stats || rc != MPI_SUCCESS) {
+        return;
+    }
     PMPI_Type_size(type, &tsize);
     bytes = (size_t)count * (size_t)tsize;
     if (coll != PICOLL_COLL_ALLREDUCE) {
@@ -66,52 +78,67 @@ static void count_fallback(picoll_coll_t coll, int count, MPI_Datatype type, MPI
     picoll_stats_add(coll, PICOLL_ALG_FALLBACK, bytes);
 }
 
+/* 1 when picoll's own algorithms ran the call (*rc its return code); 0: the caller falls back. */
+static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int *rc)
+{
+    if (!picoll_g.active || picoll_reentry || count <= 0 || comm == MPI_COMM_NULL ||
+        sendbuf == recvbuf) {
+        return 0;
+    }
+    picoll_allreduce_args_t args = {
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .count = (size_t)count,
+        .dtype = picoll_classify_dtype(datatype),
+        .op = picoll_classify_op(op),
+    };
+    if (args.dtype == PICOLL_DT_NONE) {
+        args.dtype = picoll_classify_char(datatype, args.op); /* MPI_CHAR in osu_allreduce */
+    }
+    if (args.dtype == PICOLL_DT_NONE || args.op == PICOLL_OP_NONE ||
+        !picoll_op_valid(args.dtype, args.op)) {
+        return 0;
+    }
+    picoll_comm_t *ctx = picoll_comm_get(comm);
+    return ctx != NULL && ctx->enabled && picoll_allreduce(ctx, &args, rc) != PICOLL_ALG_FALLBACK;
+}
+
 EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm)
 {
     int rc;
-    if (picoll_g.active && !picoll_reentry && count > 0 && comm != MPI_COMM_NULL &&
-        sendbuf != recvbuf) {
-        picoll_allreduce_args_t args = {
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .count = (size_t)count,
-            .dtype = picoll_classify_dtype(datatype),
-            .op = picoll_classify_op(op),
-        };
-        if (args.dtype == PICOLL_DT_NONE) {
-            args.dtype = picoll_classify_char(datatype, args.op); /* MPI_CHAR in osu_allreduce */
-        }
-        if (args.dtype != PICOLL_DT_NONE && args.op != PICOLL_OP_NONE &&
-            picoll_op_valid(args.dtype, args.op)) {
-            picoll_comm_t *ctx = picoll_comm_get(comm);
-            if (ctx != NULL && ctx->enabled &&
-                picoll_allreduce(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
-                return rc;
-            }
-        }
+    if (allreduce_accel(sendbuf, recvbuf, count, datatype, op, comm, &rc)) {
+        return rc;
     }
-    picoll_half_ops_translate(&datatype, &op); /* where this MPI cannot reduce them itself */
-    /* one predictable branch when there is no CUDA driver: picoll_g.staging is 0 */
-    rc = picoll_g.staging && !picoll_reentry
-             ? picoll_staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm)
-             : PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    if (!picoll_reentry) {
-        picoll_last_set(PICOLL_COLL_ALLREDUCE, PICOLL_ALG_FALLBACK);
-    }
-    if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
-        count_fallback(PICOLL_COLL_ALLREDUCE, count, datatype, comm);
-    }
+    /* one predictable branch in there when there is no CUDA driver: picoll_g.staging is 0 */
+    rc = picoll_stage_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    fallback_done(PICOLL_COLL_ALLREDUCE, rc, count, datatype, comm);
     return rc;
 }
+
+#ifdef PICOLL_HAVE_MPI_Allreduce_c
+EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    if (allreduce_accel(sendbuf, recvbuf, count, datatype, op, comm, &rc)) {
+        return rc;
+    }
+    rc = picoll_stage_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    fallback_done(PICOLL_COLL_ALLREDUCE, rc, count, datatype, comm);
+    return rc;
+}
+#endif
 
 /* Allgather and alltoall: picoll copies blocks as bytes, so both types must be contiguous
  * predefined ones. Types may differ between ranks (only the type signatures must match), so a rank
  * whose types picoll cannot copy still joins the algorithm's vote, with a "no": every rank then
  * falls back together. Fills args; returns 0 when the call goes straight to PMPI (arguments that
  * PMPI must judge). */
-static int blocks_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                       int recvcount, MPI_Datatype recvtype, picoll_blocks_args_t *args)
+static int blocks_args(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                       picoll_blocks_args_t *args)
 {
     size_t relem = picoll_classify_copy_size(recvtype);
     int tsize;
@@ -140,52 +167,43 @@ static int blocks_args(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     return 1;
 }
 
-EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+typedef int (*blocks_alg_t)(picoll_comm_t *, const picoll_blocks_args_t *, int *);
+
+static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *rc)
 {
-    int rc;
     picoll_blocks_args_t args;
-    if (picoll_g.active && !picoll_reentry && comm != MPI_COMM_NULL &&
-        blocks_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &args)) {
-        picoll_comm_t *ctx = picoll_comm_get(comm);
-        if (ctx != NULL && ctx->enabled &&
-            picoll_allgather(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
-            return rc;
-        }
+    if (!picoll_g.active || picoll_reentry || comm == MPI_COMM_NULL ||
+        !blocks_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &args)) {
+        return 0;
     }
-    rc = picoll_g.staging && !picoll_reentry
-             ? picoll_staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-             : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (!picoll_reentry) {
-        picoll_last_set(PICOLL_COLL_ALLGATHER, PICOLL_ALG_FALLBACK);
-    }
-    if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
-        count_fallback(PICOLL_COLL_ALLGATHER, recvcount, recvtype, comm);
-    }
-    return rc;
+    picoll_comm_t *ctx = picoll_comm_get(comm);
+    return ctx != NULL && ctx->enabled && alg(ctx, &args, rc) != PICOLL_ALG_FALLBACK;
 }
 
-EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    int rc;
-    picoll_blocks_args_t args;
-    if (picoll_g.active && !picoll_reentry && comm != MPI_COMM_NULL &&
-        blocks_args(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &args)) {
-        picoll_comm_t *ctx = picoll_comm_get(comm);
-        if (ctx != NULL && ctx->enabled &&
-            picoll_alltoall(ctx, &args, &rc) != PICOLL_ALG_FALLBACK) {
-            return rc;
-        }
+/* MPI_Allgather, MPI_Alltoall and their large-count forms: picoll's algorithm, else the staging
+ * fallback the table generates. */
+#define BLOCKS_WRAPPER(NAME, COUNT_T, ALG, COLL)                                                   \
+    EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,           \
+                          void *recvbuf, COUNT_T recvcount, MPI_Datatype recvtype, MPI_Comm comm)  \
+    {                                                                                              \
+        int rc;                                                                                    \
+        if (blocks_accel(ALG, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,    \
+                         &rc)) {                                                                   \
+            return rc;                                                                             \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,       \
+                                 comm);                                                            \
+        fallback_done(COLL, rc, recvcount, recvtype, comm);                                        \
+        return rc;                                                                                 \
     }
-    rc = picoll_g.staging && !picoll_reentry
-             ? picoll_staged_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-             : PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (!picoll_reentry) {
-        picoll_last_set(PICOLL_COLL_ALLTOALL, PICOLL_ALG_FALLBACK);
-    }
-    if (picoll_g.stats && !picoll_reentry && rc == MPI_SUCCESS) {
-        count_fallback(PICOLL_COLL_ALLTOALL, recvcount, recvtype, comm);
-    }
-    return rc;
-}
+
+BLOCKS_WRAPPER(Allgather, int, picoll_allgather, PICOLL_COLL_ALLGATHER)
+BLOCKS_WRAPPER(Alltoall, int, picoll_alltoall, PICOLL_COLL_ALLTOALL)
+#ifdef PICOLL_HAVE_MPI_Allgather_c
+BLOCKS_WRAPPER(Allgather_c, MPI_Count, picoll_allgather, PICOLL_COLL_ALLGATHER)
+#endif
+#ifdef PICOLL_HAVE_MPI_Alltoall_c
+BLOCKS_WRAPPER(Alltoall_c, MPI_Count, picoll_alltoall, PICOLL_COLL_ALLTOALL)
+#endif

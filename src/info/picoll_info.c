@@ -6,6 +6,7 @@
 #include "cudrv.h"
 #include "log.h"
 #include "net/net.h"
+#include "pmpi/stage.h"
 #include "topo/topo.h"
 #include <picoll.h>
 
@@ -139,10 +140,32 @@ static int print_topology(const char *file)
     return 0;
 }
 
+/* The generated layer's coverage of this MPI (pmpi/calls.def): a summary, or every function. */
+static void print_calls(int all)
+{
+    static const char *const kinds[] = {"accelerated", "staged", "refused", "no message data"};
+    printf("MPI functions with a buffer (%d in this MPI's mpi.h), on CUDA device memory when the MPI "
+           "is not CUDA-aware:\n", picoll_gen_ncalls);
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        int n = 0;
+        for (int i = 0; i < picoll_gen_ncalls; i++) {
+            n += strcmp(picoll_gen_calls[i].kind, kinds[k]) == 0;
+        }
+        printf("  %-16s %d\n", kinds[k], n);
+    }
+    for (int i = 0; all && i < picoll_gen_ncalls; i++) {
+        const picoll_gen_call_t *c = &picoll_gen_calls[i];
+        printf("  %-34s %s%s%s%s\n", c->name, c->kind, c->why[0] ? " (" : "", c->why,
+               c->why[0] ? ")" : "");
+    }
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: picoll_info [-b|--build] [-v|--variables] [-a|--algorithms] [-h|--help]\n"
-               "                   [-t|--topology [FILE]]\n"
+               "                   [-c|--calls] [-t|--topology [FILE]]\n"
+               "  --calls: every MPI function with a buffer and what picoll does with it on device\n"
+               "  memory (accelerated, staged, refused, or no message data)\n"
                "  with no option, prints everything but the topology\n"
                "  --topology: the GPU topology detected (or recorded in FILE, an `nvidia-smi topo -m`\n"
                "  text; else PICOLL_TOPO_FILE), its class and the algorithm chosen per size\n");
@@ -150,7 +173,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    int build = 0, vars = 0, algs = 0, topo = 0;
+    int build = 0, vars = 0, algs = 0, topo = 0, calls = 0;
     const char *topo_file = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -160,6 +183,8 @@ int main(int argc, char **argv)
             vars = 1;
         } else if (!strcmp(argv[i], "-a") || !strcmp(argv[i], "--algorithms")) {
             algs = 1;
+        } else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--calls")) {
+            calls = 1;
         } else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--topology")) {
             topo = 1;
             if (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -174,8 +199,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (topo && !build && !vars && !algs) {
+    if (topo && !build && !vars && !algs && !calls) {
         return print_topology(topo_file);
+    }
+    if (calls && !build && !vars && !algs) {
+        print_calls(1);
+        return 0;
     }
     if (!build && !vars && !algs) {
         build = vars = algs = 1;
@@ -184,6 +213,7 @@ int main(int argc, char **argv)
     if (build) {
         print_build();
         print_cuda();
+        print_calls(calls);
     }
     if (vars) {
         print_variables();
