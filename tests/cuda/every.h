@@ -126,6 +126,13 @@ void ev_plan_bytes(env_t *e, int i, size_t bytes, int role);
  * returns the total span in elements */
 long ev_layout_v(env_t *e, int *counts, int *displs, int nblocks, int shift);
 
+/* The v layout's arrays as MPI-4's large-count functions take them. */
+typedef struct {
+    MPI_Count sc[EV_MAXP], rc[EV_MAXP];
+    MPI_Aint sd[EV_MAXP], rd[EV_MAXP], sbd[EV_MAXP], rbd[EV_MAXP];
+} ev_wide_t;
+void ev_widen(const env_t *e, ev_wide_t *w);
+
 /* A new request slot for the call. */
 MPI_Request *ev_req(env_t *e);
 /* Completes e->rq[0..nrq) with the variant's completion call, statuses in e->st. */
@@ -145,7 +152,9 @@ void ev_refill(env_t *e);
 /* Writes host data into buffer i, whatever its kind. */
 void ev_put(env_t *e, int i, const void *data);
 
-extern const ev_case_t ev_p2p_cases[], ev_coll_cases[], ev_rma_cases[], ev_io_cases[];
-extern const int ev_p2p_ncases, ev_coll_ncases, ev_rma_ncases, ev_io_ncases;
+extern const ev_case_t ev_p2p_cases[], ev_coll_cases[], ev_neigh_cases[], ev_pack_cases[],
+    ev_rma_cases[], ev_io_cases[];
+extern const int ev_p2p_ncases, ev_coll_ncases, ev_neigh_ncases, ev_pack_ncases, ev_rma_ncases,
+    ev_io_ncases;
 
 #endif

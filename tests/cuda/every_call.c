@@ -1,9 +1,9 @@
 /* Every MPI function that takes a user buffer (the cases of every_p2p.c, every_coll.c,
- * every_rma.c and every_io.c), run on device buffers and then on host buffers with the same
- * contents: results, statuses and recorded values bit-identical, send buffers unchanged. Each
- * case runs over its variants: MPI_INT and a vector type with gaps, 5, 0 and 20000 elements,
- * in place where MPI allows it, roots last and first, every completion call for the
- * non-blocking ones, a cart and a dist graph for the neighbourhood ones, fence and lock epochs
+ * every_neigh.c, every_pack.c, every_rma.c and every_io.c), run on device buffers and then on
+ * host buffers with the same contents: results, statuses and recorded values bit-identical,
+ * send buffers unchanged. Each case runs over its variants: MPI_INT and a vector type with
+ * gaps, 5, 0 and 20000 elements, in place where MPI allows it, roots last and first, every
+ * completion call for the non-blocking ones, a cart and a dist graph for the neighbourhood ones, fence and lock epochs
  * for the one-sided ones. Then the refusals: MPI_Win_create over device memory and
  * MPI_Buffer_attach of device memory must return an MPI error whose string names the call and
  * the argument.
@@ -366,6 +366,8 @@ static const struct {
 } tables[] = {
     {ev_p2p_cases, &ev_p2p_ncases},
     {ev_coll_cases, &ev_coll_ncases},
+    {ev_neigh_cases, &ev_neigh_ncases},
+    {ev_pack_cases, &ev_pack_ncases},
     {ev_rma_cases, &ev_rma_ncases},
     {ev_io_cases, &ev_io_ncases},
 };

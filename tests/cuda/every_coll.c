@@ -9,24 +9,6 @@
 /* a persistent call's info */
 #define INFO MPI_INFO_NULL
 
-/* The v layout's arrays as MPI-4's large-count functions take them. */
-typedef struct {
-    MPI_Count sc[EV_MAXP], rc[EV_MAXP];
-    MPI_Aint sd[EV_MAXP], rd[EV_MAXP], sbd[EV_MAXP], rbd[EV_MAXP];
-} wide_t;
-
-static void widen(const env_t *e, wide_t *w)
-{
-    for (int j = 0; j < EV_MAXP; j++) {
-        w->sc[j] = e->scounts[j];
-        w->rc[j] = e->rcounts[j];
-        w->sd[j] = e->sdispls[j];
-        w->rd[j] = e->rdispls[j];
-        w->sbd[j] = e->sbdispls[j];
-        w->rbd[j] = e->rbdispls[j];
-    }
-}
-
 /* ---- plans ---- */
 
 /* one block in, one block out (allreduce, scan, exscan); in place: the output is the input */
@@ -357,8 +339,8 @@ static void run_gatherv(env_t *e)
     MPI_Datatype t = e->type;
     int sn = e->rcounts[e->rank], root = e->root;
     const int *rc = e->rcounts, *rd = e->rdispls;
-    wide_t w;
-    widen(e, &w);
+    ev_wide_t w;
+    ev_widen(e, &w);
     (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Gatherv(s, sn, t, r, rc, rd, t, root, e->comm)); break;
@@ -388,8 +370,8 @@ static void run_scatterv(env_t *e)
     MPI_Datatype t = e->type;
     int rn = e->scounts[e->rank], root = e->root;
     const int *sc = e->scounts, *sd = e->sdispls;
-    wide_t w;
-    widen(e, &w);
+    ev_wide_t w;
+    ev_widen(e, &w);
     (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Scatterv(s, sc, sd, t, r, rn, t, root, e->comm)); break;
@@ -419,8 +401,8 @@ static void run_allgatherv(env_t *e)
     MPI_Datatype t = e->type;
     int sn = e->rcounts[e->rank];
     const int *rc = e->rcounts, *rd = e->rdispls;
-    wide_t w;
-    widen(e, &w);
+    ev_wide_t w;
+    ev_widen(e, &w);
     (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Allgatherv(s, sn, t, r, rc, rd, t, e->comm)); break;
@@ -450,8 +432,8 @@ static void run_alltoallv(env_t *e)
     MPI_Datatype t = e->type;
     const int *sc = e->scounts, *sd = e->sdispls, *rc = e->rcounts, *rd = e->rdispls;
     MPI_Comm c = e->comm;
-    wide_t w;
-    widen(e, &w);
+    ev_wide_t w;
+    ev_widen(e, &w);
     (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Alltoallv(s, sc, sd, t, r, rc, rd, t, c)); break;
@@ -479,8 +461,8 @@ static void run_alltoallw(env_t *e)
     const MPI_Datatype *ty = e->types;
     const int *sc = e->scounts, *sd = e->sbdispls, *rc = e->rcounts, *rd = e->rbdispls;
     MPI_Comm c = e->comm;
-    wide_t w;
-    widen(e, &w);
+    ev_wide_t w;
+    ev_widen(e, &w);
     (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Alltoallw(s, sc, sd, ty, r, rc, rd, ty, c)); break;
@@ -538,8 +520,8 @@ static void run_reduce_scatter(env_t *e)
     MPI_Datatype t = e->type;
     const int *rc = e->rcounts;
     MPI_Comm c = e->comm;
-    wide_t w;
-    widen(e, &w);
+    ev_wide_t w;
+    ev_widen(e, &w);
     (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Reduce_scatter(s, r, rc, t, MPI_SUM, c)); break;

@@ -82,6 +82,18 @@ long ev_layout_v(env_t *e, int *counts, int *displs, int nblocks, int shift)
     return total;
 }
 
+void ev_widen(const env_t *e, ev_wide_t *w)
+{
+    for (int j = 0; j < EV_MAXP; j++) {
+        w->sc[j] = e->scounts[j];
+        w->rc[j] = e->rcounts[j];
+        w->sd[j] = e->sdispls[j];
+        w->rd[j] = e->rdispls[j];
+        w->sbd[j] = e->sbdispls[j];
+        w->rbd[j] = e->rbdispls[j];
+    }
+}
+
 MPI_Request *ev_req(env_t *e)
 {
     if (e->nrq >= EV_MAXREQ) {
