@@ -65,6 +65,13 @@ typedef struct {
 
 enum { EV_EPOCH_FENCE, EV_EPOCH_LOCK };
 
+/* The v layout's arrays as MPI-4's large-count functions (and the neighbourhood w forms) take
+ * them: counts as MPI_Count, displacements as MPI_Aint. */
+typedef struct {
+    MPI_Count sc[EV_MAXP], rc[EV_MAXP];
+    MPI_Aint sd[EV_MAXP], rd[EV_MAXP], sbd[EV_MAXP], rbd[EV_MAXP];
+} ev_wide_t;
+
 struct env {
     const ev_case_t *c;
     /* the variant */
@@ -89,6 +96,7 @@ struct env {
     int scounts[EV_MAXP], sdispls[EV_MAXP], rcounts[EV_MAXP], rdispls[EV_MAXP];
     int sbdispls[EV_MAXP], rbdispls[EV_MAXP]; /* in bytes, for the w variants */
     MPI_Datatype types[EV_MAXP];
+    ev_wide_t wide; /* the same, widened (after the plan) */
     int indeg, outdeg;
     /* requests of the call and its helpers */
     MPI_Request rq[EV_MAXREQ];
@@ -126,12 +134,7 @@ void ev_plan_bytes(env_t *e, int i, size_t bytes, int role);
  * returns the total span in elements */
 long ev_layout_v(env_t *e, int *counts, int *displs, int nblocks, int shift);
 
-/* The v layout's arrays as MPI-4's large-count functions take them. */
-typedef struct {
-    MPI_Count sc[EV_MAXP], rc[EV_MAXP];
-    MPI_Aint sd[EV_MAXP], rd[EV_MAXP], sbd[EV_MAXP], rbd[EV_MAXP];
-} ev_wide_t;
-void ev_widen(const env_t *e, ev_wide_t *w);
+void ev_widen(env_t *e); /* fills e->wide */
 
 /* A new request slot for the call. */
 MPI_Request *ev_req(env_t *e);

@@ -153,6 +153,7 @@ static void setup(env_t *e, const ev_case_t *c, const variant_t *v, unsigned lon
         e->types[i] = e->type;
     }
     c->plan(e);
+    ev_widen(e);
 }
 
 static void run_once(const ev_case_t *c, const variant_t *v, unsigned long seed, int test_kind,

@@ -339,9 +339,6 @@ static void run_gatherv(env_t *e)
     MPI_Datatype t = e->type;
     int sn = e->rcounts[e->rank], root = e->root;
     const int *rc = e->rcounts, *rd = e->rdispls;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Gatherv(s, sn, t, r, rc, rd, t, root, e->comm)); break;
     case EV_NONBLOCKING:
@@ -351,12 +348,12 @@ static void run_gatherv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Gatherv_init(s, sn, t, r, rc, rd, t, root, e->comm, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Gatherv_c(s, sn, t, r, w.rc, w.rd, t, root, e->comm)); break;
+    case EV_LARGE: EV_RC(e, MPI_Gatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Igatherv_c(s, sn, t, r, w.rc, w.rd, t, root, e->comm, ev_req(e)));
+        EV_RC(e, MPI_Igatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Gatherv_init_c(s, sn, t, r, w.rc, w.rd, t, root, e->comm, INFO, ev_req(e)));
+        EV_RC(e, MPI_Gatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -370,9 +367,6 @@ static void run_scatterv(env_t *e)
     MPI_Datatype t = e->type;
     int rn = e->scounts[e->rank], root = e->root;
     const int *sc = e->scounts, *sd = e->sdispls;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Scatterv(s, sc, sd, t, r, rn, t, root, e->comm)); break;
     case EV_NONBLOCKING:
@@ -382,12 +376,12 @@ static void run_scatterv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Scatterv_init(s, sc, sd, t, r, rn, t, root, e->comm, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Scatterv_c(s, w.sc, w.sd, t, r, rn, t, root, e->comm)); break;
+    case EV_LARGE: EV_RC(e, MPI_Scatterv_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Iscatterv_c(s, w.sc, w.sd, t, r, rn, t, root, e->comm, ev_req(e)));
+        EV_RC(e, MPI_Iscatterv_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Scatterv_init_c(s, w.sc, w.sd, t, r, rn, t, root, e->comm, INFO, ev_req(e)));
+        EV_RC(e, MPI_Scatterv_init_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -401,9 +395,6 @@ static void run_allgatherv(env_t *e)
     MPI_Datatype t = e->type;
     int sn = e->rcounts[e->rank];
     const int *rc = e->rcounts, *rd = e->rdispls;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Allgatherv(s, sn, t, r, rc, rd, t, e->comm)); break;
     case EV_NONBLOCKING:
@@ -413,12 +404,12 @@ static void run_allgatherv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Allgatherv_init(s, sn, t, r, rc, rd, t, e->comm, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Allgatherv_c(s, sn, t, r, w.rc, w.rd, t, e->comm)); break;
+    case EV_LARGE: EV_RC(e, MPI_Allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Iallgatherv_c(s, sn, t, r, w.rc, w.rd, t, e->comm, ev_req(e)));
+        EV_RC(e, MPI_Iallgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Allgatherv_init_c(s, sn, t, r, w.rc, w.rd, t, e->comm, INFO, ev_req(e)));
+        EV_RC(e, MPI_Allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -432,9 +423,6 @@ static void run_alltoallv(env_t *e)
     MPI_Datatype t = e->type;
     const int *sc = e->scounts, *sd = e->sdispls, *rc = e->rcounts, *rd = e->rdispls;
     MPI_Comm c = e->comm;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Alltoallv(s, sc, sd, t, r, rc, rd, t, c)); break;
     case EV_NONBLOCKING: EV_RC(e, MPI_Ialltoallv(s, sc, sd, t, r, rc, rd, t, c, ev_req(e))); break;
@@ -442,12 +430,12 @@ static void run_alltoallv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Alltoallv_init(s, sc, sd, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Alltoallv_c(s, w.sc, w.sd, t, r, w.rc, w.rd, t, c)); break;
+    case EV_LARGE: EV_RC(e, MPI_Alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ialltoallv_c(s, w.sc, w.sd, t, r, w.rc, w.rd, t, c, ev_req(e)));
+        EV_RC(e, MPI_Ialltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Alltoallv_init_c(s, w.sc, w.sd, t, r, w.rc, w.rd, t, c, INFO, ev_req(e)));
+        EV_RC(e, MPI_Alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -461,9 +449,6 @@ static void run_alltoallw(env_t *e)
     const MPI_Datatype *ty = e->types;
     const int *sc = e->scounts, *sd = e->sbdispls, *rc = e->rcounts, *rd = e->rbdispls;
     MPI_Comm c = e->comm;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Alltoallw(s, sc, sd, ty, r, rc, rd, ty, c)); break;
     case EV_NONBLOCKING:
@@ -473,12 +458,12 @@ static void run_alltoallw(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Alltoallw_init(s, sc, sd, ty, r, rc, rd, ty, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Alltoallw_c(s, w.sc, w.sbd, ty, r, w.rc, w.rbd, ty, c)); break;
+    case EV_LARGE: EV_RC(e, MPI_Alltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ialltoallw_c(s, w.sc, w.sbd, ty, r, w.rc, w.rbd, ty, c, ev_req(e)));
+        EV_RC(e, MPI_Ialltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Alltoallw_init_c(s, w.sc, w.sbd, ty, r, w.rc, w.rbd, ty, c, INFO, ev_req(e)));
+        EV_RC(e, MPI_Alltoallw_init_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -520,9 +505,6 @@ static void run_reduce_scatter(env_t *e)
     MPI_Datatype t = e->type;
     const int *rc = e->rcounts;
     MPI_Comm c = e->comm;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Reduce_scatter(s, r, rc, t, MPI_SUM, c)); break;
     case EV_NONBLOCKING:
@@ -532,12 +514,12 @@ static void run_reduce_scatter(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Reduce_scatter_init(s, r, rc, t, MPI_SUM, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Reduce_scatter_c(s, r, w.rc, t, MPI_SUM, c)); break;
+    case EV_LARGE: EV_RC(e, MPI_Reduce_scatter_c(s, r, e->wide.rc, t, MPI_SUM, c)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ireduce_scatter_c(s, r, w.rc, t, MPI_SUM, c, ev_req(e)));
+        EV_RC(e, MPI_Ireduce_scatter_c(s, r, e->wide.rc, t, MPI_SUM, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Reduce_scatter_init_c(s, r, w.rc, t, MPI_SUM, c, INFO, ev_req(e)));
+        EV_RC(e, MPI_Reduce_scatter_init_c(s, r, e->wide.rc, t, MPI_SUM, c, INFO, ev_req(e)));
         break;
 #endif
     }

@@ -82,8 +82,9 @@ long ev_layout_v(env_t *e, int *counts, int *displs, int nblocks, int shift)
     return total;
 }
 
-void ev_widen(const env_t *e, ev_wide_t *w)
+void ev_widen(env_t *e)
 {
+    ev_wide_t *w = &e->wide;
     for (int j = 0; j < EV_MAXP; j++) {
         w->sc[j] = e->scounts[j];
         w->rc[j] = e->rcounts[j];

@@ -105,9 +105,6 @@ static void run_allgatherv(env_t *e)
     int sn = count_of(e, e->rank);
     const int *rc = e->rcounts, *rd = e->rdispls;
     MPI_Comm c = e->comm;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Neighbor_allgatherv(s, sn, t, r, rc, rd, t, c)); break;
     case EV_NONBLOCKING:
@@ -117,12 +114,12 @@ static void run_allgatherv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Neighbor_allgatherv_init(s, sn, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Neighbor_allgatherv_c(s, sn, t, r, w.rc, w.rd, t, c)); break;
+    case EV_LARGE: EV_RC(e, MPI_Neighbor_allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ineighbor_allgatherv_c(s, sn, t, r, w.rc, w.rd, t, c, ev_req(e)));
+        EV_RC(e, MPI_Ineighbor_allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Neighbor_allgatherv_init_c(s, sn, t, r, w.rc, w.rd, t, c, INFO, ev_req(e)));
+        EV_RC(e, MPI_Neighbor_allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -163,9 +160,6 @@ static void run_alltoallv(env_t *e)
     MPI_Datatype t = e->type;
     const int *sc = e->scounts, *sd = e->sdispls, *rc = e->rcounts, *rd = e->rdispls;
     MPI_Comm c = e->comm;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    (void)w;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Neighbor_alltoallv(s, sc, sd, t, r, rc, rd, t, c)); break;
     case EV_NONBLOCKING:
@@ -176,13 +170,13 @@ static void run_alltoallv(env_t *e)
         EV_RC(e, MPI_Neighbor_alltoallv_init(s, sc, sd, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
     case EV_LARGE:
-        EV_RC(e, MPI_Neighbor_alltoallv_c(s, w.sc, w.sd, t, r, w.rc, w.rd, t, c));
+        EV_RC(e, MPI_Neighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c));
         break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ineighbor_alltoallv_c(s, w.sc, w.sd, t, r, w.rc, w.rd, t, c, ev_req(e)));
+        EV_RC(e, MPI_Ineighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Neighbor_alltoallv_init_c(s, w.sc, w.sd, t, r, w.rc, w.rd, t, c, INFO,
+        EV_RC(e, MPI_Neighbor_alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, INFO,
                                                ev_req(e)));
         break;
 #endif
@@ -198,10 +192,8 @@ static void run_alltoallw(env_t *e)
     const int *sc = e->scounts, *rc = e->rcounts;
     const MPI_Aint *sd, *rd;
     MPI_Comm c = e->comm;
-    ev_wide_t w;
-    ev_widen(e, &w);
-    sd = w.sbd; /* the w form's displacements are MPI_Aint, in bytes */
-    rd = w.rbd;
+    sd = e->wide.sbd; /* the w form's displacements are MPI_Aint, in bytes */
+    rd = e->wide.rbd;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Neighbor_alltoallw(s, sc, sd, ty, r, rc, rd, ty, c)); break;
     case EV_NONBLOCKING:
@@ -211,12 +203,12 @@ static void run_alltoallw(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Neighbor_alltoallw_init(s, sc, sd, ty, r, rc, rd, ty, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Neighbor_alltoallw_c(s, w.sc, sd, ty, r, w.rc, rd, ty, c)); break;
+    case EV_LARGE: EV_RC(e, MPI_Neighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c)); break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ineighbor_alltoallw_c(s, w.sc, sd, ty, r, w.rc, rd, ty, c, ev_req(e)));
+        EV_RC(e, MPI_Ineighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Neighbor_alltoallw_init_c(s, w.sc, sd, ty, r, w.rc, rd, ty, c, INFO,
+        EV_RC(e, MPI_Neighbor_alltoallw_init_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, INFO,
                                                ev_req(e)));
         break;
 #endif
