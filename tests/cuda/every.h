@@ -61,6 +61,7 @@ typedef struct {
     void (*plan)(env_t *e);
     int form;
     int flags;
+    const void *arg; /* the case's own description, for run functions shared by several */
 } ev_case_t;
 
 enum { EV_EPOCH_FENCE, EV_EPOCH_LOCK };
@@ -154,6 +155,9 @@ void ev_fill(unsigned char *p, size_t bytes, uint64_t seed);
 void ev_refill(env_t *e);
 /* Writes host data into buffer i, whatever its kind. */
 void ev_put(env_t *e, int i, const void *data);
+
+/* Closes (and so deletes) the file of the MPI-IO cases. */
+void ev_io_close(void);
 
 extern const ev_case_t ev_p2p_cases[], ev_coll_cases[], ev_neigh_cases[], ev_pack_cases[],
     ev_rma_cases[], ev_io_cases[];

@@ -441,6 +441,7 @@ int main(int argc, char **argv)
         MPI_Buffer_detach(&p, &size);
         free(attached);
     }
+    ev_io_close();
     if (!host_only && only == NULL) {
         check_refusals();
     }

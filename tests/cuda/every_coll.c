@@ -541,7 +541,7 @@ static void run_bcast_bottom(env_t *e)
     MPI_Type_free(&t);
 }
 
-#define COLL(name, run, plan, form, flags) {name, run, plan, form, (flags) | EV_F_COLL}
+#define COLL(name, run, plan, form, flags) {name, run, plan, form, (flags) | EV_F_COLL, NULL}
 /* reductions: MPI_SUM over MPI_INT only (the predefined operations are defined on predefined
  * types; Open MPI refuses the vector type) */
 #define IP EV_F_INPLACE
@@ -568,7 +568,7 @@ const ev_case_t ev_coll_cases[] = {
     COLL("MPI_Iscan", run_scan, plan_one, EV_NONBLOCKING, RIP),
     COLL("MPI_Exscan", run_exscan, plan_one, EV_BLOCKING, EXSCAN),
     COLL("MPI_Iexscan", run_exscan, plan_one, EV_NONBLOCKING, EXSCAN),
-    {"MPI_Reduce_local", run_reduce_local, plan_reduce_local, EV_BLOCKING, EV_F_INTONLY},
+    {"MPI_Reduce_local", run_reduce_local, plan_reduce_local, EV_BLOCKING, EV_F_INTONLY, NULL},
     COLL("MPI_Bcast", run_bcast, plan_bcast, EV_BLOCKING, EV_F_ROOTED),
     COLL("MPI_Ibcast", run_bcast, plan_bcast, EV_NONBLOCKING, EV_F_ROOTED),
     COLL("MPI_Gather", run_gather, plan_gather, EV_BLOCKING, ROOT),
@@ -614,7 +614,7 @@ const ev_case_t ev_coll_cases[] = {
     COLL("MPI_Exscan_c", run_exscan, plan_one, EV_LARGE, EXSCAN),
     COLL("MPI_Iexscan_c", run_exscan, plan_one, EV_LARGE_NB, EXSCAN),
     COLL("MPI_Exscan_init_c", run_exscan, plan_one, EV_LARGE_PERSISTENT, EXSCAN),
-    {"MPI_Reduce_local_c", run_reduce_local, plan_reduce_local, EV_LARGE, EV_F_INTONLY},
+    {"MPI_Reduce_local_c", run_reduce_local, plan_reduce_local, EV_LARGE, EV_F_INTONLY, NULL},
     COLL("MPI_Bcast_init", run_bcast, plan_bcast, EV_PERSISTENT, EV_F_ROOTED),
     COLL("MPI_Bcast_c", run_bcast, plan_bcast, EV_LARGE, EV_F_ROOTED),
     COLL("MPI_Ibcast_c", run_bcast, plan_bcast, EV_LARGE_NB, EV_F_ROOTED),

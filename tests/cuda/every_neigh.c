@@ -216,7 +216,7 @@ static void run_alltoallw(env_t *e)
     ev_finish(e);
 }
 
-#define NEIGH(name, run, plan, form) {name, run, plan, form, EV_F_COLL | EV_F_NEIGH}
+#define NEIGH(name, run, plan, form) {name, run, plan, form, EV_F_COLL | EV_F_NEIGH, NULL}
 const ev_case_t ev_neigh_cases[] = {
     NEIGH("MPI_Neighbor_allgather", run_allgather, plan_allgather, EV_BLOCKING),
     NEIGH("MPI_Ineighbor_allgather", run_allgather, plan_allgather, EV_NONBLOCKING),

@@ -399,7 +399,7 @@ static void run_mrecv_c(env_t *e) { mrecv_with(e, mrecv_c); }
 #define BSEND_INIT_FLAGS 0
 #endif
 
-#define P2P(name, run, plan, form, flags) {name, run, plan, form, (flags) | EV_F_P2P}
+#define P2P(name, run, plan, form, flags) {name, run, plan, form, (flags) | EV_F_P2P, NULL}
 const ev_case_t ev_p2p_cases[] = {
     P2P("MPI_Send", run_send, plan_send, EV_BLOCKING, 0),
     P2P("MPI_Bsend", run_bsend, plan_send, EV_BLOCKING, 0),

@@ -112,15 +112,15 @@ static void run_unpack_external(env_t *e)
 }
 
 const ev_case_t ev_pack_cases[] = {
-    {"MPI_Pack", run_pack, plan_pack, EV_BLOCKING, 0},
-    {"MPI_Unpack", run_unpack, plan_unpack, EV_BLOCKING, 0},
-    {"MPI_Pack_external", run_pack_external, plan_pack_external, EV_BLOCKING, 0},
-    {"MPI_Unpack_external", run_unpack_external, plan_unpack_external, EV_BLOCKING, 0},
+    {"MPI_Pack", run_pack, plan_pack, EV_BLOCKING, 0, NULL},
+    {"MPI_Unpack", run_unpack, plan_unpack, EV_BLOCKING, 0, NULL},
+    {"MPI_Pack_external", run_pack_external, plan_pack_external, EV_BLOCKING, 0, NULL},
+    {"MPI_Unpack_external", run_unpack_external, plan_unpack_external, EV_BLOCKING, 0, NULL},
 #if MPI_VERSION >= 4
-    {"MPI_Pack_c", run_pack, plan_pack, EV_LARGE, 0},
-    {"MPI_Unpack_c", run_unpack, plan_unpack, EV_LARGE, 0},
-    {"MPI_Pack_external_c", run_pack_external, plan_pack_external, EV_LARGE, 0},
-    {"MPI_Unpack_external_c", run_unpack_external, plan_unpack_external, EV_LARGE, 0},
+    {"MPI_Pack_c", run_pack, plan_pack, EV_LARGE, 0, NULL},
+    {"MPI_Unpack_c", run_unpack, plan_unpack, EV_LARGE, 0, NULL},
+    {"MPI_Pack_external_c", run_pack_external, plan_pack_external, EV_LARGE, 0, NULL},
+    {"MPI_Unpack_external_c", run_unpack_external, plan_unpack_external, EV_LARGE, 0, NULL},
 #endif
 };
 const int ev_pack_ncases = (int)(sizeof(ev_pack_cases) / sizeof(ev_pack_cases[0]));

@@ -235,25 +235,25 @@ static void run_rget_acc(env_t *e) { with_window(e, op_rget_acc, 1); }
 #define EPOCH EV_F_EPOCH
 #define ATOMIC (EV_F_EPOCH | EV_F_FIXED | EV_F_INTONLY)
 const ev_case_t ev_rma_cases[] = {
-    {"MPI_Put", run_put, plan_put, EV_BLOCKING, EPOCH},
-    {"MPI_Get", run_get, plan_get, EV_BLOCKING, EPOCH},
-    {"MPI_Accumulate", run_acc, plan_put, EV_BLOCKING, EPOCH},
-    {"MPI_Get_accumulate", run_get_acc, plan_get_acc, EV_BLOCKING, EPOCH},
-    {"MPI_Fetch_and_op", run_fop, plan_atomic, EV_BLOCKING, ATOMIC},
-    {"MPI_Compare_and_swap", run_cas, plan_atomic, EV_BLOCKING, ATOMIC},
-    {"MPI_Rput", run_rput, plan_put, EV_NONBLOCKING, 0},
-    {"MPI_Rget", run_rget, plan_get, EV_NONBLOCKING, 0},
-    {"MPI_Raccumulate", run_racc, plan_put, EV_NONBLOCKING, 0},
-    {"MPI_Rget_accumulate", run_rget_acc, plan_get_acc, EV_NONBLOCKING, 0},
+    {"MPI_Put", run_put, plan_put, EV_BLOCKING, EPOCH, NULL},
+    {"MPI_Get", run_get, plan_get, EV_BLOCKING, EPOCH, NULL},
+    {"MPI_Accumulate", run_acc, plan_put, EV_BLOCKING, EPOCH, NULL},
+    {"MPI_Get_accumulate", run_get_acc, plan_get_acc, EV_BLOCKING, EPOCH, NULL},
+    {"MPI_Fetch_and_op", run_fop, plan_atomic, EV_BLOCKING, ATOMIC, NULL},
+    {"MPI_Compare_and_swap", run_cas, plan_atomic, EV_BLOCKING, ATOMIC, NULL},
+    {"MPI_Rput", run_rput, plan_put, EV_NONBLOCKING, 0, NULL},
+    {"MPI_Rget", run_rget, plan_get, EV_NONBLOCKING, 0, NULL},
+    {"MPI_Raccumulate", run_racc, plan_put, EV_NONBLOCKING, 0, NULL},
+    {"MPI_Rget_accumulate", run_rget_acc, plan_get_acc, EV_NONBLOCKING, 0, NULL},
 #if MPI_VERSION >= 4
-    {"MPI_Put_c", run_put, plan_put, EV_LARGE, EPOCH},
-    {"MPI_Get_c", run_get, plan_get, EV_LARGE, EPOCH},
-    {"MPI_Accumulate_c", run_acc, plan_put, EV_LARGE, EPOCH},
-    {"MPI_Get_accumulate_c", run_get_acc, plan_get_acc, EV_LARGE, EPOCH},
-    {"MPI_Rput_c", run_rput, plan_put, EV_LARGE_NB, 0},
-    {"MPI_Rget_c", run_rget, plan_get, EV_LARGE_NB, 0},
-    {"MPI_Raccumulate_c", run_racc, plan_put, EV_LARGE_NB, 0},
-    {"MPI_Rget_accumulate_c", run_rget_acc, plan_get_acc, EV_LARGE_NB, 0},
+    {"MPI_Put_c", run_put, plan_put, EV_LARGE, EPOCH, NULL},
+    {"MPI_Get_c", run_get, plan_get, EV_LARGE, EPOCH, NULL},
+    {"MPI_Accumulate_c", run_acc, plan_put, EV_LARGE, EPOCH, NULL},
+    {"MPI_Get_accumulate_c", run_get_acc, plan_get_acc, EV_LARGE, EPOCH, NULL},
+    {"MPI_Rput_c", run_rput, plan_put, EV_LARGE_NB, 0, NULL},
+    {"MPI_Rget_c", run_rget, plan_get, EV_LARGE_NB, 0, NULL},
+    {"MPI_Raccumulate_c", run_racc, plan_put, EV_LARGE_NB, 0, NULL},
+    {"MPI_Rget_accumulate_c", run_rget_acc, plan_get_acc, EV_LARGE_NB, 0, NULL},
 #endif
 };
 const int ev_rma_ncases = (int)(sizeof(ev_rma_cases) / sizeof(ev_rma_cases[0]));
