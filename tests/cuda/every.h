@@ -51,6 +51,7 @@ enum {
     EV_F_ROOTED = 1 << 8,   /* has a root: in place there only, roots vary */
     EV_F_SMALL = 1 << 9,    /* no large-count variant */
     EV_F_ONCE = 1 << 10,    /* persistent, but started once only */
+    EV_F_NO_GET_STATUS = 1 << 11, /* not completed by MPI_Request_get_status loops */
 };
 
 typedef struct env env_t;
@@ -115,6 +116,7 @@ struct env {
 
 extern const char *const ev_mode_name[];
 extern int ev_nmodes;
+#define EV_MODE_GET_STATUS(m) ((m) >= ev_nmodes - 2) /* the last two modes */
 extern MPI_Comm ev_cart, ev_graph;
 
 #define EV_RC(e, call) ev_rc((e), (call), #call)

@@ -85,6 +85,9 @@ static int variants(const ev_case_t *c, variant_t *out)
     int epochs = c->flags & EV_F_EPOCH ? 2 : 1;
     int last = mt_size - 1, k = 0;
     for (int m = 0; m < modes; m++) {
+        if ((c->flags & EV_F_NO_GET_STATUS) && EV_MODE_GET_STATUS(m)) {
+            continue;
+        }
         for (int t = 0; t < topos; t++) {
             for (int ep = 0; ep < epochs; ep++) {
                 k = add(out, k, (variant_t){MPI_INT, "int", 5, 0, m, t, ep, last});

@@ -250,8 +250,15 @@ static const io_t w_at_split = {IO_AT, 1, 1, 1}, r_at_split = {IO_AT, 0, 1, 1};
 static const io_t w_all_split = {IO_PTR, 1, 1, 1}, r_all_split = {IO_PTR, 0, 1, 1};
 static const io_t w_ord_split = {IO_ORDERED, 1, 1, 1}, r_ord_split = {IO_ORDERED, 0, 1, 1};
 
-#define W(name, form, d) {name, run_io, plan_write, form, EV_F_SMALL, &d}
-#define R(name, form, d) {name, run_io, plan_read, form, EV_F_SMALL, &d}
+/* MPICH 4.0.2's MPI_Request_get_status never sees ROMIO's non-blocking I/O requests complete
+ * (only MPI_Test and MPI_Wait make them progress), on host buffers alone */
+#ifdef MPICH_VERSION
+#define IO_FLAGS (EV_F_SMALL | EV_F_NO_GET_STATUS)
+#else
+#define IO_FLAGS EV_F_SMALL
+#endif
+#define W(name, form, d) {name, run_io, plan_write, form, IO_FLAGS, &d}
+#define R(name, form, d) {name, run_io, plan_read, form, IO_FLAGS, &d}
 const ev_case_t ev_io_cases[] = {
     W("MPI_File_write_at", EV_BLOCKING, w_at),
     R("MPI_File_read_at", EV_BLOCKING, r_at),
