@@ -3,8 +3,8 @@
  * host buffers with the same contents: results, statuses and recorded values bit-identical,
  * send buffers unchanged. Each case runs over its variants: MPI_INT and a vector type with
  * gaps, 5, 0 and 20000 elements, in place where MPI allows it, roots last and first, every
- * completion call for the non-blocking ones, a cart and a dist graph for the neighbourhood ones, fence and lock epochs
- * for the one-sided ones. Then the refusals: MPI_Win_create over device memory and
+ * completion call for the non-blocking ones, a cart and a dist graph for the neighbourhood
+ * ones, fence and lock epochs for the one-sided ones. Then the refusals: MPI_Win_create over device memory and
  * MPI_Buffer_attach of device memory must return an MPI error whose string names the call and
  * the argument.
  *
@@ -48,10 +48,11 @@ static char current[512];
 static void describe(const ev_case_t *c, const variant_t *v, int test_kind)
 {
     const char *epoch = v->epoch == EV_EPOCH_LOCK ? ", lock epoch" : ", fence epoch";
-    snprintf(current, sizeof(current), "%s [%s n=%d%s%s%s%s%s%s] on %s buffers", c->name,
-             v->tname, v->n, v->inplace ? " in place" : "",
+    snprintf(current, sizeof(current), "%s [%s n=%d%s%s%s%s%s%s] on %s buffers", c->name, v->tname,
+             v->n, v->inplace ? " in place" : "",
              c->flags & EV_F_ROOTED ? (v->root ? " root last" : " root 0") : "",
-             ev_nonblocking(c->form) ? ", " : "", ev_nonblocking(c->form) ? ev_mode_name[v->mode] : "",
+             ev_nonblocking(c->form) ? ", " : "",
+             ev_nonblocking(c->form) ? ev_mode_name[v->mode] : "",
              c->flags & EV_F_NEIGH ? (v->topo ? ", dist graph" : ", cart") : "",
              c->flags & EV_F_EPOCH ? epoch : "", tb_kind_name[test_kind]);
 }
@@ -91,7 +92,8 @@ static int variants(const ev_case_t *c, variant_t *out)
         for (int t = 0; t < topos; t++) {
             for (int ep = 0; ep < epochs; ep++) {
                 k = add(out, k, (variant_t){MPI_INT, "int", 5, 0, m, t, ep, last});
-                if (!quick && !(c->flags & (EV_F_FIXED | EV_F_SMALL)) && (m == 0 || m == ev_nmodes - 1)) {
+                if (!quick && !(c->flags & (EV_F_FIXED | EV_F_SMALL)) &&
+                    (m == 0 || m == ev_nmodes - 1)) {
                     k = add(out, k, (variant_t){MPI_INT, "int", LARGE_N, 0, m, t, ep, 0});
                 }
             }
@@ -229,8 +231,9 @@ static int compare(const ev_case_t *c, const env_t *plan, const result_t *ref, c
     if (got->log_len != ref->log_len ||
         memcmp(got->log, ref->log, got->log_len) != 0) {
         mt_fail("%s: statuses or recorded values differ from the host run's (byte %zu of %zu)",
-                current, first_difference(got->log, ref->log,
-                                          got->log_len < ref->log_len ? got->log_len : ref->log_len),
+                current,
+                first_difference(got->log, ref->log,
+                                 got->log_len < ref->log_len ? got->log_len : ref->log_len),
                 ref->log_len);
         failures++;
     }

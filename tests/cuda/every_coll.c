@@ -113,7 +113,9 @@ static void run_allreduce(env_t *e)
     MPI_Datatype t = e->type;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Allreduce(s, r, e->n, t, MPI_SUM, e->comm)); break;
-    case EV_NONBLOCKING: EV_RC(e, MPI_Iallreduce(s, r, e->n, t, MPI_SUM, e->comm, ev_req(e))); break;
+    case EV_NONBLOCKING:
+        EV_RC(e, MPI_Iallreduce(s, r, e->n, t, MPI_SUM, e->comm, ev_req(e)));
+        break;
 #if MPI_VERSION >= 4
     case EV_PERSISTENT:
         EV_RC(e, MPI_Allreduce_init(s, r, e->n, t, MPI_SUM, e->comm, INFO, ev_req(e)));
@@ -348,12 +350,16 @@ static void run_gatherv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Gatherv_init(s, sn, t, r, rc, rd, t, root, e->comm, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Gatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm)); break;
+    case EV_LARGE:
+        EV_RC(e, MPI_Gatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm));
+        break;
     case EV_LARGE_NB:
         EV_RC(e, MPI_Igatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Gatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, INFO, ev_req(e)));
+        EV_RC(e,
+              MPI_Gatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, INFO,
+                                 ev_req(e)));
         break;
 #endif
     }
@@ -376,12 +382,16 @@ static void run_scatterv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Scatterv_init(s, sc, sd, t, r, rn, t, root, e->comm, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Scatterv_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm)); break;
+    case EV_LARGE:
+        EV_RC(e, MPI_Scatterv_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm));
+        break;
     case EV_LARGE_NB:
         EV_RC(e, MPI_Iscatterv_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Scatterv_init_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, INFO, ev_req(e)));
+        EV_RC(e,
+              MPI_Scatterv_init_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, INFO,
+                                  ev_req(e)));
         break;
 #endif
     }
@@ -404,12 +414,16 @@ static void run_allgatherv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Allgatherv_init(s, sn, t, r, rc, rd, t, e->comm, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm)); break;
+    case EV_LARGE:
+        EV_RC(e, MPI_Allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm));
+        break;
     case EV_LARGE_NB:
         EV_RC(e, MPI_Iallgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, INFO, ev_req(e)));
+        EV_RC(e,
+              MPI_Allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, INFO,
+                                    ev_req(e)));
         break;
 #endif
     }
@@ -430,12 +444,18 @@ static void run_alltoallv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Alltoallv_init(s, sc, sd, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c)); break;
+    case EV_LARGE:
+        EV_RC(e, MPI_Alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c));
+        break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ialltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
+        EV_RC(e,
+              MPI_Ialltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c,
+                               ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, INFO, ev_req(e)));
+        EV_RC(e,
+              MPI_Alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c,
+                                   INFO, ev_req(e)));
         break;
 #endif
     }
@@ -458,12 +478,19 @@ static void run_alltoallw(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Alltoallw_init(s, sc, sd, ty, r, rc, rd, ty, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Alltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c)); break;
+    case EV_LARGE:
+        EV_RC(e,
+              MPI_Alltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c));
+        break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ialltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c, ev_req(e)));
+        EV_RC(e,
+              MPI_Ialltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c,
+                               ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Alltoallw_init_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c, INFO, ev_req(e)));
+        EV_RC(e,
+              MPI_Alltoallw_init_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty,
+                                   c, INFO, ev_req(e)));
         break;
 #endif
     }

@@ -73,8 +73,9 @@ static int blocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b, in
 #if MPI_VERSION >= 4
     if (large) {
         if (d->how == IO_AT) {
-            return d->write ? (d->all ? MPI_File_write_at_all_c : MPI_File_write_at_c)(fh, off, b, n, t, st)
-                            : (d->all ? MPI_File_read_at_all_c : MPI_File_read_at_c)(fh, off, b, n, t, st);
+            return d->write
+                ? (d->all ? MPI_File_write_at_all_c : MPI_File_write_at_c)(fh, off, b, n, t, st)
+                : (d->all ? MPI_File_read_at_all_c : MPI_File_read_at_c)(fh, off, b, n, t, st);
         }
         if (d->how == IO_PTR) {
             return d->write ? (d->all ? MPI_File_write_all_c : MPI_File_write_c)(fh, b, n, t, st)
@@ -99,9 +100,11 @@ static int blocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b, in
                         : (d->all ? MPI_File_read_all : MPI_File_read)(fh, b, n, t, st);
     }
     if (d->how == IO_SHARED) {
-        return d->write ? MPI_File_write_shared(fh, b, n, t, st) : MPI_File_read_shared(fh, b, n, t, st);
+        return d->write ? MPI_File_write_shared(fh, b, n, t, st)
+                        : MPI_File_read_shared(fh, b, n, t, st);
     }
-    return d->write ? MPI_File_write_ordered(fh, b, n, t, st) : MPI_File_read_ordered(fh, b, n, t, st);
+    return d->write ? MPI_File_write_ordered(fh, b, n, t, st)
+                    : MPI_File_read_ordered(fh, b, n, t, st);
 }
 
 static int nonblocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b, int n,
@@ -110,8 +113,9 @@ static int nonblocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b,
 #if MPI_VERSION >= 4
     if (large) {
         if (d->how == IO_AT) {
-            return d->write ? (d->all ? MPI_File_iwrite_at_all_c : MPI_File_iwrite_at_c)(fh, off, b, n, t, q)
-                            : (d->all ? MPI_File_iread_at_all_c : MPI_File_iread_at_c)(fh, off, b, n, t, q);
+            return d->write
+                ? (d->all ? MPI_File_iwrite_at_all_c : MPI_File_iwrite_at_c)(fh, off, b, n, t, q)
+                : (d->all ? MPI_File_iread_at_all_c : MPI_File_iread_at_c)(fh, off, b, n, t, q);
         }
         if (d->how == IO_PTR) {
             return d->write ? (d->all ? MPI_File_iwrite_all_c : MPI_File_iwrite_c)(fh, b, n, t, q)
@@ -124,14 +128,16 @@ static int nonblocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b,
     (void)large;
 #endif
     if (d->how == IO_AT) {
-        return d->write ? (d->all ? MPI_File_iwrite_at_all : MPI_File_iwrite_at)(fh, off, b, n, t, q)
-                        : (d->all ? MPI_File_iread_at_all : MPI_File_iread_at)(fh, off, b, n, t, q);
+        return d->write
+            ? (d->all ? MPI_File_iwrite_at_all : MPI_File_iwrite_at)(fh, off, b, n, t, q)
+            : (d->all ? MPI_File_iread_at_all : MPI_File_iread_at)(fh, off, b, n, t, q);
     }
     if (d->how == IO_PTR) {
         return d->write ? (d->all ? MPI_File_iwrite_all : MPI_File_iwrite)(fh, b, n, t, q)
                         : (d->all ? MPI_File_iread_all : MPI_File_iread)(fh, b, n, t, q);
     }
-    return d->write ? MPI_File_iwrite_shared(fh, b, n, t, q) : MPI_File_iread_shared(fh, b, n, t, q);
+    return d->write ? MPI_File_iwrite_shared(fh, b, n, t, q)
+                    : MPI_File_iread_shared(fh, b, n, t, q);
 }
 
 /* split collectives: _begin, then _end with the status */
@@ -158,13 +164,17 @@ static void split_call(env_t *e, const io_t *d, MPI_File fh, MPI_Offset off, voi
         EV_RC(e, d->write ? MPI_File_write_at_all_begin(fh, off, b, n, t)
                           : MPI_File_read_at_all_begin(fh, off, b, n, t));
     } else if (d->how == IO_PTR) {
-        EV_RC(e, d->write ? MPI_File_write_all_begin(fh, b, n, t) : MPI_File_read_all_begin(fh, b, n, t));
+        EV_RC(e,
+              d->write ? MPI_File_write_all_begin(fh, b, n, t)
+                       : MPI_File_read_all_begin(fh, b, n, t));
     } else {
         EV_RC(e, d->write ? MPI_File_write_ordered_begin(fh, b, n, t)
                           : MPI_File_read_ordered_begin(fh, b, n, t));
     }
     if (d->how == IO_AT) {
-        EV_RC(e, d->write ? MPI_File_write_at_all_end(fh, b, st) : MPI_File_read_at_all_end(fh, b, st));
+        EV_RC(e,
+              d->write ? MPI_File_write_at_all_end(fh, b, st)
+                       : MPI_File_read_at_all_end(fh, b, st));
     } else if (d->how == IO_PTR) {
         EV_RC(e, d->write ? MPI_File_write_all_end(fh, b, st) : MPI_File_read_all_end(fh, b, st));
     } else {
@@ -214,7 +224,8 @@ static void run_io(env_t *e)
     ev_fill(mine, (size_t)slot, e->seed * 3 + 1);
     EV_RC(e, MPI_Barrier(e->comm)); /* the last run's reads are over */
     EV_RC(e, MPI_File_set_size(fh, 0));
-    EV_RC(e, MPI_File_write_at_all(fh, e->rank * slot, mine, (int)slot, MPI_BYTE, MPI_STATUS_IGNORE));
+    EV_RC(e,
+          MPI_File_write_at_all(fh, e->rank * slot, mine, (int)slot, MPI_BYTE, MPI_STATUS_IGNORE));
     EV_RC(e, MPI_File_sync(fh));
     EV_RC(e, MPI_Barrier(e->comm));
     EV_RC(e, MPI_File_sync(fh));

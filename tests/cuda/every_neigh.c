@@ -114,12 +114,16 @@ static void run_allgatherv(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Neighbor_allgatherv_init(s, sn, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Neighbor_allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c)); break;
+    case EV_LARGE:
+        EV_RC(e, MPI_Neighbor_allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c));
+        break;
     case EV_LARGE_NB:
         EV_RC(e, MPI_Ineighbor_allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Neighbor_allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, INFO, ev_req(e)));
+        EV_RC(e,
+              MPI_Neighbor_allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, INFO,
+                                             ev_req(e)));
         break;
 #endif
     }
@@ -170,14 +174,19 @@ static void run_alltoallv(env_t *e)
         EV_RC(e, MPI_Neighbor_alltoallv_init(s, sc, sd, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
     case EV_LARGE:
-        EV_RC(e, MPI_Neighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c));
+        EV_RC(e,
+              MPI_Neighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t,
+                                       c));
         break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ineighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
+        EV_RC(e,
+              MPI_Ineighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t,
+                                        c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Neighbor_alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c, INFO,
-                                               ev_req(e)));
+        EV_RC(e,
+              MPI_Neighbor_alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd,
+                                            t, c, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -203,13 +212,18 @@ static void run_alltoallw(env_t *e)
     case EV_PERSISTENT:
         EV_RC(e, MPI_Neighbor_alltoallw_init(s, sc, sd, ty, r, rc, rd, ty, c, INFO, ev_req(e)));
         break;
-    case EV_LARGE: EV_RC(e, MPI_Neighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c)); break;
+    case EV_LARGE:
+        EV_RC(e, MPI_Neighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c));
+        break;
     case EV_LARGE_NB:
-        EV_RC(e, MPI_Ineighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, ev_req(e)));
+        EV_RC(
+            e,
+            MPI_Ineighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e, MPI_Neighbor_alltoallw_init_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, INFO,
-                                               ev_req(e)));
+        EV_RC(e,
+              MPI_Neighbor_alltoallw_init_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, INFO,
+                                            ev_req(e)));
         break;
 #endif
     }
