@@ -10,18 +10,22 @@
 #   --np A+B                 A ranks on h1, then B on h2 (default 2+2)
 #   --preload LIB            LD_PRELOAD of the ranks (not of the launcher)
 #   --env NAME=VALUE         for every rank (repeatable)
+#   --keep-going             the launcher leaves the survivors of a dead rank running (so that
+#                            picoll's own diagnosis is what ends them)
 #   --limit SECONDS          SIGKILL everything after this long (default 60): exit status 124
 #   --rate RATE              slow the link from the start: tbf at RATE (tc's units, e.g. 20mbit)
-#   --start REGEX            the output line that starts the fault steps (default "loop running")
+#   --start REGEX            the output line that starts the fault steps (default "loop running"),
+#                            or, with no --fault, marks the program's own fault (a killed rank)
 #   --fault STEPS            comma-separated, run in order once --start matched: down (h2's link
 #                            down), up, sleep:N, slow:RATE (tbf on both ends)
-#   --expect-within REGEX S  after the first "down" step, the output must match REGEX and the job
-#                            must end within S seconds
+#   --expect-within REGEX S  after the fault's first step, the output must match REGEX and every
+#                            rank must have ended within S seconds (a launcher that then still
+#                            waits for the lost host, as Open MPI's does, is told apart and killed)
 #   --min-bytes N            h1's veth must have sent and received at least N bytes each
 # Skips (exit 77, "SKIP: ..." on one line) where namespaces cannot be made (not root, no
 # CAP_NET_ADMIN, no ip or unshare). Also fails when the job leaves a picoll segment in /dev/shm.
 mpi=openmpi; mpiexec=; np=2+2; preload=; limit=60; rate=; start_re="loop running"; fault=
-expect_re=; expect_s=; min_bytes=0; watch_pid=; steps_pid=
+expect_re=; expect_s=; min_bytes=0; keep_going=; watch_pid=; steps_pid=
 envs=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
         --preload) preload="$2"; shift 2 ;;
         --env) envs="$envs $2"; shift 2 ;;
         --limit) limit="$2"; shift 2 ;;
+        --keep-going) keep_going=1; shift ;;
         --rate) rate="$2"; shift 2 ;;
         --start) start_re="$2"; shift 2 ;;
         --fault) fault="$2"; shift 2 ;;
@@ -126,6 +131,7 @@ q() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
             printf -- '--mca plm_rsh_agent %s ' "$(q "$run/agent")"
             printf -- '--mca oob_tcp_if_include %s --mca pml ob1 --mca btl self,vader,tcp ' $subnet
             printf -- '--mca btl_tcp_if_include %s --mca mpi_yield_when_idle 1 ' $subnet
+            [ -z "$keep_going" ] || printf -- '--enable-recovery '
             [ -z "$preload" ] || printf -- '-x %s ' "$(q "LD_PRELOAD=$preload")"
             for e in $envs; do printf -- '-x %s ' "$(q "$e")"; done
             ;;
@@ -133,6 +139,7 @@ q() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
             q "${mpiexec:-mpiexec.mpich}"
             printf -- '-launcher ssh -launcher-exec %s -hosts h1:%d,h2:%d -np %d ' \
                 "$(q "$run/agent")" "$n1" "$n2" $((n1 + n2))
+            [ -z "$keep_going" ] || printf -- '-disable-auto-cleanup '
             [ -z "$preload" ] || printf -- '-genv LD_PRELOAD %s ' "$(q "$preload")"
             for e in $envs; do printf -- '-genv %s %s ' "$(q "${e%%=*}")" "$(q "${e#*=}")"; done
             ;;
@@ -152,9 +159,10 @@ tail -n +1 -f "$run/out" --pid=$$ &
 watch_pid=$!
 
 steps() {
+    now > "$run/fault-at"
     for step in $(echo "$fault" | tr ',' ' '); do
         case "$step" in
-            down) now > "$run/down-at"; ip -n "$ns2" link set veth2 down ;;
+            down) ip -n "$ns2" link set veth2 down ;;
             up) ip -n "$ns2" link set veth2 up ;;
             sleep:*) sleep "${step#sleep:}" ;;
             slow:*) slow "${step#slow:}" ;;
@@ -163,15 +171,36 @@ steps() {
         echo "hosts.sh: +$(since "$t0") s: $step"
     done
 }
-status=0; started=0; matched=
+# the ranks: processes of PROGRAM in either namespace
+prog=$(command -v "$1"); prog=$(readlink -f "$prog")
+ranks_alive() {
+    for p in $( (ip netns pids "$ns1"; ip netns pids "$ns2") 2>/dev/null); do
+        [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$prog" ] && return 0
+    done
+    return 1
+}
+status=0; started=0; matched=; ranks_gone=
 while kill -0 $job 2>/dev/null; do
-    if [ -n "$fault" ] && [ $started = 0 ] && grep -Eq -- "$start_re" "$run/out"; then
+    if [ $started = 0 ] && [ -n "$fault$expect_re" ] && grep -Eq -- "$start_re" "$run/out"; then
         started=1
-        steps &
-        steps_pid=$!
+        if [ -n "$fault" ]; then
+            steps &
+            steps_pid=$!
+        else
+            now > "$run/fault-at" # the program's own fault (a rank that kills itself)
+        fi
     fi
-    if [ -n "$expect_re" ] && [ -z "$matched" ] && [ -f "$run/down-at" ] && grep -Eq -- "$expect_re" "$run/out"; then
-        matched=$(since "$(cat "$run/down-at")")
+    if [ -n "$expect_re" ] && [ -z "$matched" ] && [ -f "$run/fault-at" ] && grep -Eq -- "$expect_re" "$run/out"; then
+        matched=$(since "$(cat "$run/fault-at")")
+    fi
+    if [ -n "$expect_re" ] && [ -f "$run/fault-at" ] && [ -z "$ranks_gone" ] && ! ranks_alive; then
+        ranks_gone=$(since "$(cat "$run/fault-at")")
+        ranks_gone_at=$(now)
+    fi
+    if [ -n "$ranks_gone" ] && [ "$(since "$ranks_gone_at" | cut -d. -f1)" -ge 3 ]; then
+        echo "hosts.sh: every rank ended, but the launcher still runs 3 s later (waiting for the lost host): killing it"
+        kill_all
+        break
     fi
     if [ "$(since "$t0" | cut -d. -f1)" -ge "$limit" ]; then
         echo "hosts.sh: still running after $limit s: killing everything"
@@ -189,17 +218,17 @@ sleep 0.3
 kill "$watch_pid" 2>/dev/null; watch_pid=
 echo "hosts.sh: job ended after $ended s with status $status"
 if [ -n "$expect_re" ]; then
-    if [ ! -f "$run/down-at" ]; then
-        echo "hosts.sh: FAIL: the link never went down (no line matched '$start_re')"; status=1
+    if [ ! -f "$run/fault-at" ]; then
+        echo "hosts.sh: FAIL: no fault happened (no line matched '$start_re')"; status=1
     else
-        took=$(since "$(cat "$run/down-at")")
+        took=${ranks_gone:-$(since "$(cat "$run/fault-at")")}
         [ -n "$matched" ] || { grep -Eq -- "$expect_re" "$run/out" && matched=$took; }
         if [ -z "$matched" ]; then
-            echo "hosts.sh: FAIL: no line matched '$expect_re' after the link went down"; status=1
+            echo "hosts.sh: FAIL: no line matched '$expect_re' after the fault"; status=1
         elif awk -v a="$took" -v b="$expect_s" 'BEGIN { exit !(a > b) }'; then
-            echo "hosts.sh: FAIL: the job ended $took s after the link went down (error after $matched s), more than $expect_s s"; status=1
+            echo "hosts.sh: FAIL: the ranks ended $took s after the fault (error after $matched s), more than $expect_s s"; status=1
         else
-            echo "hosts.sh: error after $matched s and the job ended $took s after the link went down (at most $expect_s s)"
+            echo "hosts.sh: the error came $matched s and the ranks ended $took s after the fault (at most $expect_s s)"
         fi
     fi
 fi
