@@ -117,6 +117,79 @@ static void net_free(picoll_net_t *net)
     free(net);
 }
 
+static double net_now(void);
+
+/* UCX connects an endpoint lazily, at its first message, and completing the connection takes
+ * progress on both sides. A rail's worker progresses only inside that rail's collectives, so a
+ * connection left half made could wait, for ever, for a peer that has gone on to another
+ * communicator's collective or into the MPI (seen between two hosts under MPICH: the ranks of
+ * one host stuck in a communicator's first network step while those of the other had left it).
+ * So every endpoint is connected here, while every member is here, and each member keeps
+ * progressing until all are done. net is NULL on a member that failed: it only takes part. */
+static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
+{
+    picoll_status_t status = PICOLL_OK;
+    ucp_request_param_t p = {.op_attr_mask = 0};
+    void **reqs = net != NULL ? calloc((size_t)net->size, sizeof(void *)) : NULL;
+    MPI_Request barrier;
+    int pending = 0, done = 0;
+
+    if (net != NULL && reqs == NULL) {
+        status = PICOLL_ERR_NO_MEMORY;
+    }
+    for (int i = 0; reqs != NULL && i < net->size; i++) {
+        ucs_status_ptr_t r = net->eps[i] != NULL ? ucp_ep_flush_nbx(net->eps[i], &p) : NULL;
+        if (UCS_PTR_IS_ERR(r)) {
+            picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
+                         net->hosts[i], ucs_status_string(UCS_PTR_STATUS(r)));
+            status = PICOLL_ERR_UCX;
+        } else if (r != NULL) {
+            reqs[i] = r;
+            pending++;
+        }
+    }
+    double deadline = net_now() + (net != NULL ? net->timeout : 0.0);
+    while (pending > 0) {
+        ucp_worker_progress(net->worker);
+        for (int i = 0; i < net->size; i++) {
+            if (reqs[i] == NULL || ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
+                continue;
+            }
+            if (ucp_request_check_status(reqs[i]) != UCS_OK) {
+                picoll_error("connecting to rank %d on host %s over UCX failed: %s",
+                             net->comm_ranks[i], net->hosts[i],
+                             ucs_status_string(ucp_request_check_status(reqs[i])));
+                status = PICOLL_ERR_UCX;
+            }
+            ucp_request_free(reqs[i]);
+            reqs[i] = NULL;
+            pending--;
+        }
+        if (pending > 0 && net_now() > deadline) {
+            for (int i = 0; i < net->size; i++) {
+                if (reqs[i] != NULL) {
+                    picoll_error("connecting to rank %d on host %s over UCX did not finish within "
+                                 "%g s (PICOLL_TIMEOUT)", net->comm_ranks[i], net->hosts[i],
+                                 net->timeout);
+                    ucp_request_free(reqs[i]); /* released by UCX once it completes */
+                }
+            }
+            status = PICOLL_ERR_UCX;
+            break;
+        }
+    }
+    free(reqs);
+    /* every member, failed or not, until all have connected */
+    PMPI_Ibarrier(rail_comm, &barrier);
+    while (!done) {
+        if (net != NULL && ucp_worker_progress(net->worker) == 0) {
+            sched_yield();
+        }
+        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+    }
+    return status;
+}
+
 picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
                                   double timeout, picoll_net_t **out)
 {
@@ -249,6 +322,8 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         }
     }
     free(all);
+    picoll_status_t wired = net_wireup(status == PICOLL_OK ? net : NULL, rail_comm);
+    status = status == PICOLL_OK ? wired : status;
     if (status != PICOLL_OK) {
         if (net != NULL) {
             net_free(net);
@@ -355,17 +430,12 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
     picoll_abort_job();
 }
 
-int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
+/* Progress the worker until every request in reqs is complete, within the timeout. */
+static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
 {
     double deadline = 0.0;
     unsigned idle = 0, spins = 0;
-    int all = 1;
 
-    for (int i = 0; i < n; i++) {
-        if (UCS_PTR_IS_ERR(reqs[i].ucx)) {
-            net_failed(net, &reqs[i], ucs_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
-        }
-    }
     for (;;) {
         int pending = 0;
         for (int i = 0; i < n; i++) {
@@ -401,6 +471,18 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
             }
         }
     }
+}
+
+int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
+{
+    int all = 1;
+
+    for (int i = 0; i < n; i++) {
+        if (UCS_PTR_IS_ERR(reqs[i].ucx)) {
+            net_failed(net, &reqs[i], ucs_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
+        }
+    }
+    net_wait(net, reqs, n, coll);
     for (int i = 0; i < n; i++) {
         if (!reqs[i].is_recv) {
             continue;
