@@ -6,6 +6,9 @@
 #   bash osu-bench/run.sh              default sizes (4 B..1 MiB, every 4th power of two), np 2
 #   bash osu-bench/run.sh --full       the whole OSU range (every power of two up to 1 MiB)
 #   bash osu-bench/run.sh --np 4 --rounds 4 --colls allreduce     any driver.py option
+#   bash osu-bench/run.sh --hosts [OSU OPTIONS]    allreduce between two real hosts on this machine
+#       (network namespaces, tests/net/hosts.sh; needs root): 2+2 ranks, picoll against plain MPI
+#       in the same job (--ab=4), 8 B to 16 MiB; OSU OPTIONS replace those of osu_allreduce
 #
 # Environment: PICOLL_BENCH_BUILD (build directory, default build-bench), MPICC (default mpicc),
 # OSU_DIR (real OSU micro-benchmarks to run as well). Results: osu-bench/results/<date>-<host>/.
@@ -15,7 +18,9 @@ cd "$top"
 start=$(date +%s)
 
 # the full build: UCX for the network step, hwloc for GPU and NIC locality, as the test command
-bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev libhwloc-dev libucx-dev python3 python3-matplotlib
+hosts=0
+if [ "${1:-}" = "--hosts" ]; then hosts=1; shift; fi
+bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc openmpi-bin libopenmpi-dev libhwloc-dev libucx-dev python3 python3-matplotlib iproute2
 
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then
     echo "== autoreconf"
@@ -31,6 +36,19 @@ if [ ! -f "$build/Makefile" ]; then
 fi
 echo "== build in $build"
 make -C "$build" -s -j"$jobs" all >/dev/null
+
+if [ $hosts = 1 ]; then
+    # between two hosts: the network step crosses a veth pair, and Open MPI's own traffic its tcp BTL
+    flavour=$(sed -n 's/^MPI_FLAVOUR = //p' "$build/Makefile")
+    mpiexec=$(sed -n 's/^MPIEXEC = //p' "$build/Makefile")
+    [ $# -gt 0 ] || set -- --ab=4 -c -T mpi_float -m 8:16M --factor 2
+    echo "== allreduce between two hosts (setup took $(( $(date +%s) - start )) s), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    status=0
+    sh "$top/tests/net/hosts.sh" --mpi "$flavour" --mpiexec "$mpiexec" --np 2+2 --limit 580 \
+        --preload "$build/.libs/libpicoll.so" --env PICOLL_HOST=on -- "$build/osu-bench/osu_allreduce" "$@" || status=$?
+    echo "== main job took $(( $(date +%s) - start )) s"
+    exit $status
+fi
 
 # Debian's python3 has python3-matplotlib; another python3 first on PATH may not.
 python=python3

@@ -7,7 +7,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc g++ openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev libucx-dev cmake valgrind python3 gfortran
+bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc g++ openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev libucx-dev cmake valgrind python3 gfortran iproute2
 
 echo "== autoreconf"
 autoreconf -fi >/dev/null

@@ -26,7 +26,55 @@ struct picoll_net {
     int comm_size;
     char (*hosts)[NET_HOST_MAX];
     double timeout;
+    pthread_mutex_t lock;    /* held by whoever drives the worker (it is serialized) */
+    int registered;
+    struct picoll_net *next; /* in the process's list of rails */
 };
+
+/* Every rail of the process. A send is complete once UCX has taken its data, which over tcp may
+ * still wait in the endpoint's buffer and leave only while that worker is progressed; a rank that
+ * has left a communicator's collective with such bytes buffered, and waits in another one's, would
+ * then wait for ever for a peer still waiting for them (seen between two hosts: the ranks of one
+ * host in the split communicator's allgather, those of the other still in the world's). So a
+ * rank that waits progresses the other rails too, those no other thread is driving. */
+static pthread_mutex_t nets_lock = PTHREAD_MUTEX_INITIALIZER;
+static picoll_net_t *nets;
+
+static void net_register(picoll_net_t *net)
+{
+    pthread_mutex_lock(&nets_lock);
+    net->next = nets;
+    nets = net;
+    net->registered = 1;
+    pthread_mutex_unlock(&nets_lock);
+}
+
+static void net_unregister(picoll_net_t *net)
+{
+    pthread_mutex_lock(&nets_lock);
+    for (picoll_net_t **p = &nets; *p != NULL; p = &(*p)->next) {
+        if (*p == net) {
+            *p = net->next;
+            break;
+        }
+    }
+    net->registered = 0;
+    pthread_mutex_unlock(&nets_lock);
+}
+
+static void net_progress_others(const picoll_net_t *self)
+{
+    if (pthread_mutex_trylock(&nets_lock) != 0) {
+        return;
+    }
+    for (picoll_net_t *o = nets; o != NULL; o = o->next) {
+        if (o != self && pthread_mutex_trylock(&o->lock) == 0) {
+            ucp_worker_progress(o->worker);
+            pthread_mutex_unlock(&o->lock);
+        }
+    }
+    pthread_mutex_unlock(&nets_lock);
+}
 
 _Static_assert(sizeof(((picoll_net_req_t *)0)->iov[0]) == sizeof(ucp_dt_iov_t),
                "picoll_net_req_t's iov must have ucp_dt_iov_t's layout");
@@ -84,6 +132,12 @@ static void net_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 static void net_free(picoll_net_t *net)
 {
+    if (net->registered) {
+        net_unregister(net);
+    }
+    pthread_mutex_lock(&net->lock); /* another rank's wait may be progressing it */
+    pthread_mutex_unlock(&net->lock);
+    pthread_mutex_destroy(&net->lock);
     if (net->eps != NULL) {
         for (int i = 0; i < net->size; i++) {
             if (net->eps[i] == NULL) {
@@ -117,6 +171,79 @@ static void net_free(picoll_net_t *net)
     free(net);
 }
 
+static double net_now(void);
+
+/* UCX connects an endpoint lazily, at its first message, and completing the connection takes
+ * progress on both sides. A rail's worker progresses only inside that rail's collectives, so a
+ * connection left half made could wait, for ever, for a peer that has gone on to another
+ * communicator's collective or into the MPI (seen between two hosts under MPICH: the ranks of
+ * one host stuck in a communicator's first network step while those of the other had left it).
+ * So every endpoint is connected here, while every member is here, and each member keeps
+ * progressing until all are done. net is NULL on a member that failed: it only takes part. */
+static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
+{
+    picoll_status_t status = PICOLL_OK;
+    ucp_request_param_t p = {.op_attr_mask = 0};
+    void **reqs = net != NULL ? calloc((size_t)net->size, sizeof(void *)) : NULL;
+    MPI_Request barrier;
+    int pending = 0, done = 0;
+
+    if (net != NULL && reqs == NULL) {
+        status = PICOLL_ERR_NO_MEMORY;
+    }
+    for (int i = 0; reqs != NULL && i < net->size; i++) {
+        ucs_status_ptr_t r = net->eps[i] != NULL ? ucp_ep_flush_nbx(net->eps[i], &p) : NULL;
+        if (UCS_PTR_IS_ERR(r)) {
+            picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
+                         net->hosts[i], ucs_status_string(UCS_PTR_STATUS(r)));
+            status = PICOLL_ERR_UCX;
+        } else if (r != NULL) {
+            reqs[i] = r;
+            pending++;
+        }
+    }
+    double deadline = net_now() + (net != NULL ? net->timeout : 0.0);
+    while (pending > 0) {
+        ucp_worker_progress(net->worker);
+        for (int i = 0; i < net->size; i++) {
+            if (reqs[i] == NULL || ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
+                continue;
+            }
+            if (ucp_request_check_status(reqs[i]) != UCS_OK) {
+                picoll_error("connecting to rank %d on host %s over UCX failed: %s",
+                             net->comm_ranks[i], net->hosts[i],
+                             ucs_status_string(ucp_request_check_status(reqs[i])));
+                status = PICOLL_ERR_UCX;
+            }
+            ucp_request_free(reqs[i]);
+            reqs[i] = NULL;
+            pending--;
+        }
+        if (pending > 0 && net_now() > deadline) {
+            for (int i = 0; i < net->size; i++) {
+                if (reqs[i] != NULL) {
+                    picoll_error("connecting to rank %d on host %s over UCX did not finish within "
+                                 "%g s (PICOLL_TIMEOUT)", net->comm_ranks[i], net->hosts[i],
+                                 net->timeout);
+                    ucp_request_free(reqs[i]); /* released by UCX once it completes */
+                }
+            }
+            status = PICOLL_ERR_UCX;
+            break;
+        }
+    }
+    free(reqs);
+    /* every member, failed or not, until all have connected */
+    PMPI_Ibarrier(rail_comm, &barrier);
+    while (!done) {
+        if (net != NULL && ucp_worker_progress(net->worker) == 0) {
+            sched_yield();
+        }
+        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+    }
+    return status;
+}
+
 picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
                                   double timeout, picoll_net_t **out)
 {
@@ -137,6 +264,7 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
     if (net == NULL) {
         status = PICOLL_ERR_NO_MEMORY;
     } else {
+        pthread_mutex_init(&net->lock, NULL);
         net->rank = me;
         net->size = n;
         net->comm_size = comm_size;
@@ -249,12 +377,15 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         }
     }
     free(all);
+    picoll_status_t wired = net_wireup(status == PICOLL_OK ? net : NULL, rail_comm);
+    status = status == PICOLL_OK ? wired : status;
     if (status != PICOLL_OK) {
         if (net != NULL) {
             net_free(net);
         }
         return status;
     }
+    net_register(net);
     *out = net;
     return PICOLL_OK;
 }
@@ -301,7 +432,9 @@ void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *bu
     req->iov[0].length = sizeof(req->hdr);
     req->iov[1].buffer = (void *)buf;
     req->iov[1].length = len;
+    pthread_mutex_lock(&net->lock);
     req->ucx = ucp_tag_send_nbx(net->eps[peer], req->iov, 2, net_tag(net, step, net->rank), &p);
+    pthread_mutex_unlock(&net->lock);
 }
 
 void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, size_t len,
@@ -317,8 +450,10 @@ void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, siz
     req->iov[0].length = sizeof(req->hdr);
     req->iov[1].buffer = buf;
     req->iov[1].length = len;
+    pthread_mutex_lock(&net->lock);
     req->ucx = ucp_tag_recv_nbx(net->worker, req->iov, 2, net_tag(net, step, peer),
                                 (ucp_tag_t)-1, &p);
+    pthread_mutex_unlock(&net->lock);
 }
 
 static double net_now(void)
@@ -345,6 +480,14 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
         if (reqs[i].ucx == NULL || off >= (int)sizeof(missing) - 96) {
             continue;
         }
+        /* a peer we both send to and receive from is named once */
+        int named = 0;
+        for (int j = 0; j < i; j++) {
+            named |= reqs[j].ucx != NULL && reqs[j].peer == reqs[i].peer;
+        }
+        if (named) {
+            continue;
+        }
         off += snprintf(missing + off, sizeof(missing) - (size_t)off, "%srank %d on host %s",
                         nmissing++ ? ", " : "", net->comm_ranks[reqs[i].peer],
                         net->hosts[reqs[i].peer]);
@@ -355,17 +498,12 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
     picoll_abort_job();
 }
 
-int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
+/* Progress the worker until every request in reqs is complete, within the timeout. */
+static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
 {
     double deadline = 0.0;
     unsigned idle = 0, spins = 0;
-    int all = 1;
 
-    for (int i = 0; i < n; i++) {
-        if (UCS_PTR_IS_ERR(reqs[i].ucx)) {
-            net_failed(net, &reqs[i], ucs_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
-        }
-    }
     for (;;) {
         int pending = 0;
         for (int i = 0; i < n; i++) {
@@ -392,6 +530,9 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
             /* more ranks than cores is common on a test machine: let the peer run */
             sched_yield();
         }
+        if ((idle & 63) == 63) {
+            net_progress_others(net);
+        }
         if ((++spins & 1023) == 0) {
             double now = net_now();
             if (deadline == 0.0) {
@@ -401,6 +542,20 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
             }
         }
     }
+}
+
+int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
+{
+    int all = 1;
+
+    for (int i = 0; i < n; i++) {
+        if (UCS_PTR_IS_ERR(reqs[i].ucx)) {
+            net_failed(net, &reqs[i], ucs_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
+        }
+    }
+    pthread_mutex_lock(&net->lock);
+    net_wait(net, reqs, n, coll);
+    pthread_mutex_unlock(&net->lock);
     for (int i = 0; i < n; i++) {
         if (!reqs[i].is_recv) {
             continue;

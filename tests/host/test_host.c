@@ -8,7 +8,11 @@
  *   mixed     allgather and alltoall where the last rank's type is derived (it votes no): all
  *             ranks must fall back together, then take picoll's path again
  *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout
- *   kill R N  rank R is killed (SIGKILL) at iteration N: likewise, where the launcher lets them */
+ *   kill R N  rank R is killed (SIGKILL) at iteration N: likewise, where the launcher lets them
+ *   volume N COUNT  N allreduces of COUNT int32 (sum), each checked: a known amount of traffic
+ *   run S     allreduces, allgathers and alltoalls of several sizes, each checked, for S seconds
+ *             (rank 0's clock); prints "loop running" once under way, so that a test can start a
+ *             fault, and how long the longest iteration took */
 #include <mpi.h>
 #include <pthread.h>
 #include <signal.h>
@@ -215,6 +219,60 @@ static void mode_loop(long n)
     }
 }
 
+static void mode_volume(long n, size_t count)
+{
+    int32_t *in = malloc(count * sizeof(int32_t)), *out = malloc(count * sizeof(int32_t));
+    for (long it = 0; it < n; it++) {
+        for (size_t i = 0; i < count; i++) {
+            in[i] = gen(rank, i + (size_t)it);
+        }
+        MPI_Allreduce(in, out, (int)count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        for (size_t i = 0; i < count; i++) {
+            int32_t e = 0;
+            for (int r = 0; r < size; r++) {
+                e += gen(r, i + (size_t)it);
+            }
+            if (out[i] != e) {
+                CHECK(0, "volume iteration %ld: [%zu] = %d, expected %d", it, i, out[i], e);
+                break;
+            }
+        }
+    }
+    free(in);
+    free(out);
+}
+
+/* Until rank 0 has seen `seconds` pass: every rank learns it from the same allreduce, so all stop
+ * after the same iteration. */
+static void mode_run(double seconds)
+{
+    static const size_t counts[] = {1, 700, 20000, 100003};
+    double start = MPI_Wtime(), longest = 0.0;
+    long it;
+    for (it = 0;; it++) {
+        double t0 = MPI_Wtime();
+        int stop = rank == 0 && t0 - start > seconds, any;
+        MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            break;
+        }
+        check_allreduce(MPI_COMM_WORLD, counts[it % 4]);
+        if (it % 4 == 1) {
+            check_blocks(MPI_COMM_WORLD, (size_t)(it % 3) * 5000 + 3);
+        }
+        if (MPI_Wtime() - t0 > longest) {
+            longest = MPI_Wtime() - t0;
+        }
+        if (it == 20 && rank == 0) {
+            printf("test_host run: loop running\n");
+            fflush(stdout);
+        }
+    }
+    if (rank == 0) {
+        printf("test_host run: %ld iterations, the longest took %.1f s\n", it, longest);
+    }
+}
+
 static void mode_twocomms(void)
 {
     MPI_Comm rev;
@@ -305,10 +363,14 @@ int main(int argc, char **argv)
         mode_mixed();
     } else if (strcmp(mode, "stall") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGSTOP);
+    } else if (strcmp(mode, "volume") == 0) {
+        mode_volume(argc > 2 ? atol(argv[2]) : 10, argc > 3 ? strtoul(argv[3], NULL, 10) : 1000000);
+    } else if (strcmp(mode, "run") == 0) {
+        mode_run(argc > 2 ? atof(argv[2]) : 10.0);
     } else if (strcmp(mode, "kill") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGKILL);
     } else {
-        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|mixed|stall [R N]|kill [R N]\n");
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|mixed|stall [R N]|kill [R N]|volume [N COUNT]|run [S]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all;

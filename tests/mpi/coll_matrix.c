@@ -36,7 +36,10 @@
  *                            can take (predefined types, or in place) with a block of at least
  *                            --path-min bytes must report NAME from picoll_last_algorithm(), e.g.
  *                            allgather=cma,alltoall=cma,alltoall.inplace=shm (COLL.inplace, when
- *                            given, applies to in-place calls instead of COLL)
+ *                            given, applies to in-place calls instead of COLL); likewise every
+ *                            allreduce of a type and op picoll reduces (all but MAXLOC/MINLOC) on
+ *                            a communicator of more than one rank; NAME ending in '*' matches
+ *                            every name it begins, e.g. allreduce=hier_*
  *          --path-min BYTES  (default 1) */
 #include "mpitest.h"
 
@@ -654,6 +657,8 @@ static void char_same_path(const type_t *t, op_t op, size_t count, comm_t *c)
              CHAR_MIN < 0 ? "MPI_SIGNED_CHAR" : "MPI_UNSIGNED_CHAR");
 }
 
+static void check_path_allreduce(const type_t *t, op_t op, size_t count, int inplace, comm_t *c);
+
 static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, comm_t *c)
 {
     uint64_t seed = case_seed("allreduce", (size_t)(t - types), op, count, c);
@@ -686,6 +691,7 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
                 count, inplace ? "in place" : "", c->name, rc, err);
         return;
     }
+    check_path_allreduce(t, op, count, inplace, c);
     /* for a known bug of the underlying MPI, what it gives on its own, picoll bypassed (every
      * rank takes this branch alike: the condition depends only on the case) */
     int known = known_mpi_bug(t, op);
@@ -864,28 +870,64 @@ static int path_lookup(const char *key, char *out, size_t len)
     return 0;
 }
 
+/* got is the path NAME asks for: the same name, or one that begins as NAME before its '*' */
+static int path_matches(const char *got, const char *want)
+{
+    size_t n = strlen(want);
+    if (got == NULL) {
+        return 0;
+    }
+    if (n > 0 && want[n - 1] == '*') {
+        return strncmp(got, want, n - 1) == 0;
+    }
+    return strcmp(got, want) == 0;
+}
+
+/* The NAME that --path gives for coll, in place or not; 0 when none. */
+static int path_wanted(const char *coll, int inplace, char *want, size_t len)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "%s.inplace", coll);
+    return (inplace && path_lookup(key, want, len)) || path_lookup(coll, want, len);
+}
+
 /* The call just made took the path --path asks for. Types that picoll copies as bytes are the
  * predefined ones on both sides; in place only the receive type counts. */
 static void check_path(const char *coll, const char *call, const btype_t *b, size_t count,
                        int inplace, comm_t *c)
 {
-    char key[32], want[32];
+    char want[32];
     const char *got;
     size_t block = count * b->size;
 
     if (path_list == NULL || mt_picoll.last_algorithm == NULL || count == 0 || block < path_min ||
-        (!inplace && b->send != b->recv)) {
-        return;
-    }
-    snprintf(key, sizeof(key), "%s.inplace", coll);
-    if (!(inplace && path_lookup(key, want, sizeof(want))) && !path_lookup(coll, want, sizeof(want))) {
+        (!inplace && b->send != b->recv) || !path_wanted(coll, inplace, want, sizeof(want))) {
         return;
     }
     got = mt_picoll.last_algorithm();
-    MT_CHECK(got != NULL && strcmp(got, want) == 0,
+    MT_CHECK(path_matches(got, want),
              "%s %s count %zu (%zu-byte blocks)%s on %s: path %s, expected %s", call, b->name,
              count, block, inplace ? " in place" : "",
              c->name, got ? got : "(none)", want);
+}
+
+/* The same for the allreduce just made: every predefined type and op but the pair ones, which
+ * picoll hands to the MPI, on a communicator of more than one rank. */
+static void check_path_allreduce(const type_t *t, op_t op, size_t count, int inplace, comm_t *c)
+{
+    char want[32];
+    const char *got;
+    size_t bytes = count * t->size;
+
+    if (path_list == NULL || mt_picoll.last_algorithm == NULL || count == 0 || bytes < path_min ||
+        c->size < 2 || t->kind == K_PAIR || op == OP_MAXLOC || op == OP_MINLOC ||
+        !path_wanted("allreduce", inplace, want, sizeof(want))) {
+        return;
+    }
+    got = mt_picoll.last_algorithm();
+    MT_CHECK(path_matches(got, want), "MPI_Allreduce %s %s count %zu%s on %s: path %s, expected %s",
+             t->name, op_names[op], count, inplace ? " in place" : "", c->name,
+             got ? got : "(none)", want);
 }
 
 static void run_allgather(const btype_t *b, size_t count, int inplace, comm_t *c)

@@ -1,0 +1,44 @@
+#!/bin/sh
+# selftest.sh HOSTS...: what tests/net/hosts.sh (run as HOSTS..., options may follow) promises
+# about itself: it skips with a reason where it cannot make namespaces, and it removes the hosts
+# and kills every process it started when the job outlives --limit and when it is sent SIGTERM
+# (CTest's timeout). A job of `sleep` stands in for the ranks.
+fails=0
+fail() { echo "selftest: FAIL: $*"; fails=$((fails + 1)); }
+if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
+    echo "SKIP: two hosts need root and iproute2"
+    exit 77
+fi
+# what is left of the run of hosts.sh with process id $1
+left() {
+    ip netns list 2>/dev/null | grep "^pc$1-h" | tr '\n' ' '
+    ps -eo args | grep -x "sleep 4711" | head -n 1
+}
+
+# 1. not root: a one-line reason and 77
+if command -v setpriv >/dev/null 2>&1; then
+    out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$@" -- true 2>&1); rc=$?
+    echo "as an unprivileged user: $out (status $rc)"
+    [ $rc = 77 ] && echo "$out" | grep -q '^SKIP: ' || fail "no skip (status 77, a SKIP line) without root"
+fi
+
+# 2. --limit: the job is killed, status 124, nothing left
+"$@" --limit 3 -- sleep 4711 & pid=$!
+wait $pid; rc=$?
+[ $rc = 124 ] || fail "--limit 3 on a job of sleep: status $rc, expected 124"
+l=$(left $pid); [ -z "$l" ] || fail "left after --limit: $l"
+
+# 3. SIGTERM while the job runs: nothing left
+"$@" --limit 60 -- sleep 4711 & pid=$!
+for _ in $(seq 100); do
+    ps -eo args | grep -qx "sleep 4711" && break
+    sleep 0.1
+done
+ps -eo args | grep -qx "sleep 4711" || fail "the job of sleep did not start"
+kill -TERM $pid
+wait $pid; rc=$?
+echo "after SIGTERM: status $rc"
+l=$(left $pid); [ -z "$l" ] || fail "left after SIGTERM: $l"
+
+[ $fails = 0 ] && echo "selftest: passed" || echo "selftest: FAILED ($fails)"
+[ $fails = 0 ]
