@@ -82,7 +82,8 @@ kill_all() {
     done
 }
 cleanup() {
-    trap - EXIT INT TERM HUP PIPE
+    trap - EXIT INT TERM HUP
+    trap '' PIPE # a reader that went away must not stop the cleaning
     for p in $watch_pid $steps_pid; do kill -9 "$p" 2>/dev/null; done
     kill_all
     ip netns del "$ns1" 2>/dev/null
@@ -90,7 +91,7 @@ cleanup() {
     rm -rf "$run"
 }
 trap cleanup EXIT
-trap 'echo "hosts.sh: interrupted: removing the hosts"; exit 143' INT TERM HUP PIPE
+trap 'trap "" PIPE; echo "hosts.sh: interrupted: removing the hosts" 2>/dev/null; exit 143' INT TERM HUP PIPE
 
 # the hosts of an earlier run that was SIGKILLed (no trap runs then: CTest's timeout kills so)
 for old in $(ip netns list 2>/dev/null | sed -n 's/^pc\([0-9]*\)-h[12].*/\1/p' | sort -u); do
@@ -99,6 +100,9 @@ for old in $(ip netns list 2>/dev/null | sed -n 's/^pc\([0-9]*\)-h[12].*/\1/p' |
         for ns in "pc$old-h1" "pc$old-h2"; do
             pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] || kill -9 $pids
             ip netns del "$ns" 2>/dev/null
+        done
+        for f in $(grep -lx "pc$old-h1" /tmp/picoll-hosts.*/ns-h1 2>/dev/null); do
+            rm -rf "$(dirname "$f")"
         done
     fi
 done
