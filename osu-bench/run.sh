@@ -44,7 +44,7 @@ if [ $hosts = 1 ]; then
     [ $# -gt 0 ] || set -- --ab=4 -c -T mpi_float -m 8:16M --factor 2
     echo "== allreduce between two hosts (setup took $(( $(date +%s) - start )) s), load: $(cut -d' ' -f1-3 /proc/loadavg)"
     status=0
-    sh "$top/tests/net/hosts.sh" --mpi "$flavour" --mpiexec "$mpiexec" --np 2+2 --limit 580 \
+    env -u PICOLL_BENCH_BUILD sh "$top/tests/net/hosts.sh" --mpi "$flavour" --mpiexec "$mpiexec" --np 2+2 --limit 580 \
         --preload "$build/.libs/libpicoll.so" --env PICOLL_HOST=on -- "$build/osu-bench/osu_allreduce" "$@" || status=$?
     echo "== main job took $(( $(date +%s) - start )) s"
     exit $status

@@ -26,10 +26,11 @@
 #                            MPICH 4.0, whose UCX hangs in MPI_Finalize in about half the runs over
 #                            tcp, also without picoll)
 #   --min-bytes N            h1's veth must have sent and received at least N bytes each
+#   --max-bytes N            and at most N bytes each (a slowed link held the traffic back)
 # Skips (exit 77, "SKIP: ..." on one line) where namespaces cannot be made (not root, no
 # CAP_NET_ADMIN, no ip or unshare). Also fails when the job leaves a picoll segment in /dev/shm.
 mpi=openmpi; mpiexec=; np=2+2; preload=; limit=60; rate=; start_re="loop running"; fault=
-expect_re=; expect_s=; min_bytes=0; keep_going=; done_re=; done_at=; watch_pid=; steps_pid=
+expect_re=; expect_s=; min_bytes=0; max_bytes=; keep_going=; done_re=; done_at=; watch_pid=; steps_pid=
 envs=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,6 +46,7 @@ while [ $# -gt 0 ]; do
         --fault) fault="$2"; shift 2 ;;
         --expect-within) expect_re="$2"; expect_s="$3"; shift 3 ;;
         --min-bytes) min_bytes="$2"; shift 2 ;;
+        --max-bytes) max_bytes="$2"; shift 2 ;;
         --done) done_re="$2"; shift 2 ;;
         --) shift; break ;;
         *) echo "hosts.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -80,7 +82,8 @@ kill_all() {
     done
 }
 cleanup() {
-    trap - EXIT INT TERM HUP PIPE
+    trap - EXIT INT TERM HUP
+    trap '' PIPE # a reader that went away must not stop the cleaning
     for p in $watch_pid $steps_pid; do kill -9 "$p" 2>/dev/null; done
     kill_all
     ip netns del "$ns1" 2>/dev/null
@@ -88,7 +91,7 @@ cleanup() {
     rm -rf "$run"
 }
 trap cleanup EXIT
-trap 'echo "hosts.sh: interrupted: removing the hosts"; exit 143' INT TERM HUP PIPE
+trap 'trap "" PIPE; echo "hosts.sh: interrupted: removing the hosts" 2>/dev/null; exit 143' INT TERM HUP PIPE
 
 # the hosts of an earlier run that was SIGKILLed (no trap runs then: CTest's timeout kills so)
 for old in $(ip netns list 2>/dev/null | sed -n 's/^pc\([0-9]*\)-h[12].*/\1/p' | sort -u); do
@@ -97,6 +100,9 @@ for old in $(ip netns list 2>/dev/null | sed -n 's/^pc\([0-9]*\)-h[12].*/\1/p' |
         for ns in "pc$old-h1" "pc$old-h2"; do
             pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] || kill -9 $pids
             ip netns del "$ns" 2>/dev/null
+        done
+        for f in $(grep -lx "pc$old-h1" /tmp/picoll-hosts.*/ns-h1 2>/dev/null); do
+            rm -rf "$(dirname "$f")"
         done
     fi
 done
@@ -262,6 +268,9 @@ tx=$(( $(counter tx_bytes) - tx0 )); rx=$(( $(counter rx_bytes) - rx0 ))
 echo "hosts.sh: h1's veth sent $tx and received $rx bytes"
 if [ "$tx" -lt "$min_bytes" ] || [ "$rx" -lt "$min_bytes" ]; then
     echo "hosts.sh: FAIL: fewer than $min_bytes bytes crossed the veth each way"; status=1
+fi
+if [ -n "$max_bytes" ] && { [ "$tx" -gt "$max_bytes" ] || [ "$rx" -gt "$max_bytes" ]; }; then
+    echo "hosts.sh: FAIL: more than $max_bytes bytes crossed the veth one way"; status=1
 fi
 kill_all
 # The MPIs' own files of killed jobs (named after the hosts) go; picoll's must not be there (a

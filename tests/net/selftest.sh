@@ -1,8 +1,9 @@
 #!/bin/sh
 # selftest.sh HOSTS...: what tests/net/hosts.sh (run as HOSTS..., options may follow) promises
 # about itself: it skips with a reason where it cannot make namespaces, and it removes the hosts
-# and kills every process it started when the job outlives --limit and when it is sent SIGTERM
-# (CTest's timeout). A job of `sleep` stands in for the ranks.
+# and kills every process it started when the job outlives --limit, when it is sent SIGTERM, when
+# its reader goes away (SIGPIPE), and, at the next run, when it was SIGKILLed (CTest's timeout).
+# A job of `sleep` stands in for the ranks.
 fails=0
 fail() { echo "selftest: FAIL: $*"; fails=$((fails + 1)); }
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
@@ -39,6 +40,24 @@ kill -TERM $pid
 wait $pid; rc=$?
 echo "after SIGTERM: status $rc"
 l=$(left $pid); [ -z "$l" ] || fail "left after SIGTERM: $l"
+
+# 4. its reader goes away (SIGPIPE): nothing left
+"$@" --limit 5 -- sleep 4711 | head -n 1
+sleep 6
+ps -eo args | grep -qx "sleep 4711" && fail "the job of sleep outlived its reader's end"
+l=$(ip netns list 2>/dev/null | grep '^pc[0-9]*-h'); [ -z "$l" ] || fail "left after SIGPIPE: $l"
+
+# 5. SIGKILLed (no trap runs): the next run removes what it left
+"$@" --limit 60 -- sleep 4711 > /dev/null 2>&1 & pid=$!
+for _ in $(seq 100); do
+    ps -eo args | grep -qx "sleep 4711" && break
+    sleep 0.1
+done
+kill -9 $pid
+wait $pid 2>/dev/null
+[ -n "$(left $pid)" ] || fail "a SIGKILLed run left nothing: the test did not test"
+"$@" --limit 20 -- true
+l=$(left $pid); [ -z "$l" ] || fail "left by a SIGKILLed run after the next: $l"
 
 [ $fails = 0 ] && echo "selftest: passed" || echo "selftest: FAILED ($fails)"
 [ $fails = 0 ]
