@@ -477,8 +477,13 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
 /* Copies the outputs back; the bytes of a PARTIAL output only as far as status says. */
 static int copy_out(picoll_call_t *c, const MPI_Status *status)
 {
-    int failed = 0, cancelled = 0;
-    if (status != NULL && status != MPI_STATUS_IGNORE) {
+    int failed = 0, cancelled = 0, receive = 0;
+    for (int i = 0; i < c->n; i++) {
+        receive |= c->b[i].host != NULL && (c->b[i].flags & PICOLL_ROLE_PARTIAL);
+    }
+    /* only a receive can be cancelled with its buffer unwritten; Open MPI leaves the cancelled
+     * field of I/O statuses uninitialised, so it is not read for anything else */
+    if (receive && status != NULL && status != MPI_STATUS_IGNORE) {
         PMPI_Test_cancelled(status, &cancelled);
     }
     for (int i = 0; i < c->n && !cancelled; i++) {
