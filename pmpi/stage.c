@@ -466,9 +466,11 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
         }
         b->pass = (void *)((uintptr_t)b->host - (uintptr_t)b->lo);
     }
-    /* a persistent call copies its inputs at each MPI_Start; a failed copy still joins the call,
-     * so that the other ranks are not left waiting, and the error comes at its end */
-    if (mode != PICOLL_MODE_PERSISTENT && copy_in(c)) {
+    /* A persistent call copies its inputs again at each MPI_Start, and here too: MPICH 4.0's
+     * MPI_Gather_init reads the send buffer when it is made, not when it starts, and the host copy
+     * must then hold what the application's buffer held. A failed copy still joins the call, so
+     * that the other ranks are not left waiting, and the error comes at its end. */
+    if (copy_in(c)) {
         c->any = 2;
     }
     return 0;
