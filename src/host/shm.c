@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "host/shm.h"
+#include "net/net.h"
 #include "core.h"
 #include "log.h"
 
@@ -213,6 +214,10 @@ uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *c
             }
             /* more ranks than cores is common on a test machine: let the peer run */
             sched_yield();
+            if ((spins & 63) == 0) {
+                /* the peer may wait, between nodes, for bytes of ours still in a rail's worker */
+                picoll_net_progress_all();
+            }
             if ((spins & 255) == 0) {
                 double now = shm_now();
                 if (deadline == 0.0) {

@@ -55,6 +55,12 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
 int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sbuf, size_t slen,
                         int from, void *rbuf, size_t rlen, int vote, const char *coll);
 
+/* Progress every rail of the process that no other thread is driving. Any wait inside a
+ * collective calls it now and then: over tcp a send counts as complete while its last bytes may
+ * still wait for their worker to run, and the peer waiting for them may be what this rank waits
+ * for, through a node step or another communicator. */
+void picoll_net_progress_all(void);
+
 int picoll_net_rank(const picoll_net_t *net);
 int picoll_net_size(const picoll_net_t *net);
 

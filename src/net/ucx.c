@@ -76,6 +76,11 @@ static void net_progress_others(const picoll_net_t *self)
     pthread_mutex_unlock(&nets_lock);
 }
 
+void picoll_net_progress_all(void)
+{
+    net_progress_others(NULL);
+}
+
 _Static_assert(sizeof(((picoll_net_req_t *)0)->iov[0]) == sizeof(ucp_dt_iov_t),
                "picoll_net_req_t's iov must have ucp_dt_iov_t's layout");
 
@@ -530,8 +535,8 @@ static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const cha
             /* more ranks than cores is common on a test machine: let the peer run */
             sched_yield();
         }
-        if ((idle & 63) == 63) {
-            net_progress_others(net);
+        if ((spins & 63) == 63) {
+            net_progress_others(net); /* even while this worker is busy: theirs may hold up ours */
         }
         if ((++spins & 1023) == 0) {
             double now = net_now();
@@ -684,6 +689,10 @@ void picoll_net_destroy(picoll_net_t *net)
 void picoll_net_print_transports(FILE *out)
 {
     fprintf(out, "none (built without UCX)\n");
+}
+
+void picoll_net_progress_all(void)
+{
 }
 
 #endif
