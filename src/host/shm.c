@@ -187,7 +187,8 @@ static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
 {
     unsigned char missing[shm->nlocal];
     for (int r = 0; r < shm->nlocal; r++) {
-        missing[r] = atomic_load_explicit(&shm->flags[r].arrived, memory_order_acquire) < epoch;
+        missing[r] = atomic_load_explicit(&shm->flags[r].line[epoch & 1].arrived,
+                                          memory_order_acquire) < epoch;
     }
     picoll_timeout_abort(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal, shm->timeout);
 }
@@ -195,17 +196,18 @@ static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
 {
     uint64_t epoch = ++shm->epoch;
-    picoll_shm_flag_t *mine = &shm->flags[shm->me];
+    picoll_shm_line_t *mine = &shm->flags[shm->me].line[epoch & 1];
     uint32_t all = vote;
     double deadline = 0.0;
 
-    atomic_store_explicit(&mine->vote[epoch & 1], vote, memory_order_relaxed);
+    atomic_store_explicit(&mine->vote, vote, memory_order_relaxed);
     atomic_store_explicit(&mine->arrived, epoch, memory_order_release);
     for (int r = 0; r < shm->nlocal; r++) {
         if (r == shm->me) {
             continue;
         }
-        picoll_shm_flag_t *peer = &shm->flags[r];
+        /* a peer reaches this parity's next epoch only after I arrived at the one between */
+        picoll_shm_line_t *peer = &shm->flags[r].line[epoch & 1];
         unsigned spins = 0;
         while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
             if (++spins < picoll_spin_max()) {
@@ -227,9 +229,7 @@ uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *c
                 }
             }
         }
-        /* a peer cannot pass the next barrier before I arrive there, so vote[epoch & 1] is still
-         * the vote of this epoch */
-        all &= atomic_load_explicit(&peer->vote[epoch & 1], memory_order_relaxed);
+        all &= atomic_load_explicit(&peer->vote, memory_order_relaxed);
     }
     return all;
 }

@@ -10,14 +10,25 @@
 #include "status.h"
 
 #define PICOLL_CACHE_LINE 128 /* two lines: the adjacent-line prefetcher must not share them */
+#define PICOLL_SHM_INLINE 48  /* bytes of data in a barrier line (picoll_shm_small) */
+
+/* One rank's barrier line for the epochs of one parity: the epoch it last reached there, its vote,
+ * and up to PICOLL_SHM_INLINE bytes of data written before it arrived, so that a peer waiting
+ * for it gets the data in the same cache-line transfer as the news that it arrived. */
+typedef struct {
+    _Atomic uint64_t arrived;
+    _Atomic uint32_t vote;
+    uint32_t unused;
+    unsigned char data[PICOLL_SHM_INLINE];
+} picoll_shm_line_t;
+_Static_assert(sizeof(picoll_shm_line_t) == 64, "a barrier line is one cache line");
 
 typedef struct {
-    _Atomic uint64_t arrived;    /* last barrier epoch this rank reached */
-    _Atomic uint32_t vote[2];    /* its vote in the barriers of even and odd epochs */
+    picoll_shm_line_t line[2];   /* barriers of even and odd epochs (one writer: this rank) */
     _Atomic uint64_t block;      /* single-copy algorithms: address, in this rank's process, of
                                     what the peers read in this call (written before the call's
                                     first barrier, read between it and the second) */
-    char pad[PICOLL_CACHE_LINE - 2 * sizeof(uint64_t) - 2 * sizeof(uint32_t)];
+    char pad[PICOLL_CACHE_LINE - sizeof(uint64_t)];
 } picoll_shm_flag_t;
 
 typedef struct {
@@ -47,6 +58,16 @@ void picoll_shm_destroy(picoll_shm_t *shm);
 static inline char *picoll_shm_slot(const picoll_shm_t *shm, int rank, uint64_t buf)
 {
     return shm->data + ((size_t)rank * 2 + (buf & 1)) * shm->slot_size;
+}
+
+/* Where local rank `rank` puts `len` bytes for the barrier of epoch `buf`: in its barrier line when
+ * they fit (every rank passes the same len), else in its data buffer. */
+static inline char *picoll_shm_small(picoll_shm_t *shm, int rank, uint64_t buf, size_t len)
+{
+    if (len <= PICOLL_SHM_INLINE) {
+        return (char *)shm->flags[rank].line[buf & 1].data;
+    }
+    return picoll_shm_slot(shm, rank, buf);
 }
 
 /* Arrive at the next barrier with my vote and wait for every local rank. Returns the AND of all
