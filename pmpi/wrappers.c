@@ -90,11 +90,13 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
         .sendbuf = sendbuf,
         .recvbuf = recvbuf,
         .count = (size_t)count,
-        .dtype = picoll_classify_dtype(datatype),
         .op = picoll_classify_op(op),
     };
+    /* MPI_CHAR (osu_allreduce's default) first: it is not in the type table, whose search it
+     * would otherwise walk to the end on every call */
+    args.dtype = picoll_classify_char(datatype, args.op);
     if (args.dtype == PICOLL_DT_NONE) {
-        args.dtype = picoll_classify_char(datatype, args.op); /* MPI_CHAR in osu_allreduce */
+        args.dtype = picoll_classify_dtype(datatype);
     }
     if (args.dtype == PICOLL_DT_NONE || args.op == PICOLL_OP_NONE ||
         !picoll_op_valid(args.dtype, args.op)) {
