@@ -86,6 +86,12 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
         sendbuf == recvbuf) {
         return 0;
     }
+    picoll_comm_t *ctx = picoll_comm_get(comm);
+    /* neither executor can take it: no need to classify */
+    if (ctx == NULL || !ctx->enabled ||
+        (picoll_g.cfg.host == PICOLL_HOST_OFF && !ctx->cuda_possible)) {
+        return 0;
+    }
     picoll_allreduce_args_t args = {
         .sendbuf = sendbuf,
         .recvbuf = recvbuf,
@@ -102,8 +108,7 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
         !picoll_op_valid(args.dtype, args.op)) {
         return 0;
     }
-    picoll_comm_t *ctx = picoll_comm_get(comm);
-    return ctx != NULL && ctx->enabled && picoll_allreduce(ctx, &args, rc) != PICOLL_ALG_FALLBACK;
+    return picoll_allreduce(ctx, &args, rc) != PICOLL_ALG_FALLBACK;
 }
 
 EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
