@@ -203,6 +203,15 @@ def check_driver(a, out, err):
         md = f.read()
     if md.count("| size (B) | %s (us) |" % name) < len(colls):
         fail("results.md lacks a table per collective with a %r column" % name, out, err)
+    # allreduce also runs with OSU's default datatype, and a last table sets the speed-ups side by side
+    types = {r["datatype"] for r in rows if r["collective"] == "allreduce"}
+    if types and "MPI_CHAR" not in types:
+        fail("no allreduce rows with MPI_CHAR, OSU's default datatype (rows have %s)" % sorted(types),
+             out, err)
+    if types and len(types) > 1:
+        glance = "allreduce, %s buffers: speed-up over %s by datatype" % (rows[0]["memory"], name)
+        if glance not in out or glance not in md:
+            fail("the driver printed (or wrote to results.md) no %r table" % glance, out, err)
     if a.expect_path:
         for r in rows:
             if not re.fullmatch(a.expect_path, r.get("picoll_path") or ""):

@@ -9,7 +9,10 @@ buffers, staged MPI: a copy to pinned host buffers, plain MPI, a copy back, as a
 does on an MPI that is not CUDA-aware (--baseline). Where the CUDA driver counts its calls (the
 test driver's emulated GPU), the driver calls per picoll call on CUDA buffers are shown beside each
 size. Real OSU micro-benchmarks found through OSU_DIR or PATH run too, once without and once with
-the preload, and add their rows.
+the preload, with their own defaults (MPI_CHAR), and add their rows. OSU's programs reduce MPI_CHAR
+unless told otherwise, so allreduce also runs A/B with MPI_CHAR when --type is another type, and a
+last table sets the speed-ups side by side: --type, MPI_CHAR, and the real OSU's where present:
+the figure an OSU user sees next to picoll's own.
 
 Prints a table per collective and writes osu-bench/results/<date>-<host>/ with results.csv,
 results.md and PNG plots (matplotlib, else gnuplot, else none).
@@ -32,6 +35,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLLECTIVES = ("allreduce", "allgather", "alltoall")
+# what OSU's programs reduce unless -T says otherwise; the allgather and alltoall ones move bytes,
+# whose type changes nothing
+OSU_DEFAULT_TYPE = "mpi_char"
 TYPE_SIZES = {"mpi_char": 1, "mpi_int": 4, "mpi_float": 4, "mpi_double": 8}
 QUICK_SIZES, QUICK_FACTOR = "4:1M", 4
 FULL_SIZES, FULL_FACTOR = "1:1M", 2
@@ -130,6 +136,9 @@ class Bench:
 
     def env(self, picoll_host=True):
         env = dict(os.environ)
+        # tests/mpirun.sh turns Open MPI's AVX reductions off for the tests (wrong 8-bit sums on
+        # overflow, whose results tests compare); a benchmark compares with the MPI users run
+        env.setdefault("MPIRUN_KEEP_AVX", "1")
         if picoll_host:
             env["PICOLL_HOST"] = "on"
         return env
@@ -171,9 +180,9 @@ class Bench:
                        "with (is this MPI CUDA-aware? --baseline staged needs no CUDA-aware MPI): "
                        + why)
 
-    def common_args(self):
+    def common_args(self, dtype=None):
         a = self.args
-        out = ["-m", "%d:%d" % (a.min_size, a.max_size), "-T", a.type]
+        out = ["-m", "%d:%d" % (a.min_size, a.max_size), "-T", dtype or a.type]
         if a.iters:
             out += ["-i", str(a.iters)]
         if a.warmup is not None:
@@ -181,13 +190,14 @@ class Bench:
         return out
 
     # ------------------------------------------------------------------ the A/B runs
-    def run_ab(self, coll, mem):
+    def run_ab(self, coll, mem, dtype=None):
+        """One A/B job; dtype: another datatype than --type's (its rows are labelled with it)."""
         a = self.args
-        sizes = size_list(a.min_size, a.max_size, a.factor, self.esize)
+        sizes = size_list(a.min_size, a.max_size, a.factor, TYPE_SIZES[dtype or a.type])
         base = self.baseline(mem)
         args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem,
-                "--baseline", base] + self.common_args()
-        label = "%s %s" % (coll, mem)
+                "--baseline", base] + self.common_args(dtype)
+        label = "%s %s%s" % (coll, mem, " " + dtype.upper() if dtype else "")
         log("== %s: %d sizes, %s..%s bytes, np %d, %d rounds of %s / picoll"
             % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.np, a.rounds,
                BASELINE_NAMES[base]))
@@ -224,7 +234,8 @@ class Bench:
                 continue
             valid = f[6] if len(f) > 6 else ""
             done += 1
-            row = self.add_row(coll, mem, "picoll-osu-bench", base, size, mpi, pic, valid)
+            row = self.add_row(coll, mem, "picoll-osu-bench", base, size, mpi, pic, valid,
+                               datatype=dtype.upper() if dtype else None)
             log("   [%s] %2d/%d %8s B   %s %10.2f us   picoll %10.2f us   x%.2f %s  (%.0fs)"
                 % (label, done, len(sizes), human(size), BASELINE_NAMES[base], mpi, pic,
                    mpi / pic if pic else 0.0, valid, time.time() - t0))
@@ -274,8 +285,8 @@ class Bench:
             base += ["-x", str(a.warmup)]
         if mem == "cuda":
             base += ["-d", "cuda"]
-        # newer OSU versions take -T and -c; older ones reject them
-        for extra in (["-c", "-T", a.type], ["-c"], []):
+        # with OSU's own datatype (MPI_CHAR), as its users run it; older versions reject -c
+        for extra in (["-c"], []):
             job = self.launch(a.np, prog, base + extra, preload=preload)
             out = {}
             for line in job.lines():
@@ -320,7 +331,7 @@ class Bench:
             if valid == "Fail":
                 self.failures.append("%s: validation failed at %d bytes" % (label, size))
             self.add_row(coll, mem, "osu", "mpi", size, plain[size][0], pic[size][0], valid,
-                         datatype=None if "-T" in flags else "OSU default")
+                         datatype="OSU default")
             log("   [%s %s OSU] %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s"
                 % (coll, mem, human(size), plain[size][0], pic[size][0],
                    plain[size][0] / pic[size][0] if pic[size][0] else 0.0, valid))
@@ -335,11 +346,10 @@ class Bench:
         return "%s, %s buffers (%s, %s vs picoll)" % (coll, mem, what, BASELINE_NAMES[baseline])
 
     def print_tables(self):
-        for (coll, mem, source), rows in self.groups():
+        for (coll, mem, source, dtype), rows in self.groups():
             base = rows[0]["baseline"]
             log()
-            log(self.title(coll, mem, source, base) + ", np %d, %s"
-                % (self.args.np, self.args.type.upper()))
+            log(self.title(coll, mem, source, base) + ", np %d, %s" % (self.args.np, dtype))
             counted = any(r.get("driver_calls") for r in rows)
             paths = any(r.get("picoll_path") for r in rows)
             log("%10s %16s %14s %10s %11s%s%s" % ("size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
@@ -353,6 +363,43 @@ class Bench:
                 log("%10d %16s %14s %9sx %11s%s" % (r["size_bytes"], r["mpi_us"], r["picoll_us"],
                                                     "%.2f" % float(r["speedup"]) if r["speedup"] else "-",
                                                     r["validation"] or "-", extra.rstrip()))
+
+    def glance(self):
+        """Per (collective, memory) that ran more than one datatype or source: [(title, header,
+        [cells])], the speed-up of each at each size, --type's first."""
+        out = []
+        keys = []
+        for (coll, mem, source, dtype), _ in self.groups():
+            if (coll, mem) not in keys:
+                keys.append((coll, mem))
+        for coll, mem in keys:
+            series = [(source, dtype, rows) for (c, m, source, dtype), rows in self.groups()
+                      if (c, m) == (coll, mem)]
+            if len(series) < 2:
+                continue
+            head = ["size (B)"] + ["%s%s" % ("real OSU, " if src == "osu" else "picoll osu-bench, ",
+                                             "its default type" if dt == "OSU default" else dt)
+                                   for src, dt, _ in series]
+            sizes = sorted({r["size_bytes"] for _, _, rows in series for r in rows})
+            lines = []
+            for size in sizes:
+                cells = [human(size)]
+                for _, _, rows in series:
+                    r = [r for r in rows if r["size_bytes"] == size]
+                    cells.append("%.2fx" % float(r[0]["speedup"]) if r and r[0]["speedup"] else "-")
+                lines.append(cells)
+            out.append(("%s, %s buffers: speed-up over %s by datatype (OSU's default is MPI_CHAR)"
+                        % (coll, mem, BASELINE_NAMES[series[0][2][0]["baseline"]]), head, lines))
+        return out
+
+    def print_glance(self):
+        for title, head, lines in self.glance():
+            log()
+            log(title)
+            widths = [max(len(h), 9) for h in head]
+            log("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+            for cells in lines:
+                log("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
 
     # mpi_us is the A column: plain MPI, or staged MPI where baseline says staged; driver_calls:
     # CUDA driver calls per picoll call where the driver counted them (the emulated GPU), and
@@ -375,11 +422,11 @@ class Bench:
                 f.write("- %s: %s\n" % (k, v))
             for n in self.notes:
                 f.write("- %s\n" % n)
-            for (coll, mem, source), rows in self.groups():
+            for (coll, mem, source, dtype), rows in self.groups():
                 base = rows[0]["baseline"]
                 counted = any(r.get("driver_calls") for r in rows)
                 paths = any(r.get("picoll_path") for r in rows)
-                f.write("\n## %s\n\n" % self.title(coll, mem, source, base))
+                f.write("\n## %s, %s\n\n" % (self.title(coll, mem, source, base), dtype))
                 f.write("| size (B) | %s (us) | picoll (us) | speed-up | validation |%s%s\n"
                         % (BASELINE_NAMES[base], " picoll path |" if paths else "",
                            " driver calls per picoll call |" if counted else ""))
@@ -393,6 +440,10 @@ class Bench:
                         human(r["size_bytes"]), r["mpi_us"], r["picoll_us"],
                         ("%.2fx" % float(r["speedup"])) if r["speedup"] else "-", r["validation"] or "-",
                         extra))
+            for title, head, lines in self.glance():
+                f.write("\n## %s\n\n| %s |\n|%s\n" % (title, " | ".join(head), "---:|" * len(head)))
+                for cells in lines:
+                    f.write("| %s |\n" % " | ".join(cells))
             if plots:
                 f.write("\n## Plots\n\n")
                 for p in plots:
@@ -422,6 +473,8 @@ class Bench:
         for mem in mems:
             for coll in a.colls:
                 self.run_ab(coll, mem)
+                if coll == "allreduce" and a.type != OSU_DEFAULT_TYPE and not a.no_osu_type:
+                    self.run_ab(coll, mem, OSU_DEFAULT_TYPE)
                 if not a.no_osu:
                     self.run_osu(coll, mem)
         if not a.no_osu and not any(self.find_osu(c) for c in a.colls):
@@ -429,6 +482,7 @@ class Bench:
         elapsed = time.time() - start
 
         self.print_tables()
+        self.print_glance()
         host = socket.gethostname().split(".")[0] or "host"
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         outdir = a.out or os.path.join(HERE, "results", "%s-%s" % (stamp, host))
@@ -437,7 +491,8 @@ class Bench:
             ("date", datetime.datetime.now().isoformat(timespec="seconds")),
             ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), os.cpu_count() or 0)),
             ("ranks", str(a.np)),
-            ("datatype", a.type.upper()),
+            ("datatype", a.type.upper() + ("" if a.no_osu_type or a.type == OSU_DEFAULT_TYPE
+                                           else "; allreduce also MPI_CHAR, OSU's default")),
             ("sizes", "%s..%s bytes, x%d" % (human(a.min_size), human(a.max_size), a.factor)),
             ("method", "one job per collective; per size %d rounds of the baseline (picoll bypassed) "
                        "then picoll; latency = each rank's mean averaged over ranks (OSU), median over "
@@ -463,14 +518,17 @@ class Bench:
 
 # ---------------------------------------------------------------------- plots
 
+def group_key(r):
+    return (r["collective"], r["memory"], r["source"], r["datatype"])
+
+
 def groups(rows):
-    """[((collective, memory, source), rows)] in the order they ran."""
+    """[((collective, memory, source, datatype), rows)] in the order they ran."""
     keys = []
     for r in rows:
-        key = (r["collective"], r["memory"], r["source"])
-        if key not in keys:
-            keys.append(key)
-    return [(k, [r for r in rows if (r["collective"], r["memory"], r["source"]) == k]) for k in keys]
+        if group_key(r) not in keys:
+            keys.append(group_key(r))
+    return [(k, [r for r in rows if group_key(r) == k]) for k in keys]
 
 
 def baseline_name(row):
@@ -482,9 +540,9 @@ def plot_series(rows):
     """Per (collective, memory): subtitle and [(tag, baseline name, sizes, mpi, picoll)], OSU rows
     beside ours."""
     out = {}
-    for (coll, mem, source), grp in groups(rows):
-        sub = "%s, %s buffers, np %s, %s" % (coll, mem, grp[0]["np"], grp[0]["datatype"])
-        tag = "OSU " if source == "osu" else ""
+    for (coll, mem, source, dtype), grp in groups(rows):
+        sub = "%s, %s buffers, np %s" % (coll, mem, grp[0]["np"])
+        tag = ("OSU " if source == "osu" else "") + dtype + " "
         out.setdefault((coll, mem), (sub, []))[1].append(
             (tag, baseline_name(grp[0]), [int(r["size_bytes"]) for r in grp],
              [float(r["mpi_us"]) for r in grp], [float(r["picoll_us"]) for r in grp]))
@@ -501,7 +559,7 @@ def plot_matplotlib(plt, rows, outdir):
         lat_name, spd_name = plot_names(coll, mem)
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for tag, base, sizes, mpi, pic in series:
-            style = "--" if tag else "-"
+            style = "--" if tag.startswith("OSU") else "-"
             ax.plot(sizes, mpi, style, marker="o", label=tag + base)
             ax.plot(sizes, pic, style, marker="s", label=tag + "picoll")
         ax.set_xscale("log", base=2)
@@ -517,7 +575,7 @@ def plot_matplotlib(plt, rows, outdir):
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for tag, base, sizes, mpi, pic in series:
-            ax.plot(sizes, [m / p if p else 0.0 for m, p in zip(mpi, pic)], "--" if tag else "-",
+            ax.plot(sizes, [m / p if p else 0.0 for m, p in zip(mpi, pic)], "--" if tag.startswith("OSU") else "-",
                     marker="o", label=tag + "speed-up (%s / picoll)" % base)
         ax.axhline(1.0, color="gray", linewidth=1)
         ax.set_xscale("log", base=2)
@@ -626,6 +684,8 @@ def main(argv=None):
     p.add_argument("--out", help="results directory (default: osu-bench/results/<date>-<host>/)")
     p.add_argument("--no-plots", action="store_true", help="no PNG plots")
     p.add_argument("--no-osu", action="store_true", help="do not run real OSU binaries")
+    p.add_argument("--no-osu-type", action="store_true",
+                   help="allreduce with --type only, not also with MPI_CHAR (OSU's default)")
     p.add_argument("--replot", metavar="DIR", help="only redraw the plots of DIR/results.csv")
     a = p.parse_args(argv)
     if a.replot:
