@@ -2,17 +2,13 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 
-/* PICOLL_HOST=auto: where the shared-memory executor beat Open MPI 4.1 on a 2-core machine at
- * np=2 (osu-bench driver, A/B in one job). Allreduce wins at every size; allgather and alltoall, which copy twice
- * through the workspace, lose to Open MPI's single-copy (CMA) transfers above a few KiB a block. */
-#define AUTO_ALLGATHER_MAX (8u << 10)
-#define AUTO_ALLTOALL_MAX (1u << 10)
-/* From PICOLL_CMA_MIN (default 1 MiB a block) the single-copy algorithms beat the workspace, whose
- * two copies stop fitting the caches; below, the workspace's in-cache copies beat
- * process_vm_readv, which pins the peer's pages a batch at a time. Against Open MPI, which copies
- * once too, single-copy allgather held its own (1.03x to 1.11x at np 2, 0.90x to 1.26x over three
- * runs at np 4) and alltoall did not quite (1.00x to 1.02x at np 2, 0.90x to 0.99x at np 4):
- * PICOLL_HOST=auto runs only the former. */
+/* PICOLL_HOST=auto: where the shared-memory executor beats Open MPI 4.1 (osu-bench, A/B in one job,
+ * np 2 and 4 on a 2-core VM, see the README's "Performance"). Allreduce wins at every size. Below
+ * PICOLL_CMA_MIN (1 MiB a block by default) allgather and alltoall through the workspace win too
+ * (1.3x to 6x), its two copies staying in the caches; from there on the workspace loses (0.4x to
+ * 0.8x) to Open MPI's single copy (CMA). Single-copy allgather matches or beats it (1.00x to 1.25x),
+ * single-copy alltoall does not quite (0.91x to 1.06x): auto runs the former and leaves the latter
+ * to the MPI, and both to the MPI where single copy is not possible. */
 
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes)
 {
@@ -35,7 +31,7 @@ int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block
     if (cma && block_bytes >= cfg->cma_min) {
         return PICOLL_ALLGATHER_CMA;
     }
-    if (cfg->host == PICOLL_HOST_AUTO && block_bytes > AUTO_ALLGATHER_MAX) {
+    if (cfg->host == PICOLL_HOST_AUTO && block_bytes >= cfg->cma_min) {
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_ALLGATHER_SHM;
@@ -50,7 +46,7 @@ int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_
     if (cma && block_bytes >= cfg->cma_min && cfg->host == PICOLL_HOST_ON) {
         return PICOLL_ALLTOALL_CMA;
     }
-    if (cfg->host == PICOLL_HOST_AUTO && block_bytes > AUTO_ALLTOALL_MAX) {
+    if (cfg->host == PICOLL_HOST_AUTO && block_bytes >= cfg->cma_min) {
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_ALLTOALL_SHM;

@@ -49,17 +49,21 @@ int main(void)
     expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1, 0), PICOLL_ALLGATHER_SHM);
     expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20, 0), PICOLL_ALLTOALL_SHM);
 
-    /* auto: allreduce everywhere; allgather up to 8 KiB and alltoall up to 1 KiB a block */
+    /* auto: allreduce everywhere; allgather and alltoall through the workspace below
+     * PICOLL_CMA_MIN (1 MiB by default), the MPI from there on where single copy is impossible */
     char *env_auto[] = {"PICOLL_HOST=auto", NULL};
     picoll_config_load(&cfg, env_auto);
     expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
     expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20),
            PICOLL_ALLREDUCE_TWOSHOT);
     expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 0), PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 8 KiB + 1", picoll_select_allgather(&cfg, 2, 8193, 0),
+    expect("auto: allgather 1 MiB - 1", picoll_select_allgather(&cfg, 4, (1u << 20) - 1, 0),
+           PICOLL_ALLGATHER_SHM);
+    expect("auto: allgather 1 MiB", picoll_select_allgather(&cfg, 2, 1u << 20, 0),
            PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 0), PICOLL_ALLTOALL_SHM);
-    expect("auto: alltoall 1 KiB + 1", picoll_select_alltoall(&cfg, 2, 1025, 0), PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 512 KiB", picoll_select_alltoall(&cfg, 4, 512u << 10, 0),
+           PICOLL_ALLTOALL_SHM);
+    expect("auto: alltoall 1 MiB", picoll_select_alltoall(&cfg, 2, 1u << 20, 0), PICOLL_ALG_FALLBACK);
 
     /* single copy where the node can (cma = 1), from PICOLL_CMA_MIN; the workspace (on) or the MPI
      * (auto, above its limits) below; never without the capability or with PICOLL_HOST=off */
@@ -81,7 +85,7 @@ int main(void)
     expect("cma auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1),
            PICOLL_ALLGATHER_SHM);
     expect("cma auto: allgather 32 KiB", picoll_select_allgather(&cfg, 2, 32768, 1),
-           PICOLL_ALG_FALLBACK);
+           PICOLL_ALLGATHER_SHM);
     expect("cma auto: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALLGATHER_CMA);
     expect("cma auto: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
