@@ -36,6 +36,7 @@ typedef struct {
     /* single-copy transfers between the ranks of a node (host/cma.c) */
     int cma;                   /* picoll_cma_mode_t; may differ between ranks: agreed per node */
     size_t cma_min;
+    size_t allreduce_cma_min;
     long test_cma_fault;
     /* between nodes */
     int net;

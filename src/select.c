@@ -10,14 +10,18 @@
  * single-copy alltoall does not quite (0.91x to 1.06x): auto runs the former and leaves the latter
  * to the MPI, and both to the MPI where single copy is not possible. */
 
-int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes)
+int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes,
+                            int cma)
 {
-    (void)nranks;
     if (cfg->host == PICOLL_HOST_OFF || bytes == 0 || bytes > cfg->allreduce_twoshot_max) {
         return PICOLL_ALG_FALLBACK;
     }
     if (bytes <= cfg->allreduce_oneshot_max && bytes <= slot_size) {
         return PICOLL_ALLREDUCE_ONESHOT;
+    }
+    if (cma && cfg->allreduce_cma_min != 0 && bytes >= cfg->allreduce_cma_min &&
+        2 * slot_size / (size_t)nranks >= PICOLL_CMA_SCRATCH_MIN) {
+        return PICOLL_ALLREDUCE_CMA;
     }
     return PICOLL_ALLREDUCE_TWOSHOT;
 }

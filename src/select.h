@@ -8,8 +8,13 @@
 #include "config.h"
 #include "topo/topo.h"
 
-/* bytes: count * element size; slot_size: one workspace buffer of one rank. */
-int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes);
+/* bytes: count * element size; slot_size: one workspace buffer of one rank; cma: as below.
+ * One-shot up to PICOLL_ALLREDUCE_ONESHOT_MAX, two-shot in single copies from
+ * PICOLL_ALLREDUCE_CMA_MIN (0, the default: never) where the node can and each rank's two workspace buffers hold a
+ * PICOLL_CMA_SCRATCH_MIN chunk per rank, two-shot through the workspace between. */
+#define PICOLL_CMA_SCRATCH_MIN 4096
+int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes,
+                            int cma);
 /* block_bytes: what one rank contributes (allgather) or sends to one peer (alltoall); cma: the
  * node agreed that its ranks can read each other's memory (host/cma.h). Single copy from
  * PICOLL_CMA_MIN, the workspace below; PICOLL_HOST=auto keeps each only where it beat the MPI

@@ -22,7 +22,8 @@ enum {
     PICOLL_ALLREDUCE_HIER_RD = 5,
     PICOLL_ALLREDUCE_HIER_RING = 6,
     PICOLL_ALLREDUCE_HIER_ONESHOT = 7,
-    PICOLL_ALLREDUCE_CUDA_HCM = 8
+    PICOLL_ALLREDUCE_CUDA_HCM = 8,
+    PICOLL_ALLREDUCE_CMA = 9
 };
 enum {
     PICOLL_ALLGATHER_SHM = 1,
@@ -95,5 +96,7 @@ picoll_status_t picoll_allgather_cma(picoll_shm_t *shm, const picoll_blocks_args
                                      uint32_t vote);
 picoll_status_t picoll_alltoall_cma(picoll_shm_t *shm, const picoll_blocks_args_t *args,
                                     uint32_t vote);
+picoll_status_t picoll_allreduce_cma(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
+                                     uint32_t vote);
 
 #endif

@@ -154,7 +154,7 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     if (ctx->hier != NULL) {
         return hier_allreduce(ctx, args, bytes, mpi_rc);
     }
-    alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes);
+    alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes, shm->cma);
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
                       select_cuda_allreduce, &bytes, &vote, &direct, &cuda_alg)) {
@@ -165,9 +165,19 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     case PATH_HOST:
         if (alg == PICOLL_ALLREDUCE_ONESHOT) {
             status = picoll_allreduce_oneshot(shm, args, vote);
-        } else {
-            status = picoll_allreduce_twoshot(shm, args, vote);
+            break;
         }
+        if (alg == PICOLL_ALLREDUCE_CMA) {
+            uint32_t mask = vote ? PICOLL_CMA_VOTE_HOST | (direct ? PICOLL_CMA_VOTE_DIRECT : 0u) : 0u;
+            status = picoll_allreduce_cma(shm, args, mask);
+            if (status != PICOLL_ERR_NOT_SUPPORTED) {
+                break;
+            }
+            /* every rank can run picoll's algorithm, not every one single copy */
+            alg = PICOLL_ALLREDUCE_TWOSHOT;
+            vote = 1;
+        }
+        status = picoll_allreduce_twoshot(shm, args, vote);
         break;
     default:
         status = PICOLL_ERR_DISABLED;

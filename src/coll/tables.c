@@ -11,6 +11,11 @@ static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALLREDUCE_TWOSHOT] = {.name = "twoshot",
                                   .desc = "shared memory: reduce-scatter then all-gather, chunked "
                                           "by the workspace (up to PICOLL_ALLREDUCE_TWOSHOT_MAX)"},
+    [PICOLL_ALLREDUCE_CMA] = {.name = "cma",
+                              .desc = "single copy: two-shot where each rank reads its block of "
+                                      "the peers' inputs, and then their reduced blocks, straight "
+                                      "from their buffers with process_vm_readv (from "
+                                      "PICOLL_ALLREDUCE_CMA_MIN)"},
     [PICOLL_ALLREDUCE_CUDA_ONESHOT] = {.name = "cuda_oneshot",
                                        .desc = "device buffers over CUDA IPC: every rank reduces all "
                                                "inputs in rank order (PICOLL_NVLINK_ONESHOT_MAX, "

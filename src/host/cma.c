@@ -128,20 +128,27 @@ int picoll_cma_probe(MPI_Comm node_comm, int want, int **pids)
     return agreed;
 }
 
-void picoll_cma_publish(picoll_shm_t *shm, const void *addr)
+/* The address a rank publishes; PICOLL_TEST_CMA_FAULT's rank publishes one in the never-mapped
+ * first page, so that every peer's read fails. */
+static uint64_t cma_published(const void *addr)
 {
-    uint64_t a = (uint64_t)(uintptr_t)addr;
-    if (picoll_g.cfg.test_cma_fault == picoll_g.world_rank) {
-        a = 16; /* in the never-mapped first page: every peer's read fails */
-    }
-    /* the barrier's release store on `arrived` publishes it */
-    atomic_store_explicit(&shm->flags[shm->me].block, a, memory_order_relaxed);
+    return picoll_g.cfg.test_cma_fault == picoll_g.world_rank ? 16 : (uint64_t)(uintptr_t)addr;
 }
 
-void picoll_cma_read_peer(const picoll_shm_t *shm, int r, void *local, size_t off, size_t len,
-                          const char *coll)
+void picoll_cma_publish(picoll_shm_t *shm, const void *addr)
 {
-    uint64_t remote = atomic_load_explicit(&shm->flags[r].block, memory_order_relaxed) + off;
+    /* the barrier's release store on `arrived` publishes it */
+    atomic_store_explicit(&shm->flags[shm->me].block, cma_published(addr), memory_order_relaxed);
+}
+
+void picoll_cma_publish_result(picoll_shm_t *shm, void *addr)
+{
+    atomic_store_explicit(&shm->flags[shm->me].result, cma_published(addr), memory_order_relaxed);
+}
+
+static void cma_read_at(const picoll_shm_t *shm, int r, uint64_t remote, void *local, size_t len,
+                        const char *coll)
+{
     int err = picoll_cma_read(shm->pids[r], local, remote, len);
     if (err != 0) {
         picoll_error("%s on a communicator of size %d: process_vm_readv of %zu bytes at 0x%llx "
@@ -150,4 +157,18 @@ void picoll_cma_read_peer(const picoll_shm_t *shm, int r, void *local, size_t of
                      shm->pids[r], strerror(err));
         picoll_abort_job();
     }
+}
+
+void picoll_cma_read_peer(const picoll_shm_t *shm, int r, void *local, size_t off, size_t len,
+                          const char *coll)
+{
+    cma_read_at(shm, r, atomic_load_explicit(&shm->flags[r].block, memory_order_relaxed) + off,
+                local, len, coll);
+}
+
+void picoll_cma_read_peer_result(const picoll_shm_t *shm, int r, void *local, size_t off,
+                                 size_t len, const char *coll)
+{
+    cma_read_at(shm, r, atomic_load_explicit(&shm->flags[r].result, memory_order_relaxed) + off,
+                local, len, coll);
 }

@@ -33,4 +33,10 @@ void picoll_cma_publish(picoll_shm_t *shm, const void *addr);
 void picoll_cma_read_peer(const picoll_shm_t *shm, int r, void *local, size_t off, size_t len,
                           const char *coll);
 
+/* Single-copy allreduce: the address of this rank's receive buffer, published like the block
+ * (before the call's first barrier), and read by the peers after the reduction's barrier. */
+void picoll_cma_publish_result(picoll_shm_t *shm, void *addr);
+void picoll_cma_read_peer_result(const picoll_shm_t *shm, int r, void *local, size_t off,
+                                 size_t len, const char *coll);
+
 #endif

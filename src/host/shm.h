@@ -28,7 +28,9 @@ typedef struct {
     _Atomic uint64_t block;      /* single-copy algorithms: address, in this rank's process, of
                                     what the peers read in this call (written before the call's
                                     first barrier, read between it and the second) */
-    char pad[PICOLL_CACHE_LINE - sizeof(uint64_t)];
+    _Atomic uint64_t result;     /* single-copy allreduce: address of this rank's receive buffer,
+                                    which the peers read after the reduction's barrier */
+    char pad[PICOLL_CACHE_LINE - 2 * sizeof(uint64_t)];
 } picoll_shm_flag_t;
 
 typedef struct {

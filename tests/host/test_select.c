@@ -29,22 +29,22 @@ int main(void)
     size_t slot = 4u << 20;
 
     picoll_config_load(&cfg, env_off);
-    expect("off: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALG_FALLBACK);
+    expect("off: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALG_FALLBACK);
     expect("off: allgather 8 B", picoll_select_allgather(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
     expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
 
     picoll_config_load(&cfg, env_on);
-    expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
-    expect("on: allreduce 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536),
+    expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALLREDUCE_ONESHOT);
+    expect("on: allreduce 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536, 0),
            PICOLL_ALLREDUCE_ONESHOT);
-    expect("on: allreduce 64 KiB + 1", picoll_select_allreduce(&cfg, slot, 2, 65537),
+    expect("on: allreduce 64 KiB + 1", picoll_select_allreduce(&cfg, slot, 2, 65537, 0),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("on: allreduce 16 MiB", picoll_select_allreduce(&cfg, slot, 2, 16u << 20),
+    expect("on: allreduce 16 MiB", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 0),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("on: allreduce 16 MiB + 1", picoll_select_allreduce(&cfg, slot, 2, (16u << 20) + 1),
+    expect("on: allreduce 16 MiB + 1", picoll_select_allreduce(&cfg, slot, 2, (16u << 20) + 1, 0),
            PICOLL_ALG_FALLBACK);
     /* a one-shot threshold above the slot: one-shot only while the input fits one slot */
-    expect("on: allreduce 64 KiB, 32 KiB slot", picoll_select_allreduce(&cfg, 32768, 2, 65536),
+    expect("on: allreduce 64 KiB, 32 KiB slot", picoll_select_allreduce(&cfg, 32768, 2, 65536, 0),
            PICOLL_ALLREDUCE_TWOSHOT);
     expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1, 0), PICOLL_ALLGATHER_SHM);
     expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20, 0), PICOLL_ALLTOALL_SHM);
@@ -53,8 +53,8 @@ int main(void)
      * PICOLL_CMA_MIN (1 MiB by default), the MPI from there on where single copy is impossible */
     char *env_auto[] = {"PICOLL_HOST=auto", NULL};
     picoll_config_load(&cfg, env_auto);
-    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8), PICOLL_ALLREDUCE_ONESHOT);
-    expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20),
+    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALLREDUCE_ONESHOT);
+    expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20, 0),
            PICOLL_ALLREDUCE_TWOSHOT);
     expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 0), PICOLL_ALLGATHER_SHM);
     expect("auto: allgather 1 MiB - 1", picoll_select_allgather(&cfg, 4, (1u << 20) - 1, 0),
@@ -69,6 +69,9 @@ int main(void)
      * (auto, above its limits) below; never without the capability or with PICOLL_HOST=off */
     char *env_cma_on[] = {"PICOLL_HOST=on", "PICOLL_CMA_MIN=64k", NULL};
     picoll_config_load(&cfg, env_cma_on);
+    /* allreduce single copy: never by default, even where the node can */
+    expect("cma on: allreduce 16 MiB, default min", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
+           PICOLL_ALLREDUCE_TWOSHOT);
     expect("cma on: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALLGATHER_CMA);
     expect("cma on: allgather 64 KiB - 1", picoll_select_allgather(&cfg, 2, 65535, 1),
@@ -95,6 +98,26 @@ int main(void)
            PICOLL_ALG_FALLBACK);
     expect("cma auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 1),
            PICOLL_ALLTOALL_SHM);
+    /* allreduce single copy from PICOLL_ALLREDUCE_CMA_MIN, where the node can and each rank's two
+     * workspace buffers hold PICOLL_CMA_SCRATCH_MIN bytes a rank; one-shot first */
+    char *env_ar_cma[] = {"PICOLL_HOST=on", "PICOLL_ALLREDUCE_CMA_MIN=1M", NULL};
+    picoll_config_load(&cfg, env_ar_cma);
+    expect("allreduce cma: 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20, 1),
+           PICOLL_ALLREDUCE_CMA);
+    expect("allreduce cma: 1 MiB - 1", picoll_select_allreduce(&cfg, slot, 2, (1u << 20) - 1, 1),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("allreduce cma: 1 MiB, not capable", picoll_select_allreduce(&cfg, slot, 2, 1u << 20, 0),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("allreduce cma: 1 MiB, 8 KiB slots, 4 ranks",
+           picoll_select_allreduce(&cfg, 8192, 4, 1u << 20, 1), PICOLL_ALLREDUCE_CMA);
+    expect("allreduce cma: 1 MiB, 8 KiB slots, 5 ranks",
+           picoll_select_allreduce(&cfg, 8192, 5, 1u << 20, 1), PICOLL_ALLREDUCE_TWOSHOT);
+    char *env_ar_cma1[] = {"PICOLL_HOST=auto", "PICOLL_ALLREDUCE_CMA_MIN=1", NULL};
+    picoll_config_load(&cfg, env_ar_cma1);
+    expect("allreduce cma from 1 B: 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 1),
+           PICOLL_ALLREDUCE_ONESHOT);
+    expect("allreduce cma from 1 B: 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536, 1),
+           PICOLL_ALLREDUCE_CMA);
     char *env_cma_off[] = {"PICOLL_CMA_MIN=1", NULL};
     picoll_config_load(&cfg, env_cma_off);
     expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1),
@@ -185,14 +208,15 @@ int main(void)
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     checks++;
-    if (ar->count != 9 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 10 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_TWOSHOT].name, "cuda_twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RD].name, "hier_rd") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0 ||
-        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_HCM].name, "cuda_hcm") != 0) {
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_HCM].name, "cuda_hcm") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CMA].name, "cma") != 0) {
         fprintf(stderr, "the allreduce table does not name every algorithm selection returns\n");
         failures++;
     }
