@@ -17,8 +17,7 @@ int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nr
                             int cma);
 /* block_bytes: what one rank contributes (allgather) or sends to one peer (alltoall); cma: the
  * node agreed that its ranks can read each other's memory (host/cma.h). Single copy from
- * PICOLL_CMA_MIN, the workspace below; PICOLL_HOST=auto keeps each only where it beat the MPI
- * (alltoall: not single copy). */
+ * PICOLL_CMA_MIN (0, the default: never), the workspace below. */
 int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
 int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
 

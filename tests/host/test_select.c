@@ -49,29 +49,26 @@ int main(void)
     expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1, 0), PICOLL_ALLGATHER_SHM);
     expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20, 0), PICOLL_ALLTOALL_SHM);
 
-    /* auto: allreduce everywhere; allgather and alltoall through the workspace below
-     * PICOLL_CMA_MIN (1 MiB by default), the MPI from there on where single copy is impossible */
+    /* auto: allreduce, allgather and alltoall through the workspace at every size; single copy
+     * never by default, even where the node can */
     char *env_auto[] = {"PICOLL_HOST=auto", NULL};
     picoll_config_load(&cfg, env_auto);
-    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALLREDUCE_ONESHOT);
-    expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20, 0),
+    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 1), PICOLL_ALLREDUCE_ONESHOT);
+    expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20, 1),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 0), PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 1 MiB - 1", picoll_select_allgather(&cfg, 4, (1u << 20) - 1, 0),
+    expect("auto: allreduce 16 MiB, capable", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
+           PICOLL_ALLREDUCE_TWOSHOT);
+    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1), PICOLL_ALLGATHER_SHM);
+    expect("auto: allgather 16 MiB, capable", picoll_select_allgather(&cfg, 4, 16u << 20, 1),
            PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 1 MiB", picoll_select_allgather(&cfg, 2, 1u << 20, 0),
-           PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 512 KiB", picoll_select_alltoall(&cfg, 4, 512u << 10, 0),
+    expect("auto: alltoall 16 MiB, capable", picoll_select_alltoall(&cfg, 2, 16u << 20, 1),
            PICOLL_ALLTOALL_SHM);
-    expect("auto: alltoall 1 MiB", picoll_select_alltoall(&cfg, 2, 1u << 20, 0), PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1), PICOLL_ALG_FALLBACK);
 
-    /* single copy where the node can (cma = 1), from PICOLL_CMA_MIN; the workspace (on) or the MPI
-     * (auto, above its limits) below; never without the capability or with PICOLL_HOST=off */
+    /* single copy where the node can (cma = 1), from PICOLL_CMA_MIN, in either mode; the
+     * workspace below it or without the capability; never with PICOLL_HOST=off */
     char *env_cma_on[] = {"PICOLL_HOST=on", "PICOLL_CMA_MIN=64k", NULL};
     picoll_config_load(&cfg, env_cma_on);
-    /* allreduce single copy: never by default, even where the node can */
-    expect("cma on: allreduce 16 MiB, default min", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
-           PICOLL_ALLREDUCE_TWOSHOT);
     expect("cma on: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALLGATHER_CMA);
     expect("cma on: allgather 64 KiB - 1", picoll_select_allgather(&cfg, 2, 65535, 1),
@@ -83,19 +80,19 @@ int main(void)
     expect("cma on: alltoall 64 KiB - 1", picoll_select_alltoall(&cfg, 5, 65535, 1),
            PICOLL_ALLTOALL_SHM);
     expect("cma on: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1), PICOLL_ALG_FALLBACK);
+    /* PICOLL_CMA_MIN is for allgather and alltoall only */
+    expect("cma on: allreduce 16 MiB", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
+           PICOLL_ALLREDUCE_TWOSHOT);
     char *env_cma_auto[] = {"PICOLL_HOST=auto", "PICOLL_CMA_MIN=64k", NULL};
     picoll_config_load(&cfg, env_cma_auto);
-    expect("cma auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1),
-           PICOLL_ALLGATHER_SHM);
     expect("cma auto: allgather 32 KiB", picoll_select_allgather(&cfg, 2, 32768, 1),
            PICOLL_ALLGATHER_SHM);
     expect("cma auto: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALLGATHER_CMA);
     expect("cma auto: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
-           PICOLL_ALG_FALLBACK);
-    /* auto: alltoall single copy only matched Open MPI, which copies once too */
+           PICOLL_ALLGATHER_SHM);
     expect("cma auto: alltoall 64 KiB", picoll_select_alltoall(&cfg, 2, 65536, 1),
-           PICOLL_ALG_FALLBACK);
+           PICOLL_ALLTOALL_CMA);
     expect("cma auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 1),
            PICOLL_ALLTOALL_SHM);
     /* allreduce single copy from PICOLL_ALLREDUCE_CMA_MIN, where the node can and each rank's two
@@ -112,15 +109,19 @@ int main(void)
            picoll_select_allreduce(&cfg, 8192, 4, 1u << 20, 1), PICOLL_ALLREDUCE_CMA);
     expect("allreduce cma: 1 MiB, 8 KiB slots, 5 ranks",
            picoll_select_allreduce(&cfg, 8192, 5, 1u << 20, 1), PICOLL_ALLREDUCE_TWOSHOT);
+    expect("allreduce cma: allgather 16 MiB", picoll_select_allgather(&cfg, 2, 16u << 20, 1),
+           PICOLL_ALLGATHER_SHM);
     char *env_ar_cma1[] = {"PICOLL_HOST=auto", "PICOLL_ALLREDUCE_CMA_MIN=1", NULL};
     picoll_config_load(&cfg, env_ar_cma1);
     expect("allreduce cma from 1 B: 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 1),
            PICOLL_ALLREDUCE_ONESHOT);
     expect("allreduce cma from 1 B: 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536, 1),
            PICOLL_ALLREDUCE_CMA);
-    char *env_cma_off[] = {"PICOLL_CMA_MIN=1", NULL};
+    char *env_cma_off[] = {"PICOLL_CMA_MIN=1", "PICOLL_ALLREDUCE_CMA_MIN=1", NULL};
     picoll_config_load(&cfg, env_cma_off);
     expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1),
+           PICOLL_ALG_FALLBACK);
+    expect("host off: allreduce 64 KiB, capable", picoll_select_allreduce(&cfg, slot, 2, 65536, 1),
            PICOLL_ALG_FALLBACK);
 
     /* blocks of allgather/alltoall: character types are copied as bytes, pair types never */

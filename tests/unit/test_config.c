@@ -420,6 +420,10 @@ static void test_table(void)
     CHECK(cfg.cma == PICOLL_CMA_AUTO, "PICOLL_CMA defaults to %d, expected auto", cfg.cma);
     CHECK(cfg.test_cma_fault == -1, "PICOLL_TEST_CMA_FAULT defaults to %ld, expected -1",
           cfg.test_cma_fault);
+    /* single copy is opt-in: it lost to the workspace wherever measured */
+    CHECK(cfg.cma_min == 0, "PICOLL_CMA_MIN defaults to %zu, expected 0 (never)", cfg.cma_min);
+    CHECK(cfg.allreduce_cma_min == 0, "PICOLL_ALLREDUCE_CMA_MIN defaults to %zu, expected 0 (never)",
+          cfg.allreduce_cma_min);
     CHECK(cfg.workspace_size > 0, "PICOLL_WORKSPACE_SIZE defaults to 0");
     CHECK(cfg.timeout > 0, "PICOLL_TIMEOUT defaults to %g", cfg.timeout);
 }
@@ -534,6 +538,10 @@ static void test_hash(void)
           "PICOLL_CMA (agreed per node, allowed to differ between ranks) changes the hash");
     picoll_config_parse(var_or_die("PICOLL_CMA_MIN"), "64k", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) != picoll_config_hash(&b), "PICOLL_CMA_MIN does not change the hash");
+    picoll_config_load(&b, NULL);
+    picoll_config_parse(var_or_die("PICOLL_ALLREDUCE_CMA_MIN"), "1M", &b, err, sizeof(err));
+    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
+          "PICOLL_ALLREDUCE_CMA_MIN does not change the hash");
     /* the same value written two ways is the same configuration */
     picoll_config_load(&b, NULL);
     picoll_config_parse(var_or_die("PICOLL_WORKSPACE_SIZE"), "8192KiB", &b, err, sizeof(err));
