@@ -97,6 +97,12 @@ static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, c
     return PATH_NONE;
 }
 
+/* A single-copy algorithm's two-bit vote (coll/algs.h) from pick_path's vote and direct. */
+static uint32_t cma_vote(int vote, int direct)
+{
+    return vote ? PICOLL_CMA_VOTE_HOST | (direct ? PICOLL_CMA_VOTE_DIRECT : 0u) : 0u;
+}
+
 /* Between nodes: the hierarchical algorithms (host buffers, or CUDA buffers through host copies
  * where picoll stages them). Ends like finish(), with the copy back's error code. */
 static int hier_finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t bytes,
@@ -168,8 +174,7 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
             break;
         }
         if (alg == PICOLL_ALLREDUCE_CMA) {
-            uint32_t mask = vote ? PICOLL_CMA_VOTE_HOST | (direct ? PICOLL_CMA_VOTE_DIRECT : 0u) : 0u;
-            status = picoll_allreduce_cma(shm, args, mask);
+            status = picoll_allreduce_cma(shm, args, cma_vote(vote, direct));
             if (status != PICOLL_ERR_NOT_SUPPORTED) {
                 break;
             }
@@ -244,8 +249,7 @@ static picoll_status_t run_blocks_host(picoll_shm_t *shm, const picoll_blocks_ar
                                        const blocks_coll_t *c, int vote, int direct, int *alg)
 {
     if (*alg == c->cma_alg) {
-        uint32_t mask = vote ? PICOLL_CMA_VOTE_HOST | (direct ? PICOLL_CMA_VOTE_DIRECT : 0u) : 0u;
-        picoll_status_t status = c->run_cma(shm, args, mask);
+        picoll_status_t status = c->run_cma(shm, args, cma_vote(vote, direct));
         if (status != PICOLL_ERR_NOT_SUPPORTED) {
             return status;
         }
