@@ -42,7 +42,7 @@ static const picoll_config_var_t config_vars[] = {
      .doc = "testing only: the world rank whose communicator set-up is made to fail (-1: none)"},
     {.name = "PICOLL_CMA", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "auto,off",
      .offset = offsetof(picoll_config_t, cma),
-     .doc = "single-copy host allgather/alltoall, each rank reading its peers' buffers with process_vm_readv: auto (where every rank of the node can) or off (on any rank: the whole node copies through the workspace)"},
+     .doc = "single-copy host allgather/alltoall/allreduce (from PICOLL_CMA_MIN, PICOLL_ALLREDUCE_CMA_MIN), each rank reading its peers' buffers with process_vm_readv: auto (where every rank of the node can) or off (on any rank: the whole node copies through the workspace)"},
     {.name = "PICOLL_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, cma_min),
      .doc = "smallest allgather/alltoall block (bytes one rank sends to one peer) read single-copy with process_vm_readv (where PICOLL_CMA allows); smaller ones go through the workspace; 0: never (the workspace won at every size measured)"},

@@ -9,9 +9,9 @@
 #include "topo/topo.h"
 
 /* bytes: count * element size; slot_size: one workspace buffer of one rank; cma: as below.
- * One-shot up to PICOLL_ALLREDUCE_ONESHOT_MAX, two-shot in single copies from
- * PICOLL_ALLREDUCE_CMA_MIN (0, the default: never) where the node can and each rank's two workspace buffers hold a
- * PICOLL_CMA_SCRATCH_MIN chunk per rank, two-shot through the workspace between. */
+ * One-shot up to PICOLL_ALLREDUCE_ONESHOT_MAX; above it two-shot, in single copies from
+ * PICOLL_ALLREDUCE_CMA_MIN (0, the default: never) where the node can and each rank's two
+ * workspace buffers hold PICOLL_CMA_SCRATCH_MIN bytes per local rank, else through the workspace. */
 #define PICOLL_CMA_SCRATCH_MIN 4096
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes,
                             int cma);
