@@ -15,7 +15,7 @@
 #include <type_traits>
 
 #include "cuda/cuda_kernel.h"
-#include "dtype.h"
+#include "util/dtype.h"
 
 #ifdef __CUDACC__
 #include <cuda_bf16.h>

@@ -17,14 +17,12 @@
  * per chunk; four more where the caller's current context is not the buffers' (a push and a pop
  * around the capture query, a switch and a switch back around the launches). */
 #include "build-config.h"
-#include "coll/algs.h"
 #include "cuda/cuda_ws.h"
-#include "host/shm.h"
-#include "log.h"
+#include "util/fatal.h"
+#include "util/log.h"
+#include "util/wait.h"
 
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 
 static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
 {
@@ -98,9 +96,8 @@ static void coll_fatal(const char *coll, const char *call, int rc)
 {
     const char *s = NULL;
     picoll_cu.get_error_string(rc, &s);
-    picoll_error("%s on the device: %s failed (%s, CUresult %d): aborting the job", coll, call,
+    picoll_fatal("%s on the device: %s failed (%s, CUresult %d): aborting the job", coll, call,
                  s != NULL ? s : "unknown error", rc);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll)
@@ -117,13 +114,6 @@ static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll
         coll_fatal(coll, "cuCtxSetCurrent", rc);
     }
     return prev;
-}
-
-static double coll_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* After a host deadline: the local ranks whose latest launch had not started (read through the
@@ -152,11 +142,14 @@ static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const c
                      uint64_t first, uint64_t last, int blocks)
 {
     volatile picoll_cuda_status_t *st = ws->status;
-    double began = 0.0, asked = coll_now();
+    double began = 0.0, asked = picoll_clock_now();
     int warned = 0;
     unsigned char missing[PICOLL_CUDA_MAX_LOCAL];
+    picoll_wait_t w;
 
-    for (unsigned spins = 0;; spins++) {
+    /* no deadline of the wait's own: the clock readings below decide */
+    picoll_wait_init(&w, 0.0, picoll_spin_max());
+    for (;;) {
         int b = 0;
         while (b < blocks && st->done[b] >= last) {
             b++;
@@ -168,17 +161,13 @@ static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const c
             for (int r = 0; r < ws->nlocal; r++) {
                 missing[r] = st->missing[r];
             }
-            picoll_timeout_abort(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
+            picoll_fatal_missing(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
                                  ws->timeout);
         }
-        if (spins < picoll_spin_max()) {
+        if (picoll_wait(&w, 0) == PICOLL_WAIT_POLL) {
             continue;
         }
-        sched_yield();
-        if ((spins & 255) != 0) {
-            continue;
-        }
-        double now = coll_now();
+        double now = w.now;
         if (began == 0.0 && st->started[0] >= first) {
             began = now;
         }
@@ -189,7 +178,7 @@ static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const c
         }
         if (began != 0.0 && now - began > ws->timeout + 5.0) {
             coll_not_started(ws, first, missing);
-            picoll_timeout_abort(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
+            picoll_fatal_missing(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
                                  ws->timeout);
         }
     }
@@ -240,24 +229,22 @@ static void coll_launch(picoll_cuda_ws_t *ws, picoll_cuda_kparams_t *p, int arri
     ws->epoch += (uint64_t)arrivals;
 }
 
-picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allreduce_args_t *args,
-                                      int alg)
+picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
+                                      const void *sendbuf, void *recvbuf, size_t count,
+                                      picoll_dtype_t dtype, picoll_op_t op)
 {
-    int mode = alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
-               : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
-                                                      : PICOLL_CUDA_K_ONESHOT;
     const char *coll = "MPI_Allreduce";
-    size_t esize = picoll_dtype_size(args->dtype);
-    size_t bytes = args->count * esize;
-    const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
-    char *dst = args->recvbuf;
+    size_t esize = picoll_dtype_size(dtype);
+    size_t bytes = count * esize;
+    const char *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    char *dst = recvbuf;
     picoll_cuda_kparams_t p;
     int blocks = 0;
     picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
 
     coll_params(ws, mode, &p);
-    p.type = coll_type(args->dtype);
-    p.op = (int)args->op;
+    p.type = coll_type(dtype);
+    p.op = (int)op;
     p.esize = (int)esize;
     /* slot_size is a multiple of 4 KiB: every chunk holds whole elements */
     for (size_t off = 0; off < bytes; off += ws->slot_size) {
@@ -270,13 +257,13 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allredu
     return PICOLL_OK;
 }
 
-picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_args_t *args)
+picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                      size_t block)
 {
     const char *coll = "MPI_Allgather";
-    size_t block = args->block_bytes;
-    int in_place = args->sendbuf == MPI_IN_PLACE;
-    const char *mine = in_place ? (const char *)args->recvbuf + (size_t)ws->me * block
-                                : (const char *)args->sendbuf;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    const char *mine = in_place ? (const char *)recvbuf + (size_t)ws->me * block
+                                : (const char *)sendbuf;
     picoll_cuda_kparams_t p;
     int blocks = 0;
     picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
@@ -287,19 +274,19 @@ picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_
     for (size_t off = 0; off < block; off += ws->slot_size) {
         p.bytes = block - off < ws->slot_size ? block - off : ws->slot_size;
         p.src = mine + off;
-        p.dst = (char *)args->recvbuf + off;
+        p.dst = (char *)recvbuf + off;
         coll_launch(ws, &p, 1, coll, &blocks);
     }
     coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
     return PICOLL_OK;
 }
 
-picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_args_t *args)
+picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                     size_t block)
 {
     const char *coll = "MPI_Alltoall";
-    size_t block = args->block_bytes;
     size_t piece_max = ws->slot_size / (size_t)ws->nlocal / 16 * 16;
-    const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
+    const char *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     picoll_cuda_kparams_t p;
     int blocks = 0;
     picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
@@ -310,7 +297,7 @@ picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_a
     for (size_t off = 0; off < block; off += piece_max) {
         p.bytes = block - off < piece_max ? block - off : piece_max;
         p.src = src + off;
-        p.dst = (char *)args->recvbuf + off;
+        p.dst = (char *)recvbuf + off;
         coll_launch(ws, &p, 1, coll, &blocks);
     }
     coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);

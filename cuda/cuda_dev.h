@@ -9,13 +9,14 @@
 #include <stddef.h>
 
 #include "build-config.h"
-#include "config.h"
-#include "coll/dispatch.h"
-#include "cudrv.h"
+#include "cuda/cuda_kernel.h"
 #include "host/shm.h"
-#include "memkind.h"
-#include "status.h"
+#include "mem/cudrv.h"
+#include "mem/memkind.h"
 #include "topo/topo.h"
+#include "util/config.h"
+#include "util/dtype.h"
+#include "util/status.h"
 
 typedef struct picoll_cuda_ws picoll_cuda_ws_t;
 
@@ -57,13 +58,18 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
 size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
 
-/* The device algorithms, run after every rank agreed to (they cannot fall back any more). The
- * result is in the receive buffer when they return; a peer that never arrives ends the job. */
-/* alg: PICOLL_ALLREDUCE_CUDA_ONESHOT, _TWOSHOT or _HCM (coll/algs.h). */
-picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, const picoll_allreduce_args_t *args,
-                                      int alg);
-picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const picoll_blocks_args_t *args);
-picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const picoll_blocks_args_t *args);
+/* The device collectives, run after every rank agreed to (they cannot fall back any more). The
+ * result is in the receive buffer when they return; a peer that never arrives ends the job.
+ * sendbuf may be MPI_IN_PLACE. Allreduce runs kernel mode PICOLL_CUDA_K_ONESHOT, _TWOSHOT or _HCM
+ * (the algorithm layer chooses); block: bytes one rank contributes (allgather) or sends to each
+ * rank (alltoall). */
+picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
+                                      const void *sendbuf, void *recvbuf, size_t count,
+                                      picoll_dtype_t dtype, picoll_op_t op);
+picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                      size_t block);
+picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                     size_t block);
 
 #else /* !PICOLL_HAVE_CUDA */
 
@@ -110,26 +116,24 @@ static inline size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws)
     (void)ws;
     return 0;
 }
-static inline picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws,
-                                                    const picoll_allreduce_args_t *args, int alg)
+static inline picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
+                                                    const void *sendbuf, void *recvbuf,
+                                                    size_t count, picoll_dtype_t dtype,
+                                                    picoll_op_t op)
 {
-    (void)ws;
-    (void)args;
-    (void)alg;
+    (void)ws, (void)mode, (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op;
     return PICOLL_ERR_DISABLED;
 }
-static inline picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws,
-                                                    const picoll_blocks_args_t *args)
+static inline picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf,
+                                                    void *recvbuf, size_t block)
 {
-    (void)ws;
-    (void)args;
+    (void)ws, (void)sendbuf, (void)recvbuf, (void)block;
     return PICOLL_ERR_DISABLED;
 }
-static inline picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws,
-                                                   const picoll_blocks_args_t *args)
+static inline picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf,
+                                                   void *recvbuf, size_t block)
 {
-    (void)ws;
-    (void)args;
+    (void)ws, (void)sendbuf, (void)recvbuf, (void)block;
     return PICOLL_ERR_DISABLED;
 }
 

@@ -4,8 +4,9 @@
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
 #include "host/shm.h"
-#include "log.h"
 #include "topo/node.h"
+#include "util/fatal.h"
+#include "util/log.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -385,8 +386,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     PMPI_Comm_rank(comm, &mine.comm_rank);
     if (ws == NULL) {
         /* the others are entering the exchanges below: leaving them would hang the job */
-        picoll_error("out of memory setting up the device workspace: aborting the job");
-        PMPI_Abort(comm, 1);
+        picoll_fatal("out of memory setting up the device workspace: aborting the job");
     }
     PMPI_Comm_size(comm, &ws->comm_size);
     PMPI_Comm_rank(node_comm, &ws->me);
@@ -396,8 +396,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     ws->device = -1;
     all = calloc((size_t)ws->nlocal, sizeof(*all));
     if (all == NULL) {
-        picoll_error("out of memory setting up the device workspace: aborting the job");
-        PMPI_Abort(comm, 1);
+        picoll_fatal("out of memory setting up the device workspace: aborting the job");
     }
     if (ws->nlocal > PICOLL_CUDA_MAX_LOCAL) {
         picoll_info("%d ranks on the node, more than the %d a device workspace serves: device "

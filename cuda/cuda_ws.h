@@ -7,7 +7,7 @@
 
 #include "cuda/cuda_dev.h"
 #include "cuda/cuda_kernel.h"
-#include "cudrv.h"
+#include "mem/cudrv.h"
 
 /* The kernels' fatbin, embedded by cuda/fatbin.c. */
 extern const unsigned char picoll_cuda_fatbin[];

@@ -1,4 +1,4 @@
-#include "classify.h"
+#include "pmpi/classify.h"
 
 #include <limits.h>
 #include <wchar.h>

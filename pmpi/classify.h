@@ -3,7 +3,7 @@
 #define PICOLL_CLASSIFY_H
 
 #include <mpi.h>
-#include "dtype.h"
+#include "util/dtype.h"
 
 /* PICOLL_DT_NONE for any handle picoll does not run itself: derived types, pair types, MPI_CHAR... */
 picoll_dtype_t picoll_classify_dtype(MPI_Datatype type);

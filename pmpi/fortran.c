@@ -13,12 +13,12 @@
 #pragma GCC visibility pop
 
 #include "build-config.h"
+#include "util/export.h"
 
 #ifdef OPEN_MPI
 #include <dlfcn.h>
 #include <stdatomic.h>
 
-#define EXPORT __attribute__((visibility("default")))
 #define ALIAS(name) __attribute__((visibility("default"), alias(name)))
 
 /* The Fortran sentinels' addresses; each name mangling a compiler may use. */
@@ -53,7 +53,7 @@ static void *fbuf(void *p)
 
 /* MPI_INIT and MPI_FINALIZE: Open MPI's Fortran ones call PMPI_Init and PMPI_Finalize, so without
  * these picoll would never start (nor print its stats) in a Fortran program. */
-EXPORT void mpi_init_(MPI_Fint *ierr)
+PICOLL_EXPORT void mpi_init_(MPI_Fint *ierr)
 {
     int argc = 0;
     char **argv = NULL;
@@ -63,7 +63,7 @@ EXPORT void mpi_init_(MPI_Fint *ierr)
     }
 }
 
-EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+PICOLL_EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
     int argc = 0, prov = MPI_THREAD_SINGLE;
     char **argv = NULL;
@@ -74,7 +74,7 @@ EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *i
     }
 }
 
-EXPORT void mpi_finalize_(MPI_Fint *ierr)
+PICOLL_EXPORT void mpi_finalize_(MPI_Fint *ierr)
 {
     int rc = MPI_Finalize();
     if (ierr != NULL) {
@@ -82,7 +82,7 @@ EXPORT void mpi_finalize_(MPI_Fint *ierr)
     }
 }
 
-EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+PICOLL_EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                            MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
     int rc = MPI_Allreduce(fbuf(sendbuf), fbuf(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
@@ -94,7 +94,7 @@ EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
 
 /* allgather and alltoall take the same arguments */
 #define BLOCKS_F(lower, C)                                                                         \
-    EXPORT void mpi_##lower##_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,             \
+    PICOLL_EXPORT void mpi_##lower##_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,             \
                                void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,             \
                                MPI_Fint *comm, MPI_Fint *ierr)                                     \
     {                                                                                              \

@@ -1,8 +1,8 @@
-#include "half_ops.h"
+#include "pmpi/half_ops.h"
 
 #include "build-config.h"
-#include "classify.h"
-#include "core.h"
+#include "pmpi/classify.h"
+#include "core/core.h"
 #include "reduce/reduce.h"
 
 #if defined(MPIX_C_FLOAT16) || defined(MPIX_BFLOAT16)
@@ -81,7 +81,7 @@ void picoll_half_ops_translate(MPI_Datatype *type, MPI_Op *op)
 {
     /* a user op runs on the CPU: not where device buffers can reach the MPI unstaged */
     if (!half_ops_ready || !picoll_g.active || picoll_reentry ||
-        (picoll_g.cuda.driver && !picoll_g.staging)) {
+        (picoll_cuda.driver && !picoll_g.staging)) {
         return;
     }
     picoll_dtype_t dt = picoll_classify_dtype(*type);

@@ -8,14 +8,14 @@
 #pragma GCC visibility pop
 
 #include "build-config.h"
-#include "stage.h"
+#include "util/export.h"
+#include "pmpi/stage.h"
 
 #include <stdlib.h>
 
-#define EXPORT __attribute__((visibility("default")))
 #define NONE_TRACKED() (atomic_load_explicit(&picoll_stage_tracked, memory_order_relaxed) == 0)
 
-EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+PICOLL_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     MPI_Status local;
     if (NONE_TRACKED()) {
@@ -28,7 +28,7 @@ EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     return picoll_request_done(picoll_request_find(saved), rc, st, 0);
 }
 
-EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+PICOLL_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     MPI_Status local;
     if (NONE_TRACKED()) {
@@ -44,7 +44,7 @@ EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     return picoll_request_done(picoll_request_find(saved), rc, st, 0);
 }
 
-EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+PICOLL_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
     MPI_Status local;
     if (NONE_TRACKED()) {
@@ -115,7 +115,7 @@ static int done_all(saved_t *s, int n, int rc)
     return rc;
 }
 
-EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+PICOLL_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     saved_t s;
     if (NONE_TRACKED() || count <= 0) {
@@ -131,7 +131,7 @@ EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     return rc;
 }
 
-EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+PICOLL_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     saved_t s;
     if (NONE_TRACKED() || count <= 0) {
@@ -158,7 +158,7 @@ static int any_done(saved_t *s, int index, const MPI_Status *st, int rc)
     return r;
 }
 
-EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+PICOLL_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     saved_t s;
     MPI_Status local;
@@ -176,7 +176,7 @@ EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status
     return rc;
 }
 
-EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
+PICOLL_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
                        MPI_Status *status)
 {
     saved_t s;
@@ -212,7 +212,7 @@ static int some_done(saved_t *s, int outcount, const int indices[], int rc)
     return rc;
 }
 
-EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+PICOLL_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                         MPI_Status statuses[])
 {
     saved_t s;
@@ -229,7 +229,7 @@ EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int 
     return rc;
 }
 
-EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+PICOLL_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                         MPI_Status statuses[])
 {
     saved_t s;
@@ -246,7 +246,7 @@ EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int 
     return rc;
 }
 
-EXPORT int MPI_Start(MPI_Request *request)
+PICOLL_EXPORT int MPI_Start(MPI_Request *request)
 {
     if (NONE_TRACKED()) {
         return PMPI_Start(request);
@@ -255,7 +255,7 @@ EXPORT int MPI_Start(MPI_Request *request)
     return rc == MPI_SUCCESS ? PMPI_Start(request) : rc;
 }
 
-EXPORT int MPI_Startall(int count, MPI_Request requests[])
+PICOLL_EXPORT int MPI_Startall(int count, MPI_Request requests[])
 {
     if (NONE_TRACKED()) {
         return PMPI_Startall(count, requests);
@@ -269,7 +269,7 @@ EXPORT int MPI_Startall(int count, MPI_Request requests[])
     return PMPI_Startall(count, requests);
 }
 
-EXPORT int MPI_Request_free(MPI_Request *request)
+PICOLL_EXPORT int MPI_Request_free(MPI_Request *request)
 {
     int rc;
     if (NONE_TRACKED() || !picoll_request_free(request, &rc)) {
@@ -288,42 +288,42 @@ EXPORT int MPI_Request_free(MPI_Request *request)
         return picoll_rma_done(win, target, call);                                                 \
     } while (0)
 
-EXPORT int MPI_Win_fence(int assert, MPI_Win win)
+PICOLL_EXPORT int MPI_Win_fence(int assert, MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_fence(assert, win), win, -1);
 }
 
-EXPORT int MPI_Win_complete(MPI_Win win)
+PICOLL_EXPORT int MPI_Win_complete(MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_complete(win), win, -1);
 }
 
-EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
+PICOLL_EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_unlock(rank, win), win, rank);
 }
 
-EXPORT int MPI_Win_unlock_all(MPI_Win win)
+PICOLL_EXPORT int MPI_Win_unlock_all(MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_unlock_all(win), win, -1);
 }
 
-EXPORT int MPI_Win_flush(int rank, MPI_Win win)
+PICOLL_EXPORT int MPI_Win_flush(int rank, MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_flush(rank, win), win, rank);
 }
 
-EXPORT int MPI_Win_flush_all(MPI_Win win)
+PICOLL_EXPORT int MPI_Win_flush_all(MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_flush_all(win), win, -1);
 }
 
-EXPORT int MPI_Win_flush_local(int rank, MPI_Win win)
+PICOLL_EXPORT int MPI_Win_flush_local(int rank, MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_flush_local(rank, win), win, rank);
 }
 
-EXPORT int MPI_Win_flush_local_all(MPI_Win win)
+PICOLL_EXPORT int MPI_Win_flush_local_all(MPI_Win win)
 {
     RMA_SYNC(PMPI_Win_flush_local_all(win), win, -1);
 }

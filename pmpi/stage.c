@@ -1,21 +1,20 @@
 /* The staging engine (see stage.h).
  *
- * Stream ordering: every copy is a cuMemcpy on the legacy default stream with the context of the
- * buffer's own device pushed (picoll_cudrv_copy). The legacy default stream waits for all work
- * already queued on it and on every blocking stream of that context (the application's default
- * stream, PyTorch's included), and a copy to host memory returns when the bytes have arrived; a
- * copy back to the device is followed by a synchronisation of that stream. So the inputs are read
- * after the application's queued work, and the outputs are in place when the call (or the
+ * Stream ordering: every copy is the memory layer's host copy of a device buffer (mem/stage.h):
+ * a copy in the buffer's own context on this thread's per-thread default stream, or on picoll's
+ * own stream of that context while the per-thread stream is being captured into a CUDA graph
+ * (picoll_cudrv_copy), synchronised before it returns. The per-thread stream synchronises with the
+ * legacy default stream, so the inputs are read after the work the application queued there
+ * (PyTorch's current stream by default), and the outputs are in place when the call (or the
  * completion call) returns. */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
 
 #include "build-config.h"
-#include "cudrv.h"
-#include "log.h"
-#include "pinned.h"
-#include "stage.h"
+#include "util/export.h"
+#include "util/log.h"
+#include "pmpi/stage.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -23,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPORT __attribute__((visibility("default")))
 
 struct picoll_record {
     picoll_record_t *next;
@@ -82,7 +80,7 @@ void picoll_call_buf(picoll_call_t *c, const picoll_bufspec_t *spec)
     c->spec[c->n++] = *spec;
     b->user = spec->ptr;
     b->pass = (void *)spec->ptr;
-    b->host = NULL;
+    b->copy.host = NULL;
     b->flags = 0;
     b->staged = 0;
     if (spec->ptr == MPI_IN_PLACE) {
@@ -392,10 +390,7 @@ static int span_of(picoll_call_t *c, int i, int in_place, where_t *w)
 static void release(picoll_call_t *c)
 {
     for (int i = 0; i < c->n; i++) {
-        if (c->b[i].host != NULL) {
-            picoll_pinned_put(c->b[i].host);
-            c->b[i].host = NULL;
-        }
+        picoll_hostcopy_put(&c->b[i].copy);
     }
 }
 
@@ -404,9 +399,8 @@ static int copy_in(picoll_call_t *c)
     int failed = 0;
     for (int i = 0; i < c->n; i++) {
         picoll_stagebuf_t *b = &c->b[i];
-        if (b->host != NULL && (b->flags & PICOLL_ROLE_IN) &&
-            picoll_cudrv_copy(b->host, (const char *)b->user + b->lo, b->bytes, b->info.context) !=
-                PICOLL_OK) {
+        if (b->copy.host != NULL && (b->flags & PICOLL_ROLE_IN) &&
+            picoll_hostcopy_in(&b->copy) != PICOLL_OK) {
             failed = 1;
         }
     }
@@ -459,12 +453,13 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
         if (!b->staged || b->bytes == 0) {
             continue;
         }
-        if (picoll_pinned_get(b->bytes, b->info.context, (void **)&b->host) != PICOLL_OK) {
+        if (picoll_hostcopy_get(&b->copy, (const char *)b->user + b->lo, b->bytes, b->info.context,
+                                0) != PICOLL_OK) {
             release(c);
             *rc = raise_call(c, MPI_ERR_NO_MEM);
             return -1;
         }
-        b->pass = (void *)((uintptr_t)b->host - (uintptr_t)b->lo);
+        b->pass = (void *)((uintptr_t)b->copy.host - (uintptr_t)b->lo);
     }
     /* A persistent call copies its inputs again at each MPI_Start, and here too: MPICH 4.0's
      * MPI_Gather_init reads the send buffer when it is made, not when it starts, and the host copy
@@ -481,7 +476,7 @@ static int copy_out(picoll_call_t *c, const MPI_Status *status)
 {
     int failed = 0, cancelled = 0, receive = 0;
     for (int i = 0; i < c->n; i++) {
-        receive |= c->b[i].host != NULL && (c->b[i].flags & PICOLL_ROLE_PARTIAL);
+        receive |= c->b[i].copy.host != NULL && (c->b[i].flags & PICOLL_ROLE_PARTIAL);
     }
     /* only a receive can be cancelled with its buffer unwritten; Open MPI leaves the cancelled
      * field of I/O statuses uninitialised, so it is not read for anything else */
@@ -491,7 +486,7 @@ static int copy_out(picoll_call_t *c, const MPI_Status *status)
     for (int i = 0; i < c->n && !cancelled; i++) {
         picoll_stagebuf_t *b = &c->b[i];
         size_t bytes = b->bytes;
-        if (b->host == NULL || !(b->flags & PICOLL_ROLE_OUT)) {
+        if (b->copy.host == NULL || !(b->flags & PICOLL_ROLE_OUT)) {
             continue;
         }
         if ((b->flags & PICOLL_ROLE_PARTIAL) && !(b->flags & PICOLL_ROLE_IN) && status != NULL &&
@@ -502,8 +497,7 @@ static int copy_out(picoll_call_t *c, const MPI_Status *status)
                 bytes = (size_t)got;
             }
         }
-        if (bytes > 0 && picoll_cudrv_copy((char *)b->user + b->lo, b->host, bytes,
-                                           b->info.context) != PICOLL_OK) {
+        if (bytes > 0 && picoll_hostcopy_back(&b->copy, bytes) != PICOLL_OK) {
             failed = 1;
         }
     }
@@ -787,14 +781,14 @@ int picoll_split_end(picoll_record_t *r, int rc, const MPI_Status *status)
 /* Open MPI declares it in mpi-ext.h, MPICH in mpi.h: declared here for both. */
 int MPIX_Query_cuda_support(void);
 
-EXPORT int MPIX_Query_cuda_support(void)
+PICOLL_EXPORT int MPIX_Query_cuda_support(void)
 {
     const char *how;
-    if (picoll_g.cuda.active) {
+    if (picoll_cuda.active) {
         return 1;
     }
     if (picoll_g.initialized) {
-        return picoll_g.cuda.mpi_aware;
+        return picoll_cuda.mpi_aware;
     }
     return picoll_mpi_cuda_aware(&how); /* before MPI_Init, or with picoll off */
 }

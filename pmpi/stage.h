@@ -16,8 +16,9 @@
 
 #include <mpi.h>
 
-#include "core.h"
-#include "memkind.h"
+#include "core/core.h"
+#include "mem/memkind.h"
+#include "mem/stage.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -64,7 +65,7 @@ typedef struct {
     int flags;             /* PICOLL_ROLE_* bits on this rank; 0: not a buffer here */
     int staged;            /* device or managed memory */
     picoll_meminfo_t info;
-    char *host;            /* pinned copy of [user + lo, user + lo + bytes) */
+    picoll_hostcopy_t copy; /* copy.host: the pinned copy of [user + lo, user + lo + bytes) */
     MPI_Aint lo;
     size_t bytes;
     int dense;             /* contiguous from user on: a partial output needs no copy in */

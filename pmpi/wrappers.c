@@ -6,18 +6,18 @@
 #pragma GCC visibility pop
 
 #include "build-config.h"
-#include "classify.h"
+#include "util/export.h"
+#include "pmpi/classify.h"
 #include "coll/dispatch.h"
-#include "comm.h"
-#include "core.h"
+#include "core/comm.h"
+#include "core/core.h"
 #include "pmpi/gen_wrappers.h"
-#include "half_ops.h"
-#include "stage.h"
-#include "stats.h"
+#include "pmpi/half_ops.h"
+#include "pmpi/stage.h"
+#include "coll/stats.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
-EXPORT int MPI_Init(int *argc, char ***argv)
+PICOLL_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
@@ -31,7 +31,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
     return rc;
 }
 
-EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+PICOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
@@ -43,7 +43,7 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     return rc;
 }
 
-EXPORT int MPI_Finalize(void)
+PICOLL_EXPORT int MPI_Finalize(void)
 {
     picoll_orphans_poll(1); /* requests the application freed while active */
     picoll_half_ops_free();
@@ -89,7 +89,7 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
     picoll_comm_t *ctx = picoll_comm_get(comm);
     /* neither executor can take it: no need to classify */
     if (ctx == NULL || !ctx->enabled ||
-        (picoll_g.cfg.host == PICOLL_HOST_OFF && !ctx->cuda_possible)) {
+        (picoll_cfg.host == PICOLL_HOST_OFF && !ctx->coll.cuda_possible)) {
         return 0;
     }
     picoll_allreduce_args_t args = {
@@ -108,10 +108,10 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
         !picoll_op_valid(args.dtype, args.op)) {
         return 0;
     }
-    return picoll_allreduce(ctx, &args, rc) != PICOLL_ALG_FALLBACK;
+    return picoll_allreduce(&ctx->coll, &args, rc) != PICOLL_ALG_FALLBACK;
 }
 
-EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+PICOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm)
 {
     int rc;
@@ -125,7 +125,7 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 }
 
 #ifdef PICOLL_HAVE_MPI_Allreduce_c
-EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+PICOLL_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     int rc;
@@ -174,7 +174,7 @@ static int blocks_args(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     return 1;
 }
 
-typedef int (*blocks_alg_t)(picoll_comm_t *, const picoll_blocks_args_t *, int *);
+typedef int (*blocks_alg_t)(picoll_coll_ctx_t *, const picoll_blocks_args_t *, int *);
 
 static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcount,
                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
@@ -186,13 +186,13 @@ static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcou
         return 0;
     }
     picoll_comm_t *ctx = picoll_comm_get(comm);
-    return ctx != NULL && ctx->enabled && alg(ctx, &args, rc) != PICOLL_ALG_FALLBACK;
+    return ctx != NULL && ctx->enabled && alg(&ctx->coll, &args, rc) != PICOLL_ALG_FALLBACK;
 }
 
 /* MPI_Allgather, MPI_Alltoall and their large-count forms: picoll's algorithm, else the staging
  * fallback the table generates. */
 #define BLOCKS_WRAPPER(NAME, COUNT_T, ALG, COLL)                                                   \
-    EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,           \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,           \
                           void *recvbuf, COUNT_T recvcount, MPI_Datatype recvtype, MPI_Comm comm)  \
     {                                                                                              \
         int rc;                                                                                    \

@@ -2,7 +2,7 @@
  * initialised once, hwloc linked when the build found it. Without NVML, or with no GPU, the
  * topology has no GPU (class none): host only. */
 #include "build-config.h"
-#include "log.h"
+#include "util/log.h"
 #include "topo/topo.h"
 
 #include <dlfcn.h>

@@ -1,6 +1,6 @@
 #include "build-config.h"
 #include "topo/node.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <stdlib.h>
 #include <string.h>

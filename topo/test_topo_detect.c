@@ -1,6 +1,6 @@
 /* Detection on this machine: it must not crash; without NVML or GPUs the class is none (host
  * only), with GPUs every GPU has a bus id. Loading through the config follows PICOLL_TOPO_FILE. */
-#include "config.h"
+#include "util/config.h"
 #include "build-config.h"
 #include "topo/test_topo.h"
 #include "topo/topo.h"

@@ -1,7 +1,7 @@
 /* Every recorded machine: its class, HCM neighbours and relays, NVLink counts, nearest NICs, and
  * the selection around each threshold. The expected values are written by hand from each
  * machine's published layout (see the comments of the fixture files), not from running this. */
-#include "config.h"
+#include "util/config.h"
 #include "build-config.h"
 #include "topo/test_topo.h"
 #include "topo/topo.h"

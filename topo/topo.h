@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "status.h"
+#include "util/config.h"
+#include "util/status.h"
 
 #define PICOLL_TOPO_MAX_GPUS 32 /* GPUs of one node; a GPU set is a uint32_t mask */
 #define PICOLL_TOPO_MAX_NICS 64

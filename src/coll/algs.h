@@ -9,8 +9,8 @@
 #define PICOLL_ALGS_H
 
 #include "coll/dispatch.h"
-#include "hier.h"
 #include "host/shm.h"
+#include "net/hier.h"
 
 /* Host executor algorithms, the device executor's (cuda/: they run on device buffers), then the
  * hierarchical ones (between nodes). */
@@ -69,20 +69,6 @@ picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
                                       const picoll_blocks_args_t *args, int vote);
 picoll_status_t picoll_alltoall_hier(picoll_shm_t *shm, picoll_hier_t *h,
                                      const picoll_blocks_args_t *args, int vote);
-/* CUDA buffers between nodes: host copies in place of this rank's device buffers (hier_stage.c).
- * stage_in returns this rank's vote (0: a buffer picoll cannot touch or stage); stage_out copies
- * the result back when ok and frees the copies, returning an MPI error code. */
-typedef struct {
-    void *user, *host, *context;
-    size_t bytes;
-} picoll_hier_stage_buf_t;
-typedef struct {
-    picoll_hier_stage_buf_t send, recv;
-} picoll_hier_stage_t;
-int picoll_hier_stage_in(picoll_hier_stage_t *st, const void **sendbuf, void **recvbuf,
-                         size_t send_bytes, size_t recv_bytes);
-int picoll_hier_stage_out(picoll_hier_stage_t *st, int ok);
-
 picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);
 picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);
 

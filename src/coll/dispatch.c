@@ -1,11 +1,14 @@
 #include "coll/dispatch.h"
 #include "coll/algs.h"
 #include "coll/coll.h"
-#include "core.h"
+#include "util/config.h"
+#include "util/reentry.h"
 #include "cuda/cuda_dev.h"
-#include "memkind.h"
-#include "select.h"
-#include "stats.h"
+#include "mem/cuda_state.h"
+#include "mem/memkind.h"
+#include "mem/stage.h"
+#include "coll/select.h"
+#include "coll/stats.h"
 
 /* Run the chosen algorithm; a "no" vote anywhere turns the call back into a fallback. */
 static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t bytes, int *mpi_rc)
@@ -15,7 +18,7 @@ static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t by
     }
     *mpi_rc = MPI_SUCCESS;
     picoll_last_set(coll, alg);
-    if (picoll_g.stats) {
+    if (picoll_cfg.stats) {
         picoll_stats_add(coll, alg, bytes);
     }
     return alg;
@@ -35,7 +38,7 @@ typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path
  * the device algorithm from its reach (the same on every rank). *vote: the host algorithm's
  * vote; *direct: both buffers are plain host memory, which peers may read with process_vm_readv
  * (CUDA-pinned memory is left to the workspace); *cuda_alg: the device algorithm when PATH_CUDA. */
-static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, const void *recvbuf,
+static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbuf, const void *recvbuf,
                         picoll_dtype_t dt, int eligible, const char *coll,
                         int (*select_cuda)(const picoll_cuda_ws_t *, const void *),
                         const void *select_arg, int *vote, int *direct, int *cuda_alg)
@@ -81,7 +84,7 @@ static path_t pick_path(picoll_comm_t *ctx, int host_alg, const void *sendbuf, c
     uint32_t all = picoll_shm_barrier_mask(ctx->shm, mine, coll);
     *vote = 1;
     if ((all & PATH_CUDA) && !(all & PATH_HOME)) {
-        picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, ctx->shm, &picoll_g.cfg,
+        picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, ctx->shm, &picoll_cfg,
                               bufctx);
         ctx->cuda_failed = ctx->cuda == NULL ? (void *)bufctx : NULL;
     }
@@ -106,9 +109,10 @@ static uint32_t cma_vote(int vote, int direct)
 /* Between nodes: the hierarchical algorithms (host buffers, or CUDA buffers through host copies
  * where picoll stages them). Ends like finish(), with the copy back's error code. */
 static int hier_finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t bytes,
-                       picoll_hier_stage_t *st, int *mpi_rc)
+                       picoll_stage_pair_t *st, int *mpi_rc)
 {
-    int rc = picoll_hier_stage_out(st, status == PICOLL_OK);
+    int rc = picoll_stage_pair_out(st, status == PICOLL_OK) == PICOLL_OK ? MPI_SUCCESS
+                                                                         : MPI_ERR_OTHER;
     alg = finish(coll, alg, status, bytes, mpi_rc);
     if (alg != PICOLL_ALG_FALLBACK) {
         *mpi_rc = rc;
@@ -116,22 +120,22 @@ static int hier_finish(picoll_coll_t coll, int alg, picoll_status_t status, size
     return alg;
 }
 
-static int hier_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, size_t bytes,
+static int hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, size_t bytes,
                           int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
     picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
                                  .even = ctx->hier->even,
                                  .slot_size = shm->slot_size};
-    int alg = picoll_select_hier_allreduce(&picoll_g.cfg, &shape, bytes,
+    int alg = picoll_select_hier_allreduce(&picoll_cfg, &shape, bytes,
                                            picoll_allreduce_hier_rail_block(shm, ctx->hier, args));
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
-    picoll_hier_stage_t st;
+    picoll_stage_pair_t st;
     picoll_allreduce_args_t a = *args;
     picoll_reentry++;
-    int vote = picoll_hier_stage_in(&st, &a.sendbuf, &a.recvbuf, bytes, bytes);
+    int vote = picoll_stage_pair_in(&st, picoll_cuda.staging, &a.sendbuf, &a.recvbuf, bytes, bytes);
     picoll_status_t status =
         alg == PICOLL_ALLREDUCE_HIER_ONESHOT
             ? picoll_allreduce_hier_oneshot(shm, ctx->hier, &a, vote)
@@ -142,11 +146,19 @@ static int hier_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *arg
 
 static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
 {
-    return picoll_select_cuda_allreduce(&picoll_g.cfg, picoll_cuda_ws_reach(ws),
+    return picoll_select_cuda_allreduce(&picoll_cfg, picoll_cuda_ws_reach(ws),
                                         picoll_cuda_ws_slot_size(ws), *(const size_t *)arg);
 }
 
-int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc)
+/* The device executor's kernel mode for a device allreduce algorithm. */
+static picoll_cuda_kmode_t cuda_kmode(int alg)
+{
+    return alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
+           : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
+                                                  : PICOLL_CUDA_K_ONESHOT;
+}
+
+int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
     size_t bytes;
@@ -160,13 +172,14 @@ int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, in
     if (ctx->hier != NULL) {
         return hier_allreduce(ctx, args, bytes, mpi_rc);
     }
-    alg = picoll_select_allreduce(&picoll_g.cfg, shm->slot_size, ctx->size, bytes, shm->cma);
+    alg = picoll_select_allreduce(&picoll_cfg, shm->slot_size, ctx->size, bytes, shm->cma);
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
                       select_cuda_allreduce, &bytes, &vote, &direct, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
-        status = picoll_cuda_allreduce(ctx->cuda, args, alg);
+        status = picoll_cuda_allreduce(ctx->cuda, cuda_kmode(alg), args->sendbuf, args->recvbuf,
+                                       args->count, args->dtype, args->op);
         break;
     case PATH_HOST:
         if (alg == PICOLL_ALLREDUCE_ONESHOT) {
@@ -202,28 +215,28 @@ typedef struct {
     int cma_alg;
     picoll_status_t (*run_cma)(picoll_shm_t *, const picoll_blocks_args_t *, uint32_t);
     int (*select_cuda)(const picoll_config_t *, picoll_topo_reach_t, int, size_t);
-    picoll_status_t (*run_cuda)(picoll_cuda_ws_t *, const picoll_blocks_args_t *);
+    picoll_status_t (*run_cuda)(picoll_cuda_ws_t *, const void *, void *, size_t);
     size_t (*hier_piece_max)(const picoll_hier_t *, size_t);
     int (*hier_select)(const picoll_config_t *, size_t, size_t);
     picoll_status_t (*hier_run)(picoll_shm_t *, picoll_hier_t *, const picoll_blocks_args_t *, int);
 } blocks_coll_t;
 
-static int hier_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, const blocks_coll_t *c,
+static int hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, const blocks_coll_t *c,
                        int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
-    int alg = c->hier_select(&picoll_g.cfg, args->block_bytes,
+    int alg = c->hier_select(&picoll_cfg, args->block_bytes,
                              c->hier_piece_max(ctx->hier, shm->slot_size));
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
-    picoll_hier_stage_t st = {0};
+    picoll_stage_pair_t st = {0};
     picoll_blocks_args_t a = *args;
     size_t total = args->block_bytes * (size_t)ctx->size;
     picoll_reentry++;
     /* types picoll cannot copy as bytes: no vote, and nothing read through them */
     int vote = args->eligible &&
-               picoll_hier_stage_in(&st, &a.sendbuf, &a.recvbuf,
+               picoll_stage_pair_in(&st, picoll_cuda.staging, &a.sendbuf, &a.recvbuf,
                                     c->coll == PICOLL_COLL_ALLTOALL ? total : args->block_bytes,
                                     total);
     picoll_status_t status = c->hier_run(shm, ctx->hier, &a, vote);
@@ -240,7 +253,7 @@ typedef struct {
 static int select_cuda_blocks(const picoll_cuda_ws_t *ws, const void *arg)
 {
     const blocks_select_t *b = arg;
-    return b->c->select_cuda(&picoll_g.cfg, picoll_cuda_ws_reach(ws), b->size, b->block_bytes);
+    return b->c->select_cuda(&picoll_cfg, picoll_cuda_ws_reach(ws), b->size, b->block_bytes);
 }
 
 /* The host algorithm: single copy where selected and every rank's buffers allow it, else the
@@ -260,7 +273,7 @@ static picoll_status_t run_blocks_host(picoll_shm_t *shm, const picoll_blocks_ar
     return c->run(shm, args, vote);
 }
 
-static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, const blocks_coll_t *c,
+static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, const blocks_coll_t *c,
                       int *mpi_rc)
 {
     picoll_shm_t *shm = ctx->shm;
@@ -273,14 +286,14 @@ static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, cons
     if (ctx->hier != NULL) {
         return hier_blocks(ctx, args, c, mpi_rc);
     }
-    alg = c->select(&picoll_g.cfg, ctx->size, args->block_bytes, shm->cma);
+    alg = c->select(&picoll_cfg, ctx->size, args->block_bytes, shm->cma);
     blocks_select_t sel = {.c = c, .size = ctx->size, .block_bytes = args->block_bytes};
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
                       c->name, select_cuda_blocks, &sel, &vote, &direct, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
-        status = c->run_cuda(ctx->cuda, args);
+        status = c->run_cuda(ctx->cuda, args->sendbuf, args->recvbuf, args->block_bytes);
         break;
     case PATH_HOST:
         status = run_blocks_host(shm, args, c, vote, direct, &alg);
@@ -293,7 +306,7 @@ static int run_blocks(picoll_comm_t *ctx, const picoll_blocks_args_t *args, cons
     return finish(c->coll, alg, status, args->block_bytes * (size_t)ctx->size, mpi_rc);
 }
 
-int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
+int picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
     static const blocks_coll_t allgather = {
         .coll = PICOLL_COLL_ALLGATHER,
@@ -312,7 +325,7 @@ int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *
     return run_blocks(ctx, args, &allgather, mpi_rc);
 }
 
-int picoll_alltoall(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
+int picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc)
 {
     static const blocks_coll_t alltoall = {
         .coll = PICOLL_COLL_ALLTOALL,

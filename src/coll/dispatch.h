@@ -4,9 +4,31 @@
 #ifndef PICOLL_DISPATCH_H
 #define PICOLL_DISPATCH_H
 
+#include <mpi.h>
 #include <stddef.h>
-#include "comm.h"
-#include "dtype.h"
+#include "cuda/cuda_dev.h"
+#include "host/shm.h"
+#include "net/hier.h"
+#include "util/dtype.h"
+
+/* What the algorithms see of a communicator: its executors, set up collectively by the core
+ * (core/comm.c) when the communicator is first used, and the same on every rank. */
+typedef struct {
+    MPI_Comm comm;          /* the user's communicator, not owned */
+    int size;
+    MPI_Comm node_comm;     /* ranks of comm on this (virtual) node, by rank; MPI_COMM_NULL
+                               when unused */
+    picoll_shm_t *shm;      /* node workspace in shared memory, NULL when not set up on every
+                               rank: the host executor's, and the device executor's per-call vote */
+    picoll_cuda_ws_t *cuda; /* device executor workspace; NULL when not set up on every rank */
+    int cuda_possible;      /* every rank has a CUDA device, on one node: a call on device
+                               buffers may make the workspace (the same on every rank) */
+    void *cuda_failed;      /* this rank's buffers' context when making the workspace there last
+                               failed (on some rank): this rank votes no for buffers of that
+                               context from then on, so the set-up is not tried on every call */
+    picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
+                               set up on every rank */
+} picoll_coll_ctx_t;
 
 typedef struct {
     const void *sendbuf;  /* MPI_IN_PLACE allowed */
@@ -23,8 +45,8 @@ typedef struct {
     int eligible;         /* both types are contiguous predefined ones picoll can copy as bytes */
 } picoll_blocks_args_t;
 
-int picoll_allreduce(picoll_comm_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc);
-int picoll_allgather(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
-int picoll_alltoall(picoll_comm_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
+int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc);
+int picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
+int picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
 
 #endif

@@ -1,7 +1,8 @@
 #include "build-config.h" /* _GNU_SOURCE: process_vm_readv */
 #include "host/cma.h"
-#include "core.h"
-#include "log.h"
+#include "util/config.h"
+#include "util/fatal.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -94,8 +95,7 @@ int picoll_cma_probe(MPI_Comm node_comm, int want, int **pids)
     int *list = malloc((size_t)n * sizeof(int));
     if (all == NULL || list == NULL) {
         /* the peers are entering the exchange below: leaving it would hang the job */
-        picoll_error("out of memory probing single-copy transfers: aborting the job");
-        PMPI_Abort(node_comm, 1);
+        picoll_fatal("out of memory probing single-copy transfers: aborting the job");
     }
     if (want) {
         probe_word = cma_nonce();
@@ -132,7 +132,7 @@ int picoll_cma_probe(MPI_Comm node_comm, int want, int **pids)
  * first page, so that every peer's read fails. */
 static uint64_t cma_published(const void *addr)
 {
-    return picoll_g.cfg.test_cma_fault == picoll_g.world_rank ? 16 : (uint64_t)(uintptr_t)addr;
+    return picoll_cfg.test_cma_fault == picoll_log_rank ? 16 : (uint64_t)(uintptr_t)addr;
 }
 
 void picoll_cma_publish(picoll_shm_t *shm, const void *addr)
@@ -151,11 +151,10 @@ static void cma_read_at(const picoll_shm_t *shm, int r, uint64_t remote, void *l
 {
     int err = picoll_cma_read(shm->pids[r], local, remote, len);
     if (err != 0) {
-        picoll_error("%s on a communicator of size %d: process_vm_readv of %zu bytes at 0x%llx "
+        picoll_fatal("%s on a communicator of size %d: process_vm_readv of %zu bytes at 0x%llx "
                      "from rank %d (pid %d) failed: %s: aborting the job",
                      coll, shm->comm_size, len, (unsigned long long)remote, shm->comm_ranks[r],
                      shm->pids[r], strerror(err));
-        picoll_abort_job();
     }
 }
 

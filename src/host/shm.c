@@ -1,8 +1,8 @@
 #include "build-config.h"
 #include "host/shm.h"
-#include "net/net.h"
-#include "core.h"
-#include "log.h"
+#include "util/fatal.h"
+#include "util/log.h"
+#include "util/wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,8 +67,7 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
     shm->comm_ranks = malloc((size_t)shm->nlocal * sizeof(int));
     if (shm->comm_ranks == NULL) {
         /* the exchange below must stay matched on every rank: nothing sane is left to do */
-        picoll_error("out of memory setting up the shared-memory workspace: aborting the job");
-        PMPI_Abort(comm, 1);
+        picoll_fatal("out of memory setting up the shared-memory workspace: aborting the job");
     }
     PMPI_Allgather(&my_rank, 1, MPI_INT, shm->comm_ranks, 1, MPI_INT, node_comm);
 
@@ -147,42 +146,6 @@ void picoll_shm_destroy(picoll_shm_t *shm)
     shm->cma = 0;
 }
 
-static double shm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-void picoll_timeout_abort(const char *coll, int comm_size, const int *comm_ranks,
-                          const unsigned char *missing, int n, double timeout)
-{
-    char list[256];
-    int off = 0, nmissing = 0;
-    for (int r = 0; r < n; r++) {
-        if (missing[r]) {
-            if (off < (int)sizeof(list) - 16) {
-                off += snprintf(list + off, sizeof(list) - (size_t)off, "%s%d",
-                                nmissing ? ", " : "", comm_ranks[r]);
-            }
-            nmissing++;
-        }
-    }
-    picoll_error("%s on a communicator of size %d: rank(s) %s did not arrive within %g s "
-                 "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
-                 coll, comm_size, nmissing ? list : "?", timeout);
-    picoll_abort_job();
-}
-
 static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
 {
     unsigned char missing[shm->nlocal];
@@ -190,7 +153,7 @@ static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
         missing[r] = atomic_load_explicit(&shm->flags[r].line[epoch & 1].arrived,
                                           memory_order_acquire) < epoch;
     }
-    picoll_timeout_abort(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal, shm->timeout);
+    picoll_fatal_missing(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal, shm->timeout);
 }
 
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
@@ -198,7 +161,6 @@ uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *c
     uint64_t epoch = ++shm->epoch;
     picoll_shm_line_t *mine = &shm->flags[shm->me].line[epoch & 1];
     uint32_t all = vote;
-    double deadline = 0.0;
 
     atomic_store_explicit(&mine->vote, vote, memory_order_relaxed);
     atomic_store_explicit(&mine->arrived, epoch, memory_order_release);
@@ -208,23 +170,13 @@ uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *c
         }
         /* a peer reaches this parity's next epoch only after I arrived at the one between */
         picoll_shm_line_t *peer = &shm->flags[r].line[epoch & 1];
-        unsigned spins = 0;
-        while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
-            if (++spins < picoll_spin_max()) {
-                cpu_relax();
-                continue;
-            }
-            /* more ranks than cores is common on a test machine: let the peer run */
-            sched_yield();
-            if ((spins & 63) == 0) {
-                /* the peer may wait, between nodes, for bytes of ours still in a rail's worker */
-                picoll_net_progress_all();
-            }
-            if ((spins & 255) == 0) {
-                double now = shm_now();
-                if (deadline == 0.0) {
-                    deadline = now + shm->timeout;
-                } else if (now > deadline) {
+        if (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
+            /* the wait's progress hook serves a peer that waits, between nodes, for bytes of
+             * ours still in a rail's worker */
+            picoll_wait_t w;
+            picoll_wait_init(&w, shm->timeout, picoll_spin_max());
+            while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
+                if (picoll_wait(&w, 0) == PICOLL_WAIT_EXPIRED) {
                     shm_timeout(shm, epoch, coll);
                 }
             }

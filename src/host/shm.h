@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "status.h"
+#include "util/status.h"
 
 #define PICOLL_CACHE_LINE 128 /* two lines: the adjacent-line prefetcher must not share them */
 #define PICOLL_SHM_INLINE 48  /* bytes of data in a barrier line (picoll_shm_small) */
@@ -79,10 +79,5 @@ static inline char *picoll_shm_small(picoll_shm_t *shm, int rank, uint64_t buf, 
 int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll);
 /* The same barrier with a vote of several bits: returns the bitwise AND of every rank's vote. */
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll);
-
-/* A rank waited past PICOLL_TIMEOUT: print which ranks of the user's communicator did not arrive
- * (missing[r] != 0 for local rank r, comm_ranks[r] its rank in the communicator) and end the job. */
-void picoll_timeout_abort(const char *coll, int comm_size, const int *comm_ranks,
-                          const unsigned char *missing, int n, double timeout);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "status.h"
+#include "util/status.h"
 
 typedef struct picoll_net picoll_net_t;
 

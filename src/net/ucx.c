@@ -2,8 +2,9 @@
 #define _GNU_SOURCE /* open_memstream, strtok_r */
 #include "build-config.h"
 #include "net/net.h"
-#include "log.h"
-#include "core.h"
+#include "util/fatal.h"
+#include "util/log.h"
+#include "util/wait.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -42,6 +43,8 @@ static picoll_net_t *nets;
 
 static void net_register(picoll_net_t *net)
 {
+    /* every wait of the process (host barriers, device ends of calls) progresses the rails */
+    picoll_wait_set_progress(picoll_net_progress_all);
     pthread_mutex_lock(&nets_lock);
     net->next = nets;
     nets = net;
@@ -153,12 +156,11 @@ static void net_free(picoll_net_t *net)
             ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = 0};
             ucs_status_ptr_t r = ucp_ep_close_nbx(net->eps[i], &p);
             if (UCS_PTR_IS_PTR(r)) {
-                struct timespec t0, t;
-                clock_gettime(CLOCK_MONOTONIC, &t0);
+                picoll_wait_t w;
+                picoll_wait_init(&w, 2.0, picoll_spin_max());
                 while (ucp_request_check_status(r) == UCS_INPROGRESS) {
-                    ucp_worker_progress(net->worker);
-                    clock_gettime(CLOCK_MONOTONIC, &t);
-                    if (t.tv_sec - t0.tv_sec > 2) {
+                    int moved = ucp_worker_progress(net->worker) != 0;
+                    if (picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
                         picoll_debug("closing the endpoint to rail member %d timed out", i);
                         break;
                     }
@@ -175,8 +177,6 @@ static void net_free(picoll_net_t *net)
     free(net->hosts);
     free(net);
 }
-
-static double net_now(void);
 
 /* UCX connects an endpoint lazily, at its first message, and completing the connection takes
  * progress on both sides. A rail's worker progresses only inside that rail's collectives, so a
@@ -207,9 +207,10 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
             pending++;
         }
     }
-    double deadline = net_now() + (net != NULL ? net->timeout : 0.0);
+    picoll_wait_t w;
+    picoll_wait_init(&w, net != NULL ? net->timeout : 0.0, picoll_spin_max());
     while (pending > 0) {
-        ucp_worker_progress(net->worker);
+        int moved = ucp_worker_progress(net->worker) != 0;
         for (int i = 0; i < net->size; i++) {
             if (reqs[i] == NULL || ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
                 continue;
@@ -224,7 +225,7 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
             reqs[i] = NULL;
             pending--;
         }
-        if (pending > 0 && net_now() > deadline) {
+        if (pending > 0 && picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
             for (int i = 0; i < net->size; i++) {
                 if (reqs[i] != NULL) {
                     picoll_error("connecting to rank %d on host %s over UCX did not finish within "
@@ -240,11 +241,14 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
     free(reqs);
     /* every member, failed or not, until all have connected */
     PMPI_Ibarrier(rail_comm, &barrier);
-    while (!done) {
-        if (net != NULL && ucp_worker_progress(net->worker) == 0) {
-            sched_yield();
-        }
+    picoll_wait_init(&w, 0.0, 0); /* no deadline: the MPI's barrier; yield whenever idle */
+    for (;;) {
+        int moved = net != NULL && ucp_worker_progress(net->worker) != 0;
         PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            break;
+        }
+        picoll_wait(&w, moved);
     }
     return status;
 }
@@ -295,8 +299,7 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         memcpy(mine_host, host, strlen(host) + 1);
     }
     if (hosts == NULL) {
-        picoll_error("out of memory exchanging host names: aborting the job");
-        PMPI_Abort(MPI_COMM_WORLD, 1);
+        picoll_fatal("out of memory exchanging host names: aborting the job");
     }
     if (PMPI_Allgather(mine_host, NET_HOST_MAX, MPI_CHAR, hosts, NET_HOST_MAX, MPI_CHAR,
                        rail_comm) != MPI_SUCCESS) {
@@ -337,8 +340,7 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
     char *mine = calloc(1, rec);
     all = calloc((size_t)n, rec);
     if (mine == NULL || all == NULL) {
-        picoll_error("out of memory exchanging UCX addresses: aborting the job");
-        PMPI_Abort(MPI_COMM_WORLD, 1);
+        picoll_fatal("out of memory exchanging UCX addresses: aborting the job");
     }
     memcpy(mine, &my_len, sizeof(int));
     if (my_len > 0) {
@@ -461,20 +463,12 @@ void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, siz
     pthread_mutex_unlock(&net->lock);
 }
 
-static double net_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void net_failed(picoll_net_t *net, const picoll_net_req_t *req, const char *what,
                        const char *coll)
 {
-    picoll_error("%s on a communicator of size %d: network step with rank %d on host %s failed: "
+    picoll_fatal("%s on a communicator of size %d: network step with rank %d on host %s failed: "
                  "%s: aborting the job",
                  coll, net->comm_size, net->comm_ranks[req->peer], net->hosts[req->peer], what);
-    picoll_abort_job();
 }
 
 static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, const char *coll)
@@ -497,17 +491,17 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
                         nmissing++ ? ", " : "", net->comm_ranks[reqs[i].peer],
                         net->hosts[reqs[i].peer]);
     }
-    picoll_error("%s on a communicator of size %d: network step: %s did not answer within %g s "
+    picoll_fatal("%s on a communicator of size %d: network step: %s did not answer within %g s "
                  "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
                  coll, net->comm_size, missing, net->timeout);
-    picoll_abort_job();
 }
 
 /* Progress the worker until every request in reqs is complete, within the timeout. */
 static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
 {
-    double deadline = 0.0;
-    unsigned idle = 0, spins = 0;
+    picoll_wait_t w;
+    /* the worker is progressed at every poll: yield only after a stretch without progress */
+    picoll_wait_init(&w, net->timeout, picoll_spin_max() / 64);
 
     for (;;) {
         int pending = 0;
@@ -529,22 +523,11 @@ static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const cha
         if (pending == 0) {
             break;
         }
-        if (ucp_worker_progress(net->worker) != 0) {
-            idle = 0;
-        } else if (++idle > picoll_spin_max() / 64) {
-            /* more ranks than cores is common on a test machine: let the peer run */
-            sched_yield();
-        }
-        if ((spins & 63) == 63) {
-            net_progress_others(net); /* even while this worker is busy: theirs may hold up ours */
-        }
-        if ((++spins & 1023) == 0) {
-            double now = net_now();
-            if (deadline == 0.0) {
-                deadline = now + net->timeout;
-            } else if (now > deadline) {
-                net_timeout(net, reqs, n, coll);
-            }
+        /* the wait's progress hook moves the other rails even while this worker is busy: theirs
+         * may hold up ours (this one is skipped there: its lock is ours) */
+        int moved = ucp_worker_progress(net->worker) != 0;
+        if (picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
+            net_timeout(net, reqs, n, coll);
         }
     }
 }
@@ -618,8 +601,7 @@ int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sb
 
 static void net_absent(void)
 {
-    picoll_error("network step reached in a build without UCX (picoll bug): aborting the job");
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    picoll_fatal("network step reached in a build without UCX (picoll bug): aborting the job");
 }
 
 void picoll_net_next(picoll_net_t *net)

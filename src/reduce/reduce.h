@@ -3,7 +3,7 @@
 #define PICOLL_REDUCE_H
 
 #include <stddef.h>
-#include "dtype.h"
+#include "util/dtype.h"
 
 /* dst = srcs[0] op srcs[1] op ... op srcs[nsrc-1], left to right, so that every rank reducing the
  * same inputs gets bit-identical results. dst must not overlap any source. nsrc >= 1.

@@ -2,9 +2,9 @@
 #include "build-config.h"
 #include "coll/algs.h"
 #include "coll/coll.h"
-#include "config.h"
-#include "select.h"
-#include "classify.h"
+#include "util/config.h"
+#include "coll/select.h"
+#include "pmpi/classify.h"
 
 #include <stdio.h>
 #include <string.h>

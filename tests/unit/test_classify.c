@@ -3,7 +3,7 @@
  * hand from the C types the MPI standard gives for each handle. */
 #include "build-config.h" /* _GNU_SOURCE, as in src/ */
 #include <mpi.h>
-#include "classify.h"
+#include "pmpi/classify.h"
 #include "check.h"
 
 #include <stdint.h>

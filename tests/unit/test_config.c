@@ -1,7 +1,7 @@
 /* Unit test of the PICOLL_* configuration table and its parsers (src/config.c). No MPI calls. */
 #include "build-config.h" /* _GNU_SOURCE, as in src/ */
-#include "config.h"
-#include "log.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "check.h"
 
 #include <ctype.h>

@@ -7,7 +7,7 @@
  *   LAND, LOR, LXOR          C integer, logical (MPI_C_BOOL)
  *   BAND, BOR, BXOR          C integer, byte */
 #include "build-config.h" /* _GNU_SOURCE, as in src/ */
-#include "dtype.h"
+#include "util/dtype.h"
 #include "check.h"
 
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * attribute source: a table of allocations that the test frees and reallocates at will, and that
  * counts the full attribute queries. No CUDA, no MPI. */
 #include "build-config.h"
-#include "memkind.h"
+#include "mem/memkind.h"
 #include "check.h"
 
 #include <stdint.h>

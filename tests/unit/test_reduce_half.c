@@ -8,7 +8,7 @@
  * signed zeros, NaN, MAX/MIN. Every value is checked against the others: all 65536 bit patterns
  * against a set of edge values, and random pairs. NaN results must be NaN (any payload). */
 #include "build-config.h" /* _GNU_SOURCE, as in src/ */
-#include "dtype.h"
+#include "util/dtype.h"
 #include "reduce/reduce.h"
 #include "check.h"
 

@@ -1,6 +1,6 @@
 /* Unit test of picoll's status codes and their strings (src/status.c). */
 #include "build-config.h" /* _GNU_SOURCE, as in src/ */
-#include "status.h"
+#include "util/status.h"
 #include "check.h"
 
 #include <string.h>

@@ -19,7 +19,7 @@
  *   rule-kernel-bounds, rule-unchosen-device (and unchosen-ok: the allowed case). */
 #define _GNU_SOURCE
 #include "cuda/cuda_kernel.h"
-#include "dtype.h"
+#include "util/dtype.h"
 
 #include <dlfcn.h>
 #include <libgen.h>

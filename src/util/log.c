@@ -1,5 +1,5 @@
 #include "build-config.h"
-#include "log.h"
+#include "util/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
 #include "build-config.h"
-#include "hier.h"
-#include "core.h"
-#include "log.h"
+#include "net/hier.h"
+#include "util/config.h"
+#include "util/fatal.h"
+#include "util/log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,7 @@ picoll_status_t picoll_hier_create(MPI_Comm comm, MPI_Comm node_comm, size_t scr
     leaders = malloc((size_t)size * sizeof(int));
     fill = calloc((size_t)size, sizeof(int));
     if (h == NULL || all == NULL || leaders == NULL || fill == NULL) {
-        picoll_error("out of memory setting up the hierarchical collectives: aborting the job");
-        PMPI_Abort(MPI_COMM_WORLD, 1);
+        picoll_fatal("out of memory setting up the hierarchical collectives: aborting the job");
     }
     h->rail_comm = MPI_COMM_NULL;
     if (PMPI_Allgather(&mine, 2, MPI_INT, all, 2, MPI_INT, comm) != MPI_SUCCESS) {
@@ -137,8 +137,7 @@ out_split:
                                  : PICOLL_ERR_NO_MEMORY;
         if (rail_ranks == NULL) {
             /* cannot even take part: the others would wait in the exchange */
-            picoll_error("out of memory setting up the network step: aborting the job");
-            PMPI_Abort(MPI_COMM_WORLD, 1);
+            picoll_fatal("out of memory setting up the network step: aborting the job");
         }
         if (st != PICOLL_OK && status == PICOLL_OK) {
             status = st;
@@ -150,7 +149,7 @@ out_split:
             status = PICOLL_ERR_NO_MEMORY;
         }
     }
-    h->inflight = (int)picoll_g.cfg.net_inflight;
+    h->inflight = (int)picoll_cfg.net_inflight;
     free(all);
     free(leaders);
     free(fill);

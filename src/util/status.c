@@ -1,4 +1,4 @@
-#include "status.h"
+#include "util/status.h"
 
 static const char *const status_strings[] = {
 #define PICOLL_STATUS_STRING(name, text) [name] = text,

@@ -5,7 +5,7 @@
 #define PICOLL_SELECT_H
 
 #include <stddef.h>
-#include "config.h"
+#include "util/config.h"
 #include "topo/topo.h"
 
 /* bytes: count * element size; slot_size: one workspace buffer of one rank; cma: as below.

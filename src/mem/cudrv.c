@@ -1,6 +1,6 @@
 #include "build-config.h"
-#include "cudrv.h"
-#include "log.h"
+#include "mem/cudrv.h"
+#include "util/log.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

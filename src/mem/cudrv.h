@@ -7,7 +7,7 @@
 #define PICOLL_CUDRV_H
 
 #include <stddef.h>
-#include "status.h"
+#include "util/status.h"
 
 typedef int picoll_cu_result_t; /* CUresult: 0 is CUDA_SUCCESS */
 typedef unsigned long long picoll_cu_deviceptr_t;

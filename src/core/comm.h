@@ -3,30 +3,18 @@
 #define PICOLL_COMM_H
 
 #include <mpi.h>
-#include "status.h"
-#include "hier.h"
-#include "host/shm.h"
+#include "coll/dispatch.h"
+#include "util/status.h"
 
 typedef struct picoll_comm {
-    MPI_Comm comm;          /* the user's communicator, not owned */
+    picoll_coll_ctx_t coll; /* the executors, as the algorithms see them (comm, size, node_comm,
+                               shm, cuda, hier) */
     unsigned long id;       /* unique in this process */
     int enabled;            /* agreed by every rank of comm at creation */
-    int rank, size;
-    MPI_Comm node_comm;     /* ranks of comm on this (virtual) node, by rank; owned, MPI_COMM_NULL
-                               when unused */
+    int rank;
     int local_rank, local_size;
     int num_nodes;
     char reason[128];       /* why it is disabled */
-    picoll_shm_t *shm;      /* node workspace in shared memory, NULL when not set up on every
-                               rank: the host executor's, and the device executor's per-call vote */
-    struct picoll_cuda_ws *cuda; /* device executor workspace; NULL when not set up on every rank */
-    int cuda_possible;      /* every rank has a CUDA device, on one node: a call on device
-                               buffers may make the workspace (the same on every rank) */
-    void *cuda_failed;      /* this rank's buffers' context when making the workspace there last
-                               failed (on some rank): this rank votes no for buffers of that
-                               context from then on, so the set-up is not tried on every call */
-    picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
-                               set up on every rank */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */
 } picoll_comm_t;
 
@@ -42,7 +30,7 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm);
 picoll_comm_t *picoll_comm_lookup(MPI_Comm comm);
 
 #include <stdatomic.h>
-#include "core.h"
+#include "core/core.h"
 
 /* The attribute lookup costs more than the rest of a passed-through call, so each thread keeps
  * its last (handle, context). Destroying any context bumps picoll_comm_generation, which

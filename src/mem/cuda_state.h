@@ -14,6 +14,9 @@ typedef struct {
     char why[256];   /* one line: what was found, or why CUDA support is inactive */
 } picoll_cuda_state_t;
 
+/* This process's state, decided at MPI_Init once picoll is initialised (picoll_cuda_state_init). */
+extern picoll_cuda_state_t picoll_cuda;
+
 /* The underlying MPI's answer to MPIX_Query_cuda_support (Open MPI, MPICH), or to MPICH's
  * MPIX_GPU_query_support for CUDA; 0 when it has neither. how names what was asked. */
 int picoll_mpi_cuda_aware(const char **how);

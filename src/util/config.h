@@ -3,7 +3,7 @@
 #define PICOLL_CONFIG_H
 
 #include <stddef.h>
-#include "status.h"
+#include "util/status.h"
 
 typedef enum {
     PICOLL_CFG_BOOL,   /* int: 0 or 1 */
@@ -56,6 +56,10 @@ typedef struct {
     size_t nvlink_ipc_max;
     size_t pcie_ipc_max;
 } picoll_config_t;
+
+/* The job's configuration: loaded by the core at MPI_Init (picoll_config_load) and the same on
+ * every rank once picoll is active; read by every layer. */
+extern picoll_config_t picoll_cfg;
 
 typedef struct {
     const char *name;     /* full variable name, "PICOLL_..." */

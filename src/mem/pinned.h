@@ -4,7 +4,7 @@
 #define PICOLL_PINNED_H
 
 #include <stddef.h>
-#include "status.h"
+#include "util/status.h"
 
 /* A buffer of at least bytes bytes, 64-byte aligned. ctx: a CUDA context to allocate under
  * (pinned memory is allocated portable: usable with every context). */

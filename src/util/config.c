@@ -1,5 +1,5 @@
-#include "config.h"
-#include "log.h"
+#include "util/config.h"
+#include "util/log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -100,6 +100,8 @@ static const picoll_config_var_t config_vars[] = {
 };
 
 #define CONFIG_NVARS (sizeof(config_vars) / sizeof(config_vars[0]))
+
+picoll_config_t picoll_cfg;
 
 const picoll_config_var_t *picoll_config_vars(size_t *count)
 {

@@ -1,7 +1,7 @@
 #include "build-config.h"
-#include "memkind.h"
-#include "cudrv.h"
-#include "log.h"
+#include "mem/memkind.h"
+#include "mem/cudrv.h"
+#include "util/log.h"
 
 #include <pthread.h>
 

@@ -1,7 +1,7 @@
 #include "build-config.h"
-#include "pinned.h"
-#include "cudrv.h"
-#include "log.h"
+#include "mem/pinned.h"
+#include "mem/cudrv.h"
+#include "util/log.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 #include "build-config.h"
-#include "stats.h"
-#include "core.h"
+#include "coll/stats.h"
+#include "core/core.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

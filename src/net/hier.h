@@ -11,7 +11,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include "net/net.h"
-#include "status.h"
+#include "util/status.h"
 
 typedef struct {
     int num_nodes;

@@ -1,12 +1,14 @@
 #include "build-config.h"
-#include "cuda_state.h"
-#include "config.h"
-#include "cudrv.h"
+#include "mem/cuda_state.h"
+#include "util/config.h"
+#include "mem/cudrv.h"
 
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+picoll_cuda_state_t picoll_cuda;
 
 /* MPICH's value for CUDA in MPIX_GPU_query_support (mpi.h: MPIX_GPU_SUPPORT_CUDA) */
 #define MPICH_GPU_SUPPORT_CUDA 0

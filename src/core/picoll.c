@@ -1,18 +1,15 @@
 #include "build-config.h"
-#include "comm.h"
-#include "core.h"
-#include "log.h"
-#include "stats.h"
+#include "core/comm.h"
+#include "core/core.h"
+#include "util/log.h"
+#include "coll/stats.h"
 #include <picoll.h>
 
-#include <limits.h>
-#include <time.h>
 #include <stdio.h>
 
 extern char **environ;
 
 picoll_global_t picoll_g;
-_Thread_local int picoll_reentry __attribute__((tls_model("initial-exec")));
 
 PICOLL_EXPORT const char *picoll_version(void);
 const char *picoll_version(void)
@@ -37,9 +34,9 @@ void picoll_init(int thread_level)
     PMPI_Comm_size(MPI_COMM_WORLD, &picoll_g.world_size);
     picoll_log_rank = picoll_g.world_rank;
 
-    cfg_status = picoll_config_load(&picoll_g.cfg, environ);
-    picoll_log_level = picoll_g.cfg.log_level;
-    if (!picoll_g.cfg.enable) {
+    cfg_status = picoll_config_load(&picoll_cfg, environ);
+    picoll_log_level = picoll_cfg.log_level;
+    if (!picoll_cfg.enable) {
         /* pure pass-through: not one MPI call of picoll's own */
         picoll_debug("PICOLL_ENABLE=0: every call goes to the underlying MPI");
         picoll_reentry--;
@@ -49,7 +46,7 @@ void picoll_init(int thread_level)
     /* Every rank must make the same choices, so the configuration must be valid and the same
      * everywhere: vote[0] valid, vote[1] and vote[2] the hash and its complement (MIN of both
      * tells whether all hashes are equal). */
-    unsigned hash = picoll_config_hash(&picoll_g.cfg) & 0x7fffffffu;
+    unsigned hash = picoll_config_hash(&picoll_cfg) & 0x7fffffffu;
     vote[0] = cfg_status == PICOLL_OK;
     vote[1] = (int)hash;
     vote[2] = -(int)hash;
@@ -79,10 +76,10 @@ void picoll_init(int thread_level)
         picoll_reentry--;
         return;
     }
-    picoll_g.stats = picoll_g.cfg.stats;
-    picoll_cuda_state_init(picoll_g.cfg.cuda_staging, &picoll_g.cuda);
-    picoll_g.staging = picoll_g.cuda.staging;
-    picoll_debug("%s", picoll_g.cuda.why);
+    picoll_g.stats = picoll_cfg.stats;
+    picoll_cuda_state_init(picoll_cfg.cuda_staging, &picoll_cuda);
+    picoll_g.staging = picoll_cuda.staging;
+    picoll_debug("%s", picoll_cuda.why);
     picoll_g.initialized = 1;
     picoll_g.active = 1;
     picoll_debug("active on %d ranks, thread level %d", picoll_g.world_size, thread_level);
@@ -109,14 +106,4 @@ void picoll_finalize(void)
     picoll_g.staging = 0;
     picoll_g.initialized = 0;
     picoll_reentry--;
-}
-
-void picoll_abort_job(void)
-{
-    /* give the launcher a moment to forward the error line: MPICH's tears the job down at the
-     * first MPI_Abort and, under load, was seen to drop what the ranks had just written */
-    fflush(stderr);
-    struct timespec pause = {.tv_nsec = 200 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
 }

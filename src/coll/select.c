@@ -1,4 +1,4 @@
-#include "select.h"
+#include "coll/select.h"
 #include "coll/algs.h"
 #include "coll/coll.h"
 

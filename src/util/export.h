@@ -1,0 +1,8 @@
+/* The one mark of what libpicoll.so exports: the MPI wrappers, the public API of include/picoll.h
+ * and the MPIX_* extensions. Everything else is built with -fvisibility=hidden. */
+#ifndef PICOLL_EXPORT_H
+#define PICOLL_EXPORT_H
+
+#define PICOLL_EXPORT __attribute__((visibility("default")))
+
+#endif
