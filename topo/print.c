@@ -23,46 +23,8 @@ static void cell(const picoll_topo_t *t, int i, int j, char *buf, size_t len)
     }
 }
 
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef picoll_topo_alg_t (*alg_fn_t)(picoll_topo_reach_t, size_t, const picoll_config_t *);
-
-/* One line per collective: the size ranges and their algorithm, e.g.
- *   allreduce   <= 256k one-shot, <= 10M two-shot, larger handover */
-static void print_ranges(FILE *f, const char *name, alg_fn_t fn, picoll_topo_reach_t reach,
-                         const picoll_config_t *cfg)
-{
-    size_t b[] = {cfg->nvlink_oneshot_max, cfg->nvlink_twoshot_max, cfg->hcm_oneshot_max,
-                  cfg->pcie_oneshot_max,   cfg->nvlink_ipc_max,     cfg->pcie_ipc_max};
-    size_t nb = sizeof(b) / sizeof(b[0]);
-    char sz[32];
-
-    qsort(b, nb, sizeof(b[0]), cmp_size);
-    fprintf(f, "    %-10s", name);
-    picoll_topo_alg_t cur = fn(reach, 0, cfg);
-    int first = 1;
-    for (size_t k = 0; k < nb; k++) {
-        if (b[k] == (size_t)-1) {
-            continue;
-        }
-        picoll_topo_alg_t next = fn(reach, b[k] + 1, cfg);
-        if (next != cur) {
-            picoll_format_size(b[k], sz, sizeof(sz));
-            fprintf(f, "%s<= %s %s", first ? " " : ", ", sz, picoll_topo_alg_name(cur));
-            first = 0;
-            cur = next;
-        }
-    }
-    fprintf(f, "%s%s %s\n", first ? " " : ", ", first ? "all sizes" : "larger",
-            picoll_topo_alg_name(cur));
-}
-
 static void print_selection(FILE *f, const picoll_topo_t *t, uint32_t set, const char *what,
-                            const picoll_config_t *cfg)
+                            void (*print_reach)(FILE *, picoll_topo_reach_t, void *), void *arg)
 {
     int ranks[PICOLL_TOPO_MAX_GPUS] = {0}, n = 0;
     for (uint32_t s = set; s; s &= s - 1) {
@@ -74,12 +36,14 @@ static void print_selection(FILE *f, const picoll_topo_t *t, uint32_t set, const
         fprintf(f, "%s%d", i ? "," : "", ranks[i]);
     }
     fprintf(f, "}, one rank per GPU: reach %s\n", picoll_topo_reach_name(reach));
-    print_ranges(f, "allreduce", picoll_topo_allreduce_alg, reach, cfg);
-    print_ranges(f, "allgather", picoll_topo_allgather_alg, reach, cfg);
-    print_ranges(f, "alltoall", picoll_topo_alltoall_alg, reach, cfg);
+    if (print_reach != NULL) {
+        print_reach(f, reach, arg);
+    }
 }
 
-void picoll_topo_print(FILE *f, const picoll_topo_t *t, const picoll_config_t *cfg)
+void picoll_topo_print(FILE *f, const picoll_topo_t *t,
+                       void (*print_reach)(FILE *f, picoll_topo_reach_t reach, void *arg),
+                       void *arg)
 {
     const picoll_topo_classification_t *c = &t->cls;
     char buf[32];
@@ -143,11 +107,11 @@ void picoll_topo_print(FILE *f, const picoll_topo_t *t, const picoll_config_t *c
     }
     fprintf(f, "selection (sizes in bytes: allreduce message, allgather/alltoall receive buffer):\n");
     uint32_t all = t->ngpus >= 32 ? 0xffffffffu : (1u << t->ngpus) - 1;
-    print_selection(f, t, all, "all GPUs", cfg);
+    print_selection(f, t, all, "all GPUs", print_reach, arg);
     if (c->cls == PICOLL_TOPO_CLASS_HCM || c->cls == PICOLL_TOPO_CLASS_MIXED) {
         for (int s = 0; s < c->nsubsets; s++) {
             if (c->subsets[s] != all && c->subset_size > 1) {
-                print_selection(f, t, c->subsets[s], "subset", cfg);
+                print_selection(f, t, c->subsets[s], "subset", print_reach, arg);
             }
         }
     }

@@ -1,10 +1,14 @@
 /* Every recorded machine: its class, HCM neighbours and relays, NVLink counts, nearest NICs, and
- * the selection around each threshold. The expected values are written by hand from each
+ * the device algorithm the selection (src/coll/select.c) picks for its reach around each
+ * threshold. The expected values are written by hand from each
  * machine's published layout (see the comments of the fixture files), not from running this. */
-#include "util/config.h"
 #include "build-config.h"
+#include "coll/algs.h"
+#include "coll/coll.h"
+#include "coll/select.h"
 #include "topo/test_topo.h"
 #include "topo/topo.h"
+#include "util/config.h"
 
 #include <stdlib.h>
 
@@ -33,42 +37,47 @@ static picoll_topo_reach_t reach_of(const picoll_topo_t *t, int n, const int *gp
     return picoll_topo_reach(t, gpus, n);
 }
 
-static picoll_topo_alg_t ar(picoll_topo_reach_t r, size_t b) { return picoll_topo_allreduce_alg(r, b, &cfg); }
-static picoll_topo_alg_t ag(picoll_topo_reach_t r, size_t b) { return picoll_topo_allgather_alg(r, b, &cfg); }
-static picoll_topo_alg_t aa(picoll_topo_reach_t r, size_t b) { return picoll_topo_alltoall_alg(r, b, &cfg); }
+/* bytes: allreduce: the message; allgather, alltoall: one rank's receive buffer (one block) */
+static int ar_cfg(picoll_topo_reach_t r, size_t b, const picoll_config_t *c)
+{
+    return picoll_select_cuda_allreduce(c, r, (size_t)-1, b);
+}
+static int ar(picoll_topo_reach_t r, size_t b) { return ar_cfg(r, b, &cfg); }
+static int ag(picoll_topo_reach_t r, size_t b) { return picoll_select_cuda_allgather(&cfg, r, 1, b); }
+static int aa(picoll_topo_reach_t r, size_t b) { return picoll_select_cuda_alltoall(&cfg, r, 1, b); }
 
 /* fully NVLink-connected set with default thresholds: 256k one-shot, 10M two-shot, 1G IPC */
 static void check_nvlink_table(picoll_topo_reach_t r)
 {
     CHECK_EQ(r, PICOLL_TOPO_REACH_NVLINK);
-    CHECK_EQ(ar(r, 8), PICOLL_TOPO_ALG_ONESHOT);
-    CHECK_EQ(ar(r, 256 * K), PICOLL_TOPO_ALG_ONESHOT);
-    CHECK_EQ(ar(r, 256 * K + 1), PICOLL_TOPO_ALG_TWOSHOT);
-    CHECK_EQ(ar(r, 10 * M), PICOLL_TOPO_ALG_TWOSHOT);
-    CHECK_EQ(ar(r, 10 * M + 1), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(ag(r, 1 * G), PICOLL_TOPO_ALG_IPC);
-    CHECK_EQ(ag(r, 1 * G + 1), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(aa(r, 4 * K), PICOLL_TOPO_ALG_IPC);
+    CHECK_EQ(ar(r, 8), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar(r, 256 * K), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar(r, 256 * K + 1), PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    CHECK_EQ(ar(r, 10 * M), PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    CHECK_EQ(ar(r, 10 * M + 1), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(ag(r, 1 * G), PICOLL_ALLGATHER_CUDA_IPC);
+    CHECK_EQ(ag(r, 1 * G + 1), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(aa(r, 4 * K), PICOLL_ALLTOALL_CUDA_IPC);
 }
 
 /* peer access over PCIe only: 64k one-shot, 1M IPC */
 static void check_pcie_table(picoll_topo_reach_t r)
 {
     CHECK_EQ(r, PICOLL_TOPO_REACH_PCIE);
-    CHECK_EQ(ar(r, 64 * K), PICOLL_TOPO_ALG_ONESHOT);
-    CHECK_EQ(ar(r, 64 * K + 1), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(ar(r, 10 * M), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(ag(r, 1 * M), PICOLL_TOPO_ALG_IPC);
-    CHECK_EQ(ag(r, 1 * M + 1), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(aa(r, 1 * M + 1), PICOLL_TOPO_ALG_HANDOVER);
+    CHECK_EQ(ar(r, 64 * K), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar(r, 64 * K + 1), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(ar(r, 10 * M), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(ag(r, 1 * M), PICOLL_ALLGATHER_CUDA_IPC);
+    CHECK_EQ(ag(r, 1 * M + 1), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(aa(r, 1 * M + 1), PICOLL_ALG_FALLBACK);
 }
 
 static void check_none_table(picoll_topo_reach_t r)
 {
     CHECK_EQ(r, PICOLL_TOPO_REACH_NONE);
-    CHECK_EQ(ar(r, 8), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(ag(r, 8), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(aa(r, 8), PICOLL_TOPO_ALG_HANDOVER);
+    CHECK_EQ(ar(r, 8), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(ag(r, 8), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(aa(r, 8), PICOLL_ALG_FALLBACK);
 }
 
 static void test_dgx1(void)
@@ -113,11 +122,11 @@ static void test_dgx1(void)
     int all[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     picoll_topo_reach_t r = reach_of(t, 8, all);
     CHECK_EQ(r, PICOLL_TOPO_REACH_HCM);
-    CHECK_EQ(ar(r, 1), PICOLL_TOPO_ALG_HCM);
-    CHECK_EQ(ar(r, 256 * K), PICOLL_TOPO_ALG_HCM);
-    CHECK_EQ(ar(r, 256 * K + 1), PICOLL_TOPO_ALG_HANDOVER);
-    CHECK_EQ(ag(r, 4 * K), PICOLL_TOPO_ALG_HANDOVER); /* 0-5 etc. have no peer access */
-    CHECK_EQ(aa(r, 4 * K), PICOLL_TOPO_ALG_HANDOVER);
+    CHECK_EQ(ar(r, 1), PICOLL_ALLREDUCE_CUDA_HCM);
+    CHECK_EQ(ar(r, 256 * K), PICOLL_ALLREDUCE_CUDA_HCM);
+    CHECK_EQ(ar(r, 256 * K + 1), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(ag(r, 4 * K), PICOLL_ALG_FALLBACK); /* 0-5 etc. have no peer access */
+    CHECK_EQ(aa(r, 4 * K), PICOLL_ALG_FALLBACK);
     /* a quad, and a quad in another order, behave as a full mesh */
     int quad[4] = {0, 1, 2, 3}, quad2[4] = {7, 5, 4, 6};
     check_nvlink_table(reach_of(t, 4, quad));
@@ -145,8 +154,8 @@ static void test_dgx1(void)
     picoll_config_t c2;
     char *env[] = {"PICOLL_HCM_ONESHOT_MAX=1M", NULL};
     CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
-    CHECK_EQ(picoll_topo_allreduce_alg(r, 1 * M, &c2), PICOLL_TOPO_ALG_HCM);
-    CHECK_EQ(picoll_topo_allreduce_alg(r, 1 * M + 1, &c2), PICOLL_TOPO_ALG_HANDOVER);
+    CHECK_EQ(ar_cfg(r, 1 * M, &c2), PICOLL_ALLREDUCE_CUDA_HCM);
+    CHECK_EQ(ar_cfg(r, 1 * M + 1, &c2), PICOLL_ALG_FALLBACK);
 }
 
 static void test_dgx_a100(void)
@@ -198,10 +207,10 @@ static void test_dgx_h100(void)
     picoll_config_t c2;
     char *env[] = {"PICOLL_NVLINK_ONESHOT_MAX=64k", "PICOLL_NVLINK_TWOSHOT_MAX=1G", NULL};
     CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
-    CHECK_EQ(picoll_topo_allreduce_alg(r, 64 * K, &c2), PICOLL_TOPO_ALG_ONESHOT);
-    CHECK_EQ(picoll_topo_allreduce_alg(r, 64 * K + 1, &c2), PICOLL_TOPO_ALG_TWOSHOT);
-    CHECK_EQ(picoll_topo_allreduce_alg(r, 1 * G, &c2), PICOLL_TOPO_ALG_TWOSHOT);
-    CHECK_EQ(picoll_topo_allreduce_alg(r, 1 * G + 1, &c2), PICOLL_TOPO_ALG_HANDOVER);
+    CHECK_EQ(ar_cfg(r, 64 * K, &c2), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar_cfg(r, 64 * K + 1, &c2), PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    CHECK_EQ(ar_cfg(r, 1 * G, &c2), PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    CHECK_EQ(ar_cfg(r, 1 * G + 1, &c2), PICOLL_ALG_FALLBACK);
 }
 
 static void test_pcie4(void)
@@ -255,7 +264,7 @@ static void test_pcie8(void)
     picoll_config_t c2;
     char *env[] = {"PICOLL_PCIE_ONESHOT_MAX=0", NULL};
     CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
-    CHECK_EQ(picoll_topo_allreduce_alg(reach_of(t, 4, sock0), 1, &c2), PICOLL_TOPO_ALG_HANDOVER);
+    CHECK_EQ(ar_cfg(reach_of(t, 4, sock0), 1, &c2), PICOLL_ALG_FALLBACK);
     free(sub);
 }
 

@@ -144,32 +144,17 @@ typedef enum {
     PICOLL_TOPO_REACH_PCIE    /* peer access between every pair, not all over NVLink */
 } picoll_topo_reach_t;
 
-typedef enum {
-    PICOLL_TOPO_ALG_HANDOVER, /* to the underlying MPI */
-    PICOLL_TOPO_ALG_ONESHOT,  /* allreduce: every rank reads and reduces all inputs */
-    PICOLL_TOPO_ALG_TWOSHOT,  /* allreduce: reduce-scatter then all-gather over IPC */
-    PICOLL_TOPO_ALG_HCM,      /* allreduce: quad one-shot plus the relay's quad sum */
-    PICOLL_TOPO_ALG_IPC       /* allgather/alltoall: direct copies through IPC mappings */
-} picoll_topo_alg_t;
-
 const char *picoll_topo_reach_name(picoll_topo_reach_t reach);
-const char *picoll_topo_alg_name(picoll_topo_alg_t alg);
 
 /* rank_gpu[r]: the topology index of rank r's GPU (ranks may share one), -1 for none. */
 picoll_topo_reach_t picoll_topo_reach(const picoll_topo_t *t, const int *rank_gpu, int nranks);
 
-/* bytes: allreduce: the message; allgather/alltoall: one rank's receive buffer. Thresholds are
- * the PICOLL_NVLINK_* / PICOLL_HCM_* / PICOLL_PCIE_* variables of cfg. */
-picoll_topo_alg_t picoll_topo_allreduce_alg(picoll_topo_reach_t reach, size_t bytes,
-                                            const picoll_config_t *cfg);
-picoll_topo_alg_t picoll_topo_allgather_alg(picoll_topo_reach_t reach, size_t bytes,
-                                            const picoll_config_t *cfg);
-picoll_topo_alg_t picoll_topo_alltoall_alg(picoll_topo_reach_t reach, size_t bytes,
-                                           const picoll_config_t *cfg);
-
 /* ------------------------------------------------------------------ output (print.c) */
-/* Matrix, GPUs, class, and the selection table of the whole node and of its largest fully
- * connected subsets, as picoll_info --topology prints them. */
-void picoll_topo_print(FILE *f, const picoll_topo_t *t, const picoll_config_t *cfg);
+/* Matrix, GPUs, class, and the reach of the whole node and of its largest fully connected subsets,
+ * as picoll_info --topology prints them; after each reach, print_reach (the caller's: the algorithm
+ * layer's selection for that reach) when not NULL. */
+void picoll_topo_print(FILE *f, const picoll_topo_t *t,
+                       void (*print_reach)(FILE *f, picoll_topo_reach_t reach, void *arg),
+                       void *arg);
 
 #endif

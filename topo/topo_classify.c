@@ -176,3 +176,44 @@ void picoll_topo_classify(picoll_topo_t *t)
     }
     c->cls = PICOLL_TOPO_CLASS_MIXED;
 }
+
+/* The two changes that re-classify, here beside the classification, so that topo.c (the helpers
+ * the classification uses) calls nothing back. */
+void picoll_topo_set_p2p(picoll_topo_t *t, int a, int b, picoll_topo_p2p_t p2p)
+{
+    if (a < 0 || b < 0 || a >= t->ngpus || b >= t->ngpus || a == b) {
+        return;
+    }
+    t->links[a][b].p2p = p2p;
+    t->links[b][a].p2p = p2p;
+    picoll_topo_classify(t);
+}
+
+picoll_status_t picoll_topo_restrict(const picoll_topo_t *t, const int *gpus, int n,
+                                     picoll_topo_t *out)
+{
+    uint32_t seen = 0;
+
+    if (n < 0 || n > PICOLL_TOPO_MAX_GPUS || out == t) {
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    for (int i = 0; i < n; i++) {
+        if (gpus[i] < 0 || gpus[i] >= t->ngpus || (seen & (1u << gpus[i]))) {
+            return PICOLL_ERR_INVALID_PARAM;
+        }
+        seen |= 1u << gpus[i];
+    }
+    picoll_topo_init(out, t->source);
+    out->ngpus = n;
+    out->nnics = t->nnics;
+    memcpy(out->nic_names, t->nic_names, sizeof(out->nic_names));
+    for (int i = 0; i < n; i++) {
+        out->gpus[i] = t->gpus[gpus[i]];
+        memcpy(out->gpu_nic[i], t->gpu_nic[gpus[i]], sizeof(out->gpu_nic[i]));
+        for (int j = 0; j < n; j++) {
+            out->links[i][j] = t->links[gpus[i]][gpus[j]];
+        }
+    }
+    picoll_topo_classify(out);
+    return PICOLL_OK;
+}

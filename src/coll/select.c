@@ -3,9 +3,9 @@
 #include "coll/coll.h"
 
 /* PICOLL_HOST=auto: where the shared-memory executor beats Open MPI 4.1 (osu-bench, A/B in one job,
- * np 2 and 4 on a 2-core VM, see the README's "Performance"). Allreduce, allgather and alltoall
- * through the workspace win at every size measured, 8 B to 16 MiB, their chunks staying in the
- * caches. Single copy (process_vm_readv) is opt-in, from PICOLL_CMA_MIN and
+ * np 2 and 4 on a 2-core VM, see docs/performance.md). Allreduce, allgather and alltoall
+ * through the workspace won at every size measured there, 8 B to 16 MiB, their chunks staying in
+ * the caches. Single copy (process_vm_readv) is opt-in, from PICOLL_CMA_MIN and
  * PICOLL_ALLREDUCE_CMA_MIN (0, the defaults: never): there the kernel's copy ran at 8-17 GB/s
  * against memcpy's 30-140, and single copy lost to the workspace at every size (allgather 0.9x-1.2x
  * of Open MPI against 1.3x-3.1x, alltoall 0.9x-1.1x against 1.1x-1.5x, allreduce about half as
@@ -82,47 +82,66 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
     return PICOLL_ALLTOALL_HIER;
 }
 
+/* The device executor, by the node's reach (topo/reach.c), PyTorch's intra-node thresholds as
+ * defaults:
+ *   nvlink  one-shot <= PICOLL_NVLINK_ONESHOT_MAX (256k), two-shot <= PICOLL_NVLINK_TWOSHOT_MAX
+ *           (10M), then hand over
+ *   hcm     HCM one-shot <= PICOLL_HCM_ONESHOT_MAX (256k), then hand over
+ *   pcie    one-shot <= PICOLL_PCIE_ONESHOT_MAX (64k), then hand over. Over PCIe a small message
+ *           costs latency, not bandwidth: one kernel that reads the n-1 peers' inputs beats an
+ *           MPI allreduce that stages device buffers through the host. Large messages are
+ *           bandwidth-bound; one-shot moves (n-1)x the data through each GPU's single x16 link
+ *           and two-shot gains little on a tree of PCIe switches while P2P reads through a host
+ *           bridge are slow on many CPUs, so the underlying MPI (or NCCL below it) does better.
+ *   none    hand over
+ * Allgather and alltoall: IPC copies <= PICOLL_NVLINK_IPC_MAX (nvlink) or PICOLL_PCIE_IPC_MAX
+ * (pcie), of one rank's receive buffer; the whole HCM has pairs without NVLink and without peer
+ * access (across sockets), so those hand over, as does none. A one-shot message larger than a
+ * device data buffer runs two-shot, in chunks. */
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
                                  size_t slot_size, size_t bytes)
 {
     if (bytes == 0) {
         return PICOLL_ALG_FALLBACK;
     }
-    switch (picoll_topo_allreduce_alg(reach, bytes, cfg)) {
-    case PICOLL_TOPO_ALG_ONESHOT:
-        return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
-    case PICOLL_TOPO_ALG_TWOSHOT:
-        return PICOLL_ALLREDUCE_CUDA_TWOSHOT;
-    case PICOLL_TOPO_ALG_HCM:
-        return PICOLL_ALLREDUCE_CUDA_HCM;
-    default:
+    switch (reach) {
+    case PICOLL_TOPO_REACH_NVLINK:
+        if (bytes <= cfg->nvlink_oneshot_max) {
+            return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+        }
+        return bytes <= cfg->nvlink_twoshot_max ? PICOLL_ALLREDUCE_CUDA_TWOSHOT : PICOLL_ALG_FALLBACK;
+    case PICOLL_TOPO_REACH_HCM:
+        return bytes <= cfg->hcm_oneshot_max ? PICOLL_ALLREDUCE_CUDA_HCM : PICOLL_ALG_FALLBACK;
+    case PICOLL_TOPO_REACH_PCIE:
+        if (bytes <= cfg->pcie_oneshot_max) {
+            return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+        }
         return PICOLL_ALG_FALLBACK;
+    case PICOLL_TOPO_REACH_NONE:
+        break;
     }
+    return PICOLL_ALG_FALLBACK;
 }
 
-/* Allgather and alltoall: copies over IPC where the topology table says so. */
+/* Allgather and alltoall: copies over IPC up to the reach's limit of one rank's receive bytes. */
 static int select_cuda_ipc(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
-                           size_t block_bytes,
-                           picoll_topo_alg_t (*table)(picoll_topo_reach_t, size_t,
-                                                      const picoll_config_t *),
-                           int alg)
+                           size_t block_bytes, int alg)
 {
-    if (block_bytes == 0 || table(reach, block_bytes * (size_t)nranks, cfg) != PICOLL_TOPO_ALG_IPC) {
-        return PICOLL_ALG_FALLBACK;
-    }
-    return alg;
+    size_t bytes = block_bytes * (size_t)nranks;
+    size_t max = reach == PICOLL_TOPO_REACH_NVLINK ? cfg->nvlink_ipc_max
+                 : reach == PICOLL_TOPO_REACH_PCIE ? cfg->pcie_ipc_max
+                                                   : 0;
+    return block_bytes != 0 && bytes <= max ? alg : PICOLL_ALG_FALLBACK;
 }
 
 int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                                  size_t block_bytes)
 {
-    return select_cuda_ipc(cfg, reach, nranks, block_bytes, picoll_topo_allgather_alg,
-                           PICOLL_ALLGATHER_CUDA_IPC);
+    return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLGATHER_CUDA_IPC);
 }
 
 int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                                 size_t block_bytes)
 {
-    return select_cuda_ipc(cfg, reach, nranks, block_bytes, picoll_topo_alltoall_alg,
-                           PICOLL_ALLTOALL_CUDA_IPC);
+    return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLTOALL_CUDA_IPC);
 }

@@ -35,10 +35,9 @@ int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_s
 int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
 int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
 
-/* The device executor (device buffers on a context with a device workspace), from the topology
- * tables (picoll_topo_*_alg): reach is the node's, slot_size one device data buffer. The hybrid
- * cube mesh's own algorithm is not written yet: it runs two-shot, whose IPC mappings were proven
- * between every pair at set-up. */
+/* The device executor (device buffers on a context with a device workspace): reach is the node's
+ * (topo/reach.c), slot_size one device data buffer; the thresholds are the PICOLL_NVLINK_*,
+ * PICOLL_HCM_* and PICOLL_PCIE_* variables (select.c has the table). */
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
                                  size_t slot_size, size_t bytes);
 /* block_bytes as above; the tables take one rank's receive bytes. */

@@ -1,6 +1,6 @@
 #include "build-config.h"
 #include "coll/stats.h"
-#include "core/core.h"
+#include "util/export.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -9,7 +9,6 @@
 
 extern char **environ;
 
-picoll_global_t picoll_g;
 
 PICOLL_EXPORT const char *picoll_version(void);
 const char *picoll_version(void)

@@ -34,19 +34,12 @@ static const struct {
     CUDRV_SYM(ctx_push_current, "cuCtxPushCurrent_v2"),
     CUDRV_SYM(ctx_pop_current, "cuCtxPopCurrent_v2"),
     CUDRV_SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain"),
-    CUDRV_SYM(primary_ctx_release, "cuDevicePrimaryCtxRelease_v2"),
-    CUDRV_SYM(memcpy, "cuMemcpy"),
     CUDRV_SYM(memcpy_async, "cuMemcpyAsync"),
     CUDRV_SYM(memcpy_dtoh, "cuMemcpyDtoH_v2"),
-    CUDRV_SYM(memcpy_htod, "cuMemcpyHtoD_v2"),
     CUDRV_SYM(mem_host_alloc, "cuMemHostAlloc"),
     CUDRV_SYM(mem_free_host, "cuMemFreeHost"),
     CUDRV_SYM(stream_synchronize, "cuStreamSynchronize"),
     CUDRV_SYM(stream_create, "cuStreamCreate"),
-    CUDRV_SYM(event_create, "cuEventCreate"),
-    CUDRV_SYM(event_record, "cuEventRecord"),
-    CUDRV_SYM(event_destroy, "cuEventDestroy_v2"),
-    CUDRV_SYM(stream_wait_event, "cuStreamWaitEvent"),
     CUDRV_SYM(driver_get_version, "cuDriverGetVersion"),
     CUDRV_SYM(device_get_attribute, "cuDeviceGetAttribute"),
     CUDRV_SYM(device_get_pci_bus_id, "cuDeviceGetPCIBusId"),
@@ -121,11 +114,6 @@ picoll_status_t picoll_cudrv_load(void)
 {
     pthread_once(&cudrv_once, cudrv_load_once);
     return cudrv_status;
-}
-
-int picoll_cudrv_version(void)
-{
-    return picoll_cudrv_load() == PICOLL_OK ? cudrv_version : 0;
 }
 
 int picoll_cudrv_device_count(void)

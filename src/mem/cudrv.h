@@ -14,7 +14,6 @@ typedef unsigned long long picoll_cu_deviceptr_t;
 typedef int picoll_cu_device_t;
 typedef struct picoll_cu_ctx_st *picoll_cu_context_t;
 typedef struct picoll_cu_stream_st *picoll_cu_stream_t;
-typedef struct picoll_cu_event_st *picoll_cu_event_t;
 typedef struct picoll_cu_module_st *picoll_cu_module_t;
 typedef struct picoll_cu_func_st *picoll_cu_function_t;
 typedef struct {
@@ -60,21 +59,13 @@ typedef struct {
     picoll_cu_result_t (*ctx_push_current)(picoll_cu_context_t);
     picoll_cu_result_t (*ctx_pop_current)(picoll_cu_context_t *);
     picoll_cu_result_t (*primary_ctx_retain)(picoll_cu_context_t *, picoll_cu_device_t);
-    picoll_cu_result_t (*primary_ctx_release)(picoll_cu_device_t);
-    /* legacy default stream */
-    picoll_cu_result_t (*memcpy)(picoll_cu_deviceptr_t dst, picoll_cu_deviceptr_t src, size_t);
     picoll_cu_result_t (*memcpy_async)(picoll_cu_deviceptr_t dst, picoll_cu_deviceptr_t src,
                                        size_t, picoll_cu_stream_t);
     picoll_cu_result_t (*memcpy_dtoh)(void *dst, picoll_cu_deviceptr_t src, size_t);
-    picoll_cu_result_t (*memcpy_htod)(picoll_cu_deviceptr_t dst, const void *src, size_t);
     picoll_cu_result_t (*mem_host_alloc)(void **, size_t, unsigned flags);
     picoll_cu_result_t (*mem_free_host)(void *);
     picoll_cu_result_t (*stream_synchronize)(picoll_cu_stream_t);
     picoll_cu_result_t (*stream_create)(picoll_cu_stream_t *, unsigned flags);
-    picoll_cu_result_t (*event_create)(picoll_cu_event_t *, unsigned flags);
-    picoll_cu_result_t (*event_record)(picoll_cu_event_t, picoll_cu_stream_t);
-    picoll_cu_result_t (*event_destroy)(picoll_cu_event_t);
-    picoll_cu_result_t (*stream_wait_event)(picoll_cu_stream_t, picoll_cu_event_t, unsigned);
     /* the device executor */
     picoll_cu_result_t (*driver_get_version)(int *);
     picoll_cu_result_t (*device_get_attribute)(int *, int attr, picoll_cu_device_t);
@@ -116,8 +107,6 @@ extern picoll_cudrv_t picoll_cu;
  * cuInit succeeded and at least one device is visible; otherwise the reason stays available
  * from picoll_cudrv_why(). */
 picoll_status_t picoll_cudrv_load(void);
-/* The driver's CUDA version (e.g. 13000), 0 without one. */
-int picoll_cudrv_version(void);
 /* Visible devices (0 without the driver), and a line saying what was found or why nothing. */
 int picoll_cudrv_device_count(void);
 const char *picoll_cudrv_why(void);

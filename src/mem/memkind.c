@@ -144,10 +144,3 @@ void picoll_memkind_query(const void *ptr, picoll_meminfo_t *out)
     }
     picoll_memcache_query(&memcache, &cuda_source, ptr, out);
 }
-
-picoll_memkind_t picoll_memkind(const void *ptr)
-{
-    picoll_meminfo_t info;
-    picoll_memkind_query(ptr, &info);
-    return info.kind == PICOLL_MEM_PINNED ? PICOLL_MEM_HOST : info.kind;
-}

@@ -10,8 +10,7 @@ typedef enum {
     PICOLL_MEM_HOST,     /* host memory: the host executor may touch it */
     PICOLL_MEM_DEVICE,   /* CUDA device memory */
     PICOLL_MEM_MANAGED,  /* CUDA managed memory: staged like device memory */
-    PICOLL_MEM_PINNED    /* host memory pinned or registered with CUDA: the CPU may touch it;
-                            picoll_memkind() answers PICOLL_MEM_HOST for it */
+    PICOLL_MEM_PINNED    /* host memory pinned or registered with CUDA: the CPU may touch it */
 } picoll_memkind_t;
 
 typedef struct {
@@ -22,9 +21,6 @@ typedef struct {
     void *context;                 /* CUcontext to copy it with; NULL for host memory */
 } picoll_meminfo_t;
 
-/* Kind of ptr, with PICOLL_MEM_PINNED folded into PICOLL_MEM_HOST (what the host executor
- * needs to know). */
-picoll_memkind_t picoll_memkind(const void *ptr);
 /* Kind, device, buffer id and context of ptr, through this thread's cache. */
 void picoll_memkind_query(const void *ptr, picoll_meminfo_t *out);
 /* 1 when the CUDA driver loaded, initialised and sees at least one device. */

@@ -123,7 +123,7 @@ int main(void)
     picoll_memcache_query(&cache, &src, (void *)A, &info);
     CHECK(info.kind == PICOLL_MEM_HOST, "a freed allocation still reads as kind %d", info.kind);
 
-    /* pinned host memory keeps its own kind here (picoll_memkind folds it into host) */
+    /* pinned host memory keeps its own kind here (the host executor treats it as host memory) */
     fake_alloc(&f, B, 100, PICOLL_MEM_PINNED, -1);
     picoll_memcache_query(&cache, &src, (void *)B, &info);
     CHECK(info.kind == PICOLL_MEM_PINNED, "pinned host memory: kind %d", info.kind);

@@ -1,0 +1,3 @@
+#include "core/core.h"
+
+picoll_global_t picoll_g;
