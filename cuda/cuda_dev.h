@@ -20,6 +20,11 @@
 
 typedef struct picoll_cuda_ws picoll_cuda_ws_t;
 
+/* Which of the embedded kernel images device (an ordinal) would run, from its compute capability,
+ * without creating a context: "sm_90 for compute capability 9.0", "PTX of compute_90, compiled by
+ * the driver ...", or why none (also in a build without CUDA). */
+void picoll_cuda_kernel_image(int device, char *out, size_t len);
+
 #ifdef PICOLL_HAVE_CUDA
 
 /* 1 when the CUDA driver sees at least one device (and PICOLL_CUDA is on). Never creates a

@@ -18,6 +18,12 @@ typedef struct picoll_comm {
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */
 } picoll_comm_t;
 
+/* The set-up steps of a context on this rank (comm_setup.c); collective over its communicator.
+ * Every rank runs every step whatever happened before, so that the exchanges stay matched.
+ * Returns 0 when this rank failed (ctx->reason says why); *shm_ok and *hier_ok: this rank's
+ * workspace and network step are ready. The caller agrees on the outcome. */
+int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok);
+
 /* Create the keyval; once, from picoll_init. */
 picoll_status_t picoll_comm_keyval_create(void);
 /* Destroy every live context and free the keyval; from picoll_finalize. */

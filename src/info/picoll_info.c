@@ -2,6 +2,7 @@
 #include "build-config.h"
 #include "coll/coll.h"
 #include "coll/select.h"
+#include "cuda/cuda_dev.h"
 #include "util/config.h"
 #include "mem/cuda_state.h"
 #include "mem/cudrv.h"

@@ -25,9 +25,4 @@ int picoll_mpi_cuda_aware(const char **how);
  * unless the mode is off. */
 void picoll_cuda_state_init(int mode, picoll_cuda_state_t *st);
 
-/* Which of the embedded kernel images device (an ordinal) would run, from its compute capability,
- * without creating a context: "sm_90 for compute capability 9.0", "PTX of compute_90, compiled by
- * the driver ...", or why none. */
-void picoll_cuda_kernel_image(int device, char *out, size_t len);
-
 #endif
