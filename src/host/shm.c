@@ -1,7 +1,9 @@
 #include "build-config.h"
 #include "host/shm.h"
 #include "util/fatal.h"
+#include "util/config.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/wait.h"
 
 #include <errno.h>
@@ -117,6 +119,12 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
     if (fd >= 0) {
         close(fd);
     }
+    if (status == PICOLL_OK) {
+        /* who I am, for the peers that will wait for me: read after the barrier below */
+        picoll_shm_flag_t *me = &((picoll_shm_flag_t *)shm->base)[shm->me];
+        me->pid = (uint64_t)getpid();
+        me->start = picoll_proc_start_time(getpid());
+    }
     /* once every rank has mapped it (or given up), nothing needs the name: unlink it now, so that
      * even a crash later leaves nothing behind in /dev/shm */
     PMPI_Barrier(node_comm);
@@ -129,6 +137,14 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
     }
     shm->flags = shm->base;
     shm->data = (char *)shm->base + flags_bytes;
+    /* a peer in another pid namespace publishes a pid that names nobody, or somebody else, here:
+     * only peers whose published start time matches what this rank sees are watched */
+    shm->watch = calloc((size_t)shm->nlocal, 1);
+    for (int r = 0; shm->watch != NULL && r < shm->nlocal; r++) {
+        const picoll_shm_flag_t *f = &shm->flags[r];
+        shm->watch[r] = r != shm->me && f->start != 0 &&
+                        picoll_proc_state((pid_t)f->pid, f->start) == PICOLL_PROC_ALIVE;
+    }
     picoll_debug("workspace %s: %d local ranks, %zu bytes", name, shm->nlocal, shm->map_size);
     return PICOLL_OK;
 }
@@ -143,17 +159,87 @@ void picoll_shm_destroy(picoll_shm_t *shm)
     shm->comm_ranks = NULL;
     free(shm->pids);
     shm->pids = NULL;
+    free(shm->watch);
+    shm->watch = NULL;
     shm->cma = 0;
 }
 
-static void shm_timeout(picoll_shm_t *shm, uint64_t epoch, const char *coll)
+/* The ranks of the user's communicator that have not reached epoch, as "1, 4" in list; those
+ * whose process is gone (gone != NULL, a watched rank: util/proc.h) and those that cannot be
+ * watched each counted. Returns the number of missing ranks. */
+static int shm_missing(const picoll_shm_t *shm, uint64_t epoch, unsigned char *missing,
+                       int *ngone, int *nunwatched)
 {
-    unsigned char missing[shm->nlocal];
+    int n = 0;
+    *ngone = *nunwatched = 0;
     for (int r = 0; r < shm->nlocal; r++) {
         missing[r] = atomic_load_explicit(&shm->flags[r].line[epoch & 1].arrived,
                                           memory_order_acquire) < epoch;
+        if (!missing[r]) {
+            continue;
+        }
+        n++;
+        if (shm->watch == NULL || !shm->watch[r]) {
+            (*nunwatched)++;
+        } else if (picoll_proc_state((pid_t)shm->flags[r].pid, shm->flags[r].start) ==
+                   PICOLL_PROC_GONE) {
+            missing[r] = 2;
+            (*ngone)++;
+        }
     }
-    picoll_fatal_missing(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal, shm->timeout);
+    return n;
+}
+
+static void shm_list(const picoll_shm_t *shm, const unsigned char *missing, int which, char *list,
+                     size_t len)
+{
+    int off = 0, k = 0;
+    list[0] = '\0';
+    for (int r = 0; r < shm->nlocal; r++) {
+        if ((which == 0 ? missing[r] != 0 : missing[r] == which) && off < (int)len - 16) {
+            off += snprintf(list + off, len - (size_t)off, "%s%d", k++ ? ", " : "",
+                            shm->comm_ranks[r]);
+        }
+    }
+}
+
+/* A wait in the barrier of epoch read the clock (expired: past PICOLL_TIMEOUT, 2x, 4x, ...). A
+ * watched peer that is gone ends the job now; a late one is reported when the wait expires, and
+ * waited for unless PICOLL_TIMEOUT_ACTION=abort. The processes are looked at once a second from
+ * the wait's first second on: never on a wait that ends sooner. */
+static void shm_wait_tick(picoll_shm_t *shm, uint64_t epoch, const char *coll,
+                          const picoll_wait_t *w, int expired, double *next_look)
+{
+    unsigned char missing[shm->nlocal];
+    char list[256];
+    int ngone = 0, nunwatched = 0;
+
+    if (expired && picoll_cfg.timeout_action == PICOLL_TIMEOUT_ABORT) {
+        shm_missing(shm, epoch, missing, &ngone, &nunwatched);
+        picoll_fatal_missing(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal,
+                             shm->timeout);
+    }
+    if (!expired && w->now < *next_look) {
+        return;
+    }
+    *next_look = w->now + 1.0;
+    if (shm_missing(shm, epoch, missing, &ngone, &nunwatched) == 0) {
+        return;
+    }
+    if (ngone > 0) {
+        shm_list(shm, missing, 2, list, sizeof(list));
+        picoll_fatal("%s on a communicator of size %d: rank(s) %s exited while the others waited "
+                     "for them (their processes are gone): aborting the job",
+                     coll, shm->comm_size, list);
+    }
+    if (expired) {
+        shm_list(shm, missing, 0, list, sizeof(list));
+        picoll_warn("%s on a communicator of size %d: still waiting after %.0f s for rank(s) %s; "
+                    "%s (PICOLL_TIMEOUT=%g; PICOLL_TIMEOUT_ACTION=abort ends the job instead)",
+                    coll, shm->comm_size, w->now - w->start, list,
+                    nunwatched == 0 ? "they are alive" : "picoll cannot see whether they are alive",
+                    shm->timeout);
+    }
 }
 
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
@@ -174,10 +260,15 @@ uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *c
             /* the wait's progress hook serves a peer that waits, between nodes, for bytes of
              * ours still in a rail's worker */
             picoll_wait_t w;
+            double next_look = 0.0;
             picoll_wait_init(&w, shm->timeout, picoll_spin_max());
             while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
-                if (picoll_wait(&w, 0) == PICOLL_WAIT_EXPIRED) {
-                    shm_timeout(shm, epoch, coll);
+                int step = picoll_wait(&w, 0);
+                if (step != PICOLL_WAIT_POLL) {
+                    if (next_look == 0.0) {
+                        next_look = w.start + 1.0;
+                    }
+                    shm_wait_tick(shm, epoch, coll, &w, step == PICOLL_WAIT_EXPIRED, &next_look);
                 }
             }
         }

@@ -30,7 +30,9 @@ typedef struct {
                                     first barrier, read between it and the second) */
     _Atomic uint64_t result;     /* single-copy allreduce: address of this rank's receive buffer,
                                     which the peers read after the reduction's barrier */
-    char pad[PICOLL_CACHE_LINE - 2 * sizeof(uint64_t)];
+    uint64_t pid;                /* this rank's process and its start time (util/proc.h), written */
+    uint64_t start;              /* at set-up: a peer that waits for it can tell late from gone */
+    char pad[PICOLL_CACHE_LINE - 4 * sizeof(uint64_t)];
 } picoll_shm_flag_t;
 
 typedef struct {
@@ -47,6 +49,8 @@ typedef struct {
     int cma;                   /* every local rank can read every other's memory with
                                   process_vm_readv (host/cma.h): agreed at set-up */
     int *pids;                 /* pid of each local rank, where cma */
+    unsigned char *watch;      /* per local rank: 1 when its process can be seen from here (same
+                                  pid namespace), so that a wait for it can tell late from gone */
 } picoll_shm_t;
 
 /* Collective over node_comm: local rank 0 creates the segment (an unguessable name, mode 0600)
@@ -73,9 +77,12 @@ static inline char *picoll_shm_small(picoll_shm_t *shm, int rank, uint64_t buf, 
 }
 
 /* Arrive at the next barrier with my vote and wait for every local rank. Returns the AND of all
- * votes. A rank that does not arrive within the timeout ends the job through MPI_Abort, after an
- * error naming the collective, the communicator size and the missing ranks. The data buffer of
- * this barrier's epoch is picoll_shm_slot(shm, r, shm->epoch) read before the call. */
+ * votes. A rank that is late is waited for, as MPI waits: past PICOLL_TIMEOUT (and again at 2x,
+ * 4x, ...) a warning names the collective, the communicator size and the ranks waited for, and
+ * the wait goes on (with PICOLL_TIMEOUT_ACTION=abort, the job ends there instead). A rank whose
+ * process is gone ends the job at once (within about a second), on every rank that waits for it,
+ * with an error that names it. The data buffer of this barrier's epoch is
+ * picoll_shm_slot(shm, r, shm->epoch) read before the call. */
 int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll);
 /* The same barrier with a vote of several bits: returns the bitwise AND of every rank's vote. */
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll);

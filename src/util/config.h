@@ -21,6 +21,7 @@ typedef enum { PICOLL_TOPO_FILE_GPU_DEVICE, PICOLL_TOPO_FILE_GPU_LOCAL_RANK } pi
 typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } picoll_staging_mode_t;
 /* PICOLL_CMA, in the order of its choices */
 typedef enum { PICOLL_CMA_AUTO, PICOLL_CMA_OFF } picoll_cma_mode_t;
+typedef enum { PICOLL_TIMEOUT_WAIT, PICOLL_TIMEOUT_ABORT } picoll_timeout_action_t;
 
 /* Parsed values: one field per table entry. */
 typedef struct {
@@ -32,6 +33,7 @@ typedef struct {
     size_t allreduce_oneshot_max;
     size_t allreduce_twoshot_max;
     double timeout;
+    int timeout_action;        /* picoll_timeout_action_t */
     long test_fail_setup;
     /* single-copy transfers between the ranks of a node (host/cma.c) */
     int cma;                   /* picoll_cma_mode_t; may differ between ranks: agreed per node */

@@ -25,8 +25,12 @@ int picoll_wait_slow(picoll_wait_t *w)
     w->now = picoll_clock_now();
     if (w->start == 0.0) {
         w->start = w->now;
+        w->next = w->start + w->timeout;
         return PICOLL_WAIT_TICK;
     }
-    return w->timeout > 0.0 && w->now - w->start > w->timeout ? PICOLL_WAIT_EXPIRED
-                                                               : PICOLL_WAIT_TICK;
+    if (w->timeout <= 0.0 || w->now <= w->next) {
+        return PICOLL_WAIT_TICK;
+    }
+    w->next = w->start + 2.0 * (w->next - w->start);
+    return PICOLL_WAIT_EXPIRED;
 }

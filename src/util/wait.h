@@ -56,12 +56,15 @@ typedef struct {
     double timeout;   /* seconds from the first clock reading; <= 0: no deadline */
     double start;     /* the first clock reading, 0 before it */
     double now;       /* the latest clock reading */
+    double next;      /* when the wait next expires: start + timeout, then 2x, 4x, ... */
 } picoll_wait_t;
 
 enum {
     PICOLL_WAIT_POLL = 0,  /* nothing to do but poll again */
     PICOLL_WAIT_TICK = 1,  /* the clock was read: w->now, w->start are current */
-    PICOLL_WAIT_EXPIRED = 2 /* the clock was read and the deadline has passed */
+    PICOLL_WAIT_EXPIRED = 2 /* the clock was read and the deadline has passed: once at timeout,
+                               then again at 2x, 4x, ... the timeout (a wait that goes on says
+                               so at each) */
 };
 
 static inline void picoll_wait_init(picoll_wait_t *w, double timeout, unsigned spin)
@@ -72,6 +75,7 @@ static inline void picoll_wait_init(picoll_wait_t *w, double timeout, unsigned s
     w->timeout = timeout;
     w->start = 0.0;
     w->now = 0.0;
+    w->next = 0.0;
 }
 
 int picoll_wait_slow(picoll_wait_t *w);

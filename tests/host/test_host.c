@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 /* Host executor tests (run with PICOLL_HOST=on and libpicoll preloaded): each mode checks results
  * against a reference computed here by a plain loop over every rank's generated input.
  *   edges     sizes around the one-shot threshold and the workspace slot (size-1, size, size+1)
@@ -9,6 +10,8 @@
  *             ranks must fall back together, then take picoll's path again
  *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout
  *   kill R N  rank R is killed (SIGKILL) at iteration N: likewise, where the launcher lets them
+ *   late R S  rank R sleeps S seconds before each of an allreduce, an allgather and an alltoall
+ *             (a checkpoint, an evaluation): the others wait for it, and every result is right
  *   volume N COUNT  N allreduces of COUNT int32 (sum), each checked: a known amount of traffic
  *   run S     allreduces, allgathers and alltoalls of several sizes, each checked, for S seconds
  *             (rank 0's clock); prints "loop running" once under way, so that a test can start a
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int rank, size, failures;
@@ -330,6 +334,56 @@ static void mode_stall(int victim, long at, int sig)
     }
 }
 
+static void mode_late(int victim, double seconds)
+{
+    enum { N = 1000 };
+    int *in = malloc(N * sizeof(int)), *out = malloc((size_t)size * N * sizeof(int));
+    struct timespec pause = {.tv_sec = (time_t)seconds,
+                             .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    long warm = 1, warm_sum;
+    /* the communicator's context is made at its first call, inside the MPI's own exchanges: warm
+     * it up, so that the waits below are picoll's */
+    MPI_Allreduce(&warm, &warm_sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    for (int step = 0; step < 3; step++) {
+        if (rank == victim) {
+            fprintf(stderr, "rank %d: sleeping %.1f s before step %d\n", rank, seconds, step);
+            nanosleep(&pause, NULL);
+        }
+        for (int i = 0; i < N; i++) {
+            in[i] = rank * 1000003 + i + step;
+        }
+        if (step == 0) {
+            MPI_Allreduce(in, out, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            for (int i = 0; i < N; i++) {
+                int e = 0;
+                for (int r = 0; r < size; r++) {
+                    e += r * 1000003 + i + step;
+                }
+                CHECK(out[i] == e, "late allreduce [%d] = %d, expected %d", i, out[i], e);
+            }
+        } else if (step == 1) {
+            MPI_Allgather(in, N, MPI_INT, out, N, MPI_INT, MPI_COMM_WORLD);
+            for (int r = 0; r < size; r++) {
+                for (int i = 0; i < N; i++) {
+                    CHECK(out[r * N + i] == r * 1000003 + i + step, "late allgather [%d][%d]", r, i);
+                }
+            }
+        } else {
+            int per = N / size;
+            MPI_Alltoall(in, per, MPI_INT, out, per, MPI_INT, MPI_COMM_WORLD);
+            for (int r = 0; r < size; r++) {
+                for (int i = 0; i < per; i++) {
+                    /* rank r sent me its piece number `rank`: its elements rank*per + i */
+                    CHECK(out[r * per + i] == r * 1000003 + rank * per + i + step,
+                          "late alltoall [%d][%d]", r, i);
+                }
+            }
+        }
+    }
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -367,10 +421,12 @@ int main(int argc, char **argv)
         mode_volume(argc > 2 ? atol(argv[2]) : 10, argc > 3 ? strtoul(argv[3], NULL, 10) : 1000000);
     } else if (strcmp(mode, "run") == 0) {
         mode_run(argc > 2 ? atof(argv[2]) : 10.0);
+    } else if (strcmp(mode, "late") == 0) {
+        mode_late(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atof(argv[3]) : 3.0);
     } else if (strcmp(mode, "kill") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGKILL);
     } else {
-        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|mixed|stall [R N]|kill [R N]|volume [N COUNT]|run [S]\n");
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|mixed|stall [R N]|kill [R N]|late [R S]|volume [N COUNT]|run [S]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all;

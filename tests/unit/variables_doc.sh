@@ -23,14 +23,28 @@ if diff -q "$tmp/short.md" "$tmp/variables.md" > /dev/null; then
 fi
 # every PICOLL_* name in the user documents exists
 grep -o 'PICOLL_[A-Z0-9_]*[A-Z0-9]' "$tmp/variables.md" | sort -u > "$tmp/known"
-grep -rhoE 'PICOLL_[A-Z0-9_]*[A-Z0-9]' "$src/tests" "$src/osu-bench" --include='*.sh' \
-    --include='*.in' --include='*.py' | sort -u >> "$tmp/known"
-for f in "$src/README" "$src"/docs/*.md; do
-    for v in $(grep -oE '`PICOLL_[A-Z0-9_]*[A-Z0-9]' "$f" | tr -d '`' | sort -u); do
-        case $v in PICOLL_UCX*) continue ;; esac # UCX's own settings, passed to UCX
-        if ! grep -qx "$v" "$tmp/known"; then
-            echo "FAIL: ${f#$src/} names $v, which picoll does not have"; status=1
-        fi
+# ... and what the scripts read from the environment (PICOLL_TEST_MPIS) and the build defines
+grep -rhoE '\$\{?PICOLL_[A-Z0-9_]*[A-Z0-9]' "$src/tests" "$src/osu-bench" --include='*.sh' |
+    tr -d '${' | sort -u >> "$tmp/known"
+grep -rhoE '^PICOLL_[A-Z0-9_]*[A-Z0-9] *=' "$src" --include='Makefile.inc' --include='Makefile.am' |
+    tr -d ' =' >> "$tmp/known"
+unknown() { # unknown FILE...: prints "FILE names NAME" for each name picoll does not have
+    for f in "$@"; do
+        for v in $(grep -oE '`PICOLL_[A-Z0-9_]*[A-Z0-9][`=]' "$f" | tr -d '`=' | sort -u); do
+            case $v in PICOLL_UCX*) continue ;; esac # UCX's own settings, passed to UCX
+            grep -qx "$v" "$tmp/known" || echo "${f#$src/} names $v"
+        done
     done
-done
+}
+bad=$(unknown "$src/README" "$src"/docs/*.md)
+if [ -n "$bad" ]; then
+    echo "$bad" | sed 's/^/FAIL: /; s/$/, which picoll does not have/'; status=1
+else
+    echo "README and docs/ name only variables picoll has"
+fi
+# ... and the check notices one it does not have
+printf 'Set `PICOLL_NO_SUCH_VARIABLE=1`.\n' > "$tmp/planted.md"
+if [ -z "$(unknown "$tmp/planted.md")" ]; then
+    echo "FAIL: a document naming PICOLL_NO_SUCH_VARIABLE passed the check"; status=1
+fi
 exit $status
