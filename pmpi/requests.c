@@ -1,15 +1,17 @@
-/* The calls that complete what picoll staged (stage.h): every completion call of requests, MPI_Start,
- * MPI_Request_free, and the synchronisations of one-sided windows. Each is one atomic load and the
- * PMPI call while no staged request, window operation or orphan is alive (host buffers, no
- * CUDA). Otherwise the handles are saved before the MPI call (which sets completed ones to
- * MPI_REQUEST_NULL), and each completed one's outputs are copied back before the call returns. */
+/* The MPI calls that complete what picoll staged: every completion call of requests, MPI_Start,
+ * MPI_Request_free, and the synchronisations of one-sided windows, each handing the completed
+ * calls to the registry of records (pmpi/records.c), which copies their outputs back. Each is one
+ * atomic load and the PMPI call while no staged request, window operation or orphan is alive (host
+ * buffers, no CUDA). Otherwise the handles are saved before the MPI call (which sets completed ones
+ * to MPI_REQUEST_NULL), and each completed one's outputs are copied back before the call
+ * returns. */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
 
 #include "build-config.h"
 #include "util/export.h"
-#include "pmpi/stage.h"
+#include "pmpi/records.h"
 
 #include <stdlib.h>
 

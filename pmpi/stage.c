@@ -1,45 +1,18 @@
-/* The staging engine (see stage.h).
- *
- * Stream ordering: every copy is the memory layer's host copy of a device buffer (mem/stage.h):
- * a copy in the buffer's own context on this thread's per-thread default stream, or on picoll's
- * own stream of that context while the per-thread stream is being captured into a CUDA graph
- * (picoll_cudrv_copy), synchronised before it returns. The per-thread stream synchronises with the
- * legacy default stream, so the inputs are read after the work the application queued there
- * (PyTorch's current stream by default), and the outputs are in place when the call (or the
- * completion call) returns. */
+/* The staging engine (see stage.h): a call's buffers described, the span of each on this rank
+ * computed (its role here, counts, displacements, datatypes), the host copies made and the inputs
+ * copied in (picoll_call_begin), and at the call's end the outputs copied back or the call handed
+ * to the registry of records (pmpi/records.c) that its completion consults. The copies themselves
+ * are pmpi/copies.c's (stream ordering there), the errors raised pmpi/errors.c's. */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
 
 #include "build-config.h"
-#include "util/export.h"
-#include "util/log.h"
+#include "pmpi/errors.h"
+#include "pmpi/records.h"
 #include "pmpi/stage.h"
 
-#include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-
-struct picoll_record {
-    picoll_record_t *next;
-    MPI_Request request;      /* PICOLL_MODE_REQUEST / PERSISTENT: the table's key */
-    picoll_stage_mode_t mode;
-    int active;               /* persistent: started and not yet completed */
-    int copied;               /* outputs already copied back (MPI_Request_get_status) */
-    picoll_call_t call;       /* its staged buffers own their host copies */
-};
-
-atomic_int picoll_stage_tracked;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-#define NBUCKETS 256
-static picoll_record_t *requests[NBUCKETS]; /* by request handle */
-static picoll_record_t *windows;            /* one-sided records, newest first */
-static picoll_record_t *splits;             /* split collective I/O, one per file at most */
-static picoll_record_t *orphans;            /* freed by the application while active */
 
 /* ---- starting a call ---- */
 
@@ -95,69 +68,6 @@ void picoll_call_buf(picoll_call_t *c, const picoll_bufspec_t *spec)
     c->any |= b->staged;
 }
 
-/* ---- errors ---- */
-
-static int raise_on(int obj_kind, const void *obj, int code)
-{
-    if (obj_kind == PICOLL_OBJ_WIN) {
-        PMPI_Win_call_errhandler(*(const MPI_Win *)obj, code);
-    } else if (obj_kind == PICOLL_OBJ_FILE) {
-        PMPI_File_call_errhandler(*(const MPI_File *)obj, code);
-    } else {
-        PMPI_Comm_call_errhandler(obj_kind == PICOLL_OBJ_COMM ? *(const MPI_Comm *)obj
-                                                              : MPI_COMM_WORLD, code);
-    }
-    return code;
-}
-
-static int raise_call(picoll_call_t *c, int code)
-{
-    return raise_on(c->obj_kind, &c->obj, code);
-}
-
-/* An error code whose text is msg, in picoll's own error class (MPICH garbles the text of a code
- * added to a predefined class): the MPI's error handlers print it, MPI_Error_string returns it.
- * Codes are made once per distinct text (a handful: one per refused call and argument); where the
- * MPI cannot add any, MPI_ERR_BUFFER. */
-static int error_code(const char *msg)
-{
-    static struct {
-        char msg[200];
-        int code;
-    } made[64];
-    static int nmade, cls = -1;
-    static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    int code = MPI_ERR_BUFFER;
-    pthread_mutex_lock(&m);
-    for (int i = 0; i < nmade; i++) {
-        if (strcmp(made[i].msg, msg) == 0) {
-            pthread_mutex_unlock(&m);
-            return made[i].code;
-        }
-    }
-    if (cls < 0 && (PMPI_Add_error_class(&cls) != MPI_SUCCESS ||
-                    PMPI_Add_error_string(cls, "picoll: CUDA device memory refused") != MPI_SUCCESS)) {
-        cls = -1;
-    }
-    if (cls >= 0 && nmade < 64 && PMPI_Add_error_code(cls, &code) == MPI_SUCCESS &&
-        PMPI_Add_error_string(code, msg) == MPI_SUCCESS) {
-        snprintf(made[nmade].msg, sizeof(made[nmade].msg), "%s", msg);
-        made[nmade++].code = code;
-    } else {
-        code = MPI_ERR_BUFFER;
-    }
-    pthread_mutex_unlock(&m);
-    return code;
-}
-
-static int refuse(picoll_call_t *c, const char *arg, const char *why)
-{
-    char msg[200];
-    snprintf(msg, sizeof(msg), "picoll: %s: %s is CUDA device memory, %s", c->fn, arg, why);
-    picoll_warn("%s", msg);
-    return raise_call(c, error_code(msg));
-}
-
 int picoll_call_refuse(picoll_call_t *c, const void *ptr, const char *arg, int *rc)
 {
     picoll_meminfo_t info;
@@ -168,8 +78,8 @@ int picoll_call_refuse(picoll_call_t *c, const void *ptr, const char *arg, int *
     if (info.kind != PICOLL_MEM_DEVICE && info.kind != PICOLL_MEM_MANAGED) {
         return 0;
     }
-    *rc = refuse(c, arg, "which this MPI cannot use here (it is not CUDA-aware, and picoll stages "
-                         "only message buffers)");
+    *rc = picoll_raise_refused(c, arg, "which this MPI cannot use here (it is not CUDA-aware, and "
+                                       "picoll stages only message buffers)");
     return 1;
 }
 
@@ -387,26 +297,6 @@ static int span_of(picoll_call_t *c, int i, int in_place, where_t *w)
     return 0;
 }
 
-static void release(picoll_call_t *c)
-{
-    for (int i = 0; i < c->n; i++) {
-        picoll_hostcopy_put(&c->b[i].copy);
-    }
-}
-
-static int copy_in(picoll_call_t *c)
-{
-    int failed = 0;
-    for (int i = 0; i < c->n; i++) {
-        picoll_stagebuf_t *b = &c->b[i];
-        if (b->copy.host != NULL && (b->flags & PICOLL_ROLE_IN) &&
-            picoll_hostcopy_in(&b->copy) != PICOLL_OK) {
-            failed = 1;
-        }
-    }
-    return failed;
-}
-
 int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
 {
     where_t w;
@@ -421,7 +311,8 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
         return 0; /* the MPI judges the communicator or the root */
     }
     if (c->intra_only && w.inter) {
-        *rc = refuse(c, "a buffer", "which picoll cannot stage on an intercommunicator");
+        *rc = picoll_raise_refused(c, "a buffer",
+                                   "which picoll cannot stage on an intercommunicator");
         return -1;
     }
     for (int i = 0; i < c->n; i++) {
@@ -455,8 +346,8 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
         }
         if (picoll_hostcopy_get(&b->copy, (const char *)b->user + b->lo, b->bytes, b->info.context,
                                 0) != PICOLL_OK) {
-            release(c);
-            *rc = raise_call(c, MPI_ERR_NO_MEM);
+            picoll_call_release(c);
+            *rc = picoll_raise_call(c, MPI_ERR_NO_MEM);
             return -1;
         }
         b->pass = (void *)((uintptr_t)b->copy.host - (uintptr_t)b->lo);
@@ -465,330 +356,52 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
      * MPI_Gather_init reads the send buffer when it is made, not when it starts, and the host copy
      * must then hold what the application's buffer held. A failed copy still joins the call, so
      * that the other ranks are not left waiting, and the error comes at its end. */
-    if (copy_in(c)) {
+    if (picoll_call_copy_in(c)) {
         c->any = 2;
     }
     return 0;
 }
 
-/* Copies the outputs back; the bytes of a PARTIAL output only as far as status says. */
-static int copy_out(picoll_call_t *c, const MPI_Status *status)
+/* Hands the call, its host copies with it, to a record of mode (request: the key of a request's
+ * record); returns the call's return code. */
+static int keep(picoll_call_t *c, picoll_stage_mode_t mode, MPI_Request request, int rc)
 {
-    int failed = 0, cancelled = 0, receive = 0;
-    for (int i = 0; i < c->n; i++) {
-        receive |= c->b[i].copy.host != NULL && (c->b[i].flags & PICOLL_ROLE_PARTIAL);
+    if (picoll_record_keep(c, mode, request) != 0) {
+        picoll_call_release(c);
+        return picoll_raise_call(c, MPI_ERR_NO_MEM);
     }
-    /* only a receive can be cancelled with its buffer unwritten; Open MPI leaves the cancelled
-     * field of I/O statuses uninitialised, so it is not read for anything else */
-    if (receive && status != NULL && status != MPI_STATUS_IGNORE) {
-        PMPI_Test_cancelled(status, &cancelled);
-    }
-    for (int i = 0; i < c->n && !cancelled; i++) {
-        picoll_stagebuf_t *b = &c->b[i];
-        size_t bytes = b->bytes;
-        if (b->copy.host == NULL || !(b->flags & PICOLL_ROLE_OUT)) {
-            continue;
-        }
-        if ((b->flags & PICOLL_ROLE_PARTIAL) && !(b->flags & PICOLL_ROLE_IN) && status != NULL &&
-            status != MPI_STATUS_IGNORE) {
-            MPI_Count got = 0;
-            if (PMPI_Get_elements_x(status, MPI_BYTE, &got) == MPI_SUCCESS && got >= 0 &&
-                (size_t)got < bytes) {
-                bytes = (size_t)got;
-            }
-        }
-        if (bytes > 0 && picoll_hostcopy_back(&b->copy, bytes) != PICOLL_OK) {
-            failed = 1;
-        }
-    }
-    return failed;
-}
-
-static picoll_record_t *record_of(picoll_call_t *c, picoll_stage_mode_t mode)
-{
-    picoll_record_t *r = calloc(1, sizeof(*r));
-    if (r != NULL) {
-        r->mode = mode;
-        r->call = *c;
-        atomic_fetch_add(&picoll_stage_tracked, 1);
-    }
-    return r;
-}
-
-static void record_free(picoll_record_t *r)
-{
-    release(&r->call);
-    atomic_fetch_sub(&picoll_stage_tracked, 1);
-    free(r);
-}
-
-static unsigned bucket(MPI_Request req)
-{
-    uint64_t k = 0;
-    memcpy(&k, &req, sizeof(req) < sizeof(k) ? sizeof(req) : sizeof(k));
-    k ^= k >> 17;
-    k *= 0x9e3779b97f4a7c15ull;
-    return (unsigned)(k >> 56) % NBUCKETS;
+    return c->any == 2 ? picoll_raise_call(c, MPI_ERR_OTHER) : rc;
 }
 
 int picoll_call_end(picoll_call_t *c, int rc, const MPI_Status *status, MPI_Request *request)
 {
-    picoll_record_t *r;
     if (!c->any) {
         return rc;
     }
     if (c->mode == PICOLL_MODE_RMA && rc == MPI_SUCCESS) {
         /* one-sided: MPI reads and writes the copies until the window synchronises */
-        if ((r = record_of(c, PICOLL_MODE_RMA)) == NULL) {
-            release(c);
-            return raise_call(c, MPI_ERR_NO_MEM);
-        }
-        pthread_mutex_lock(&lock);
-        r->next = windows;
-        windows = r;
-        pthread_mutex_unlock(&lock);
-        return c->any == 2 ? raise_call(c, MPI_ERR_OTHER) : rc;
+        return keep(c, PICOLL_MODE_RMA, MPI_REQUEST_NULL, rc);
     }
     if (request != NULL && rc == MPI_SUCCESS && *request != MPI_REQUEST_NULL) {
         int persistent = c->mode == PICOLL_MODE_PERSISTENT;
-        if ((r = record_of(c, persistent ? PICOLL_MODE_PERSISTENT : PICOLL_MODE_REQUEST)) == NULL) {
-            release(c);
-            return raise_call(c, MPI_ERR_NO_MEM);
-        }
-        r->request = *request;
-        pthread_mutex_lock(&lock);
-        unsigned k = bucket(r->request);
-        r->next = requests[k];
-        requests[k] = r;
-        pthread_mutex_unlock(&lock);
-        return c->any == 2 ? raise_call(c, MPI_ERR_OTHER) : rc;
+        return keep(c, persistent ? PICOLL_MODE_PERSISTENT : PICOLL_MODE_REQUEST, *request, rc);
     }
     int failed = c->any == 2;
     if (rc == MPI_SUCCESS && request == NULL) {
-        failed |= copy_out(c, status);
+        failed |= picoll_call_copy_out(c, status);
     }
-    release(c);
-    return rc == MPI_SUCCESS && failed ? raise_call(c, MPI_ERR_OTHER) : rc;
-}
-
-/* ---- requests ---- */
-
-picoll_record_t *picoll_request_find(MPI_Request request)
-{
-    picoll_record_t **p, *r = NULL;
-    if (request == MPI_REQUEST_NULL) {
-        return NULL;
-    }
-    pthread_mutex_lock(&lock);
-    for (p = &requests[bucket(request)]; *p != NULL; p = &(*p)->next) {
-        if ((*p)->request == request) {
-            r = *p;
-            if (r->mode != PICOLL_MODE_PERSISTENT) {
-                *p = r->next; /* the completing thread owns it now */
-            }
-            break;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-int picoll_request_done(picoll_record_t *r, int rc, const MPI_Status *status, int keep_copied)
-{
-    int failed = 0;
-    if (r == NULL) {
-        return rc;
-    }
-    if (rc == MPI_SUCCESS && !r->copied) {
-        failed = copy_out(&r->call, status);
-    }
-    if (keep_copied) {
-        r->copied = 1; /* MPI_Request_get_status: the request lives on; done once */
-        if (r->mode != PICOLL_MODE_PERSISTENT) {
-            /* it was taken out of the table by the find: put it back for the completion call */
-            pthread_mutex_lock(&lock);
-            unsigned k = bucket(r->request);
-            r->next = requests[k];
-            requests[k] = r;
-            pthread_mutex_unlock(&lock);
-        }
-    } else if (r->mode == PICOLL_MODE_PERSISTENT) {
-        r->active = 0;
-        r->copied = 0;
-    } else {
-        record_free(r);
-    }
-    return rc == MPI_SUCCESS && failed ? raise_call(&r->call, MPI_ERR_OTHER) : rc;
-}
-
-int picoll_request_start(MPI_Request request)
-{
-    picoll_record_t *r = picoll_request_find(request);
-    if (r == NULL || r->mode != PICOLL_MODE_PERSISTENT) {
-        return MPI_SUCCESS;
-    }
-    r->active = 1;
-    r->copied = 0;
-    return copy_in(&r->call) ? raise_call(&r->call, MPI_ERR_OTHER) : MPI_SUCCESS;
-}
-
-int picoll_request_free(MPI_Request *request, int *rc)
-{
-    picoll_record_t *r = picoll_request_find(*request);
-    if (r == NULL) {
-        return 0;
-    }
-    if (r->mode == PICOLL_MODE_PERSISTENT) {
-        /* take it out of the table: the handle dies here */
-        picoll_record_t **p;
-        pthread_mutex_lock(&lock);
-        for (p = &requests[bucket(r->request)]; *p != r; p = &(*p)->next) {
-        }
-        *p = r->next;
-        pthread_mutex_unlock(&lock);
-        if (!r->active) {
-            record_free(r);
-            return 0; /* the MPI frees the inactive request */
-        }
-    }
-    /* still active: the MPI may still read or write the copies; picoll keeps the request and
-     * completes it later (picoll_orphans_poll) */
-    pthread_mutex_lock(&lock);
-    r->next = orphans;
-    orphans = r;
-    pthread_mutex_unlock(&lock);
-    *request = MPI_REQUEST_NULL;
-    *rc = MPI_SUCCESS;
-    return 1;
-}
-
-void picoll_orphans_poll(int wait)
-{
-    picoll_record_t *list, *keep = NULL, *r, *next;
-    pthread_mutex_lock(&lock);
-    list = orphans;
-    orphans = NULL;
-    pthread_mutex_unlock(&lock);
-    for (r = list; r != NULL; r = next) {
-        MPI_Status st;
-        int flag = 0;
-        next = r->next;
-        if (wait) {
-            flag = PMPI_Wait(&r->request, &st) == MPI_SUCCESS;
-        } else if (PMPI_Test(&r->request, &flag, &st) != MPI_SUCCESS) {
-            flag = 1;
-        }
-        if (!flag) {
-            r->next = keep;
-            keep = r;
-            continue;
-        }
-        copy_out(&r->call, &st);
-        if (r->request != MPI_REQUEST_NULL) {
-            PMPI_Request_free(&r->request); /* a persistent one */
-        }
-        record_free(r);
-    }
-    if (keep != NULL) {
-        pthread_mutex_lock(&lock);
-        for (r = keep; r->next != NULL; r = r->next) {
-        }
-        r->next = orphans;
-        orphans = keep;
-        pthread_mutex_unlock(&lock);
-    }
-}
-
-/* ---- one-sided ---- */
-
-int picoll_rma_done(MPI_Win win, int target, int rc)
-{
-    picoll_record_t **p, *done = NULL, *r;
-    int failed = 0;
-    pthread_mutex_lock(&lock);
-    for (p = &windows; *p != NULL;) {
-        r = *p;
-        if (r->call.obj.win == win && (target < 0 || r->call.target == target)) {
-            *p = r->next;
-            r->next = done;
-            done = r;
-        } else {
-            p = &r->next;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    for (; done != NULL; done = r) {
-        r = done->next;
-        if (rc == MPI_SUCCESS) {
-            failed |= copy_out(&done->call, NULL);
-        }
-        record_free(done);
-    }
-    return rc == MPI_SUCCESS && failed ? raise_on(PICOLL_OBJ_WIN, &win, MPI_ERR_OTHER) : rc;
+    picoll_call_release(c);
+    return rc == MPI_SUCCESS && failed ? picoll_raise_call(c, MPI_ERR_OTHER) : rc;
 }
 
 /* ---- split collective I/O ---- */
 
 int picoll_call_end_split(picoll_call_t *c, int rc, MPI_File file)
 {
-    picoll_record_t *r;
     if (!c->any || rc != MPI_SUCCESS) {
-        release(c);
+        picoll_call_release(c);
         return rc;
     }
-    if ((r = record_of(c, PICOLL_MODE_SPLIT)) == NULL) {
-        release(c);
-        return raise_call(c, MPI_ERR_NO_MEM);
-    }
     (void)file;
-    pthread_mutex_lock(&lock);
-    r->next = splits;
-    splits = r;
-    pthread_mutex_unlock(&lock);
-    return c->any == 2 ? raise_call(c, MPI_ERR_OTHER) : rc;
-}
-
-picoll_record_t *picoll_split_take(MPI_File file)
-{
-    picoll_record_t **p, *r = NULL;
-    if (atomic_load(&picoll_stage_tracked) == 0) {
-        return NULL;
-    }
-    pthread_mutex_lock(&lock);
-    for (p = &splits; *p != NULL; p = &(*p)->next) {
-        if ((*p)->call.obj.file == file) {
-            r = *p;
-            *p = r->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-void *picoll_record_pass(picoll_record_t *r, int i)
-{
-    return r->call.b[i].pass;
-}
-
-int picoll_split_end(picoll_record_t *r, int rc, const MPI_Status *status)
-{
-    return picoll_request_done(r, rc, status, 0);
-}
-
-/* ---- MPIX_Query_cuda_support ---- */
-
-/* Open MPI declares it in mpi-ext.h, MPICH in mpi.h: declared here for both. */
-int MPIX_Query_cuda_support(void);
-
-PICOLL_EXPORT int MPIX_Query_cuda_support(void)
-{
-    const char *how;
-    if (picoll_cuda.active) {
-        return 1;
-    }
-    if (picoll_g.initialized) {
-        return picoll_cuda.mpi_aware;
-    }
-    return picoll_mpi_cuda_aware(&how); /* before MPI_Init, or with picoll off */
+    return keep(c, PICOLL_MODE_SPLIT, MPI_REQUEST_NULL, rc);
 }

@@ -1,10 +1,15 @@
-/* Staging of CUDA buffers for an MPI that is not CUDA-aware: the engine behind the wrappers that
- * pmpi/gen_wrappers.py writes from pmpi/calls.def. A wrapper starts a call, describes each buffer
- * argument (picoll_call_buf), and picoll_call_begin copies every input that is device or managed
- * memory to pinned host memory; the wrapper runs the PMPI function on the pass pointers, and
- * picoll_call_end copies the outputs back: at once for a blocking call, when its request
- * completes for a non-blocking or persistent one (pmpi/requests.c), at the window's next
- * synchronisation for one-sided calls, at the matching _end for split collective I/O.
+/* Staging of CUDA buffers for an MPI that is not CUDA-aware: the interface of the engine behind the
+ * wrappers that pmpi/gen_wrappers.py writes from pmpi/calls.def. A wrapper starts a call, describes
+ * each buffer argument (picoll_call_buf), and picoll_call_begin copies every input that is device
+ * or managed memory to pinned host memory; the wrapper runs the PMPI function on the pass
+ * pointers, and picoll_call_end copies the outputs back: at once for a blocking call; for a
+ * non-blocking or persistent one when its request completes, for one-sided calls at the window's
+ * next synchronisation, for split collective I/O at the matching _end, the call then handed to the
+ * registry of records (pmpi/records.h), which the completion calls (pmpi/requests.c) consult.
+ *
+ * The engine is pmpi/stage.c (describing the buffers, their spans, begin and end) and
+ * pmpi/copies.c (the host copies in and back, shared with the registry); the MPI errors it raises
+ * are pmpi/errors.c's.
  *
  * Host buffers are never copied: a call whose buffers are all host memory costs one memory-kind
  * query per buffer (a per-thread cache). Everything the MPI must judge (a bad communicator, a
@@ -20,7 +25,6 @@
 #include "mem/memkind.h"
 #include "mem/stage.h"
 
-#include <stdatomic.h>
 #include <stddef.h>
 
 /* roles of a buffer: bits */
@@ -86,9 +90,6 @@ typedef struct {
     picoll_stagebuf_t b[PICOLL_STAGE_MAX];
 } picoll_call_t;
 
-/* A staged call that outlives its wrapper: a request, a persistent request, one-sided, split. */
-typedef struct picoll_record picoll_record_t;
-
 /* What the generated layer does with each function of this MPI that has a buffer: "staged",
  * "accelerated" (picoll's algorithms, staged when they decline), "refused" (device memory gets an
  * MPI error) or "no message data" (not wrapped; why says what the pointer is). */
@@ -116,27 +117,14 @@ int picoll_call_end_split(picoll_call_t *c, int rc, MPI_File file);
 /* Device memory in ptr refused: 1 with *rc the error raised; 0 otherwise. */
 int picoll_call_refuse(picoll_call_t *c, const void *ptr, const char *arg, int *rc);
 
-/* split collective I/O: the record of file's _begin (NULL: none), and its completion */
-picoll_record_t *picoll_split_take(MPI_File file);
-void *picoll_record_pass(picoll_record_t *r, int i);
-int picoll_split_end(picoll_record_t *r, int rc, const MPI_Status *status);
-
-/* ---- completion, for pmpi/requests.c ---- */
-/* records alive: request, persistent, one-sided, orphaned; 0 keeps completion calls pass-through */
-extern atomic_int picoll_stage_tracked;
-/* The record of request (NULL: none), taken out of the table unless it is persistent. */
-picoll_record_t *picoll_request_find(MPI_Request request);
-/* After the request completed with status: copies the outputs back (unless cancelled or already
- * copied), frees a non-persistent record. Returns rc, or the error of a failed copy. */
-int picoll_request_done(picoll_record_t *r, int rc, const MPI_Status *status, int keep_copied);
-/* MPI_Start: copies a persistent record's inputs in. */
-int picoll_request_start(MPI_Request request);
-/* MPI_Request_free on a tracked request: 1 when picoll took it over (*request set to NULL). */
-int picoll_request_free(MPI_Request *request, int *rc);
-/* Completes orphaned requests (freed by the application while active) that have finished;
- * with wait, waits for all of them (MPI_Finalize). */
-void picoll_orphans_poll(int wait);
-/* One-sided synchronisation on win completed the operations to target (-1: all). */
-int picoll_rma_done(MPI_Win win, int target, int rc);
+/* ---- the host copies of a call's staged buffers (pmpi/copies.c): the engine's, and the
+ * registry's when a record completes or a persistent request starts ---- */
+/* Copies the inputs in; 1 when a copy failed. */
+int picoll_call_copy_in(picoll_call_t *c);
+/* Copies the outputs back, the bytes of a PARTIAL output only as far as status says (none when
+ * the receive was cancelled); 1 when a copy failed. */
+int picoll_call_copy_out(picoll_call_t *c, const MPI_Status *status);
+/* Gives the host copies back. */
+void picoll_call_release(picoll_call_t *c);
 
 #endif

@@ -13,7 +13,7 @@
 #include "core/core.h"
 #include "pmpi/gen_wrappers.h"
 #include "pmpi/half_ops.h"
-#include "pmpi/stage.h"
+#include "pmpi/records.h"
 #include "coll/stats.h"
 
 
