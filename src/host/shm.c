@@ -164,9 +164,9 @@ void picoll_shm_destroy(picoll_shm_t *shm)
     shm->cma = 0;
 }
 
-/* The ranks of the user's communicator that have not reached epoch, as "1, 4" in list; those
- * whose process is gone (gone != NULL, a watched rank: util/proc.h) and those that cannot be
- * watched each counted. Returns the number of missing ranks. */
+/* Marks in missing the local ranks that have not reached epoch: 1, or 2 for a watched one whose
+ * process is gone (util/proc.h); counts those gone and those that cannot be watched. Returns the
+ * number missing. */
 static int shm_missing(const picoll_shm_t *shm, uint64_t epoch, unsigned char *missing,
                        int *ngone, int *nunwatched)
 {
@@ -190,34 +190,19 @@ static int shm_missing(const picoll_shm_t *shm, uint64_t epoch, unsigned char *m
     return n;
 }
 
-static void shm_list(const picoll_shm_t *shm, const unsigned char *missing, int which, char *list,
-                     size_t len)
-{
-    int off = 0, k = 0;
-    list[0] = '\0';
-    for (int r = 0; r < shm->nlocal; r++) {
-        if ((which == 0 ? missing[r] != 0 : missing[r] == which) && off < (int)len - 16) {
-            off += snprintf(list + off, len - (size_t)off, "%s%d", k++ ? ", " : "",
-                            shm->comm_ranks[r]);
-        }
-    }
-}
-
-/* A wait in the barrier of epoch read the clock (expired: past PICOLL_TIMEOUT, 2x, 4x, ...). A
- * watched peer that is gone ends the job now; a late one is reported when the wait expires, and
- * waited for unless PICOLL_TIMEOUT_ACTION=abort. The processes are looked at once a second from
- * the wait's first second on: never on a wait that ends sooner. */
+/* A wait in the barrier of epoch read the clock (expired: past PICOLL_TIMEOUT, 2x, 4x, ...). The
+ * processes waited for are looked at when the wait expires and once a second from its first
+ * second on, never on a wait that ends sooner: one that is gone ends the job now; late ones are
+ * reported when the wait expires, and waited for unless PICOLL_TIMEOUT_ACTION=abort. */
 static void shm_wait_tick(picoll_shm_t *shm, uint64_t epoch, const char *coll,
                           const picoll_wait_t *w, int expired, double *next_look)
 {
     unsigned char missing[shm->nlocal];
     char list[256];
-    int ngone = 0, nunwatched = 0;
+    int ngone, nunwatched;
 
-    if (expired && picoll_cfg.timeout_action == PICOLL_TIMEOUT_ABORT) {
-        shm_missing(shm, epoch, missing, &ngone, &nunwatched);
-        picoll_fatal_missing(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal,
-                             shm->timeout);
+    if (*next_look == 0.0) {
+        *next_look = w->start + 1.0;
     }
     if (!expired && w->now < *next_look) {
         return;
@@ -227,19 +212,24 @@ static void shm_wait_tick(picoll_shm_t *shm, uint64_t epoch, const char *coll,
         return;
     }
     if (ngone > 0) {
-        shm_list(shm, missing, 2, list, sizeof(list));
+        picoll_format_ranks(list, sizeof(list), shm->comm_ranks, missing, shm->nlocal, 2);
         picoll_fatal("%s on a communicator of size %d: rank(s) %s exited while the others waited "
                      "for them (their processes are gone): aborting the job",
                      coll, shm->comm_size, list);
     }
-    if (expired) {
-        shm_list(shm, missing, 0, list, sizeof(list));
-        picoll_warn("%s on a communicator of size %d: still waiting after %.0f s for rank(s) %s; "
-                    "%s (PICOLL_TIMEOUT=%g; PICOLL_TIMEOUT_ACTION=abort ends the job instead)",
-                    coll, shm->comm_size, w->now - w->start, list,
-                    nunwatched == 0 ? "they are alive" : "picoll cannot see whether they are alive",
-                    shm->timeout);
+    if (!expired) {
+        return;
     }
+    if (picoll_cfg.timeout_action == PICOLL_TIMEOUT_ABORT) {
+        picoll_fatal_missing(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal,
+                             shm->timeout);
+    }
+    picoll_format_ranks(list, sizeof(list), shm->comm_ranks, missing, shm->nlocal, 0);
+    picoll_warn("%s on a communicator of size %d: still waiting after %.0f s for rank(s) %s; %s "
+                "(PICOLL_TIMEOUT=%g; PICOLL_TIMEOUT_ACTION=abort ends the job instead)",
+                coll, shm->comm_size, w->now - w->start, list,
+                nunwatched == 0 ? "they are alive" : "picoll cannot see whether they are alive",
+                shm->timeout);
 }
 
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
@@ -265,9 +255,6 @@ uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *c
             while (atomic_load_explicit(&peer->arrived, memory_order_acquire) < epoch) {
                 int step = picoll_wait(&w, 0);
                 if (step != PICOLL_WAIT_POLL) {
-                    if (next_look == 0.0) {
-                        next_look = w.start + 1.0;
-                    }
                     shm_wait_tick(shm, epoch, coll, &w, step == PICOLL_WAIT_EXPIRED, &next_look);
                 }
             }

@@ -65,23 +65,20 @@ static void net_unregister(picoll_net_t *net)
     pthread_mutex_unlock(&nets_lock);
 }
 
-static void net_progress_others(const picoll_net_t *self)
+/* The wait's progress hook (util/wait.h): every rail no other thread is driving. A rail whose
+ * lock the caller holds (its own wait) is skipped: trylock fails on it. */
+void picoll_net_progress_all(void)
 {
     if (pthread_mutex_trylock(&nets_lock) != 0) {
         return;
     }
     for (picoll_net_t *o = nets; o != NULL; o = o->next) {
-        if (o != self && pthread_mutex_trylock(&o->lock) == 0) {
+        if (pthread_mutex_trylock(&o->lock) == 0) {
             ucp_worker_progress(o->worker);
             pthread_mutex_unlock(&o->lock);
         }
     }
     pthread_mutex_unlock(&nets_lock);
-}
-
-void picoll_net_progress_all(void)
-{
-    net_progress_others(NULL);
 }
 
 _Static_assert(sizeof(((picoll_net_req_t *)0)->iov[0]) == sizeof(ucp_dt_iov_t),

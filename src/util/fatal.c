@@ -17,21 +17,30 @@ void picoll_abort_job(void)
     abort(); /* MPI_Abort does not return; should it, the job must still end */
 }
 
+int picoll_format_ranks(char *list, size_t len, const int *comm_ranks, const unsigned char *missing,
+                        int n, int which)
+{
+    int off = 0, count = 0;
+    snprintf(list, len, "?");
+    for (int r = 0; r < n; r++) {
+        if (which == 0 ? missing[r] == 0 : missing[r] != which) {
+            continue;
+        }
+        if (off < (int)len - 16) {
+            off += snprintf(list + off, len - (size_t)off, "%s%d", count ? ", " : "",
+                            comm_ranks[r]);
+        }
+        count++;
+    }
+    return count;
+}
+
 void picoll_fatal_missing(const char *coll, int comm_size, const int *comm_ranks,
                           const unsigned char *missing, int n, double timeout)
 {
     char list[256];
-    int off = 0, nmissing = 0;
-    for (int r = 0; r < n; r++) {
-        if (missing[r]) {
-            if (off < (int)sizeof(list) - 16) {
-                off += snprintf(list + off, sizeof(list) - (size_t)off, "%s%d",
-                                nmissing ? ", " : "", comm_ranks[r]);
-            }
-            nmissing++;
-        }
-    }
+    picoll_format_ranks(list, sizeof(list), comm_ranks, missing, n, 0);
     picoll_fatal("%s on a communicator of size %d: rank(s) %s did not arrive within %g s "
                  "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
-                 coll, comm_size, nmissing ? list : "?", timeout);
+                 coll, comm_size, list, timeout);
 }

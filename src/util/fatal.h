@@ -7,6 +7,8 @@
 
 #include "util/log.h"
 
+#include <stddef.h>
+
 /* Flush, pause, MPI_Abort. */
 __attribute__((noreturn)) void picoll_abort_job(void);
 
@@ -16,6 +18,12 @@ __attribute__((noreturn)) void picoll_abort_job(void);
         picoll_error(__VA_ARGS__);                                             \
         picoll_abort_job();                                                    \
     } while (0)
+
+/* "1, 4": the ranks of the user's communicator (comm_ranks[r] for local rank r, of n) whose
+ * missing[r] is set (which 0: any nonzero value; else that value), into list; "?" for none.
+ * Returns how many there are. */
+int picoll_format_ranks(char *list, size_t len, const int *comm_ranks, const unsigned char *missing,
+                        int n, int which);
 
 /* A wait inside coll passed PICOLL_TIMEOUT (timeout seconds): names the ranks of the user's
  * communicator (of comm_size ranks) that did not arrive (missing[r] != 0 for local rank r, of n;
