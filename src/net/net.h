@@ -29,8 +29,9 @@ typedef struct {
 } picoll_net_req_t;
 
 /* Collective over rail_comm: create the worker, exchange addresses with PMPI, connect to every
- * member. comm_ranks[i] is the rank, in the user's communicator of size comm_size, of rail
- * member i (for error messages). Every rank takes part in every exchange even after a local
+ * member, and set up the members' liveness check (net/alive.h; timeout: how long a host may be
+ * silent before it counts as lost). comm_ranks[i] is the rank, in the user's communicator of size
+ * comm_size, of rail member i (for error messages). Every rank takes part in every exchange even after a local
  * failure; then it returns an error and *out is NULL. */
 picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
                                   double timeout, picoll_net_t **out);
@@ -47,8 +48,10 @@ void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, siz
                       picoll_net_req_t *req);
 
 /* Wait for n transfers. Returns the AND of the votes received (1 if none was a receive). A peer
- * that does not answer within the timeout, or a transfer that fails, ends the job through
- * MPI_Abort after an error naming the collective, the peer's rank and host, and UCX's message. */
+ * that is late is waited for, with a line past the timeout (2x, 4x, ...) that says so; a peer that
+ * is gone (its process exited, its host or the link to it silent for the timeout: net/alive.h), a
+ * transfer that fails, or a late peer under PICOLL_TIMEOUT_ACTION=abort ends the job through
+ * MPI_Abort after an error naming the collective, the peer's rank and host, and what happened. */
 int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll);
 
 /* Send to `to` and receive from `from` at once; returns the vote received. */

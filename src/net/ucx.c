@@ -1,7 +1,9 @@
 /* The network layer over UCX's ucp API: one process-wide context, a worker per rail. */
 #define _GNU_SOURCE /* open_memstream, strtok_r */
 #include "build-config.h"
+#include "net/alive.h"
 #include "net/net.h"
+#include "util/config.h"
 #include "util/fatal.h"
 #include "util/log.h"
 #include "util/wait.h"
@@ -27,6 +29,7 @@ struct picoll_net {
     int comm_size;
     char (*hosts)[NET_HOST_MAX];
     double timeout;
+    picoll_alive_t *alive;   /* whether the members are still there (net/alive.h) */
     pthread_mutex_t lock;    /* held by whoever drives the worker (it is serialized) */
     int registered;
     struct picoll_net *next; /* in the process's list of rails */
@@ -170,6 +173,7 @@ static void net_free(picoll_net_t *net)
     if (net->worker != NULL) {
         ucp_worker_destroy(net->worker);
     }
+    picoll_alive_destroy(net->alive); /* after the flushing closes: a peer may still wait */
     free(net->comm_ranks);
     free(net->hosts);
     free(net);
@@ -308,6 +312,15 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
     }
     if (status == PICOLL_OK) {
         memcpy(net->hosts, hosts, (size_t)n * NET_HOST_MAX);
+    }
+    /* collective: every member, failed or not */
+    _Static_assert(NET_HOST_MAX == PICOLL_ALIVE_HOST_MAX, "host name records differ");
+    picoll_alive_t *alive = picoll_alive_create(rail_comm, (const char(*)[NET_HOST_MAX])hosts, n,
+                                                me, timeout);
+    if (net != NULL) {
+        net->alive = alive;
+    } else {
+        picoll_alive_destroy(alive);
     }
     free(hosts);
     if (status == PICOLL_OK) {
@@ -468,12 +481,17 @@ static void net_failed(picoll_net_t *net, const picoll_net_req_t *req, const cha
                  coll, net->comm_size, net->comm_ranks[req->peer], net->hosts[req->peer], what);
 }
 
-static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, const char *coll)
+/* The members of the rail that reqs still wait for (each named once), as "rank R on host H, ..."
+ * into list; with `state` >= 0 only those the liveness check finds in that state. Returns how
+ * many. */
+static int net_pending(picoll_net_t *net, const picoll_net_req_t *reqs, int n, int state,
+                       char *list, size_t len, int *nunknown)
 {
-    char missing[512];
-    int off = 0, nmissing = 0;
+    int off = 0, count = 0;
+    list[0] = '\0';
+    *nunknown = 0;
     for (int i = 0; i < n; i++) {
-        if (reqs[i].ucx == NULL || off >= (int)sizeof(missing) - 96) {
+        if (reqs[i].ucx == NULL) {
             continue;
         }
         /* a peer we both send to and receive from is named once */
@@ -484,19 +502,71 @@ static void net_timeout(picoll_net_t *net, const picoll_net_req_t *reqs, int n, 
         if (named) {
             continue;
         }
-        off += snprintf(missing + off, sizeof(missing) - (size_t)off, "%srank %d on host %s",
-                        nmissing++ ? ", " : "", net->comm_ranks[reqs[i].peer],
-                        net->hosts[reqs[i].peer]);
+        picoll_peer_state_t s = picoll_alive_state(net->alive, reqs[i].peer);
+        *nunknown += s == PICOLL_PEER_UNKNOWN;
+        if (state >= 0 && (int)s != state) {
+            continue;
+        }
+        if (off < (int)len - 96) {
+            off += snprintf(list + off, len - (size_t)off, "%srank %d on host %s",
+                            count ? ", " : "", net->comm_ranks[reqs[i].peer],
+                            net->hosts[reqs[i].peer]);
+        }
+        count++;
     }
-    picoll_fatal("%s on a communicator of size %d: network step: %s did not answer within %g s "
-                 "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
-                 coll, net->comm_size, missing, net->timeout);
+    return count;
 }
 
-/* Progress the worker until every request in reqs is complete, within the timeout. */
+/* A wait in the network step read the clock (expired: past PICOLL_TIMEOUT, 2x, 4x, ...). As in
+ * the node step's barrier (host/shm.c): the peers waited for are looked at once a second from
+ * the wait's first second on; one whose process is gone, or whose host or link stopped answering
+ * (net/alive.h), ends the job now; late ones are reported when the wait expires, and waited for
+ * unless PICOLL_TIMEOUT_ACTION=abort. */
+static void net_wait_tick(picoll_net_t *net, const picoll_net_req_t *reqs, int n, const char *coll,
+                          const picoll_wait_t *w, int expired, double *next_look)
+{
+    char list[512];
+    int nunknown;
+
+    if (*next_look == 0.0) {
+        *next_look = w->start + 1.0;
+    }
+    if (!expired && w->now < *next_look) {
+        return;
+    }
+    *next_look = w->now + 1.0;
+    if (net_pending(net, reqs, n, PICOLL_PEER_GONE, list, sizeof(list), &nunknown) > 0) {
+        picoll_fatal("%s on a communicator of size %d: network step: %s exited while the others "
+                     "waited for it (its process is gone): aborting the job",
+                     coll, net->comm_size, list);
+    }
+    if (net_pending(net, reqs, n, PICOLL_PEER_LOST, list, sizeof(list), &nunknown) > 0) {
+        picoll_fatal("%s on a communicator of size %d: network step: %s did not answer within %g s "
+                     "(PICOLL_TIMEOUT): its host, or the link to it, is down: aborting the job",
+                     coll, net->comm_size, list, net->timeout);
+    }
+    if (!expired) {
+        return;
+    }
+    net_pending(net, reqs, n, -1, list, sizeof(list), &nunknown);
+    if (picoll_cfg.timeout_action == PICOLL_TIMEOUT_ABORT) {
+        picoll_fatal("%s on a communicator of size %d: network step: %s did not answer within %g s "
+                     "(PICOLL_TIMEOUT, PICOLL_TIMEOUT_ACTION=abort): aborting the job",
+                     coll, net->comm_size, list, net->timeout);
+    }
+    picoll_warn("%s on a communicator of size %d: network step: still waiting after %.0f s for %s; "
+                "%s (PICOLL_TIMEOUT=%g; PICOLL_TIMEOUT_ACTION=abort ends the job instead)",
+                coll, net->comm_size, w->now - w->start, list,
+                nunknown == 0 ? "they are alive" : "picoll cannot see whether they are alive",
+                net->timeout);
+}
+
+/* Progress the worker until every request in reqs is complete: no deadline for a peer that is
+ * alive (net_wait_tick). */
 static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
 {
     picoll_wait_t w;
+    double next_look = 0.0;
     /* the worker is progressed at every poll: yield only after a stretch without progress */
     picoll_wait_init(&w, net->timeout, picoll_spin_max() / 64);
 
@@ -523,8 +593,9 @@ static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const cha
         /* the wait's progress hook moves the other rails even while this worker is busy: theirs
          * may hold up ours (this one is skipped there: its lock is ours) */
         int moved = ucp_worker_progress(net->worker) != 0;
-        if (picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
-            net_timeout(net, reqs, n, coll);
+        int step = picoll_wait(&w, moved);
+        if (step != PICOLL_WAIT_POLL) {
+            net_wait_tick(net, reqs, n, coll, &w, step == PICOLL_WAIT_EXPIRED, &next_look);
         }
     }
 }

@@ -1,0 +1,589 @@
+/* Liveness of a rail's members (net/alive.h): /proc for those on this machine, an idle TCP
+ * connection with keepalive for those on other hosts. */
+#define _GNU_SOURCE /* accept4, POLLRDHUP */
+#include "build-config.h"
+#include "net/alive.h"
+#include "util/fatal.h"
+#include "util/log.h"
+#include "util/proc.h"
+#include "util/wait.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <math.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ALIVE_MAX_ADDRS 8
+#define ALIVE_DIAL_S 2.0  /* a connection attempt to one address */
+#define ALIVE_REPLY_S 5.0 /* the handshake once connected */
+
+/* What each member publishes at set-up. */
+typedef struct {
+    uint64_t token;  /* random: names this member's listener in the handshake */
+    uint64_t start;  /* its process's start time (util/proc.h) */
+    uint64_t pidns;  /* inode of its pid namespace */
+    int32_t pid;
+    uint16_t port;   /* its listener, network order; 0: none */
+    uint16_t naddr;
+    char boot[40];   /* the machine's boot id */
+    uint32_t addr[ALIVE_MAX_ADDRS]; /* IPv4, network order */
+} alive_card_t;
+
+/* The dialer's first message; the listener answers with its token, the dialer confirms with one
+ * byte, and only then do both keep the connection (a dialer that gave up must not leave the
+ * other side watching a connection it closed). */
+typedef struct {
+    uint64_t expect; /* the listener's token, as the dialer read it in the cards */
+    uint64_t token;  /* the dialer's */
+    int32_t index;   /* the dialer's member index */
+    int32_t pad;
+} alive_hello_t;
+
+struct picoll_alive {
+    int n, me;
+    int *fd;                  /* connection to member i, -1: none */
+    unsigned char *watch;     /* 1: member i's process is watched in /proc */
+    pid_t *pid;
+    uint64_t *start;
+    picoll_peer_state_t *verdict; /* gone or lost once seen; alive otherwise */
+};
+
+static void alive_read_boot(char *boot, size_t len)
+{
+    memset(boot, 0, len);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(boot, (int)len, f) == NULL) {
+            boot[0] = '\0';
+        }
+        fclose(f);
+    }
+}
+
+static uint64_t alive_token(void)
+{
+    uint64_t t = 0;
+    if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t) || t == 0) {
+        t = ((uint64_t)getpid() << 32) ^ (uint64_t)(picoll_clock_now() * 1e9) ^ 0x9e3779b97f4a7c15u;
+    }
+    return t;
+}
+
+/* This machine's IPv4 addresses that are up, loopback only when there is nothing else. */
+static int alive_addresses(uint32_t *addr, int max)
+{
+    struct ifaddrs *list = NULL;
+    int n = 0;
+    if (getifaddrs(&list) == 0) {
+        for (struct ifaddrs *i = list; i != NULL && n < max; i = i->ifa_next) {
+            if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+                !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) {
+                continue;
+            }
+            addr[n++] = ((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr.s_addr;
+        }
+        freeifaddrs(list);
+    }
+    if (n == 0) {
+        addr[n++] = htonl(INADDR_LOOPBACK);
+    }
+    return n;
+}
+
+/* Keepalive: after a second without traffic, a probe every interval; the kernel drops the
+ * connection once nothing has been acknowledged for `silence` seconds (TCP_USER_TIMEOUT, which
+ * also governs keepalive on Linux), with the probe count as the bound where that option is
+ * missing. */
+static void alive_keepalive(int fd, double silence)
+{
+    double s = silence < 2.0 ? 2.0 : silence;
+    int on = 1, idle = 1, intvl = 1;
+    int cnt = (int)ceil(s) - idle;
+    if (cnt > 120) {
+        intvl = (int)ceil((s - idle) / 120.0);
+        cnt = (int)ceil((s - idle) / intvl);
+    }
+    unsigned user = (unsigned)(s * 1000.0);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+#ifdef TCP_USER_TIMEOUT
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+#else
+    (void)user;
+#endif
+}
+
+/* The set-up's closing barrier, for a member that has nothing to serve: nonblocking like the
+ * others' (a blocking barrier would not match theirs). */
+static void alive_barrier(MPI_Comm comm)
+{
+    MPI_Request r;
+    PMPI_Ibarrier(comm, &r);
+    PMPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+/* A connection attempt of this member to a lower one. */
+enum { DIAL_NEXT, DIAL_CONNECTING, DIAL_REPLY, DIAL_DONE, DIAL_FAILED };
+typedef struct {
+    int member;
+    int fd;
+    int phase;
+    int addr;        /* next address to try */
+    double deadline;
+    size_t got;
+    uint64_t reply;
+} alive_dial_t;
+
+/* A connection accepted from a higher member. */
+enum { ANSWER_HELLO, ANSWER_CONFIRM, ANSWER_CLOSED };
+typedef struct {
+    int fd;
+    int phase;
+    size_t got;
+    alive_hello_t hello;
+} alive_answer_t;
+
+static void dial_fail_address(alive_dial_t *d)
+{
+    if (d->fd >= 0) {
+        close(d->fd);
+    }
+    d->fd = -1;
+    d->got = 0;
+    d->phase = DIAL_NEXT;
+}
+
+static void dial_start(alive_dial_t *d, const alive_card_t *peer)
+{
+    while (d->phase == DIAL_NEXT) {
+        if (d->addr >= peer->naddr) {
+            d->phase = DIAL_FAILED;
+            return;
+        }
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = peer->port,
+                                 .sin_addr.s_addr = peer->addr[d->addr++]};
+        d->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (d->fd < 0) {
+            d->phase = DIAL_FAILED;
+            return;
+        }
+        d->deadline = picoll_clock_now() + ALIVE_DIAL_S;
+        if (connect(d->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS) {
+            d->phase = DIAL_CONNECTING;
+        } else {
+            dial_fail_address(d);
+        }
+    }
+}
+
+/* The connection is made: send the hello (24 bytes on a new socket: written whole). */
+static void dial_hello(alive_dial_t *d, const alive_card_t *peer, const alive_card_t *mine, int me)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    alive_hello_t h = {.expect = peer->token, .token = mine->token, .index = me};
+    if (getsockopt(d->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0 ||
+        write(d->fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
+        dial_fail_address(d);
+        return;
+    }
+    d->phase = DIAL_REPLY;
+    d->deadline = picoll_clock_now() + ALIVE_REPLY_S;
+}
+
+static void dial_reply(alive_dial_t *d, const alive_card_t *peer, int *fd_out)
+{
+    ssize_t r = read(d->fd, (char *)&d->reply + d->got, sizeof(d->reply) - d->got);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+    }
+    if (r <= 0) {
+        dial_fail_address(d);
+        return;
+    }
+    d->got += (size_t)r;
+    if (d->got < sizeof(d->reply)) {
+        return;
+    }
+    char confirm = 1;
+    if (d->reply != peer->token || write(d->fd, &confirm, 1) != 1) {
+        dial_fail_address(d); /* another process at that address */
+        return;
+    }
+    *fd_out = d->fd;
+    d->fd = -1;
+    d->phase = DIAL_DONE;
+}
+
+/* Bytes from an accepted connection: the hello (answered with my token when it names me and a
+ * higher member that needs me), then the confirmation. */
+static void answer_read(alive_answer_t *a, picoll_alive_t *al, const alive_card_t *cards,
+                        const unsigned char *need)
+{
+    if (a->phase == ANSWER_HELLO) {
+        ssize_t r = read(a->fd, (char *)&a->hello + a->got, sizeof(a->hello) - a->got);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return;
+        }
+        if (r > 0) {
+            a->got += (size_t)r;
+            if (a->got < sizeof(a->hello)) {
+                return;
+            }
+            int i = a->hello.index;
+            uint64_t mine = cards[al->me].token;
+            if (a->hello.expect == mine && i > al->me && i < al->n && need[i] &&
+                al->fd[i] < 0 && a->hello.token == cards[i].token &&
+                write(a->fd, &mine, sizeof(mine)) == (ssize_t)sizeof(mine)) {
+                a->phase = ANSWER_CONFIRM;
+                return;
+            }
+        }
+    } else if (a->phase == ANSWER_CONFIRM) {
+        char c;
+        ssize_t r = read(a->fd, &c, 1);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return;
+        }
+        if (r == 1) {
+            al->fd[a->hello.index] = a->fd;
+            a->phase = ANSWER_CLOSED; /* the fd now belongs to the member's slot */
+            a->fd = -1;
+            return;
+        }
+    }
+    close(a->fd);
+    a->fd = -1;
+    a->phase = ANSWER_CLOSED;
+}
+
+/* Connects this member with every member on another host (need[i]): it dials the lower ones and
+ * answers the higher ones, serving both until every member has finished dialling (a barrier
+ * over the rail, tested while serving). */
+static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_card_t *cards,
+                          const unsigned char *need, int listener, double silence)
+{
+    int n = al->n, me = al->me;
+    alive_dial_t *dials = calloc((size_t)n, sizeof(*dials));
+    alive_answer_t *answers = calloc((size_t)n * 2 + 1, sizeof(*answers));
+    struct pollfd *fds = calloc((size_t)n * 3 + 2, sizeof(*fds));
+    int ndial = 0, nanswer = 0, max_answers = n * 2 + 1;
+    int barrier_started = 0, barrier_done = 0;
+    MPI_Request barrier = MPI_REQUEST_NULL;
+
+    if (dials == NULL || answers == NULL || fds == NULL) {
+        free(dials);
+        free(answers);
+        free(fds);
+        /* take part all the same: the others would wait in the barrier */
+        alive_barrier(rail_comm);
+        return;
+    }
+    for (int i = 0; i < me; i++) {
+        if (need[i] && cards[i].port != 0) {
+            dials[ndial++] = (alive_dial_t){.member = i, .fd = -1, .phase = DIAL_NEXT};
+        }
+    }
+    while (!barrier_done) {
+        int pending = 0;
+        double now = picoll_clock_now();
+        for (int d = 0; d < ndial; d++) {
+            alive_dial_t *x = &dials[d];
+            if ((x->phase == DIAL_CONNECTING || x->phase == DIAL_REPLY) && now > x->deadline) {
+                dial_fail_address(x);
+            }
+            if (x->phase == DIAL_NEXT) {
+                dial_start(x, &cards[x->member]);
+            }
+            pending += x->phase != DIAL_DONE && x->phase != DIAL_FAILED;
+        }
+        if (pending == 0 && !barrier_started) {
+            PMPI_Ibarrier(rail_comm, &barrier);
+            barrier_started = 1;
+        }
+        if (barrier_started) {
+            PMPI_Test(&barrier, &barrier_done, MPI_STATUS_IGNORE);
+            if (barrier_done) {
+                break;
+            }
+        }
+        /* what to watch: the listener, the dials in flight, the accepted connections */
+        int k = 0;
+        if (listener >= 0) {
+            fds[k++] = (struct pollfd){.fd = listener, .events = POLLIN};
+        }
+        for (int d = 0; d < ndial; d++) {
+            if (dials[d].phase == DIAL_CONNECTING || dials[d].phase == DIAL_REPLY) {
+                fds[k++] = (struct pollfd){.fd = dials[d].fd,
+                                           .events = dials[d].phase == DIAL_CONNECTING ? POLLOUT
+                                                                                       : POLLIN};
+            }
+        }
+        for (int a = 0; a < nanswer; a++) {
+            if (answers[a].phase != ANSWER_CLOSED) {
+                fds[k++] = (struct pollfd){.fd = answers[a].fd, .events = POLLIN};
+            }
+        }
+        if (poll(fds, (nfds_t)k, 5) <= 0) {
+            continue;
+        }
+        k = 0;
+        if (listener >= 0) {
+            if (fds[k].revents & POLLIN) {
+                int c = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (c >= 0 && nanswer < max_answers) {
+                    answers[nanswer++] = (alive_answer_t){.fd = c, .phase = ANSWER_HELLO};
+                } else if (c >= 0) {
+                    close(c);
+                }
+            }
+            k++;
+        }
+        for (int d = 0; d < ndial; d++) {
+            alive_dial_t *x = &dials[d];
+            if (x->phase != DIAL_CONNECTING && x->phase != DIAL_REPLY) {
+                continue;
+            }
+            short ev = fds[k++].revents;
+            if (ev == 0) {
+                continue;
+            }
+            if (x->phase == DIAL_CONNECTING) {
+                dial_hello(x, &cards[x->member], &cards[me], me);
+            } else {
+                dial_reply(x, &cards[x->member], &al->fd[x->member]);
+            }
+        }
+        for (int a = 0; a < nanswer; a++) {
+            if (answers[a].phase == ANSWER_CLOSED) {
+                continue;
+            }
+            if (fds[k++].revents != 0) {
+                answer_read(&answers[a], al, cards, need);
+            }
+        }
+    }
+    /* Every dialler has finished: a confirmation sent before its barrier may still be on the
+     * way. Wait for those a little, then drop what is left unconfirmed. */
+    double until = picoll_clock_now() + ALIVE_REPLY_S;
+    for (int a = 0; a < nanswer; a++) {
+        while (answers[a].phase == ANSWER_CONFIRM && picoll_clock_now() < until) {
+            struct pollfd p = {.fd = answers[a].fd, .events = POLLIN};
+            if (poll(&p, 1, 10) > 0) {
+                answer_read(&answers[a], al, cards, need);
+            }
+        }
+        if (answers[a].phase != ANSWER_CLOSED) {
+            close(answers[a].fd);
+        }
+    }
+    for (int d = 0; d < ndial; d++) {
+        if (dials[d].fd >= 0) {
+            close(dials[d].fd);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (al->fd[i] >= 0) {
+            alive_keepalive(al->fd[i], silence);
+        } else if (need[i]) {
+            picoll_debug("no connection to watch rail member %d: it is waited for without a "
+                         "liveness check", i);
+        }
+    }
+    free(dials);
+    free(answers);
+    free(fds);
+}
+
+static uint64_t alive_pidns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+picoll_alive_t *picoll_alive_create(MPI_Comm rail_comm, const char (*hosts)[PICOLL_ALIVE_HOST_MAX],
+                                    int n, int me, double silence)
+{
+    picoll_alive_t *al = calloc(1, sizeof(*al));
+    alive_card_t mine = {0}, *cards = calloc((size_t)n, sizeof(*cards));
+    unsigned char *need = calloc((size_t)n, 1);
+    int listener = -1, remote = 0;
+
+    if (al != NULL) {
+        al->n = n;
+        al->me = me;
+        al->fd = malloc((size_t)n * sizeof(int));
+        al->watch = calloc((size_t)n, 1);
+        al->pid = calloc((size_t)n, sizeof(pid_t));
+        al->start = calloc((size_t)n, sizeof(uint64_t));
+        al->verdict = calloc((size_t)n, sizeof(picoll_peer_state_t));
+    }
+    int ok = al != NULL && cards != NULL && need != NULL && al->fd != NULL && al->watch != NULL &&
+             al->pid != NULL && al->start != NULL && al->verdict != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        al->fd[i] = -1;
+        need[i] = i != me && strncmp(hosts[i], hosts[me], PICOLL_ALIVE_HOST_MAX) != 0;
+        remote |= need[i];
+    }
+    mine.token = alive_token();
+    mine.pid = (int32_t)getpid();
+    mine.start = picoll_proc_start_time(getpid());
+    mine.pidns = alive_pidns();
+    alive_read_boot(mine.boot, sizeof(mine.boot));
+    if (ok && remote) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+        socklen_t len = sizeof(sa);
+        listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (listener >= 0 &&
+            (bind(listener, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(listener, n) != 0 ||
+             getsockname(listener, (struct sockaddr *)&sa, &len) != 0)) {
+            close(listener);
+            listener = -1;
+        }
+        if (listener >= 0) {
+            mine.port = sa.sin_port;
+            mine.naddr = (uint16_t)alive_addresses(mine.addr, ALIVE_MAX_ADDRS);
+        }
+    }
+    if (cards == NULL) {
+        /* cannot take part in the exchange: the others would wait in it */
+        picoll_fatal("out of memory setting up the network step's liveness check: aborting the job");
+    }
+    PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, cards, (int)sizeof(mine), MPI_BYTE,
+                   rail_comm);
+    /* the dials and their barrier: every member, even one that cannot watch anything */
+    if (ok) {
+        alive_connect(al, rail_comm, cards, need, listener, silence);
+    } else {
+        alive_barrier(rail_comm);
+    }
+    if (listener >= 0) {
+        close(listener);
+    }
+    for (int i = 0; ok && i < n; i++) {
+        /* same boot and pid namespace: the pid names the process; watched if seen now */
+        if (i != me && mine.pidns != 0 && cards[i].pidns == mine.pidns && mine.boot[0] != '\0' &&
+            memcmp(cards[i].boot, mine.boot, sizeof(mine.boot)) == 0 &&
+            picoll_proc_state((pid_t)cards[i].pid, cards[i].start) == PICOLL_PROC_ALIVE) {
+            al->watch[i] = 1;
+            al->pid[i] = (pid_t)cards[i].pid;
+            al->start[i] = cards[i].start;
+        }
+    }
+    free(cards);
+    free(need);
+    if (!ok) {
+        picoll_alive_destroy(al);
+        return NULL;
+    }
+    return al;
+}
+
+void picoll_alive_destroy(picoll_alive_t *al)
+{
+    if (al == NULL) {
+        return;
+    }
+    for (int i = 0; al->fd != NULL && i < al->n; i++) {
+        if (al->fd[i] >= 0) {
+            close(al->fd[i]);
+        }
+    }
+    free(al->fd);
+    free(al->watch);
+    free(al->pid);
+    free(al->start);
+    free(al->verdict);
+    free(al);
+}
+
+/* The connection to member i: open, closed by its process (gone) or dropped by the kernel for
+ * lack of answers (lost). */
+static picoll_peer_state_t alive_connection(picoll_alive_t *al, int i)
+{
+    int fd = al->fd[i];
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0 || p.revents == 0) {
+        return PICOLL_PEER_ALIVE;
+    }
+    int err = 0;
+    if (p.revents & POLLERR) {
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    } else {
+        char c;
+        ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR))) {
+            return PICOLL_PEER_ALIVE; /* never sent to; nothing to conclude */
+        }
+        err = r == 0 ? ECONNRESET : errno;
+    }
+    switch (err) {
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case ENETDOWN:
+        return PICOLL_PEER_LOST;
+    case 0:
+        return PICOLL_PEER_ALIVE;
+    default:
+        return PICOLL_PEER_GONE; /* closed or reset: its process ended */
+    }
+}
+
+picoll_peer_state_t picoll_alive_state(picoll_alive_t *al, int i)
+{
+    if (al == NULL || i < 0 || i >= al->n) {
+        return PICOLL_PEER_UNKNOWN;
+    }
+    if (i == al->me) {
+        return PICOLL_PEER_ALIVE;
+    }
+    if (al->verdict[i] != PICOLL_PEER_ALIVE) {
+        return al->verdict[i];
+    }
+    int known = 0;
+    if (al->watch[i]) {
+        known = 1;
+        if (picoll_proc_state(al->pid[i], al->start[i]) == PICOLL_PROC_GONE) {
+            al->verdict[i] = PICOLL_PEER_GONE;
+            return PICOLL_PEER_GONE;
+        }
+    }
+    if (al->fd[i] >= 0) {
+        known = 1;
+        picoll_peer_state_t s = alive_connection(al, i);
+        if (s == PICOLL_PEER_GONE && al->watch[i]) {
+            s = PICOLL_PEER_ALIVE; /* its process is there: it closed the connection itself */
+        }
+        if (s != PICOLL_PEER_ALIVE) {
+            al->verdict[i] = s;
+            return s;
+        }
+    }
+    return known ? PICOLL_PEER_ALIVE : PICOLL_PEER_UNKNOWN;
+}
+
+const char *picoll_alive_how(const picoll_alive_t *al, int i)
+{
+    if (al == NULL || i < 0 || i >= al->n) {
+        return "none";
+    }
+    return al->fd[i] >= 0 ? "connection" : al->watch[i] ? "process" : "none";
+}
