@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define ALIVE_MAX_ADDRS 8
-#define ALIVE_DIAL_S 2.0  /* a connection attempt to one address */
+#define ALIVE_DIAL_S 1.0  /* a connection attempt to one address (all members are dialling now) */
 #define ALIVE_REPLY_S 5.0 /* the handshake once connected */
 
 /* What each member publishes at set-up. */
