@@ -334,7 +334,8 @@ static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_ca
                                                                                        : POLLIN};
             }
         }
-        for (int a = 0; a < nanswer; a++) {
+        int polled = nanswer; /* a connection accepted below is polled from the next round */
+        for (int a = 0; a < polled; a++) {
             if (answers[a].phase != ANSWER_CLOSED) {
                 fds[k++] = (struct pollfd){.fd = answers[a].fd, .events = POLLIN};
             }
@@ -369,7 +370,7 @@ static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_ca
                 dial_reply(x, &cards[x->member], &al->fd[x->member]);
             }
         }
-        for (int a = 0; a < nanswer; a++) {
+        for (int a = 0; a < polled; a++) {
             if (answers[a].phase == ANSWER_CLOSED) {
                 continue;
             }
