@@ -7,9 +7,12 @@
  * through CUDA IPC mappings. A block arrives by storing the epoch into its flag with st.release
  * at system scope after a system fence of every thread, and waits by loading the peers' flags with
  * ld.acquire at system scope; data written by a peer is read with ld.global.cg (L2, never a stale
- * L1 line). A wait on a peer whose block is running is bounded by %globaltimer: past
- * PICOLL_TIMEOUT the block records the ranks it waited for in the host-mapped status and returns;
- * the host then aborts the job. Each block tells the host when it started and when it finished
+ * L1 line). A wait for a peer is bounded by %globaltimer: past the launch's spin_ns (a few ms,
+ * PICOLL_CUDA_SPIN) the block gives up, whatever the peer is doing (its GPU may still run work
+ * queued before the call: late is not dead), records whom it waited for in the host-mapped status
+ * and returns, giving its SMs back; the host waits for the peer and relaunches the call's
+ * unfinished part, each block going on from the arrival its own flag records. Each block tells the
+ * host when it started and when it finished
  * there too, so that the host waits without any driver call. */
 #include <stdint.h>
 #include <type_traits>
@@ -57,8 +60,8 @@ __device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_fl
 __device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f); }
 #endif
 
-/* Block blockIdx.x starts: tell the peers' kernels (their timeouts count only from here) and this
- * rank's host. */
+/* Block blockIdx.x starts: tell the peers (a block that gives up names a peer whose launch has
+ * not started as the late one) and this rank's host. */
 __device__ void dev_start(const picoll_cuda_kparams_t &p)
 {
     if (threadIdx.x == 0) {
@@ -68,11 +71,43 @@ __device__ void dev_start(const picoll_cuda_kparams_t &p)
     }
 }
 
-/* Arrive at epoch and wait for block blockIdx.x of every peer. Returns true when some peer that
- * had started this launch did not arrive within the timeout (the whole block then returns). A
- * peer whose block has not started yet (its GPU still runs work queued before the call) is waited
- * for without a clock: the host bounds that wait. */
-__device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
+/* Tell the host that block blockIdx.x of this launch ends without finishing. */
+__device__ void dev_quit(const picoll_cuda_kparams_t &p)
+{
+    if (threadIdx.x == 0) {
+        dev_flag_store((uint64_t *)&p.status->quit[blockIdx.x], p.seq);
+    }
+}
+
+/* Whether block blockIdx.x must not run: an earlier launch of this attempt gave up (the flag
+ * protocol needs every rank's arrivals in order, so this one must not arrive before the one that
+ * gave up is resumed), or, in a resumed launch, the block finished in an earlier attempt (its peers
+ * may already reuse the slots it read). One load of this rank's own flag lines. */
+__device__ bool dev_skip(const picoll_cuda_kparams_t &p)
+{
+    uint64_t halt = dev_flag_load(p.flags[p.me] + PICOLL_CUDA_HALT_WORD);
+    if (halt >= p.seq_floor && halt < p.seq) {
+        dev_quit(p);
+        return true;
+    }
+    return p.resume && (p.done_mask >> blockIdx.x & 1u) != 0;
+}
+
+/* Resumed launch: how many of the launch's arrivals block blockIdx.x made in earlier attempts (its
+ * own flag is monotonic and only it writes the line). */
+__device__ int dev_arrived(const picoll_cuda_kparams_t &p)
+{
+    if (!p.resume) {
+        return 0;
+    }
+    uint64_t mine = dev_flag_load(p.flags[p.me] + (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE);
+    return mine >= p.epoch + 1 ? 2 : mine >= p.epoch ? 1 : 0;
+}
+
+/* Arrive at epoch (unless an earlier attempt did) and wait for block blockIdx.x of every peer.
+ * Returns true when some peer did not arrive within spin_ns: the block has told the host and
+ * returns; its arrival stays stored, so the peers go on, and a relaunch waits again at epoch. */
+__device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, bool arrive)
 {
     __shared__ int gave_up;
     const size_t line = (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE;
@@ -81,27 +116,29 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
     __syncthreads();
     if (threadIdx.x == 0) {
         gave_up = 0;
-        dev_flag_store(p.flags[p.me] + line, epoch);
+        if (arrive) {
+            dev_flag_store(p.flags[p.me] + line, epoch);
+        }
     }
     __syncthreads();
     int t = (int)threadIdx.x;
     if (t < p.nranks && t != p.me && (p.peers >> t & 1u)) {
         const uint64_t *f = p.flags[t] + line;
-        const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD + line;
         uint64_t since = 0;
         for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
-            if ((spins & 1023) != 0) {
+            if ((spins & 63) != 0) { /* the clock often enough for a spin of a few ms */
                 continue;
             }
             uint64_t now = dev_globaltimer();
-            if (dev_flag_load(started) < p.epoch) {
-                since = 0; /* not running yet: not late */
-            } else if (since == 0) {
+            if (since == 0) {
                 since = now;
-            } else if (now - since > p.timeout_ns) {
-                p.status->missing[t] = 1;
-                __threadfence_system();
-                p.status->timed_out = 1;
+            } else if (now - since > p.spin_ns) {
+                /* late, or running and waiting for somebody else (its block 0 or this block
+                 * started this launch)? */
+                const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD;
+                bool runs = dev_flag_load(started) >= p.epoch ||
+                            dev_flag_load(started + line) >= p.epoch;
+                p.status->missing[t] = runs ? 1 : 2;
                 gave_up = 1;
                 break;
             }
@@ -110,6 +147,13 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch)
     }
     __threadfence_system();
     __syncthreads();
+    if (gave_up != 0 && threadIdx.x == 0) {
+        /* the halt word first: the launches queued behind this one read it when they start */
+        dev_flag_store(p.flags[p.me] + PICOLL_CUDA_HALT_WORD, p.seq);
+        __threadfence_system();
+        dev_flag_store((uint64_t *)&p.status->halted, p.seq);
+        dev_flag_store((uint64_t *)&p.status->quit[blockIdx.x], p.seq);
+    }
     return gave_up != 0;
 }
 
@@ -367,24 +411,37 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
     char *const *out = p.slot[(p.epoch + 1) & 1];
 
     dev_part(0, p.bytes, (int)gridDim.x, (int)blockIdx.x, &lo, &hi);
+    if (dev_skip(p)) {
+        return;
+    }
     dev_start(p);
+    /* a resumed block skips what it did before it gave up: its copy in (and, past the second
+     * arrival, its reduction), whose results the peers may be reading; dst is written only after
+     * the last wait, so nothing it did was lost */
+    const int arrived = dev_arrived(p);
     switch (p.mode) {
     case PICOLL_CUDA_K_ONESHOT:
-        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        if (dev_arrive_wait(p, p.epoch)) {
+        if (arrived < 1) {
+            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        }
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
             return;
         }
         dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
         dev_finish(p, p.epoch);
         break;
     case PICOLL_CUDA_K_TWOSHOT:
-        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        if (dev_arrive_wait(p, p.epoch)) {
-            return;
+        if (arrived < 1) {
+            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
-        dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
-        dev_reduce_any(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
-        if (dev_arrive_wait(p, p.epoch + 1)) {
+        if (arrived < 2) {
+            if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+                return;
+            }
+            dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
+            dev_reduce_any(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
+        }
+        if (dev_arrive_wait(p, p.epoch + 1, arrived < 2)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
@@ -403,12 +460,16 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         for (int k = 0; k < 4; k++) {
             quad_in[k] = in[p.quad[k]];
         }
-        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        if (dev_arrive_wait(p, p.epoch)) {
-            return;
+        if (arrived < 1) {
+            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
-        dev_reduce_any(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
-        if (dev_arrive_wait(p, p.epoch + 1)) {
+        if (arrived < 2) {
+            if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+                return;
+            }
+            dev_reduce_any(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
+        }
+        if (dev_arrive_wait(p, p.epoch + 1, arrived < 2)) {
             return;
         }
         pair[p.quad_first ? 0 : 1] = out[p.me];
@@ -418,8 +479,10 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         break;
     }
     case PICOLL_CUDA_K_ALLGATHER:
-        dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        if (dev_arrive_wait(p, p.epoch)) {
+        if (arrived < 1) {
+            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        }
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
@@ -430,11 +493,13 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         dev_finish(p, p.epoch);
         break;
     case PICOLL_CUDA_K_ALLTOALL:
-        for (int r = 0; r < p.nranks; r++) {
-            dev_copy(in[p.me] + (size_t)r * p.bytes + lo, p.src + (size_t)r * p.src_stride + lo,
-                     hi - lo);
+        if (arrived < 1) {
+            for (int r = 0; r < p.nranks; r++) {
+                dev_copy(in[p.me] + (size_t)r * p.bytes + lo,
+                         p.src + (size_t)r * p.src_stride + lo, hi - lo);
+            }
         }
-        if (dev_arrive_wait(p, p.epoch)) {
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {

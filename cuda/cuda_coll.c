@@ -1,5 +1,6 @@
 /* The device collectives on the workspace: the vote, the chunk loops and the kernel launches, and
- * the end of a call (the kernel's completion, a timeout).
+ * the end of a call (the kernel's completion; a kernel that gave up waiting for a late peer,
+ * resumed once the host has waited for that peer without the GPU).
  *
  * Stream ordering: the kernels run on the calling thread's per-thread default stream of the
  * buffers' context, which synchronises with the legacy default stream: they start after everything
@@ -18,8 +19,10 @@
  * around the capture query, a switch and a switch back around the launches). */
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
+#include "util/config.h"
 #include "util/fatal.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/wait.h"
 
 #include <string.h>
@@ -116,37 +119,196 @@ static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll
     return prev;
 }
 
-/* After a host deadline: the local ranks whose latest launch had not started (read through the
- * mappings: slow, but only on the way to ending the job). */
-static void coll_not_started(picoll_cuda_ws_t *ws, uint64_t first, unsigned char *missing)
+/* One call: every collective cuts its operands alike, chunk i covering bytes [i * step,
+ * min(total, (i + 1) * step)) of the source and the destination (allgather and alltoall: of each
+ * block), one launch each, so that a resume can launch any chunk again. */
+typedef struct {
+    const char *coll;
+    const char *src;
+    char *dst;
+    size_t total, step, nchunks;
+    int arrivals;          /* per launch: 1, or 2 for two-shot and HCM */
+    uint64_t first;        /* epoch of chunk 0's first arrival */
+    picoll_cuda_kparams_t p;
+} coll_call_t;
+
+/* Sets the parameters of chunk i; returns its blocks. */
+static int coll_chunk(coll_call_t *c, size_t i)
 {
+    size_t off = i * c->step;
+    c->p.bytes = c->total - off < c->step ? c->total - off : c->step;
+    c->p.src = c->src + off;
+    c->p.dst = c->dst + off;
+    c->p.epoch = c->first + (uint64_t)i * (uint64_t)c->arrivals;
+    return picoll_cuda_kernel_blocks(&c->p);
+}
+
+/* Launch chunk i on this thread's per-thread default stream of the buffers' context (see the top
+ * of the file): no event record or stream wait; its completion is polled in the host-mapped status
+ * (coll_end). floor: the seq of the attempt's first launch. Returns the blocks. */
+static int coll_launch(picoll_cuda_ws_t *ws, coll_call_t *c, size_t i, uint64_t floor, int resume,
+                       uint64_t done_mask)
+{
+    void *params[] = {&c->p};
+    int blocks = coll_chunk(c, i);
+    c->p.seq = ++ws->seq;
+    c->p.seq_floor = floor;
+    c->p.resume = resume;
+    c->p.done_mask = done_mask;
+    int rc = picoll_cu.launch_kernel(ws->kernel, (unsigned)blocks, 1, 1, (unsigned)ws->threads, 1,
+                                     1, 0, PICOLL_CU_STREAM_PER_THREAD, params, NULL);
+    if (rc != 0) {
+        coll_fatal(c->coll, "cuLaunchKernel", rc);
+    }
+    return blocks;
+}
+
+/* A call whose kernel gave up waiting for peers: how long it has waited, and what for. */
+typedef struct {
+    double start;          /* the first give-up of the call; 0 before */
+    double expire;         /* seconds from start of the next "still waiting" (timeout, 2x, ...) */
+    double look;           /* when the peers' processes are next looked at */
+    double pause;          /* before the next relaunch */
+    size_t chunk;          /* the chunk that gave up last, and its blocks that had finished */
+    int finished;
+    unsigned char missing[PICOLL_CUDA_MAX_LOCAL]; /* the ranks the last give-up waited for */
+} coll_late_t;
+
+/* The host's wait for a late peer, between relaunches: the peers given up on are looked at once a
+ * second (a gone process ends the job now, naming it, as the host executor's barrier does), and
+ * past PICOLL_TIMEOUT, 2x, 4x, ... the ranks are named: still waiting, or with
+ * PICOLL_TIMEOUT_ACTION=abort the end of the job. */
+static void coll_late_tick(picoll_cuda_ws_t *ws, const char *coll, coll_late_t *late, double now)
+{
+    unsigned char missing[PICOLL_CUDA_MAX_LOCAL];
+    /* PICOLL_TIMEOUT=0: no deadline, as in picoll_wait() */
+    int ngone = 0, nunwatched = 0;
+    int expired = ws->timeout > 0.0 && now - late->start >= late->expire;
+
+    if (!expired && now < late->look) {
+        return;
+    }
+    late->look = now + 1.0;
+    /* the ranks whose launch had not started, where there are any: a peer that runs may only be
+     * waiting for them itself */
+    int not_started = 0;
     for (int r = 0; r < ws->nlocal; r++) {
-        uint64_t started = 0;
-        missing[r] = 0;
-        if (r == ws->me || !(ws->peers >> r & 1u)) {
+        not_started |= late->missing[r] == 2;
+    }
+    for (int r = 0; r < ws->nlocal; r++) {
+        missing[r] = not_started ? late->missing[r] == 2 : late->missing[r] != 0;
+        if (!missing[r]) {
             continue;
         }
-        picoll_cu.memcpy_dtoh(&started, (picoll_cu_deviceptr_t)(uintptr_t)(ws->peer[r]) +
-                                            PICOLL_CUDA_STARTED_WORD * sizeof(uint64_t),
-                              sizeof(started));
-        missing[r] = started < first;
+        if (!ws->watch[r]) {
+            nunwatched++;
+        } else if (picoll_proc_state((pid_t)ws->pid[r], ws->pstart[r]) == PICOLL_PROC_GONE) {
+            missing[r] = 2;
+            ngone++;
+        }
+    }
+    if (expired) {
+        late->expire *= 2.0;
+    }
+    picoll_wait_verdict(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal, ngone,
+                        nunwatched, expired, now - late->start, ws->timeout);
+}
+
+/* Some block of the attempt that began with chunk *from (launches from seq *floor on) gave up. Waits
+ * until every launch of the attempt ended (the last one's blocks each finished or quit: stream
+ * order, so all before it too), then waits for the peers without the GPU and relaunches the chunk
+ * that gave up (resumed: its finished blocks return, the others go on from their last arrival)
+ * and every chunk after it. No driver call but the launches: nothing that could wait behind a
+ * kernel of this rank. Updates *from, *floor and *blocks (of the attempt's last launch). */
+static void coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late, size_t *from,
+                        uint64_t *floor, int *blocks)
+{
+    volatile picoll_cuda_status_t *st = ws->status;
+    uint64_t last = c->first + (uint64_t)c->nchunks * (uint64_t)c->arrivals - 1;
+    uint64_t last_seq = ws->seq, mask = 0;
+    picoll_wait_t w;
+    int finished = 0;
+
+    picoll_wait_init(&w, 0.0, picoll_spin_max());
+    for (;;) {
+        int b = 0;
+        while (b < *blocks && (st->done[b] >= last || st->quit[b] >= last_seq)) {
+            b++;
+        }
+        if (b == *blocks) {
+            break;
+        }
+        picoll_wait(&w, 0);
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    size_t k = *from + (size_t)(st->halted - *floor);
+    int nb = coll_chunk(c, k);
+    uint64_t k_last = c->p.epoch + (uint64_t)c->arrivals - 1;
+    for (int b = 0; b < nb; b++) {
+        if (st->done[b] >= k_last) {
+            mask |= 1ull << b;
+            finished++;
+        }
+    }
+    for (int r = 0; r < ws->nlocal; r++) {
+        late->missing[r] = st->missing[r];
+        st->missing[r] = 0;
+    }
+    st->halted = 0;
+
+    /* a relaunch soon after progress, else a pause that doubles up to 20 spins (at most 1 s): a
+     * late peer costs this GPU one spin in 21 at most (its SMs are free the rest of the time), and
+     * the call at most one pause more than the peer's lateness (0.2 s at the default spin) */
+    double now = picoll_clock_now();
+    double shortest = ws->spin / 4.0, longest = 20.0 * ws->spin < 1.0 ? 20.0 * ws->spin : 1.0;
+    longest = longest > shortest ? longest : shortest;
+    if (late->start == 0.0) {
+        late->start = now;
+        late->expire = ws->timeout;
+        late->look = now + 1.0;
+        late->pause = shortest;
+    } else if (k > late->chunk || finished > late->finished) {
+        late->pause = shortest;
+    } else {
+        late->pause = late->pause * 2.0 < longest ? late->pause * 2.0 : longest;
+    }
+    late->chunk = k;
+    late->finished = finished;
+    picoll_debug("%s on the device: chunk %zu of %zu gave up waiting (%d of %d blocks finished): "
+                 "relaunch in %.3f s", c->coll, k, c->nchunks, finished, nb, late->pause);
+    double until = now + late->pause;
+    picoll_wait_init(&w, 0.0, picoll_spin_max());
+    while (now < until) {
+        coll_late_tick(ws, c->coll, late, now);
+        if (picoll_wait(&w, 0) != PICOLL_WAIT_POLL) {
+            now = w.now;
+        }
+    }
+    coll_late_tick(ws, c->coll, late, now);
+
+    *from = k;
+    *floor = ws->seq + 1;
+    *blocks = coll_launch(ws, c, k, *floor, 1, mask);
+    for (size_t i = k + 1; i < c->nchunks; i++) {
+        *blocks = coll_launch(ws, c, i, *floor, 0, 0);
     }
 }
 
-/* Wait for the last launch (first epoch first, last epoch last, blocks blocks) by polling the
- * host-mapped status: no driver call. The kernel times out peers that started and stopped; here,
- * a launch of this rank that does not start (the GPU still runs work queued before the call) is
- * waited for with a warning, and one that runs past PICOLL_TIMEOUT (plus a margin for the
- * kernel's own timeout to speak first) names the peers that never started. */
-static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const char *coll,
-                     uint64_t first, uint64_t last, int blocks)
+/* Wait for the call's last launch by polling the host-mapped status: no driver call. A launch of
+ * this rank that does not start (the GPU still runs work queued before the call) is waited for
+ * with a warning; a kernel that gave up waiting for a peer is resumed (coll_resume). */
+static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_call_t *c,
+                     uint64_t floor, int blocks)
 {
     volatile picoll_cuda_status_t *st = ws->status;
+    uint64_t last = c->first + (uint64_t)c->nchunks * (uint64_t)c->arrivals - 1;
     double began = 0.0, asked = picoll_clock_now();
     int warned = 0;
-    unsigned char missing[PICOLL_CUDA_MAX_LOCAL];
+    size_t from = 0;
+    coll_late_t late;
     picoll_wait_t w;
 
+    memset(&late, 0, sizeof(late));
     /* no deadline of the wait's own: the clock readings below decide */
     picoll_wait_init(&w, 0.0, picoll_spin_max());
     for (;;) {
@@ -157,30 +319,30 @@ static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, const c
         if (b == blocks) {
             break;
         }
-        if (st->timed_out) {
-            for (int r = 0; r < ws->nlocal; r++) {
-                missing[r] = st->missing[r];
-            }
-            picoll_fatal_missing(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
-                                 ws->timeout);
+        if (st->halted != 0) {
+            coll_resume(ws, c, &late, &from, &floor, &blocks);
+            continue;
         }
         if (picoll_wait(&w, 0) == PICOLL_WAIT_POLL) {
             continue;
         }
         double now = w.now;
-        if (began == 0.0 && st->started[0] >= first) {
+        if (late.start != 0.0) {
+            /* a relaunch runs: the peers are still looked at, the lines still come on time */
+            coll_late_tick(ws, c->coll, &late, now);
+        }
+        if (began == 0.0 && st->started[0] >= c->first) {
             began = now;
         }
         if (began == 0.0 && !warned && now - asked > ws->timeout) {
             picoll_warn("%s on the device: this rank's kernel has not started after %.0f s: its "
-                        "GPU still runs work queued before the call", coll, now - asked);
+                        "GPU still runs work queued before the call", c->coll, now - asked);
             warned = 1;
         }
-        if (began != 0.0 && now - began > ws->timeout + 5.0) {
-            coll_not_started(ws, first, missing);
-            picoll_fatal_missing(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal,
-                                 ws->timeout);
-        }
+    }
+    if (late.start != 0.0) {
+        picoll_debug("%s on the device: done after waiting %.1f s for late peers", c->coll,
+                     picoll_clock_now() - late.start);
     }
     picoll_cuda_leave(&prev);
 }
@@ -193,7 +355,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->nranks = ws->nlocal;
     p->me = ws->me;
     p->max_blocks = ws->max_blocks;
-    p->timeout_ns = (uint64_t)(ws->timeout * 1e9);
+    p->spin_ns = (uint64_t)((ws->spin < 0.001 ? 0.001 : ws->spin) * 1e9);
     p->status = ws->status_dev;
     p->type = PICOLL_CUDA_T_NONE;
     p->esize = 1;
@@ -212,94 +374,78 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->quad_first = ws->quad_first;
 }
 
-/* Launch on this thread's per-thread default stream of the buffers' context (see the top of the
- * file): no event record or stream wait; its completion is polled in the host-mapped status
- * (coll_end). */
-static void coll_launch(picoll_cuda_ws_t *ws, picoll_cuda_kparams_t *p, int arrivals,
-                        const char *coll, int *blocks)
+/* Launch every chunk of c, then wait for the last (resuming the call where a kernel gave up). */
+static void coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_call_t *c)
 {
-    void *params[] = {p};
-    p->epoch = ws->epoch + 1;
-    *blocks = picoll_cuda_kernel_blocks(p);
-    int rc = picoll_cu.launch_kernel(ws->kernel, (unsigned)*blocks, 1, 1, (unsigned)ws->threads, 1,
-                                     1, 0, PICOLL_CU_STREAM_PER_THREAD, params, NULL);
-    if (rc != 0) {
-        coll_fatal(coll, "cuLaunchKernel", rc);
+    uint64_t floor = ws->seq + 1;
+    int blocks = 0;
+    c->nchunks = (c->total + c->step - 1) / c->step;
+    c->first = ws->epoch + 1;
+    for (size_t i = 0; i < c->nchunks; i++) {
+        blocks = coll_launch(ws, c, i, floor, 0, 0);
     }
-    ws->epoch += (uint64_t)arrivals;
+    ws->epoch += (uint64_t)c->nchunks * (uint64_t)c->arrivals;
+    if (c->nchunks == 0) {
+        picoll_cuda_leave(&prev);
+        return;
+    }
+    coll_end(ws, prev, c, floor, blocks);
 }
 
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
                                       const void *sendbuf, void *recvbuf, size_t count,
                                       picoll_dtype_t dtype, picoll_op_t op)
 {
-    const char *coll = "MPI_Allreduce";
     size_t esize = picoll_dtype_size(dtype);
-    size_t bytes = count * esize;
-    const char *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    char *dst = recvbuf;
-    picoll_cuda_kparams_t p;
-    int blocks = 0;
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
+    coll_call_t c = {.coll = "MPI_Allreduce"};
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c.coll);
 
-    coll_params(ws, mode, &p);
-    p.type = coll_type(dtype);
-    p.op = (int)op;
-    p.esize = (int)esize;
-    /* slot_size is a multiple of 4 KiB: every chunk holds whole elements */
-    for (size_t off = 0; off < bytes; off += ws->slot_size) {
-        p.bytes = bytes - off < ws->slot_size ? bytes - off : ws->slot_size;
-        p.src = src + off;
-        p.dst = dst + off;
-        coll_launch(ws, &p, mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2, coll, &blocks);
-    }
-    coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
+    coll_params(ws, mode, &c.p);
+    c.p.type = coll_type(dtype);
+    c.p.op = (int)op;
+    c.p.esize = (int)esize;
+    c.src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    c.dst = recvbuf;
+    c.total = count * esize;
+    c.step = ws->slot_size; /* a multiple of 4 KiB: every chunk holds whole elements */
+    c.arrivals = mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2;
+    coll_run(ws, prev, &c);
     return PICOLL_OK;
 }
 
 picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                       size_t block)
 {
-    const char *coll = "MPI_Allgather";
     int in_place = sendbuf == MPI_IN_PLACE;
-    const char *mine = in_place ? (const char *)recvbuf + (size_t)ws->me * block
-                                : (const char *)sendbuf;
-    picoll_cuda_kparams_t p;
-    int blocks = 0;
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
+    coll_call_t c = {.coll = "MPI_Allgather"};
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c.coll);
 
-    coll_params(ws, PICOLL_CUDA_K_ALLGATHER, &p);
-    p.skip_self = in_place;
-    p.dst_stride = block;
-    for (size_t off = 0; off < block; off += ws->slot_size) {
-        p.bytes = block - off < ws->slot_size ? block - off : ws->slot_size;
-        p.src = mine + off;
-        p.dst = (char *)recvbuf + off;
-        coll_launch(ws, &p, 1, coll, &blocks);
-    }
-    coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
+    coll_params(ws, PICOLL_CUDA_K_ALLGATHER, &c.p);
+    c.p.skip_self = in_place;
+    c.p.dst_stride = block;
+    c.src = in_place ? (const char *)recvbuf + (size_t)ws->me * block : (const char *)sendbuf;
+    c.dst = recvbuf;
+    c.total = block;
+    c.step = ws->slot_size;
+    c.arrivals = 1;
+    coll_run(ws, prev, &c);
     return PICOLL_OK;
 }
 
 picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                      size_t block)
 {
-    const char *coll = "MPI_Alltoall";
-    size_t piece_max = ws->slot_size / (size_t)ws->nlocal / 16 * 16;
-    const char *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    picoll_cuda_kparams_t p;
-    int blocks = 0;
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, coll);
+    coll_call_t c = {.coll = "MPI_Alltoall"};
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c.coll);
 
-    coll_params(ws, PICOLL_CUDA_K_ALLTOALL, &p);
-    p.src_stride = block;
-    p.dst_stride = block;
-    for (size_t off = 0; off < block; off += piece_max) {
-        p.bytes = block - off < piece_max ? block - off : piece_max;
-        p.src = src + off;
-        p.dst = (char *)recvbuf + off;
-        coll_launch(ws, &p, 1, coll, &blocks);
-    }
-    coll_end(ws, prev, coll, p.epoch, ws->epoch, blocks);
+    coll_params(ws, PICOLL_CUDA_K_ALLTOALL, &c.p);
+    c.p.src_stride = block;
+    c.p.dst_stride = block;
+    c.src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    c.dst = recvbuf;
+    c.total = block;
+    c.step = ws->slot_size / (size_t)ws->nlocal / 16 * 16;
+    c.arrivals = 1;
+    coll_run(ws, prev, &c);
     return PICOLL_OK;
 }

@@ -23,14 +23,18 @@
  *   arrive[b]        word b * PICOLL_CUDA_FLAG_STRIDE: written by the owner's block b, polled by
  *                    the peers' blocks b
  *   started[b]       word PICOLL_CUDA_STARTED_WORD + b * PICOLL_CUDA_FLAG_STRIDE: the first epoch
- *                    of the owner's latest launch, written when its block b starts running. A
- *                    peer's block is timed only once it started: one queued on its GPU behind
- *                    earlier work is not a peer that stopped
+ *                    of the owner's latest launch, written when its block b starts running. Read
+ *                    only by a block that gives up, to tell a peer whose launch has not started
+ *                    (late: named) from one that runs but waits for somebody else itself
+ *   halt             word PICOLL_CUDA_HALT_WORD: the seq of the owner's latest launch in which a
+ *                    block gave up waiting; read (by the owner only) when a block starts, so
+ *                    that launches queued behind that one exit without arriving
  *   hello            word PICOLL_CUDA_HELLO_WORD: a known value, read through every mapping at
  *                    set-up to prove peer access
  * No kernel reads a peer's workspace after its launch: a workspace is freed only after every rank
  * closed its mappings and passed a barrier, when no launch can be running. */
 #define PICOLL_CUDA_STARTED_WORD (PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
+#define PICOLL_CUDA_HALT_WORD (PICOLL_CUDA_HELLO_WORD + PICOLL_CUDA_FLAG_STRIDE)
 #define PICOLL_CUDA_HELLO_WORD (2 * PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
 #define PICOLL_CUDA_FLAGS_BYTES 12288 /* the words above, rounded up to 4 KiB */
 
@@ -70,14 +74,21 @@ typedef enum {
 } picoll_cuda_type_t;
 
 /* What the kernel tells this rank's host, in host-mapped pinned memory: the host polls it instead
- * of synchronising a stream (no driver call), with its own deadline. */
+ * of synchronising a stream (no driver call), with its own deadline. A block waits for a peer's
+ * block at most the launch's spin_ns; then it gives up: it records whom it waited for, the launch's
+ * seq in halted and quit[b], and returns; launches queued behind it exit at once (quit[b] too).
+ * The host then waits for the peers without the GPU and resumes the call (cuda_coll.c). */
 typedef struct {
     volatile uint64_t done[PICOLL_CUDA_MAX_BLOCKS];    /* block b of the latest launch finished:
                                                         * its last epoch */
     volatile uint64_t started[PICOLL_CUDA_MAX_BLOCKS]; /* block b of the latest launch runs: its
                                                         * first epoch */
-    volatile int32_t timed_out;                        /* 1 once some block gave up */
-    volatile uint8_t missing[PICOLL_CUDA_MAX_LOCAL];   /* 1: the local rank waited for */
+    volatile uint64_t quit[PICOLL_CUDA_MAX_BLOCKS];    /* block b of launch seq gave up or was
+                                                        * skipped: that seq */
+    volatile uint64_t halted;                          /* seq of a launch that gave up; 0: none
+                                                        * (the host clears it) */
+    volatile uint8_t missing[PICOLL_CUDA_MAX_LOCAL];   /* a local rank given up on: 2 if its
+                                                        * launch had not started, else 1 */
 } picoll_cuda_status_t;
 
 typedef struct {
@@ -93,7 +104,13 @@ typedef struct {
     int relay;          /* hcm: the rank whose quad result completes mine */
     int quad_first;     /* hcm: my quad's result is the left operand of the final combination */
     uint64_t epoch;     /* of the launch's first arrival; a two-shot also arrives at epoch + 1 */
-    uint64_t timeout_ns;
+    uint64_t spin_ns;   /* a wait for a peer's block gives up after this long (PICOLL_CUDA_SPIN) */
+    uint64_t seq;       /* this launch, numbered by the host (relaunches get new numbers) */
+    uint64_t seq_floor; /* the first launch of this attempt at the call: a halt word in
+                         * [seq_floor, seq) means an earlier launch of it gave up */
+    uint64_t done_mask; /* resume: blocks that finished in an earlier attempt (they return) */
+    int resume;         /* relaunch of the launch that gave up: each block goes on from where its
+                         * own flag says it arrived */
     size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer */
     size_t src_stride;  /* alltoall: bytes between the blocks of the send buffer */
     size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */

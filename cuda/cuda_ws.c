@@ -7,10 +7,12 @@
 #include "topo/node.h"
 #include "util/fatal.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define WS_HELLO 0x7069636f6c6c0000ull /* "picoll" and the rank in the user's communicator */
 #define CUDA_ERROR_NO_BINARY_FOR_GPU 209
@@ -33,6 +35,7 @@ typedef struct {
     int mps;       /* the device shares contexts through MPS (kernels of ranks run at once) */
     int device;
     char bus_id[PICOLL_TOPO_BUSID_LEN];
+    uint64_t pid, start; /* who I am, for the peers that will wait for me (util/proc.h) */
 } ws_msg_t;
 
 int picoll_cuda_device_present(const picoll_config_t *cfg)
@@ -384,6 +387,8 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     int entered = 0;
 
     PMPI_Comm_rank(comm, &mine.comm_rank);
+    mine.pid = (uint64_t)getpid();
+    mine.start = picoll_proc_start_time(getpid());
     if (ws == NULL) {
         /* the others are entering the exchanges below: leaving them would hang the job */
         picoll_fatal("out of memory setting up the device workspace: aborting the job");
@@ -393,6 +398,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     PMPI_Comm_size(node_comm, &ws->nlocal);
     ws->ctx = ctx;
     ws->timeout = cfg->timeout;
+    ws->spin = cfg->cuda_spin;
     ws->device = -1;
     all = calloc((size_t)ws->nlocal, sizeof(*all));
     if (all == NULL) {
@@ -422,6 +428,12 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
         all_ok &= all[r].ok;
         if (r < PICOLL_CUDA_MAX_LOCAL) {
             ws->comm_ranks[r] = all[r].comm_rank;
+            /* a peer in another pid namespace publishes a pid that names nobody, or somebody
+             * else, here: only peers whose start time matches what this rank sees are watched */
+            ws->pid[r] = all[r].pid;
+            ws->pstart[r] = all[r].start;
+            ws->watch[r] = r != ws->me && all[r].start != 0 &&
+                           picoll_proc_state((pid_t)all[r].pid, all[r].start) == PICOLL_PROC_ALIVE;
         }
     }
     ws->max_blocks = ws_max_blocks(all, ws->nlocal);

@@ -31,7 +31,13 @@ struct picoll_cuda_ws {
     picoll_cuda_status_t *status;      /* host view of the kernels' status (mapped pinned) */
     picoll_cuda_status_t *status_dev;
     uint64_t epoch;             /* arrivals so far (the same sequence on every rank) */
+    uint64_t seq;               /* launches so far, relaunches included (this rank's own count) */
     double timeout;             /* seconds, PICOLL_TIMEOUT */
+    double spin;                /* seconds a block waits for a peer before it gives up,
+                                 * PICOLL_CUDA_SPIN */
+    uint64_t pid[PICOLL_CUDA_MAX_LOCAL];   /* each local rank's process, published at set-up */
+    uint64_t pstart[PICOLL_CUDA_MAX_LOCAL]; /* and its start time (util/proc.h) */
+    unsigned char watch[PICOLL_CUDA_MAX_LOCAL]; /* 1: that process can be looked at from here */
     picoll_topo_reach_t reach;
     uint32_t peers;             /* local ranks mapped and waited for (not me) */
     int hcm;                    /* reach hcm with a plan: allreduce runs the HCM kernel */

@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "host/shm.h"
+#include "topo/cpu.h"
 #include "util/fatal.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -46,6 +47,16 @@ static int shm_make_name(char *name, size_t len)
         off += snprintf(name + off, len - (size_t)off, "%02x", rnd[i]);
     }
     return 0;
+}
+
+size_t picoll_shm_cache_unit(picoll_topo_cpu_t *cpu)
+{
+    picoll_topo_cpu_t mine;
+    if (cpu == NULL) {
+        cpu = &mine;
+    }
+    picoll_topo_cpu_detect(cpu);
+    return picoll_cfg.host_cache != 0 ? picoll_cfg.host_cache : cpu->l2;
 }
 
 picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot_size,
@@ -96,8 +107,20 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
             }
         }
     }
-    /* the name, or "" when the leader failed */
-    PMPI_Bcast(name, sizeof(name), MPI_CHAR, 0, node_comm);
+    /* the name, or "" when the leader failed, and the leader's cache unit, which every rank's
+     * chunks then share (ranks on cores with other caches would otherwise cut differently) */
+    struct {
+        char name[SHM_NAME_LEN];
+        uint64_t cache_unit;
+    } leader;
+    memset(&leader, 0, sizeof(leader));
+    if (shm->me == 0) {
+        memcpy(leader.name, name, sizeof(name));
+        leader.cache_unit = picoll_shm_cache_unit(NULL);
+    }
+    PMPI_Bcast(&leader, (int)sizeof(leader), MPI_BYTE, 0, node_comm);
+    memcpy(name, leader.name, sizeof(name));
+    shm->cache_unit = (size_t)leader.cache_unit;
     if (name[0] == '\0' && status == PICOLL_OK) {
         status = PICOLL_ERR_PEER_FAILED;
     }
@@ -198,7 +221,6 @@ static void shm_wait_tick(picoll_shm_t *shm, uint64_t epoch, const char *coll,
                           const picoll_wait_t *w, int expired, double *next_look)
 {
     unsigned char missing[shm->nlocal];
-    char list[256];
     int ngone, nunwatched;
 
     if (*next_look == 0.0) {
@@ -211,25 +233,8 @@ static void shm_wait_tick(picoll_shm_t *shm, uint64_t epoch, const char *coll,
     if (shm_missing(shm, epoch, missing, &ngone, &nunwatched) == 0) {
         return;
     }
-    if (ngone > 0) {
-        picoll_format_ranks(list, sizeof(list), shm->comm_ranks, missing, shm->nlocal, 2);
-        picoll_fatal("%s on a communicator of size %d: rank(s) %s exited while the others waited "
-                     "for them (their processes are gone): aborting the job",
-                     coll, shm->comm_size, list);
-    }
-    if (!expired) {
-        return;
-    }
-    if (picoll_cfg.timeout_action == PICOLL_TIMEOUT_ABORT) {
-        picoll_fatal_missing(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal,
-                             shm->timeout);
-    }
-    picoll_format_ranks(list, sizeof(list), shm->comm_ranks, missing, shm->nlocal, 0);
-    picoll_warn("%s on a communicator of size %d: still waiting after %.0f s for rank(s) %s; %s "
-                "(PICOLL_TIMEOUT=%g; PICOLL_TIMEOUT_ACTION=abort ends the job instead)",
-                coll, shm->comm_size, w->now - w->start, list,
-                nunwatched == 0 ? "they are alive" : "picoll cannot see whether they are alive",
-                shm->timeout);
+    picoll_wait_verdict(coll, shm->comm_size, shm->comm_ranks, missing, shm->nlocal, ngone,
+                        nunwatched, expired, w->now - w->start, shm->timeout);
 }
 
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)

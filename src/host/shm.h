@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "topo/cpu.h"
 #include "util/status.h"
 
 #define PICOLL_CACHE_LINE 128 /* two lines: the adjacent-line prefetcher must not share them */
@@ -51,6 +52,8 @@ typedef struct {
     int *pids;                 /* pid of each local rank, where cma */
     unsigned char *watch;      /* per local rank: 1 when its process can be seen from here (same
                                   pid namespace), so that a wait for it can tell late from gone */
+    size_t cache_unit;         /* bytes the chunked algorithms scale by: the node leader's
+                                  picoll_shm_cache_unit() (the same on every local rank) */
 } picoll_shm_t;
 
 /* Collective over node_comm: local rank 0 creates the segment (an unguessable name, mode 0600)
@@ -60,6 +63,21 @@ typedef struct {
 picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot_size,
                                   double timeout, picoll_shm_t *shm);
 void picoll_shm_destroy(picoll_shm_t *shm);
+
+/* The cache unit of the CPU this thread runs on: PICOLL_HOST_CACHE, else the L2 of its core
+ * (topo/cpu.h; cpu, when not NULL, receives what was detected). */
+size_t picoll_shm_cache_unit(picoll_topo_cpu_t *cpu);
+
+/* A chunk of num/den cache units: at least 64 KiB, at most a slot, a multiple of 4 KiB. Every
+ * local rank computes the same. */
+static inline size_t picoll_shm_chunk(const picoll_shm_t *shm, size_t num, size_t den)
+{
+    size_t c = shm->cache_unit * num / den;
+    c = c < ((size_t)64 << 10) ? ((size_t)64 << 10) : c;
+    c = c > shm->slot_size ? shm->slot_size : c;
+    c &= ~(size_t)4095;
+    return c < 4096 ? 4096 : c;
+}
 
 static inline char *picoll_shm_slot(const picoll_shm_t *shm, int rank, uint64_t buf)
 {

@@ -2,6 +2,7 @@
 #include "build-config.h"
 #include "coll/coll.h"
 #include "coll/select.h"
+#include "host/shm.h"
 #include "cuda/cuda_dev.h"
 #include "util/config.h"
 #include "mem/cuda_state.h"
@@ -53,6 +54,33 @@ static void print_build(void)
 #else
     printf("  hwloc  : %s\n", PICOLL_BUILD_HWLOC);
 #endif
+}
+
+/* The caches the host executor's chunks scale by, and the chunks in force (the values of this
+ * process's CPU: in a job, the node's first rank decides for the node). */
+static void print_host(void)
+{
+    picoll_topo_cpu_t cpu;
+    picoll_config_load(&picoll_cfg, environ); /* what a job's MPI_Init would read */
+    size_t unit = picoll_shm_cache_unit(&cpu);
+    picoll_shm_t probe = {.cache_unit = unit,
+                          .slot_size = picoll_cfg.workspace_size / 2 < 4096
+                                           ? 4096 : picoll_cfg.workspace_size / 2};
+    printf("host executor:\n");
+    printf("  caches : L2 %zu KiB", cpu.l2 >> 10);
+    if (cpu.l2_cpus > 0) {
+        printf(" shared by %d CPU(s)", cpu.l2_cpus);
+    }
+    if (cpu.l3 != 0) {
+        printf(", L3 %zu KiB", cpu.l3 >> 10);
+        if (cpu.l3_cpus > 0) {
+            printf(" shared by %d CPU(s)", cpu.l3_cpus);
+        }
+    }
+    printf(" (%s, CPU %d)\n", cpu.from, cpu.cpu);
+    printf("  chunks : unit %zu KiB (%s); allgather %zu KiB, alltoall %zu KiB a step\n", unit >> 10,
+           picoll_cfg.host_cache != 0 ? "PICOLL_HOST_CACHE" : "the L2",
+           picoll_shm_chunk(&probe, 1, 2) >> 10, picoll_shm_chunk(&probe, 1, 1) >> 10);
 }
 
 /* CUDA support as MPI_Init would decide it with the current PICOLL_CUDA_STAGING. */
@@ -308,6 +336,7 @@ int main(int argc, char **argv)
     printf("picoll %s\n", picoll_version());
     if (build) {
         print_build();
+        print_host();
         print_cuda();
         print_calls(calls);
     }

@@ -28,6 +28,9 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_WORKSPACE_SIZE", .type = PICOLL_CFG_SIZE, .def = "8M",
      .offset = offsetof(picoll_config_t, workspace_size),
      .doc = "bytes of shared workspace per local rank and communicator; larger messages go through it in chunks"},
+    {.name = "PICOLL_HOST_CACHE", .type = PICOLL_CFG_SIZE, .def = "0",
+     .offset = offsetof(picoll_config_t, host_cache),
+     .doc = "bytes the host executor's allgather and alltoall chunks scale by (allgather: half of it, alltoall: all of it, within 64 KiB and a workspace buffer); 0: the L2 cache of a core of the node's first rank, as picoll_info prints it"},
     {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, allreduce_oneshot_max),
      .doc = "largest allreduce (bytes) run one-shot: every rank reduces all inputs"},
@@ -39,7 +42,7 @@ static const picoll_config_var_t config_vars[] = {
      .doc = "seconds a rank waits for a peer inside a collective before it says which ranks it waits for (again at 2x, 4x, ...); see PICOLL_TIMEOUT_ACTION"},
     {.name = "PICOLL_TIMEOUT_ACTION", .type = PICOLL_CFG_ENUM, .def = "wait", .choices = "wait,abort",
      .offset = offsetof(picoll_config_t, timeout_action),
-     .doc = "past PICOLL_TIMEOUT, a wait for a live peer in a node barrier: wait (keep waiting, as MPI does) or abort (end the job, naming the late ranks); the network step and the device path still abort"},
+     .doc = "past PICOLL_TIMEOUT, a wait for live peers (a node barrier, the network step, a late peer's kernel on the device): wait (keep waiting, as MPI does, saying so again at 2x, 4x, ...) or abort (end the job, naming the late ranks); a peer that is gone ends the job either way"},
     {.name = "PICOLL_TEST_FAIL_SETUP", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,
      .offset = offsetof(picoll_config_t, test_fail_setup),
      .doc = "testing only: the world rank whose communicator set-up is made to fail (-1: none)"},
@@ -76,6 +79,9 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_CUDA", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, cuda),
      .doc = "1: collectives on device buffers through picoll's CUDA IPC executor where a GPU is found; 0: never touch the GPU (device buffers go to the underlying MPI)"},
+    {.name = "PICOLL_CUDA_SPIN", .type = PICOLL_CFG_DOUBLE, .def = "0.01",
+     .offset = offsetof(picoll_config_t, cuda_spin),
+     .doc = "seconds a device kernel spins for a peer's kernel that has not arrived (its GPU may still run work queued before the call) before it gives its SMs back; the host then waits for the peer without the GPU and relaunches the rest of the call (at least 0.001)"},
     {.name = "PICOLL_TOPO_FILE", .type = PICOLL_CFG_STRING, .def = "",
      .offset = offsetof(picoll_config_t, topo_file),
      .doc = "a recorded `nvidia-smi topo -m` text used instead of the detected GPU topology (tests, what-if)"},
@@ -378,8 +384,9 @@ unsigned picoll_config_hash(const picoll_config_t *cfg)
     char buf[256];
     for (size_t i = 0; i < CONFIG_NVARS; i++) {
         if (config_vars[i].offset == offsetof(picoll_config_t, log_level) ||
-            config_vars[i].offset == offsetof(picoll_config_t, cma)) {
-            continue; /* may differ between ranks */
+            config_vars[i].offset == offsetof(picoll_config_t, cma) ||
+            config_vars[i].offset == offsetof(picoll_config_t, host_cache)) {
+            continue; /* may differ between ranks (the cache unit: the node's first rank's counts) */
         }
         picoll_config_format(&config_vars[i], cfg, buf, sizeof(buf));
         for (const char *p = buf; *p; p++) {

@@ -30,6 +30,7 @@ typedef struct {
     int stats;
     int host;                  /* picoll_host_mode_t */
     size_t workspace_size;
+    size_t host_cache;         /* PICOLL_HOST_CACHE: the chunks' cache unit (0: detected) */
     size_t allreduce_oneshot_max;
     size_t allreduce_twoshot_max;
     double timeout;
@@ -48,6 +49,7 @@ typedef struct {
     long net_inflight;
     int cuda_staging;          /* picoll_staging_mode_t */
     int cuda;                  /* device executor (cuda/) allowed */
+    double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
     /* topology (topo/) */
     const char *topo_file;
     int topo_file_gpu;         /* picoll_topo_file_gpu_t */

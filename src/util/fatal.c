@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "util/fatal.h"
+#include "util/config.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -43,4 +44,29 @@ void picoll_fatal_missing(const char *coll, int comm_size, const int *comm_ranks
     picoll_fatal("%s on a communicator of size %d: rank(s) %s did not arrive within %g s "
                  "(PICOLL_TIMEOUT; raise it if they are only slow): aborting the job",
                  coll, comm_size, list, timeout);
+}
+
+void picoll_wait_verdict(const char *coll, int comm_size, const int *comm_ranks,
+                         const unsigned char *missing, int n, int ngone, int nunwatched,
+                         int expired, double waited, double timeout)
+{
+    char list[256];
+    if (ngone > 0) {
+        picoll_format_ranks(list, sizeof(list), comm_ranks, missing, n, 2);
+        picoll_fatal("%s on a communicator of size %d: rank(s) %s exited while the others waited "
+                     "for them (their processes are gone): aborting the job",
+                     coll, comm_size, list);
+    }
+    if (!expired) {
+        return;
+    }
+    if (picoll_cfg.timeout_action == PICOLL_TIMEOUT_ABORT) {
+        picoll_fatal_missing(coll, comm_size, comm_ranks, missing, n, timeout);
+    }
+    picoll_format_ranks(list, sizeof(list), comm_ranks, missing, n, 0);
+    picoll_warn("%s on a communicator of size %d: still waiting after %.0f s for rank(s) %s; %s "
+                "(PICOLL_TIMEOUT=%g; PICOLL_TIMEOUT_ACTION=abort ends the job instead)",
+                coll, comm_size, waited, list,
+                nunwatched == 0 ? "they are alive" : "picoll cannot see whether they are alive",
+                timeout);
 }

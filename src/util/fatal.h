@@ -33,4 +33,12 @@ __attribute__((noreturn)) void picoll_fatal_missing(const char *coll, int comm_s
                                                     const unsigned char *missing, int n,
                                                     double timeout);
 
+/* What a wait that looked at the ranks it waits for concludes (missing[r]: 1 late, 2 gone; ngone of
+ * them gone, nunwatched of them beyond picoll's sight): a gone one ends the job, naming it; past
+ * PICOLL_TIMEOUT (expired) the late ones are named, in a "still waiting after <waited> s" line, or
+ * with PICOLL_TIMEOUT_ACTION=abort in the end of the job. Returns when the wait goes on. */
+void picoll_wait_verdict(const char *coll, int comm_size, const int *comm_ranks,
+                         const unsigned char *missing, int n, int ngone, int nunwatched,
+                         int expired, double waited, double timeout);
+
 #endif

@@ -25,11 +25,20 @@
  *                kernels time out and picoll ends the job naming rank R
  *   backlog R    rank R's per-thread stream is busy PICOLL_TIMEOUT + 2 s with work queued before
  *                the call (its input is written behind it): no one times out, right results
- *                (defect 6: a peer queued behind work is not late) */
+ *                (defect 6: a peer queued behind work is not late)
+ *   late R S C   rank R's per-thread stream is busy S seconds (a host function) with work queued
+ *                before collective C (allreduce, allgather or alltoall, several chunks each): the
+ *                others' kernels give up and their hosts wait for it without the GPU and resume
+ *                the call; right results, the device path, and the call overlapped the delay.
+ *                With PICOLL_CUDA_SPIN >= 1 s, then the hot path again: one launch per chunk,
+ *                not one more, no synchronisation (counted by the emulated GPU).
+ *                C = allreduce-small: an allreduce of one chunk. C = kill: rank R's process is killed (SIGKILL) by the host
+ *                function after S seconds, inside an allreduce (the others must name it) */
 #include "cases.h"
 #include "modes.h"
 
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -515,4 +524,102 @@ int mode_backlog(int argc, char **argv)
     free(mine);
     ncases++;
     return mt_finish("cuda_coll backlog");
+}
+
+/* ---------------------------------------------------------------- late */
+
+static void kill_host_fn(void *arg)
+{
+    usleep(*(const unsigned *)arg);
+    fprintf(stderr, "rank %d: killed inside the call\n", mt_rank);
+    fflush(stderr);
+    kill(getpid(), SIGKILL);
+}
+
+int mode_late(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(launch_host_func)};
+    static unsigned delay_us;
+    int victim = argc > 2 ? atoi(argv[2]) : 1, rc = skip_lacking(need, 1, "late");
+    double secs = argc > 3 ? atof(argv[3]) : 3.5, took;
+    const char *what = argc > 4 ? argv[4] : "allreduce";
+    int kill_it = strcmp(what, "kill") == 0, small = strcmp(what, "allreduce-small") == 0;
+    int reduce = kill_it || small || strcmp(what, "allreduce") == 0;
+    /* several chunks each (a 64 KiB workspace buffer): a later chunk is resumed too */
+    ar_case_t ar = {.ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM,
+                    .count = (2 * SLOT + 4096) / 4 + 3};
+    bl_case_t bl = {.alltoall = strcmp(what, "alltoall") == 0, .block = SLOT + 100};
+
+    if (rc >= 0) {
+        return rc;
+    }
+    if (small) {
+        ar.count = 1000; /* one chunk */
+    }
+    if (!reduce && strcmp(what, "allgather") != 0 && !bl.alltoall) {
+        mt_fail("late: unknown collective %s", what);
+        return mt_finish("cuda_coll late");
+    }
+    allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0); /* the workspace */
+    if (reduce) {
+        ar_prepare(&ar);
+    } else {
+        bl_prepare(&bl);
+    }
+    CK(drv.ctx_synchronize());
+    if (mt_rank == victim) {
+        delay_us = (unsigned)(secs * 1e6);
+        CK(drv.launch_host_func(CU_STREAM_PER_THREAD, kill_it ? kill_host_fn : sleep_host_fn,
+                                &delay_us));
+    }
+    took = now_s();
+    if (reduce) {
+        ar_call(&ar, NULL);
+    } else {
+        bl_call(&bl, NULL);
+    }
+    took = now_s() - took;
+    if (kill_it) {
+        mt_fail("the allreduce returned although rank %d was killed inside it", victim);
+        return mt_finish("cuda_coll late");
+    }
+    if (reduce) {
+        ar_check(&ar);
+    } else {
+        bl_check(&bl);
+    }
+    MT_CHECK(took > secs * 0.9, "late: the call took %.1f s, less than rank %d's delay of %.1f s",
+             took, victim, secs);
+    if (mt_rank == 0) {
+        printf("late: the %s took %.1f s (rank %d's kernel %.1f s late)\n", what, took, victim,
+               secs);
+    }
+    /* the hot path is what it was: one launch per chunk (three here), nothing else launched, no
+     * synchronisation; the calls are counted by the emulated GPU only, and only where no kernel
+     * can give up for a peer merely descheduled on a busy machine (PICOLL_CUDA_SPIN of 1 s or
+     * more) */
+    const char *spin = getenv("PICOLL_CUDA_SPIN");
+    if (spin == NULL || atof(spin) < 1.0) {
+        ncases++;
+        return mt_finish("cuda_coll late");
+    }
+    size_t hot = 2 * SLOT / 4 + 5;
+    dbuf_t hb;
+    dbuf_alloc(&hb, hot * 4, 0, 0);
+    CK(drv.ctx_synchronize());
+    long before = drv_calls("cuLaunchKernel"), syncs = drv_calls("cuStreamSynchronize");
+    long ctx_syncs = drv_calls("cuCtxSynchronize"), dtoh = drv_calls("cuMemcpyDtoH_v2");
+    call_allreduce(MPI_IN_PLACE, hb.p, hot, MPI_FLOAT, MPI_SUM,
+                   want_allreduce(&types[T_FLOAT], hot * 4), "hot-path allreduce");
+    if (before >= 0) {
+        long launches = drv_calls("cuLaunchKernel") - before;
+        MT_CHECK(launches == 3, "hot-path allreduce of 3 chunks: %ld launches", launches);
+        MT_CHECK(drv_calls("cuStreamSynchronize") == syncs &&
+                 drv_calls("cuCtxSynchronize") == ctx_syncs &&
+                 drv_calls("cuMemcpyDtoH_v2") == dtoh,
+                 "hot-path allreduce: a synchronisation or a copy by picoll");
+    }
+    dbuf_free(&hb);
+    ncases++;
+    return mt_finish("cuda_coll late");
 }

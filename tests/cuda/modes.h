@@ -21,5 +21,6 @@ int mode_ctx(int argc, char **argv);
 int mode_capture(int argc, char **argv);
 int mode_stall_kernel(int argc, char **argv);
 int mode_backlog(int argc, char **argv);
+int mode_late(int argc, char **argv);
 
 #endif

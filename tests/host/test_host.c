@@ -389,6 +389,27 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     int provided;
 
+    /* TEST_HOST_CACHE_PER_RANK=A,B,...: world rank r runs with PICOLL_HOST_CACHE set to item
+     * r % count, as ranks on cores with different caches would detect them (read before MPI_Init,
+     * from the launcher's rank variable) */
+    const char *per_rank = getenv("TEST_HOST_CACHE_PER_RANK");
+    const char *launcher_rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (launcher_rank == NULL) {
+        launcher_rank = getenv("PMI_RANK");
+    }
+    if (per_rank != NULL && launcher_rank != NULL) {
+        char list[256], *save = NULL;
+        char *items[16];
+        int count = 0;
+        snprintf(list, sizeof(list), "%s", per_rank);
+        for (char *t = strtok_r(list, ",", &save); t != NULL && count < 16;
+             t = strtok_r(NULL, ",", &save)) {
+            items[count++] = t;
+        }
+        if (count > 0) {
+            setenv("PICOLL_HOST_CACHE", items[atoi(launcher_rank) % count], 1);
+        }
+    }
     if (strcmp(mode, "thread") == 0) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     } else {

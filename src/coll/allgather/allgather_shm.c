@@ -7,9 +7,11 @@
 #include <string.h>
 
 /* Chunks small enough that a chunk copied in is still in the caches when the peers copy it out:
- * at 1-4 MiB blocks, chunks of a whole 4 MiB slot ran at 0.5x-0.7x of Open MPI on the 2-core EPYC
- * VM (1 MiB of L2 a core), 256 KiB chunks at 1.2x-1.9x; 64 KiB, 128 KiB and 512 KiB did worse. */
-#define ALLGATHER_CHUNK_MAX (256u << 10)
+ * half a core's L2 (picoll_shm_chunk). On the 2-core EPYC VM (512 KiB of L2 a core), at 1-4 MiB
+ * blocks, chunks of a whole 4 MiB slot ran at 0.5x-0.7x of Open MPI, 256 KiB chunks at 1.2x-1.9x;
+ * 64 KiB, 128 KiB and 512 KiB did worse. */
+#define ALLGATHER_CHUNK_NUM 1
+#define ALLGATHER_CHUNK_DEN 2
 
 picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote)
 {
@@ -18,7 +20,7 @@ picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args
     const char *mine = in_place ? (const char *)args->recvbuf + (size_t)shm->me * block
                                 : (const char *)args->sendbuf;
     char *dst = args->recvbuf;
-    size_t chunk = shm->slot_size < ALLGATHER_CHUNK_MAX ? shm->slot_size : ALLGATHER_CHUNK_MAX;
+    size_t chunk = picoll_shm_chunk(shm, ALLGATHER_CHUNK_NUM, ALLGATHER_CHUNK_DEN);
 
     for (size_t off = 0; off < block; off += chunk) {
         size_t len = block - off < chunk ? block - off : chunk;

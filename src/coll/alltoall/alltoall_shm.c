@@ -8,16 +8,16 @@
 #include <mpi.h>
 #include <string.h>
 
-/* Bytes of a slot laid out per step: the pieces of one step stay in the caches until the peers
- * have copied them out. On the 2-core EPYC VM (1 MiB of L2 a core), 512 KiB beat 256 KiB, 1 MiB
- * and the whole 4 MiB slot (which lost to Open MPI from 4 MiB blocks, 0.5x-0.9x). */
-#define ALLTOALL_STEP_MAX (512u << 10)
+/* Bytes of a slot laid out per step, one core's L2 (picoll_shm_chunk): the pieces of one step stay
+ * in the caches until the peers have copied them out. On the 2-core EPYC VM (512 KiB of L2 a
+ * core), 512 KiB beat 256 KiB, 1 MiB and the whole 4 MiB slot (which lost to Open MPI from 4 MiB
+ * blocks, 0.5x-0.9x). */
 
 picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote)
 {
     size_t block = args->block_bytes;
     int n = shm->nlocal, me = shm->me, in_place = args->sendbuf == MPI_IN_PLACE;
-    size_t room = shm->slot_size < ALLTOALL_STEP_MAX ? shm->slot_size : ALLTOALL_STEP_MAX;
+    size_t room = picoll_shm_chunk(shm, 1, 1);
     size_t piece_max = room / (size_t)n;
     if (piece_max == 0) {
         return PICOLL_ERR_DISABLED; /* more ranks than bytes in a slot: the same on every rank */
