@@ -212,7 +212,9 @@ static void print_usage(const bench_coll_t *coll)
            "picoll extensions:\n"
            "      --ab[=ROUNDS]             with libpicoll.so preloaded: per size, ROUNDS times\n"
            "                                (default %d) plain MPI then picoll (picoll_set_bypass),\n"
-           "                                printing both latencies and the speed-up\n"
+           "                                printing both latencies (medians over rounds) and\n"
+           "                                the speed-up, then a \"# rounds A/B (us):\" line with\n"
+           "                                each round's pair\n"
            "      --baseline mpi|staged     the A column of --ab: mpi, the collective on the\n"
            "                                benchmark's buffers with picoll bypassed (default with\n"
            "                                host memory); staged (default with -d cuda): each call\n"
@@ -992,14 +994,29 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Under an A/B row (after its driver-call and path lines): each round's two latencies in the
+ * order they ran, "# rounds A/B (us): A1/B1 A2/B2 ...", so that the spread of the ratio over
+ * rounds can be shown (osu-bench/driver.py reads it). raw: [baseline rounds, picoll rounds]. */
+static void print_rounds(const double *raw, int rounds)
+{
+    printf("# rounds A/B (us):");
+    for (int r = 0; r < rounds; r++) {
+        printf(" %.3f/%.3f", raw[r], raw[rounds + r]);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
 /* A/B: rounds of the baseline (plain or staged MPI, bypass on) then picoll, on every rank between
  * the same barriers. Each round's latency is OSU's (each rank's mean averaged over ranks); a row
- * reports the median over rounds of each. Returns 1 when every validation passed. */
+ * reports the median over rounds of each, and a "# rounds" line under it every round's pair.
+ * Returns 1 when every validation passed. */
 static int run_ab(bench_t *b, size_t count, int first)
 {
     size_t size = count * b->opt.type->size;
     int rounds = b->opt.ab_rounds, iters, warmup, ok = 1;
-    double *lat = malloc(2 * (size_t)rounds * sizeof(*lat)); /* [baseline rounds, picoll rounds] */
+    /* [baseline rounds, picoll rounds], then the same in round order (median() sorts the first) */
+    double *lat = malloc(4 * (size_t)rounds * sizeof(*lat));
     if (lat == NULL) {
         fprintf(stderr, "osu_%s: out of memory\n", b->coll->name);
         MPI_Abort(b->comm, 1);
@@ -1025,7 +1042,10 @@ static int run_ab(bench_t *b, size_t count, int first)
     b->staging = 0;
     b->picoll.set_bypass(0);
     if (b->rank == 0) {
-        double mpi = median(lat, rounds), pic = median(lat + rounds, rounds);
+        double mpi, pic;
+        memcpy(lat + 2 * rounds, lat, 2 * (size_t)rounds * sizeof(*lat));
+        mpi = median(lat, rounds);
+        pic = median(lat + rounds, rounds);
         if (first) {
             print_picoll_comm(b);
         }
@@ -1038,6 +1058,9 @@ static int run_ab(bench_t *b, size_t count, int first)
         report_driver_calls(b);
     }
     print_path(b);
+    if (b->rank == 0) {
+        print_rounds(lat + 2 * rounds, rounds);
+    }
     free(lat);
     return ok;
 }

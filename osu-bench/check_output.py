@@ -11,7 +11,9 @@ Checks (all by default on a successful run):
 
   --title T           Allreduce, Allgather, Alltoall
   --sizes MIN:MAX     the -m given to the program, with --factor F and --esize BYTES
-  --full              -f columns;   --validate   -c column;   --ab   the A/B columns
+  --full              -f columns;   --validate   -c column;   --ab   the A/B columns, and under
+                      each row a "# rounds A/B (us): A/B ..." line, one pair per round, whose
+                      medians are the row's two latencies
   --baseline B        mpi (default) or staged: how the A column of --ab (and the driver's
                       tables and CSV) must be named; staged also wants the line saying how it
                       stages
@@ -103,6 +105,37 @@ def check_paths(a, lines, out, err):
             fail("size %s ran on %r, expected %r" % (row.split()[0], paths[0], a.expect_path), out, err)
 
 
+ROUNDS = re.compile(r"# rounds A/B \(us\):((?: [0-9.]+/[0-9.]+)+)$")
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def check_rounds(lines, out, err):
+    """--ab: each row has its "# rounds" line among the three after it (after the driver-call and
+    path lines), as many rounds under every row, their medians the row's A and B columns."""
+    counts = set()
+    for i, row in enumerate(lines):
+        if not row.strip() or row.startswith("#"):
+            continue
+        found = [ROUNDS.match(l) for l in lines[i + 1:i + 4] if l.startswith("# rounds")]
+        if not found or not found[0]:
+            fail("row %r has no '# rounds A/B (us): A/B ...' line under it" % row, out, err)
+        pairs = [[float(x) for x in p.split("/")] for p in found[0].group(1).split()]
+        counts.add(len(pairs))
+        f = row.split()
+        for col, want in ((0, float(f[1])), (1, float(f[2]))):
+            got = median([p[col] for p in pairs])
+            if abs(got - want) > 0.011 + 0.001 * want:
+                fail("row %r: the median of its rounds' %s column is %.3f" % (row, "AB"[col], got),
+                     out, err)
+    if len(counts) > 1:
+        fail("rows with different numbers of rounds: %s" % sorted(counts), out, err)
+
+
 def check_format(a, out, err):
     lines = out.splitlines()
     if not lines:
@@ -170,6 +203,8 @@ def check_format(a, out, err):
         want = expected_sizes(a.sizes, a.factor, a.esize)
         if sizes != want:
             fail("sizes %s, expected %s" % (sizes, want), out, err)
+    if a.ab and rows:
+        check_rounds(lines, out, err)
     # the path first: a count is only meaningful on the path it was expected on
     if a.expect_path:
         check_paths(a, lines, out, err)
@@ -196,12 +231,28 @@ def check_driver(a, out, err):
         if r["baseline"] != a.baseline:
             fail("results.csv row with baseline %r, expected %r: %s" % (r["baseline"], a.baseline, r),
                  out, err)
-    colls = sorted({r["collective"] for r in rows})
-    if name + " (us)" not in out or "speed-up" not in out:
-        fail("the driver printed no side-by-side table with a %r column" % name, out, err)
+        # the ratio's spread over rounds, and every round's latencies
+        lo, med, hi = float(r["ratio_min"]), float(r["ratio_median"]), float(r["ratio_max"])
+        if not lo <= med <= hi or float(r["speedup"]) != med:
+            fail("results.csv row whose ratio min <= median <= max (= speedup) does not hold: %s" % r,
+                 out, err)
+        n = int(r["rounds"])
+        if len(r["rounds_mpi_us"].split()) != n or len(r["rounds_picoll_us"].split()) != n:
+            fail("results.csv row without its %d rounds' latencies: %s" % (n, r), out, err)
     with open(md_path) as f:
         md = f.read()
-    if md.count("| size (B) | %s (us) |" % name) < len(colls):
+    for what in ("load before: ", "load after: "):
+        if what not in out or "- " + what not in md:
+            fail("the driver printed (or wrote to results.md) no %r line" % what, out, err)
+    for r in [r for r in rows if r["source"] != "osu"]:
+        line = "%s %s %s np %s: lowest median " % (r["collective"], r["memory"], r["datatype"], r["np"])
+        if line not in out or line not in md:
+            fail("the driver printed (or wrote to results.md) no summary line %r..." % line, out, err)
+    colls = sorted({r["collective"] for r in rows})
+    if name + " (us)" not in out or "speed-up: min median max" not in out:
+        fail("the driver printed no side-by-side table with a %r column" % name, out, err)
+    if md.count("| size (B) | %s (us) | picoll (us) | speed-up min | speed-up median | speed-up max |"
+                % name) < len(colls):
         fail("results.md lacks a table per collective with a %r column" % name, out, err)
     # allreduce also runs with OSU's default datatype, and a last table sets the speed-ups side by side
     types = {r["datatype"] for r in rows if r["collective"] == "allreduce"}

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """picoll osu-bench driver: MPI (plain, or staged for CUDA buffers) against picoll, side by side.
 
-For each collective and memory kind, one MPI job runs the benchmark program with --ab: per
-message size it times the baseline (picoll bypassed) then picoll, twice over (A B A B), so that
-the machine's noise cancels in the ratio. Host buffers run with PICOLL_HOST=on; CUDA buffers run
+For each number of ranks (--np, default 2 and 4), collective and memory kind, one MPI job runs the
+benchmark program with --ab: per message size it times the baseline (picoll bypassed) then picoll,
+--rounds times over (default 5: A B A B A B A B A B), so that the machine's noise cancels in the
+ratio. Each round's pair gives a ratio (baseline / picoll, the speed-up); the tables show per size
+the median latencies and the ratio's min, median and max over rounds, and a line per collective
+and np the lowest median and lowest min over sizes. The machine's load (/proc/loadavg) is printed
+before and after the run, with a warning when it was over half a runnable process per CPU before. Host buffers run with PICOLL_HOST=on; CUDA buffers run
 when a GPU answers. The baseline is plain MPI on the same buffers for host memory and, for CUDA
 buffers, staged MPI: a copy to pinned host buffers, plain MPI, a copy back, as an application
 does on an MPI that is not CUDA-aware (--baseline). Where the CUDA driver counts its calls (the
@@ -28,6 +32,7 @@ import platform
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -46,6 +51,12 @@ BASELINE_NAMES = {"mpi": "plain MPI", "staged": "staged MPI"}
 # under a row of device buffers, where the CUDA driver counts its calls (the emulated GPU): the
 # driver calls per picoll call, then per entry point, "(cuLaunchKernel 1, ...)"
 DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)\s*(.*)$")
+# under each A/B row (after those two lines): every round's baseline/picoll latencies, in order
+ROUNDS = re.compile(r"# rounds A/B \(us\):((?: [0-9.]+/[0-9.]+)+)$")
+DEFAULT_NP = "2,4"
+DEFAULT_ROUNDS = 5
+# over this 1-minute load average per CPU before the run, its figures are not to be trusted
+LOAD_WARN_PER_CPU = 0.5
 
 
 def parse_bytes(text):
@@ -77,6 +88,110 @@ def log(msg=""):
     print(msg, flush=True)
 
 
+def ncpus():
+    return os.cpu_count() or 1
+
+
+def loadavg():
+    """The 1, 5 and 15-minute load averages, as /proc/loadavg has them (None where it is missing)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_busy_ticks():
+    """Clock ticks all CPUs spent busy (not idle, not waiting for I/O) since boot, or None."""
+    try:
+        with open("/proc/stat") as f:
+            t = [int(x) for x in f.readline().split()[1:9]]
+        return sum(t) - t[3] - t[4]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def own_cpu_seconds():
+    """CPU seconds of this process and of its finished children (the MPI jobs, their ranks)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class Load:
+    """How loaded the machine was: the load averages before and after the run, the share of the
+    CPUs busy just before it (a 2-second sample) and, during it, busy with work other than the
+    benchmark's own (all busy time less the CPU time of this process and its MPI jobs)."""
+
+    SAMPLE_S = 2.0
+
+    def __init__(self):
+        self.cpus = ncpus()
+        self.before = loadavg()
+        b0, t0 = cpu_busy_ticks(), time.time()
+        time.sleep(self.SAMPLE_S)
+        b1, t1 = cpu_busy_ticks(), time.time()
+        tck = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.tck = tck
+        self.busy_now = None if b0 is None or b1 is None else \
+            max(0.0, (b1 - b0) / tck / ((t1 - t0) * self.cpus))
+        self.start = (cpu_busy_ticks(), own_cpu_seconds(), time.time())
+        self.after = None
+        self.others = None
+        self.own = 0.0
+
+    def finish(self):
+        self.after = loadavg()
+        busy0, own0, t0 = self.start
+        busy1, own1, t1 = cpu_busy_ticks(), own_cpu_seconds(), time.time()
+        self.own = own1 - own0
+        if busy0 is not None and busy1 is not None and t1 > t0:
+            other = (busy1 - busy0) / self.tck - (own1 - own0)
+            self.others = min(1.0, max(0.0, other / ((t1 - t0) * self.cpus)))
+
+    @staticmethod
+    def fmt(avg):
+        return " ".join("%.2f" % x for x in avg) if avg else "unknown (no /proc/loadavg)"
+
+    def per_cpu(self):
+        return self.before[0] / self.cpus if self.before else 0.0
+
+    def before_line(self):
+        line = "load before: %s on %d CPUs (1, 5, 15-minute averages)" % (self.fmt(self.before), self.cpus)
+        if self.busy_now is not None:
+            line += "; CPUs %.0f%% busy over the %.0f s before the run" % (100 * self.busy_now, self.SAMPLE_S)
+        return line
+
+    def warning(self):
+        """A line when the load before the run makes its figures unreliable, else None."""
+        if self.per_cpu() <= LOAD_WARN_PER_CPU:
+            return None
+        msg = ("WARNING: the load before the run was %.2f per CPU (over %.1f): other work shares "
+               "the CPUs, so the latencies and ratios below are unreliable"
+               % (self.per_cpu(), LOAD_WARN_PER_CPU))
+        if self.busy_now is not None and self.busy_now < 0.25:
+            msg += (" (the CPUs were only %.0f%% busy just before it: the 1-minute average may "
+                    "still count the build)" % (100 * self.busy_now))
+        return msg
+
+    def after_line(self):
+        line = "load after: %s on %d CPUs" % (self.fmt(self.after), self.cpus)
+        if self.others is not None:
+            line += ("; during the run other processes kept the CPUs %.0f%% busy (all busy time "
+                     "less the benchmark's own)" % (100 * self.others))
+        return line
+
+
+def oversubscribed(np):
+    """"np N on C CPUs: oversubscribed" where the ranks outnumber the CPUs, else ""."""
+    return "np %d on %d CPUs: oversubscribed" % (np, ncpus()) if np > ncpus() else ""
+
+
+def ratio_stats(pairs):
+    """(min, median, max) over rounds of baseline / picoll, from [(baseline_us, picoll_us)]."""
+    r = [a / b for a, b in pairs if b > 0]
+    return (min(r), statistics.median(r), max(r)) if r else (0.0, 0.0, 0.0)
+
+
 class Job:
     """One MPI job whose stdout is read line by line as it runs."""
 
@@ -106,6 +221,7 @@ class Job:
         for line in self.err:
             s = line.strip()
             if s and not s.startswith("---") and "mpiexec" not in s and "mpirun" not in s \
+                    and not re.match(r"\[picoll \d+\] warn: ", s) \
                     and "Primary job" not in s and "non-zero" not in s and "Per user-direction" not in s:
                 return s
         return "exit status %s" % self.proc.returncode
@@ -139,6 +255,8 @@ class Bench:
         # tests/mpirun.sh turns Open MPI's AVX reductions off for the tests (wrong 8-bit sums on
         # overflow, whose results tests compare); a benchmark compares with the MPI users run
         env.setdefault("MPIRUN_KEEP_AVX", "1")
+        # run.sh's own variable: picoll would warn about an unknown PICOLL_ variable in every rank
+        env.pop("PICOLL_BENCH_BUILD", None)
         if picoll_host:
             env["PICOLL_HOST"] = "on"
         return env
@@ -157,7 +275,7 @@ class Bench:
         """(True, "") when CUDA buffers can be compared: a GPU answers and, with the plain MPI
         baseline, plain MPI (picoll bypassed) takes device buffers, i.e. the MPI is CUDA-aware.
         The staged baseline needs no CUDA-aware MPI: only a GPU. Else (False, why)."""
-        np = min(2, self.args.np)
+        np = min(2, self.args.np[0])
         one = ["-d", "cuda", "-c", "-m", "%d:%d" % (self.esize, self.esize), "-i", "1", "-x", "0",
                "-T", self.args.type]
         staged = self.baseline("cuda") == "staged"
@@ -190,30 +308,49 @@ class Bench:
         return out
 
     # ------------------------------------------------------------------ the A/B runs
-    def run_ab(self, coll, mem, dtype=None):
-        """One A/B job; dtype: another datatype than --type's (its rows are labelled with it)."""
+    def run_ab(self, coll, mem, np, dtype=None):
+        """One A/B job at np ranks; dtype: another datatype than --type's (its rows are labelled
+        with it)."""
         a = self.args
         sizes = size_list(a.min_size, a.max_size, a.factor, TYPE_SIZES[dtype or a.type])
         base = self.baseline(mem)
         args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem,
                 "--baseline", base] + self.common_args(dtype)
-        label = "%s %s%s" % (coll, mem, " " + dtype.upper() if dtype else "")
-        log("== %s: %d sizes, %s..%s bytes, np %d, %d rounds of %s / picoll"
-            % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.np, a.rounds,
-               BASELINE_NAMES[base]))
+        label = "%s %s%s np %d" % (coll, mem, " " + dtype.upper() if dtype else "", np)
+        log("== %s: %d sizes, %s..%s bytes, %d rounds of %s / picoll%s"
+            % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.rounds,
+               BASELINE_NAMES[base], " (%s)" % oversubscribed(np) if oversubscribed(np) else ""))
         t0 = time.time()
-        job = self.launch(a.np, self.program(coll), args, preload=True)
+        job = self.launch(np, self.program(coll), args, preload=True)
         done = 0
-        row = None  # this job's last row: a driver-call count line follows its row
+        row = None  # this job's last row: the driver-call count, path and rounds lines follow it
+        pending = []  # the last row, not yet logged: its progress line waits for its rounds
+
+        def flush():
+            if not pending:
+                return
+            r = pending.pop()
+            log("   [%s] %2d/%d %8s B   %s %10s us   picoll %10s us   %s (min %s, max %s) %s  (%.0fs)"
+                % (label, done, len(sizes), human(r["size_bytes"]), BASELINE_NAMES[base], r["mpi_us"],
+                   r["picoll_us"], fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_min"]),
+                   fmt_ratio(r["ratio_max"]), r["validation"], time.time() - t0))
+            if r["driver_calls"]:
+                log("   [%s] %8s B   driver calls per picoll call: %s %s"
+                    % (label, human(r["size_bytes"]), r["driver_calls"], r["driver_calls_detail"]))
+
         for line in job.lines():
             calls = DRIVER_CALLS.match(line)
             if calls and row is not None:
                 row["driver_calls"], row["driver_calls_detail"] = calls.group(1), calls.group(2)
-                log("   [%s] %8s B   driver calls per picoll call: %s"
-                    % (label, human(row["size_bytes"]), line[len("# driver calls per call: "):]))
                 continue
             if line.startswith("# picoll path: ") and row is not None:
                 row["picoll_path"] = line[len("# picoll path: "):].strip()
+                continue
+            rounds = ROUNDS.match(line)
+            if rounds and row is not None:
+                pairs = [tuple(float(x) for x in p.split("/")) for p in rounds.group(1).split()]
+                set_rounds(row, pairs)
+                flush()
                 continue
             if line.startswith("# driver calls: "):
                 self.notes.append("%s: %s" % (label, line[2:]))
@@ -233,12 +370,12 @@ class Bench:
                 log("   unexpected line: " + line)
                 continue
             valid = f[6] if len(f) > 6 else ""
+            flush()
             done += 1
-            row = self.add_row(coll, mem, "picoll-osu-bench", base, size, mpi, pic, valid,
+            row = self.add_row(coll, mem, np, "picoll-osu-bench", base, size, mpi, pic, valid,
                                datatype=dtype.upper() if dtype else None)
-            log("   [%s] %2d/%d %8s B   %s %10.2f us   picoll %10.2f us   x%.2f %s  (%.0fs)"
-                % (label, done, len(sizes), human(size), BASELINE_NAMES[base], mpi, pic,
-                   mpi / pic if pic else 0.0, valid, time.time() - t0))
+            pending.append(row)
+        flush()
         rc = job.wait()
         if rc != 0:
             msg = "%s: the A/B job failed (%s)" % (label, job.first_error())
@@ -248,16 +385,17 @@ class Bench:
             self.failures.append(msg)
             log("   FAILED: " + msg)
 
-    def add_row(self, coll, mem, source, baseline, size, mpi, pic, valid, datatype=None):
+    def add_row(self, coll, mem, np, source, baseline, size, mpi, pic, valid, datatype=None):
         """mpi: the A column, plain or staged MPI as baseline says (mpi, staged). Returns the row,
-        whose driver-call count the line after it in the program's output fills in."""
+        whose driver-call count, path and rounds the lines after it in the program's output fill
+        in; until its rounds come, its ratio is the one of mpi and pic (one round)."""
         row = {
-            "collective": coll, "memory": mem, "source": source, "np": self.args.np,
+            "collective": coll, "memory": mem, "source": source, "np": np,
             "datatype": datatype or self.args.type.upper(), "size_bytes": size,
-            "mpi_us": "%.2f" % mpi, "picoll_us": "%.2f" % pic,
-            "speedup": "%.3f" % (mpi / pic) if pic else "", "validation": valid,
+            "mpi_us": "%.2f" % mpi, "picoll_us": "%.2f" % pic, "speedup": "", "validation": valid,
             "baseline": baseline, "driver_calls": "", "driver_calls_detail": "", "picoll_path": "",
         }
+        set_rounds(row, [(mpi, pic)])
         self.rows.append(row)
         return row
 
@@ -275,7 +413,7 @@ class Bench:
             return None
         return shutil.which(name)
 
-    def run_osu_once(self, prog, mem, preload):
+    def run_osu_once(self, prog, mem, np, preload):
         """Runs a real OSU binary; returns {size: (avg_us, validation)} and the flags it took."""
         a = self.args
         base = ["-m", "%d:%d" % (a.min_size, a.max_size)]
@@ -287,7 +425,7 @@ class Bench:
             base += ["-d", "cuda"]
         # with OSU's own datatype (MPI_CHAR), as its users run it; older versions reject -c
         for extra in (["-c"], []):
-            job = self.launch(a.np, prog, base + extra, preload=preload)
+            job = self.launch(np, prog, base + extra, preload=preload)
             out = {}
             for line in job.lines():
                 if not line or line.startswith("#"):
@@ -305,7 +443,7 @@ class Bench:
             last_error = job.first_error()
         raise RuntimeError(last_error)
 
-    def run_osu(self, coll, mem):
+    def run_osu(self, coll, mem, np):
         prog = self.find_osu(coll)
         if prog is None:
             return
@@ -314,11 +452,11 @@ class Bench:
             self.notes.append("%s %s: OSU micro-benchmarks not run (they need a CUDA-aware MPI "
                               "for the plain side; --baseline mpi runs them)" % (coll, mem))
             return
-        label = "%s %s (OSU %s)" % (coll, mem, prog)
+        label = "%s %s np %d (OSU %s)" % (coll, mem, np, prog)
         log("== %s: without, then with the preload" % label)
         try:
-            plain, flags = self.run_osu_once(prog, mem, preload=False)
-            pic, _ = self.run_osu_once(prog, mem, preload=True)
+            plain, flags = self.run_osu_once(prog, mem, np, preload=False)
+            pic, _ = self.run_osu_once(prog, mem, np, preload=True)
         except RuntimeError as e:
             msg = "%s: failed (%s)" % (label, e)
             self.failures.append(msg)
@@ -330,10 +468,10 @@ class Bench:
             valid = "Fail" if "Fail" in v else "Pass" if v == ["Pass", "Pass"] else ""
             if valid == "Fail":
                 self.failures.append("%s: validation failed at %d bytes" % (label, size))
-            self.add_row(coll, mem, "osu", "mpi", size, plain[size][0], pic[size][0], valid,
+            self.add_row(coll, mem, np, "osu", "mpi", size, plain[size][0], pic[size][0], valid,
                          datatype="OSU default")
-            log("   [%s %s OSU] %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s"
-                % (coll, mem, human(size), plain[size][0], pic[size][0],
+            log("   [%s %s np %d OSU] %8s B   MPI %10.2f us   picoll %10.2f us   x%.2f %s"
+                % (coll, mem, np, human(size), plain[size][0], pic[size][0],
                    plain[size][0] / pic[size][0] if pic[size][0] else 0.0, valid))
 
     # ------------------------------------------------------------------ reports
@@ -345,51 +483,88 @@ class Bench:
         what = "picoll osu-bench A/B" if source != "osu" else "OSU micro-benchmarks, separate runs"
         return "%s, %s buffers (%s, %s vs picoll)" % (coll, mem, what, BASELINE_NAMES[baseline])
 
+    @staticmethod
+    def np_title(np):
+        over = oversubscribed(np)
+        return "np %d%s" % (np, " (%s)" % over[over.index(":") + 2:] if over else "")
+
     def print_tables(self):
-        for (coll, mem, source, dtype), rows in self.groups():
+        for (coll, mem, source, dtype, np), rows in self.groups():
             base = rows[0]["baseline"]
             log()
-            log(self.title(coll, mem, source, base) + ", np %d, %s" % (self.args.np, dtype))
+            log(self.title(coll, mem, source, base) + ", %s, %s, %s rounds"
+                % (self.np_title(np), dtype, rows_rounds(rows)))
             counted = any(r.get("driver_calls") for r in rows)
             paths = any(r.get("picoll_path") for r in rows)
-            log("%10s %16s %14s %10s %11s%s%s" % ("size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
-                                                   "speed-up", "validation",
-                                                   "  %-14s" % "picoll path" if paths else "",
-                                                   "  driver calls per picoll call" if counted else ""))
+            log("%10s %16s %12s   %-24s %11s%s%s" % (
+                "size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
+                "speed-up: min median max", "validation",
+                "  %-14s" % "picoll path" if paths else "",
+                "  driver calls per picoll call" if counted else ""))
             for r in rows:
                 extra = "  %-14s" % (r.get("picoll_path") or "-") if paths else ""
                 if counted:
                     extra += "  %s %s" % (r["driver_calls"] or "-", r["driver_calls_detail"])
-                log("%10d %16s %14s %9sx %11s%s" % (r["size_bytes"], r["mpi_us"], r["picoll_us"],
-                                                    "%.2f" % float(r["speedup"]) if r["speedup"] else "-",
-                                                    r["validation"] or "-", extra.rstrip()))
+                log("%10d %16s %12s   %9s %7s %6s %11s%s" % (
+                    r["size_bytes"], r["mpi_us"], r["picoll_us"], fmt_ratio(r["ratio_min"]),
+                    fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_max"]),
+                    r["validation"] or "-", extra.rstrip()))
+
+    def summary(self):
+        """Per collective, memory, source, datatype and np: one line, the lowest median ratio over
+        sizes and where, the lowest min and where, and how many sizes had a median below 1."""
+        out = []
+        for (coll, mem, source, dtype, np), rows in self.groups():
+            rs = [r for r in rows if r["ratio_median"]]
+            if not rs:
+                continue
+            med = min(rs, key=lambda r: float(r["ratio_median"]))
+            low = min(rs, key=lambda r: float(r["ratio_min"]))
+            below = sum(1 for r in rs if float(r["ratio_median"]) < 1.0)
+            out.append("%s %s%s %s np %d: lowest median %s at %s B, lowest min %s at %s B; "
+                       "median below 1x at %d of %d sizes%s"
+                       % (coll, mem, " OSU" if source == "osu" else "", dtype, np,
+                          fmt_ratio(med["ratio_median"]), human(med["size_bytes"]),
+                          fmt_ratio(low["ratio_min"]), human(low["size_bytes"]), below, len(rs),
+                          " (%s)" % oversubscribed(np) if oversubscribed(np) else ""))
+        return out
+
+    def print_summary(self):
+        lines = self.summary()
+        if lines:
+            log()
+            log("At a glance (speed-up = baseline / picoll per round; the lowest over sizes):")
+            for line in lines:
+                log("  " + line)
 
     def glance(self):
         """Per (collective, memory) that ran more than one datatype or source: [(title, header,
-        [cells])], the speed-up of each at each size, --type's first."""
+        [cells])], the median speed-up of each (and of each np) at each size, --type's first."""
         out = []
         keys = []
-        for (coll, mem, source, dtype), _ in self.groups():
+        for (coll, mem, source, dtype, np), _ in self.groups():
             if (coll, mem) not in keys:
                 keys.append((coll, mem))
         for coll, mem in keys:
-            series = [(source, dtype, rows) for (c, m, source, dtype), rows in self.groups()
+            series = [(source, dtype, np, rows) for (c, m, source, dtype, np), rows in self.groups()
                       if (c, m) == (coll, mem)]
-            if len(series) < 2:
+            if len({(src, dt) for src, dt, _, _ in series}) < 2:
                 continue
-            head = ["size (B)"] + ["%s%s" % ("real OSU, " if src == "osu" else "picoll osu-bench, ",
-                                             "its default type" if dt == "OSU default" else dt)
-                                   for src, dt, _ in series]
-            sizes = sorted({r["size_bytes"] for _, _, rows in series for r in rows})
+            nps = len({np for _, _, np, _ in series}) > 1
+            head = ["size (B)"] + ["%s%s%s" % ("np %d, " % np if nps else "",
+                                               "real OSU, " if src == "osu" else "picoll osu-bench, ",
+                                               "its default type" if dt == "OSU default" else dt)
+                                   for src, dt, np, _ in series]
+            sizes = sorted({r["size_bytes"] for _, _, _, rows in series for r in rows})
             lines = []
             for size in sizes:
                 cells = [human(size)]
-                for _, _, rows in series:
+                for _, _, _, rows in series:
                     r = [r for r in rows if r["size_bytes"] == size]
-                    cells.append("%.2fx" % float(r[0]["speedup"]) if r and r[0]["speedup"] else "-")
+                    cells.append(fmt_ratio(r[0]["ratio_median"]) if r else "-")
                 lines.append(cells)
             out.append(("%s, %s buffers: speed-up over %s by datatype (OSU's default is MPI_CHAR)"
-                        % (coll, mem, BASELINE_NAMES[series[0][2][0]["baseline"]]), head, lines))
+                        % (coll, mem, BASELINE_NAMES[series[0][3][0]["baseline"]]), head, lines))
         return out
 
     def print_glance(self):
@@ -401,13 +576,17 @@ class Bench:
             for cells in lines:
                 log("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
 
-    # mpi_us is the A column: plain MPI, or staged MPI where baseline says staged; driver_calls:
-    # CUDA driver calls per picoll call where the driver counted them (the emulated GPU), and
-    # driver_calls_detail the calls per entry point; picoll_path: the path of picoll's calls on CUDA
-    # buffers (cuda_oneshot, ..., fallback)
+    # mpi_us is the A column: plain MPI, or staged MPI where baseline says staged, the median over
+    # rounds, as picoll_us is picoll's; speedup: the median over rounds of each round's mpi / picoll
+    # (ratio_median; ratio_min and ratio_max the least and the most, rounds how many, rounds_mpi_us
+    # and rounds_picoll_us every round's latencies in the order they ran; a real OSU row is one
+    # run of each); driver_calls: CUDA driver calls per picoll call where the driver counted them
+    # (the emulated GPU), and driver_calls_detail the calls per entry point; picoll_path: the path
+    # of picoll's calls on CUDA buffers (cuda_oneshot, ..., fallback)
     CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", "mpi_us",
                   "picoll_us", "speedup", "validation", "baseline", "driver_calls",
-                  "driver_calls_detail", "picoll_path"]
+                  "driver_calls_detail", "picoll_path", "rounds", "ratio_min", "ratio_median",
+                  "ratio_max", "rounds_mpi_us", "rounds_picoll_us"]
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
@@ -422,24 +601,32 @@ class Bench:
                 f.write("- %s: %s\n" % (k, v))
             for n in self.notes:
                 f.write("- %s\n" % n)
-            for (coll, mem, source, dtype), rows in self.groups():
+            lines = self.summary()
+            if lines:
+                f.write("\n## At a glance\n\nSpeed-up = baseline / picoll, per round; the lowest "
+                        "over sizes:\n\n")
+                for line in lines:
+                    f.write("- %s\n" % line)
+            for (coll, mem, source, dtype, np), rows in self.groups():
                 base = rows[0]["baseline"]
                 counted = any(r.get("driver_calls") for r in rows)
                 paths = any(r.get("picoll_path") for r in rows)
-                f.write("\n## %s, %s\n\n" % (self.title(coll, mem, source, base), dtype))
-                f.write("| size (B) | %s (us) | picoll (us) | speed-up | validation |%s%s\n"
+                f.write("\n## %s, %s, %s, %s rounds\n\n" % (self.title(coll, mem, source, base),
+                                                           self.np_title(np), dtype, rows_rounds(rows)))
+                f.write("| size (B) | %s (us) | picoll (us) | speed-up min | speed-up median | "
+                        "speed-up max | validation |%s%s\n"
                         % (BASELINE_NAMES[base], " picoll path |" if paths else "",
                            " driver calls per picoll call |" if counted else ""))
-                f.write("|---:|---:|---:|---:|:---|%s\n" % (":---|" * (paths + counted)))
+                f.write("|---:|---:|---:|---:|---:|---:|:---|%s\n" % (":---|" * (paths + counted)))
                 for r in rows:
                     extra = " %s |" % (r.get("picoll_path") or "-") if paths else ""
                     if counted:
                         extra += " %s |" % (("%s %s" % (r["driver_calls"], r["driver_calls_detail"])).strip()
                                            if r["driver_calls"] else "-")
-                    f.write("| %s | %s | %s | %s | %s |%s\n" % (
-                        human(r["size_bytes"]), r["mpi_us"], r["picoll_us"],
-                        ("%.2fx" % float(r["speedup"])) if r["speedup"] else "-", r["validation"] or "-",
-                        extra))
+                    f.write("| %s | %s | %s | %s | %s | %s | %s |%s\n" % (
+                        human(r["size_bytes"]), r["mpi_us"], r["picoll_us"], fmt_ratio(r["ratio_min"]),
+                        fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_max"]),
+                        r["validation"] or "-", extra))
             for title, head, lines in self.glance():
                 f.write("\n## %s\n\n| %s |\n|%s\n" % (title, " | ".join(head), "---:|" * len(head)))
                 for cells in lines:
@@ -457,6 +644,14 @@ class Bench:
     def run(self):
         a = self.args
         self.check_build()
+        load = Load()
+        log("== " + load.before_line())
+        warning = load.warning()
+        if warning:
+            log("== " + warning)
+        for np in a.np:
+            if oversubscribed(np):
+                log("== %s: the ranks share the CPUs (Open MPI's --oversubscribe)" % oversubscribed(np))
         start = time.time()
         mems = ["host"]
         if a.mem in ("auto", "cuda"):
@@ -470,44 +665,59 @@ class Bench:
             else:
                 log("== CUDA buffers skipped: " + why)
                 self.notes.append("CUDA buffers skipped: " + why)
-        for mem in mems:
-            for coll in a.colls:
-                self.run_ab(coll, mem)
-                if coll == "allreduce" and a.type != OSU_DEFAULT_TYPE and not a.no_osu_type:
-                    self.run_ab(coll, mem, OSU_DEFAULT_TYPE)
-                if not a.no_osu:
-                    self.run_osu(coll, mem)
+        for np in a.np:
+            for mem in mems:
+                for coll in a.colls:
+                    self.run_ab(coll, mem, np)
+                    if coll == "allreduce" and a.type != OSU_DEFAULT_TYPE and not a.no_osu_type:
+                        self.run_ab(coll, mem, np, OSU_DEFAULT_TYPE)
+                    if not a.no_osu:
+                        self.run_osu(coll, mem, np)
         if not a.no_osu and not any(self.find_osu(c) for c in a.colls):
             self.notes.append("no OSU micro-benchmarks found (set OSU_DIR or put osu_allreduce on PATH)")
         elapsed = time.time() - start
+        load.finish()
 
         self.print_tables()
         self.print_glance()
+        self.print_summary()
+        log()
+        log(load.before_line())
+        if warning:
+            log(warning)
+        log(load.after_line())
         host = socket.gethostname().split(".")[0] or "host"
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         outdir = a.out or os.path.join(HERE, "results", "%s-%s" % (stamp, host))
         os.makedirs(outdir, exist_ok=True)
+        over = [oversubscribed(np) for np in a.np if oversubscribed(np)]
         meta = [
             ("date", datetime.datetime.now().isoformat(timespec="seconds")),
-            ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), os.cpu_count() or 0)),
-            ("ranks", str(a.np)),
+            ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), ncpus())),
+            ("ranks", ", ".join(str(np) for np in a.np) + ("; " + "; ".join(over) if over else "")),
             ("datatype", a.type.upper() + ("" if a.no_osu_type or a.type == OSU_DEFAULT_TYPE
                                            else "; allreduce also MPI_CHAR, OSU's default")),
             ("sizes", "%s..%s bytes, x%d" % (human(a.min_size), human(a.max_size), a.factor)),
-            ("method", "one job per collective; per size %d rounds of the baseline (picoll bypassed) "
-                       "then picoll; latency = each rank's mean averaged over ranks (OSU), median over "
-                       "rounds" % a.rounds),
+            ("method", "one job per collective and np; per size %d rounds of the baseline (picoll "
+                       "bypassed) then picoll; latency = each rank's mean averaged over ranks (OSU), "
+                       "median over rounds; speed-up = baseline / picoll of each round, its min, "
+                       "median and max over rounds" % a.rounds),
             ("baseline", "; ".join("%s buffers: %s" % (m, BASELINE_NAMES[self.baseline(m)])
                                    for m in mems)),
             ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=on" % self.libpicoll),
-            ("duration", "%.0f s" % elapsed),
+            ("duration", "%.0f s; %.0f CPU seconds of the driver and its MPI jobs" % (elapsed, load.own)),
+            ("load before", load.before_line()[len("load before: "):]),
         ]
+        if warning:
+            meta.append(("warning", warning[len("WARNING: "):]))
+        meta.append(("load after", load.after_line()[len("load after: "):]))
         self.write_csv(os.path.join(outdir, "results.csv"))
         plots = [] if a.no_plots else make_plots(self.rows, outdir)
         self.write_markdown(os.path.join(outdir, "results.md"), meta, plots)
         log()
         log("results: %s (results.csv, results.md%s)" % (outdir, ", %d plots" % len(plots) if plots else ""))
-        log("benchmarks took %.0f s" % elapsed)
+        log("benchmarks took %.0f s (%.0f CPU seconds of the driver and its MPI jobs)"
+            % (elapsed, load.own))
         if self.failures:
             log("FAILURES:")
             for msg in self.failures:
@@ -516,14 +726,39 @@ class Bench:
         return 0
 
 
+def set_rounds(row, pairs):
+    """Fills row's rounds columns from [(baseline_us, picoll_us)], one pair per round in order."""
+    lo, med, hi = ratio_stats(pairs)
+    row["rounds"] = len(pairs)
+    row["rounds_mpi_us"] = " ".join("%.3f" % a for a, _ in pairs)
+    row["rounds_picoll_us"] = " ".join("%.3f" % b for _, b in pairs)
+    ok = med > 0
+    row["ratio_min"], row["ratio_median"], row["ratio_max"] = (
+        ("%.3f" % lo, "%.3f" % med, "%.3f" % hi) if ok else ("", "", ""))
+    row["speedup"] = row["ratio_median"]
+
+
+def fmt_ratio(v):
+    """A ratio column ("1.234" or "") as tables show it: "1.23x" or "-"."""
+    if v in ("", None):
+        return "-"
+    return ("%.2fx" if float(v) >= 0.1 else "%.3fx") % float(v)
+
+
+def rows_rounds(rows):
+    """How many rounds rows have, "5", or their range, "1-5"."""
+    n = sorted({int(r.get("rounds") or 1) for r in rows})
+    return str(n[0]) if len(n) == 1 else "%d-%d" % (n[0], n[-1])
+
+
 # ---------------------------------------------------------------------- plots
 
 def group_key(r):
-    return (r["collective"], r["memory"], r["source"], r["datatype"])
+    return (r["collective"], r["memory"], r["source"], r["datatype"], int(r["np"]))
 
 
 def groups(rows):
-    """[((collective, memory, source, datatype), rows)] in the order they ran."""
+    """[((collective, memory, source, datatype, np), rows)] in the order they ran."""
     keys = []
     for r in rows:
         if group_key(r) not in keys:
@@ -537,15 +772,29 @@ def baseline_name(row):
 
 
 def plot_series(rows):
-    """Per (collective, memory): subtitle and [(tag, baseline name, sizes, mpi, picoll)], OSU rows
-    beside ours."""
+    """Per (collective, memory): subtitle and a list of series, one per np, source and datatype
+    (OSU rows beside ours), each a dict: tag, base (the baseline's name), osu, sizes, mpi and pic
+    (median latencies), med, lo and hi (the ratio's median, min and max over rounds; CSV files
+    from before the ratio columns give the one ratio for all three)."""
     out = {}
-    for (coll, mem, source, dtype), grp in groups(rows):
-        sub = "%s, %s buffers, np %s" % (coll, mem, grp[0]["np"])
-        tag = ("OSU " if source == "osu" else "") + dtype + " "
-        out.setdefault((coll, mem), (sub, []))[1].append(
-            (tag, baseline_name(grp[0]), [int(r["size_bytes"]) for r in grp],
-             [float(r["mpi_us"]) for r in grp], [float(r["picoll_us"]) for r in grp]))
+    for (coll, mem, source, dtype, np), grp in groups(rows):
+        nps = sorted({int(r["np"]) for r in rows if (r["collective"], r["memory"]) == (coll, mem)})
+        sub = "%s, %s buffers, np %s" % (coll, mem, ", ".join(str(n) for n in nps))
+        tag = "np %d %s%s " % (np, "OSU " if source == "osu" else "", dtype)
+
+        def ratio(r, key):
+            for k in (key, "speedup"):
+                if r.get(k):
+                    return float(r[k])
+            p = float(r["picoll_us"])
+            return float(r["mpi_us"]) / p if p else 0.0
+
+        out.setdefault((coll, mem), (sub, []))[1].append({
+            "tag": tag, "base": baseline_name(grp[0]), "osu": source == "osu",
+            "sizes": [int(r["size_bytes"]) for r in grp],
+            "mpi": [float(r["mpi_us"]) for r in grp], "pic": [float(r["picoll_us"]) for r in grp],
+            "med": [ratio(r, "ratio_median") for r in grp], "lo": [ratio(r, "ratio_min") for r in grp],
+            "hi": [ratio(r, "ratio_max") for r in grp]})
     return out
 
 
@@ -554,36 +803,45 @@ def plot_names(coll, mem):
 
 
 def plot_matplotlib(plt, rows, outdir):
+    from matplotlib.ticker import FuncFormatter
     files = []
     for (coll, mem), (sub, series) in plot_series(rows).items():
         lat_name, spd_name = plot_names(coll, mem)
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for tag, base, sizes, mpi, pic in series:
-            style = "--" if tag.startswith("OSU") else "-"
-            ax.plot(sizes, mpi, style, marker="o", label=tag + base)
-            ax.plot(sizes, pic, style, marker="s", label=tag + "picoll")
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for s in series:
+            line, = ax.plot(s["sizes"], s["mpi"], "-." if s["osu"] else ":", marker="o",
+                            label=s["tag"] + s["base"])
+            ax.plot(s["sizes"], s["pic"], "--" if s["osu"] else "-", marker="s",
+                    color=line.get_color(), label=s["tag"] + "picoll")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("latency (us)")
+        ax.set_ylabel("latency (us), median over rounds")
         ax.set_title("Latency: " + sub)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize="small")
         fig.tight_layout()
         fig.savefig(os.path.join(outdir, lat_name), dpi=110)
         plt.close(fig)
 
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for tag, base, sizes, mpi, pic in series:
-            ax.plot(sizes, [m / p if p else 0.0 for m, p in zip(mpi, pic)], "--" if tag.startswith("OSU") else "-",
-                    marker="o", label=tag + "speed-up (%s / picoll)" % base)
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for s in series:
+            line, = ax.plot(s["sizes"], s["med"], "--" if s["osu"] else "-", marker="o",
+                            label=s["tag"] + "median (%s / picoll)" % s["base"])
+            if s["lo"] != s["hi"]:
+                ax.fill_between(s["sizes"], s["lo"], s["hi"], color=line.get_color(), alpha=0.18,
+                                linewidth=0, label=s["tag"] + "min-max over rounds")
         ax.axhline(1.0, color="gray", linewidth=1)
         ax.set_xscale("log", base=2)
+        # a ratio: 0.5x as far below 1x as 2x is above it, and one wild round does not flatten the rest
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "%gx" % v))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("speed-up")
+        ax.set_ylabel("speed-up (baseline / picoll, per round)")
         ax.set_title("Speed-up: " + sub)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize="small")
         fig.tight_layout()
         fig.savefig(os.path.join(outdir, spd_name), dpi=110)
         plt.close(fig)
@@ -596,20 +854,22 @@ def plot_gnuplot(rows, outdir):
     for (coll, mem), (sub, series) in plot_series(rows).items():
         lat_name, spd_name = plot_names(coll, mem)
         lat, spd = [], []
-        for i, (tag, base, sizes, mpi, pic) in enumerate(series):
+        for i, s in enumerate(series):
             data = os.path.join(outdir, "%s-%s-%d.dat" % (coll, mem, i))
             with open(data, "w") as f:
-                for s, m, p in zip(sizes, mpi, pic):
-                    f.write("%d %s %s %s\n" % (s, m, p, m / p if p else 0.0))
+                for row in zip(s["sizes"], s["mpi"], s["pic"], s["med"], s["lo"], s["hi"]):
+                    f.write("%d %s %s %s %s %s\n" % row)
+            tag, base = s["tag"], s["base"]
             lat += ["'%s' using 1:2 with linespoints title '%s%s'" % (data, tag, base),
                     "'%s' using 1:3 with linespoints title '%spicoll'" % (data, tag)]
-            spd += ["'%s' using 1:4 with linespoints title '%sspeed-up (%s / picoll)'" % (data, tag, base)]
-        script = ("set terminal pngcairo size 770,500\nset grid\nset logscale x 2\n"
-                  "set xlabel 'message size (bytes)'\n"
-                  "set output '%s'\nset logscale y\nset ylabel 'latency (us)'\n"
-                  "set title 'Latency: %s'\nplot %s\n"
-                  "set output '%s'\nunset logscale y\nset ylabel 'speed-up'\n"
-                  "set title 'Speed-up: %s'\nplot %s, 1 title '' lc rgb 'gray'\n"
+            spd += ["'%s' using 1:4:5:6 with yerrorlines title '%sspeed-up (%s / picoll), "
+                    "median, min-max'" % (data, tag, base)]
+        script = ("set terminal pngcairo size 880,550\nset grid\nset logscale x 2\n"
+                  "set xlabel 'message size (bytes)'\nset key noenhanced\n"
+                  "set output '%s'\nset logscale y\nset ylabel 'latency (us), median over rounds'\n"
+                  "set title 'Latency: %s' noenhanced\nplot %s\n"
+                  "set output '%s'\nset ylabel 'speed-up (baseline / picoll, per round)'\n"
+                  "set title 'Speed-up: %s' noenhanced\nplot %s, 1 title '' lc rgb 'gray'\n"
                   % (os.path.join(outdir, lat_name), sub, ", ".join(lat),
                      os.path.join(outdir, spd_name), sub, ", ".join(spd)))
         r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
@@ -662,15 +922,19 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build-dir", default=".", help="the configured and built picoll build tree (default: .)")
-    p.add_argument("--np", type=int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--np", default=DEFAULT_NP,
+                   help="MPI ranks, one number or a list run one after the other, e.g. 2,4 "
+                        "(default %s; more ranks than CPUs run oversubscribed, and say so)" % DEFAULT_NP)
     p.add_argument("--full", action="store_true",
                    help="the whole OSU range: every power of two from 1 byte to 1 MiB "
-                        "(default: %s, every %dth power of two)" % (QUICK_SIZES, QUICK_FACTOR))
+                        "(default: %s, every other power of two)" % QUICK_SIZES)
     p.add_argument("--sizes", help="MIN:MAX message sizes in bytes (K, M suffixes)")
     p.add_argument("--factor", type=int, help="ratio of successive sizes")
     p.add_argument("--iters", type=int, help="timed iterations per size (default: OSU's, 1000 or 100)")
     p.add_argument("--warmup", type=int, help="warm-up iterations per size (default: OSU's, 200 or 10)")
-    p.add_argument("--rounds", type=int, default=2, help="A/B rounds per size (default 2: A B A B)")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                   help="A/B rounds per size (default %d: A B A B A B A B A B); the tables show the "
+                        "ratio's min, median and max over them" % DEFAULT_ROUNDS)
     p.add_argument("--type", default="mpi_float", choices=sorted(TYPE_SIZES),
                    help="datatype (default mpi_float)")
     p.add_argument("--colls", default=",".join(COLLECTIVES), help="collectives (default: all)")
@@ -700,7 +964,13 @@ def main(argv=None):
         p.error("--sizes: %s" % e)
     if a.factor is None:
         a.factor = FULL_FACTOR if a.full else QUICK_FACTOR
-    if a.factor < 2 or a.np < 1 or a.rounds < 1 or a.min_size > a.max_size:
+    try:
+        a.np = [int(x) for x in a.np.split(",") if x.strip()]
+    except ValueError:
+        p.error("--np: not a number or a comma-separated list of numbers: %r" % a.np)
+    if not a.np:
+        p.error("--np: no number of ranks")
+    if a.factor < 2 or min(a.np) < 1 or a.rounds < 1 or a.min_size > a.max_size:
         p.error("need --factor >= 2, --np >= 1, --rounds >= 1 and MIN <= MAX")
     if a.max_size < TYPE_SIZES[a.type]:
         p.error("--sizes: MAX is smaller than one %s" % a.type)

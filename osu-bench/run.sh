@@ -3,9 +3,11 @@
 # the OSU-compatible benchmarks in build-bench/, then times allreduce, allgather and alltoall
 # under mpirun with plain MPI and with LD_PRELOAD=libpicoll.so, side by side.
 #
-#   bash osu-bench/run.sh              default sizes (4 B..1 MiB, every 4th power of two), np 2
+#   bash osu-bench/run.sh              default: sizes 4 B..1 MiB (every other power of two), np 2
+#                                      then 4, 5 A/B rounds per size (the ratio's min/median/max)
+#   bash osu-bench/run.sh --sizes 4:16M    up to 16 MiB (4 and 16 MiB take most of the time)
 #   bash osu-bench/run.sh --full       the whole OSU range (every power of two up to 1 MiB)
-#   bash osu-bench/run.sh --np 4 --rounds 4 --colls allreduce     any driver.py option
+#   bash osu-bench/run.sh --np 2 --rounds 9 --colls allreduce     any driver.py option
 #   bash osu-bench/run.sh --hosts [OSU OPTIONS]    allreduce between two real hosts on this machine
 #       (network namespaces, tests/net/hosts.sh; needs root): 2+2 ranks, picoll against plain MPI
 #       in the same job (--ab=4), 8 B to 16 MiB; OSU OPTIONS replace those of osu_allreduce
@@ -16,6 +18,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 start=$(date +%s)
+echo "== load before the build: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc 2>/dev/null || echo '?') CPUs"
 
 # the full build: UCX for the network step, hwloc for GPU and NIC locality, as the test command
 hosts=0
