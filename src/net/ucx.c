@@ -44,7 +44,46 @@ struct picoll_net {
 static pthread_mutex_t nets_lock = PTHREAD_MUTEX_INITIALIZER;
 static picoll_net_t *nets;
 
-static void net_register(picoll_net_t *net)
+/* Progress outside picoll's own waits. A UCX transfer that is complete on one side may still need
+ * the other side's worker: over tcp a completed send's last bytes wait in the endpoint's buffer,
+ * and a rendezvous send completes only on an acknowledgement that the receiver's worker sends. A
+ * rank that has left the network step for the MPI (a fallback call, a barrier, MPI_Finalize)
+ * runs no picoll wait, while its peer waits for those bytes and the MPI call for the peer: seen
+ * under MPICH between two hosts, rank 0 in the network step waiting for rank 2, rank 2 in the
+ * MPI's next collective waiting for rank 0, about one run in ten of hosts.matrix.np4. So once a
+ * rail uses UCX's network transports (other hosts, or PICOLL_UCX_TLS/UCX_TLS set), a thread of the process progresses every rail no other thread is driving,
+ * every millisecond; rails on one machine (UCX's shared memory, where a completed send has left)
+ * do without it. */
+#define NET_PROGRESS_PERIOD_NS 1000000L
+static pthread_once_t net_progress_once = PTHREAD_ONCE_INIT;
+
+static void *net_progress_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = NET_PROGRESS_PERIOD_NS};
+        nanosleep(&ts, NULL);
+        picoll_net_progress_all();
+    }
+    return NULL;
+}
+
+static void net_progress_start(void)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) {
+        return;
+    }
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, net_progress_main, NULL) != 0) {
+        picoll_warn("cannot start the network step's progress thread: a peer between hosts may "
+                    "wait for this rank's bytes until its next collective");
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void net_register(picoll_net_t *net, int networked)
 {
     /* every wait of the process (host barriers, device ends of calls) progresses the rails */
     picoll_wait_set_progress(picoll_net_progress_all);
@@ -53,6 +92,9 @@ static void net_register(picoll_net_t *net)
     nets = net;
     net->registered = 1;
     pthread_mutex_unlock(&nets_lock);
+    if (networked) {
+        pthread_once(&net_progress_once, net_progress_start);
+    }
 }
 
 static void net_unregister(picoll_net_t *net)
@@ -402,7 +444,7 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
         }
         return status;
     }
-    net_register(net);
+    net_register(net, !local);
     *out = net;
     return PICOLL_OK;
 }
