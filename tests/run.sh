@@ -1,21 +1,49 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, then configures,
-# builds and runs CTest twice, against Open MPI (build-openmpi/) and MPICH (build-mpich/).
+# builds and runs CTest twice, against Open MPI (build-openmpi/) and MPICH (build-mpich/). The
+# first MPI runs every test; the next ones leave out the tests labelled "full" (the long matrices
+# that do not depend on the MPI: docs/testing.md). Prints the time of each phase at the end.
 #   bash tests/run.sh            both MPIs
 #   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
+#   PICOLL_TEST_FULL=all bash tests/run.sh        every test on every MPI (or a list of MPIs)
+#   PICOLL_TEST_BUILD_PREFIX=build-x- bash tests/run.sh    build in build-x-openmpi/, ...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+start=$(date +%s)
+times=""
+phase_start=$start
+# phase NAME: the time since the last phase ended, recorded under NAME
+phase() {
+    local now; now=$(date +%s)
+    times="$times$(printf '   %-28s %5d s' "$1" $((now - phase_start)))
+"
+    phase_start=$now
+}
+report() {
+    phase_start=$start
+    phase "whole suite"
+    echo "== wall time"
+    printf '%s' "$times"
+}
+trap report EXIT
+
 bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc g++ openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev libucx-dev cmake valgrind python3 gfortran iproute2
+phase "install"
 
 echo "== autoreconf"
 autoreconf -fi >/dev/null
+phase "autoreconf"
 
 jobs=$(nproc 2>/dev/null || echo 2)
+mpis=${PICOLL_TEST_MPIS:-openmpi mpich}
+full=${PICOLL_TEST_FULL:-${mpis%% *}}
+prefix=${PICOLL_TEST_BUILD_PREFIX:-build-}
+fatbin_from=""
 status=0
-for mpi in ${PICOLL_TEST_MPIS:-openmpi mpich}; do
-    dir="build-$mpi"
+for mpi in $mpis; do
+    dir="$prefix$mpi"
     case $mpi in
         openmpi) mpicc=mpicc.openmpi ;;
         mpich) mpicc=mpicc.mpich ;;
@@ -23,10 +51,27 @@ for mpi in ${PICOLL_TEST_MPIS:-openmpi mpich}; do
     esac
     echo "== $mpi: configure, build and test in $dir"
     mkdir -p "$dir"
-    (cd "$dir" && "$top/configure" -q MPICC="$mpicc") || { echo "== $mpi: configure failed"; status=1; continue; }
-    if ! (cd "$dir" && make -j"$jobs" all tests > build.log 2>&1); then
-        echo "== $mpi: build failed:"; tail -n 40 "$dir/build.log"; status=1; continue
+    (cd "$dir" && "$top/configure" -q MPICC="$mpicc") || { echo "== $mpi: configure failed"; status=1; phase "$mpi configure"; continue; }
+    phase "$mpi configure"
+    # The kernels' fatbin (nvcc, every GPU architecture: most of a build's time) does not depend
+    # on the MPI: a build configured with the same nvcc and architectures reuses the first one's.
+    # Copied with its time, it is newer than its sources unless they changed since; make rebuilds
+    # it then.
+    if [ -n "$fatbin_from" ] &&
+       [ "$(grep -E '^NVCC(_GENCODE)? =' "$fatbin_from/Makefile")" = "$(grep -E '^NVCC(_GENCODE)? =' "$dir/Makefile")" ]; then
+        mkdir -p "$dir/cuda"
+        cp -p "$fatbin_from/cuda/coll_kernel.fatbin" "$dir/cuda/coll_kernel.fatbin"
+        echo "== $mpi: the kernels' fatbin from $fatbin_from"
     fi
-    (cd "$dir" && ctest --output-on-failure --timeout 300) || status=1
+    if ! (cd "$dir" && make -j"$jobs" all tests > build.log 2>&1); then
+        echo "== $mpi: build failed:"; tail -n 40 "$dir/build.log"; status=1; phase "$mpi build"; continue
+    fi
+    phase "$mpi build"
+    if [ -z "$fatbin_from" ] && [ -f "$dir/cuda/coll_kernel.fatbin" ]; then fatbin_from=$dir; fi
+    subset=(-LE '^full$')
+    case " $full " in *" $mpi "*|*" all "*) subset=() ;; esac
+    echo "== $mpi: ctest${subset[*]:+ ${subset[*]} (the tests labelled full run at $full)}"
+    (cd "$dir" && ctest --output-on-failure --timeout 300 ${subset[@]+"${subset[@]}"}) || status=1
+    phase "$mpi ctest${subset[*]:+ (subset)}"
 done
 exit $status

@@ -450,41 +450,57 @@ static void acc_add(const type_t *t, op_t op, acc_t *acc, const void *elem, int 
     }
 }
 
-/* Whether the element MPI produced equals the reference; fills what it expected into `want`. */
+/* Whether the element MPI produced equals the reference; where it does not, fills what it
+ * expected into `want` (formatted only then: formatting every element cost most of the time of
+ * the large-count cases) */
 static int acc_matches(const type_t *t, const acc_t *acc, const void *got, char *want, size_t len)
 {
+    int ok;
     switch (t->kind) {
     case K_INT:
     case K_BYTE: {
         unsigned char buf[8];
         store_int(buf, t, acc->u);
-        snprintf(want, len, "0x%llx got 0x%llx", (unsigned long long)load_int(buf, t),
-                 (unsigned long long)load_int(got, t));
-        return memcmp(buf, got, t->size) == 0;
+        ok = memcmp(buf, got, t->size) == 0;
+        if (!ok) {
+            snprintf(want, len, "0x%llx got 0x%llx", (unsigned long long)load_int(buf, t),
+                     (unsigned long long)load_int(got, t));
+        }
+        return ok;
     }
     case K_BOOL: {
         unsigned char g;
         memcpy(&g, got, 1);
-        snprintf(want, len, "%d got byte %d", (int)acc->u, g);
-        return g == (unsigned char)acc->u;
+        ok = g == (unsigned char)acc->u;
+        if (!ok) {
+            snprintf(want, len, "%d got byte %d", (int)acc->u, g);
+        }
+        return ok;
     }
     case K_FLOAT: {
         long double g = load_real(got, t->fk);
-        snprintf(want, len, "%Lg got %Lg", acc->f, g);
         if (t->fk == FK_LDOUBLE) {
-            return g == acc->f && !signbit(g) == !signbit(acc->f); /* padding bytes excluded */
+            ok = g == acc->f && !signbit(g) == !signbit(acc->f); /* padding bytes excluded */
+        } else {
+            unsigned char buf[8];
+            store_real(buf, t->fk, acc->f);
+            ok = memcmp(buf, got, t->size) == 0;
         }
-        unsigned char buf[8];
-        store_real(buf, t->fk, acc->f);
-        return memcmp(buf, got, t->size) == 0;
+        if (!ok) {
+            snprintf(want, len, "%Lg got %Lg", acc->f, g);
+        }
+        return ok;
     }
     case K_COMPLEX: {
         long double gre = load_real(got, t->fk), gim = load_real((const char *)got + real_size(t->fk), t->fk);
-        snprintf(want, len, "(%lld,%lld) got (%Lg,%Lg)", acc->c.re, acc->c.im, gre, gim);
         /* by value: the parts are exact integers, but the sign of a zero part of a product
          * depends on how the partial products were grouped ((0-2i)(0-2i) has imaginary part
          * (+0)(-2) + (-2)(+0) = -0, while multiplying the four factors one by one gives +0) */
-        return gre == (long double)acc->c.re && gim == (long double)acc->c.im;
+        ok = gre == (long double)acc->c.re && gim == (long double)acc->c.im;
+        if (!ok) {
+            snprintf(want, len, "(%lld,%lld) got (%Lg,%Lg)", acc->c.re, acc->c.im, gre, gim);
+        }
+        return ok;
     }
     case K_PAIR: {
         long double gv;
@@ -496,8 +512,11 @@ static int acc_matches(const type_t *t, const acc_t *acc, const void *got, char 
             gv = ((const pair_int_t *)got)->v;
             gi = ((const pair_int_t *)got)->i;
         }
-        snprintf(want, len, "(%Lg,%d) got (%Lg,%d)", acc->pair.v, acc->pair.i, gv, gi);
-        return gv == acc->pair.v && gi == acc->pair.i;
+        ok = gv == acc->pair.v && gi == acc->pair.i;
+        if (!ok) {
+            snprintf(want, len, "(%Lg,%d) got (%Lg,%d)", acc->pair.v, acc->pair.i, gv, gi);
+        }
+        return ok;
     }
     }
     return 0;
