@@ -432,8 +432,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
              * else, here: only peers whose start time matches what this rank sees are watched */
             ws->pid[r] = all[r].pid;
             ws->pstart[r] = all[r].start;
-            ws->watch[r] = r != ws->me && all[r].start != 0 &&
-                           picoll_proc_state((pid_t)all[r].pid, all[r].start) == PICOLL_PROC_ALIVE;
+            ws->watch[r] = r != ws->me && picoll_proc_watchable((pid_t)all[r].pid, all[r].start);
         }
     }
     ws->max_blocks = ws_max_blocks(all, ws->nlocal);

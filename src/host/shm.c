@@ -165,8 +165,7 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
     shm->watch = calloc((size_t)shm->nlocal, 1);
     for (int r = 0; shm->watch != NULL && r < shm->nlocal; r++) {
         const picoll_shm_flag_t *f = &shm->flags[r];
-        shm->watch[r] = r != shm->me && f->start != 0 &&
-                        picoll_proc_state((pid_t)f->pid, f->start) == PICOLL_PROC_ALIVE;
+        shm->watch[r] = r != shm->me && picoll_proc_watchable((pid_t)f->pid, f->start);
     }
     picoll_debug("workspace %s: %d local ranks, %zu bytes", name, shm->nlocal, shm->map_size);
     return PICOLL_OK;

@@ -480,7 +480,7 @@ picoll_alive_t *picoll_alive_create(MPI_Comm rail_comm, const char (*hosts)[PICO
         /* same boot and pid namespace: the pid names the process; watched if seen now */
         if (i != me && mine.pidns != 0 && cards[i].pidns == mine.pidns && mine.boot[0] != '\0' &&
             memcmp(cards[i].boot, mine.boot, sizeof(mine.boot)) == 0 &&
-            picoll_proc_state((pid_t)cards[i].pid, cards[i].start) == PICOLL_PROC_ALIVE) {
+            picoll_proc_watchable((pid_t)cards[i].pid, cards[i].start)) {
             al->watch[i] = 1;
             al->pid[i] = (pid_t)cards[i].pid;
             al->start[i] = cards[i].start;

@@ -19,4 +19,11 @@ typedef enum {
 /* pid and start as the process itself published them. */
 picoll_proc_state_t picoll_proc_state(pid_t pid, uint64_t start);
 
+/* Whether a peer that published pid and start can be watched from here: its process is seen
+ * now, with that start time (one in another pid namespace names nobody here, or somebody else). */
+static inline int picoll_proc_watchable(pid_t pid, uint64_t start)
+{
+    return start != 0 && picoll_proc_state(pid, start) == PICOLL_PROC_ALIVE;
+}
+
 #endif
