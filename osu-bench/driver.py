@@ -7,8 +7,9 @@ benchmark program with --ab: per message size it times the baseline (picoll bypa
 ratio. Each round's pair gives a ratio (baseline / picoll, the speed-up); the tables show per size
 the median latencies and the ratio's min, median and max over rounds, and a line per collective
 and np the lowest median and lowest min over sizes. The machine's load (/proc/loadavg) is printed
-before and after the run, with a warning when it was over half a runnable process per CPU before. Host buffers run with PICOLL_HOST=on; CUDA buffers run
-when a GPU answers. The baseline is plain MPI on the same buffers for host memory and, for CUDA
+before and after the run, with a warning when it was over half a runnable process per CPU before.
+Host buffers run with PICOLL_HOST=auto, picoll's default (--host on: its own path at every size);
+CUDA buffers run when a GPU answers. The baseline is plain MPI on the same buffers for host memory and, for CUDA
 buffers, staged MPI: a copy to pinned host buffers, plain MPI, a copy back, as an application
 does on an MPI that is not CUDA-aware (--baseline). Where the CUDA driver counts its calls (the
 test driver's emulated GPU), the driver calls per picoll call on CUDA buffers are shown beside each
@@ -258,7 +259,7 @@ class Bench:
         # run.sh's own variable: picoll would warn about an unknown PICOLL_ variable in every rank
         env.pop("PICOLL_BENCH_BUILD", None)
         if picoll_host:
-            env["PICOLL_HOST"] = "on"
+            env["PICOLL_HOST"] = self.args.host
         return env
 
     def launch(self, np, prog, args, preload, picoll_host=True):
@@ -704,7 +705,7 @@ class Bench:
                        "median and max over rounds" % a.rounds),
             ("baseline", "; ".join("%s buffers: %s" % (m, BASELINE_NAMES[self.baseline(m)])
                                    for m in mems)),
-            ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=on" % self.libpicoll),
+            ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=%s" % (self.libpicoll, self.args.host)),
             ("duration", "%.0f s; %.0f CPU seconds of the driver and its MPI jobs" % (elapsed, load.own)),
             ("load before", load.before_line()[len("load before: "):]),
         ]
@@ -937,6 +938,9 @@ def main(argv=None):
                         "ratio's min, median and max over them" % DEFAULT_ROUNDS)
     p.add_argument("--type", default="mpi_float", choices=sorted(TYPE_SIZES),
                    help="datatype (default mpi_float)")
+    p.add_argument("--host", default="auto", choices=("auto", "on"),
+                   help="PICOLL_HOST for host buffers: auto (default, picoll's default), its own "
+                        "path only where it wins; on, its own path at every size")
     p.add_argument("--colls", default=",".join(COLLECTIVES), help="collectives (default: all)")
     p.add_argument("--mem", default="auto", choices=("auto", "host", "cuda"),
                    help="auto: host, and CUDA when a GPU answers (default)")

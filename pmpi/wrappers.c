@@ -82,8 +82,9 @@ static void fallback_done(picoll_coll_t coll, int rc, MPI_Count count, MPI_Datat
 static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int *rc)
 {
+    /* recvbuf MPI_IN_PLACE is erroneous: the MPI says so (its error class, its handler) */
     if (!picoll_g.active || picoll_reentry || count <= 0 || comm == MPI_COMM_NULL ||
-        sendbuf == recvbuf) {
+        sendbuf == recvbuf || recvbuf == MPI_IN_PLACE) {
         return 0;
     }
     picoll_comm_t *ctx = picoll_comm_get(comm);
@@ -150,7 +151,8 @@ static int blocks_args(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     size_t relem = picoll_classify_copy_size(recvtype);
     int tsize;
 
-    if (recvcount <= 0 || recvtype == MPI_DATATYPE_NULL || sendbuf == recvbuf) {
+    if (recvcount <= 0 || recvtype == MPI_DATATYPE_NULL || sendbuf == recvbuf ||
+        recvbuf == MPI_IN_PLACE) {
         return 0;
     }
     args->sendbuf = sendbuf;

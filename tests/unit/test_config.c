@@ -410,7 +410,7 @@ static void test_table(void)
     CHECK(st == PICOLL_OK, "picoll_config_load(NULL) failed: %d", (int)st);
     CHECK(cfg.enable == 1, "PICOLL_ENABLE defaults to %d, expected 1", cfg.enable);
     CHECK(cfg.stats == 0, "PICOLL_STATS defaults to %d, expected 0", cfg.stats);
-    CHECK(cfg.host == PICOLL_HOST_OFF, "PICOLL_HOST defaults to %d, expected off", cfg.host);
+    CHECK(cfg.host == PICOLL_HOST_AUTO, "PICOLL_HOST defaults to %d, expected auto", cfg.host);
     CHECK(cfg.log_level == PICOLL_LOG_WARN, "PICOLL_LOG_LEVEL defaults to %d, expected warn",
           cfg.log_level);
     CHECK(cfg.test_fail_setup == -1, "PICOLL_TEST_FAIL_SETUP defaults to %ld, expected -1",
