@@ -17,8 +17,6 @@ typedef struct {
 /* The L2 assumed where nothing can be read: that of the machine the defaults were measured on
  * (2-core AMD EPYC VM, docs/performance.md). */
 #define PICOLL_CPU_L2_DEFAULT ((size_t)512 << 10)
-/* The L3 assumed where none is found (the same machine's) */
-#define PICOLL_CPU_L3_DEFAULT ((size_t)8 << 20)
 
 /* Reads /sys/devices/system/cpu/cpuN/cache (what hwloc reads on Linux) for the CPU this thread
  * runs on, else sysconf. Cheap enough for a communicator's set-up (a few small files). */

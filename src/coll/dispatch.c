@@ -209,7 +209,7 @@ int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args
 typedef struct {
     picoll_coll_t coll;
     const char *name;
-    int (*select)(const picoll_config_t *, int, size_t, int, size_t);
+    int (*select)(const picoll_config_t *, int, size_t, int);
     int shm_alg;
     picoll_status_t (*run)(picoll_shm_t *, const picoll_blocks_args_t *, int);
     int cma_alg;
@@ -286,7 +286,7 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
     if (ctx->hier != NULL) {
         return hier_blocks(ctx, args, c, mpi_rc);
     }
-    alg = c->select(&picoll_cfg, ctx->size, args->block_bytes, shm->cma, shm->shared_cache);
+    alg = c->select(&picoll_cfg, ctx->size, args->block_bytes, shm->cma);
     blocks_select_t sel = {.c = c, .size = ctx->size, .block_bytes = args->block_bytes};
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,

@@ -2,22 +2,20 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 
-/* PICOLL_HOST=auto (the default): where the shared-memory executor beats Open MPI 4.1 (osu-bench,
- * A/B in one job, np 2 and 4 on a 2-core EPYC VM, 512 KiB L2 a core, 8 MiB L3, see
- * docs/performance.md). Allreduce through the workspace won at every size, 4 B to 16 MiB
- * (1.07x-4x, MPI_FLOAT and MPI_CHAR). Allgather and alltoall copy every byte twice (into the
- * workspace, out of it), where the MPI's single copy (CMA) copies once: they win while the data
- * stays in the cache the node's cores share, and lose beyond it. With PICOLL_HOST=on:
- *   alltoall  np 2: 1.34x at 256 KiB blocks, 0.90x at 1 MiB, 0.74x at 16 MiB;
- *             np 4: 2.05x at 64 KiB, 0.50x at 256 KiB, 0.72x at 1 MiB;
- *   allgather np 2: 1.40x at 256 KiB, 0.96x at 1 MiB (1.2x again at 4-16 MiB);
- *             np 4: 1.54x at 256 KiB, 1.01x at 1 MiB, 0.98x at 4 MiB.
- * What every rank moves through the node is ranks x block (allgather: each rank reads every
- * block) and ranks x ranks x block (alltoall: the node's whole exchange); the last winning sizes
- * keep those within an eighth of the shared cache (1 MiB of the 8 MiB L3), the first losing ones
- * are 2-4x past it. So auto hands larger calls to the MPI, the limit scaling with the cache of the
- * machine it runs on (PICOLL_HOST_SHARED_CACHE); sizes between the last win and the first loss
- * measured go to the MPI too. Single copy (process_vm_readv) is opt-in, from PICOLL_CMA_MIN and
+/* PICOLL_HOST=auto (the default): where the shared-memory executor beat Open MPI 4.1 in every
+ * job measured (osu-bench, A/B in one job, np 2 and 4, 4 B to 16 MiB, MPI_FLOAT and MPI_CHAR, on
+ * a 2-core EPYC VM, 512 KiB L2 a core; docs/performance.md has the runs). Allreduce through the
+ * workspace won at every size (1.07x-4x). Allgather and alltoall copy every byte twice (into the
+ * workspace, out of it) where the MPI copies once (CMA). Up to 4 KiB blocks at np 2 they won in
+ * every job (1.4x-3.5x); from 16 KiB to 256 KiB blocks some jobs won (1.2x-1.8x) and others, the
+ * same binary on the same machine minutes apart, lost (0.49x-0.92x; --bind-to core and none
+ * alike, every round of a job alike: a state of the job, most likely where the hypervisor put the
+ * two virtual CPUs, in which the workspace's freshly written lines cost more to read across); from
+ * 1 MiB they ran level (0.9x-1.2x). So auto runs them only up to PICOLL_HOST_AUTO_MAX (16k) of
+ * what the node moves: ranks x block for allgather (each rank reads every block), ranks x ranks x
+ * block for alltoall; larger calls go to the MPI, and PICOLL_HOST=on keeps picoll's path.
+ *
+ * Single copy (process_vm_readv) is opt-in, from PICOLL_CMA_MIN and
  * PICOLL_ALLREDUCE_CMA_MIN (0, the defaults: never): there the kernel's copy ran at 8-17 GB/s
  * against memcpy's 30-140, and single copy lost to the workspace at every size (allgather 0.9x-1.2x
  * of Open MPI against 1.3x-3.1x, alltoall 0.9x-1.1x against 1.1x-1.5x, allreduce about half as
@@ -44,29 +42,25 @@ int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nr
     return PICOLL_ALLREDUCE_TWOSHOT;
 }
 
-/* PICOLL_HOST=auto: whether nblocks blocks fit in the node's share of the shared cache. */
-static int auto_fits(const picoll_config_t *cfg, size_t nblocks, size_t block_bytes,
-                     size_t shared_cache)
+/* PICOLL_HOST=auto: whether nblocks blocks stay within PICOLL_HOST_AUTO_MAX. */
+static int auto_fits(const picoll_config_t *cfg, size_t nblocks, size_t block_bytes)
 {
-    return cfg->host != PICOLL_HOST_AUTO ||
-           block_bytes <= shared_cache / PICOLL_AUTO_CACHE_DIV / nblocks;
+    return cfg->host != PICOLL_HOST_AUTO || block_bytes <= cfg->host_auto_max / nblocks;
 }
 
-int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma,
-                            size_t shared_cache)
+int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma)
 {
     if (cfg->host == PICOLL_HOST_OFF || block_bytes == 0 ||
-        !auto_fits(cfg, (size_t)nranks, block_bytes, shared_cache)) {
+        !auto_fits(cfg, (size_t)nranks, block_bytes)) {
         return PICOLL_ALG_FALLBACK;
     }
     return cma && cma_from(cfg->cma_min, block_bytes) ? PICOLL_ALLGATHER_CMA : PICOLL_ALLGATHER_SHM;
 }
 
-int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma,
-                           size_t shared_cache)
+int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma)
 {
     if (cfg->host == PICOLL_HOST_OFF || block_bytes == 0 ||
-        !auto_fits(cfg, (size_t)nranks * (size_t)nranks, block_bytes, shared_cache)) {
+        !auto_fits(cfg, (size_t)nranks * (size_t)nranks, block_bytes)) {
         return PICOLL_ALG_FALLBACK;
     }
     return cma && cma_from(cfg->cma_min, block_bytes) ? PICOLL_ALLTOALL_CMA : PICOLL_ALLTOALL_SHM;

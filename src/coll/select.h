@@ -16,15 +16,12 @@
 int picoll_select_allreduce(const picoll_config_t *cfg, size_t slot_size, int nranks, size_t bytes,
                             int cma);
 /* block_bytes: what one rank contributes (allgather) or sends to one peer (alltoall); cma: the
- * node agreed that its ranks can read each other's memory (host/cma.h); shared_cache: the node's
- * shared cache (picoll_shm_t's, the same on every rank). Single copy from PICOLL_CMA_MIN (0, the
- * default: never), the workspace below; with PICOLL_HOST=auto only while the traffic fits in
- * PICOLL_AUTO_CACHE_DIV-th of shared_cache (select.c says why). */
-#define PICOLL_AUTO_CACHE_DIV 8
-int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma,
-                            size_t shared_cache);
-int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma,
-                           size_t shared_cache);
+ * node agreed that its ranks can read each other's memory (host/cma.h). Single copy from
+ * PICOLL_CMA_MIN (0, the default: never), the workspace below; with PICOLL_HOST=auto only up to
+ * PICOLL_HOST_AUTO_MAX (nranks x block_bytes for allgather, nranks^2 x block_bytes for alltoall;
+ * select.c says why). */
+int picoll_select_allgather(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
+int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_bytes, int cma);
 
 /* Between nodes (the hierarchical algorithms). Allreduce: one-shot node step and recursive
  * doubling of the whole vector on every rail up to PICOLL_ALLREDUCE_ONESHOT_MAX on nodes of equal

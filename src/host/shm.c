@@ -59,19 +59,6 @@ size_t picoll_shm_cache_unit(picoll_topo_cpu_t *cpu)
     return picoll_cfg.host_cache != 0 ? picoll_cfg.host_cache : cpu->l2;
 }
 
-size_t picoll_shm_shared_cache(picoll_topo_cpu_t *cpu)
-{
-    picoll_topo_cpu_t mine;
-    if (cpu == NULL) {
-        cpu = &mine;
-    }
-    picoll_topo_cpu_detect(cpu);
-    if (picoll_cfg.host_shared_cache != 0) {
-        return picoll_cfg.host_shared_cache;
-    }
-    return cpu->l3 != 0 ? cpu->l3 : PICOLL_CPU_L3_DEFAULT;
-}
-
 picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot_size,
                                   double timeout, picoll_shm_t *shm)
 {
@@ -120,23 +107,20 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
             }
         }
     }
-    /* the name, or "" when the leader failed, and the leader's caches, which every rank's chunks
-     * and PICOLL_HOST=auto's limits then share (ranks on cores with other caches would otherwise
-     * cut differently, or pick different paths) */
+    /* the name, or "" when the leader failed, and the leader's cache unit, which every rank's
+     * chunks then share (ranks on cores with other caches would otherwise cut differently) */
     struct {
         char name[SHM_NAME_LEN];
-        uint64_t cache_unit, shared_cache;
+        uint64_t cache_unit;
     } leader;
     memset(&leader, 0, sizeof(leader));
     if (shm->me == 0) {
         memcpy(leader.name, name, sizeof(name));
         leader.cache_unit = picoll_shm_cache_unit(NULL);
-        leader.shared_cache = picoll_shm_shared_cache(NULL);
     }
     PMPI_Bcast(&leader, (int)sizeof(leader), MPI_BYTE, 0, node_comm);
     memcpy(name, leader.name, sizeof(name));
     shm->cache_unit = (size_t)leader.cache_unit;
-    shm->shared_cache = (size_t)leader.shared_cache;
     if (name[0] == '\0' && status == PICOLL_OK) {
         status = PICOLL_ERR_PEER_FAILED;
     }

@@ -54,8 +54,6 @@ typedef struct {
                                   pid namespace), so that a wait for it can tell late from gone */
     size_t cache_unit;         /* bytes the chunked algorithms scale by: the node leader's
                                   picoll_shm_cache_unit() (the same on every local rank) */
-    size_t shared_cache;       /* bytes PICOLL_HOST=auto's limits scale by: the node leader's
-                                  picoll_shm_shared_cache() (the same on every local rank) */
 } picoll_shm_t;
 
 /* Collective over node_comm: local rank 0 creates the segment (an unguessable name, mode 0600)
@@ -69,10 +67,6 @@ void picoll_shm_destroy(picoll_shm_t *shm);
 /* The cache unit of the CPU this thread runs on: PICOLL_HOST_CACHE, else the L2 of its core
  * (topo/cpu.h; cpu, when not NULL, receives what was detected). */
 size_t picoll_shm_cache_unit(picoll_topo_cpu_t *cpu);
-
-/* The cache the node's cores share, as PICOLL_HOST=auto scales by it: PICOLL_HOST_SHARED_CACHE,
- * else the L3 of this thread's CPU, else PICOLL_CPU_L3_DEFAULT (cpu as above). */
-size_t picoll_shm_shared_cache(picoll_topo_cpu_t *cpu);
 
 /* A chunk of num/den cache units: at least 64 KiB, at most a slot, a multiple of 4 KiB. Every
  * local rank computes the same. */

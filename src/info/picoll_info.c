@@ -81,14 +81,9 @@ static void print_host(void)
     printf("  chunks : unit %zu KiB (%s); allgather %zu KiB, alltoall %zu KiB a step\n", unit >> 10,
            picoll_cfg.host_cache != 0 ? "PICOLL_HOST_CACHE" : "the L2",
            picoll_shm_chunk(&probe, 1, 2) >> 10, picoll_shm_chunk(&probe, 1, 1) >> 10);
-    size_t shared = picoll_shm_shared_cache(NULL);
-    size_t limit = shared / PICOLL_AUTO_CACHE_DIV;
-    printf("  auto   : allgather while ranks x block <= %zu KiB, alltoall while ranks x ranks x "
-           "block <= %zu KiB (1/%d of %zu KiB, %s); allreduce at every size\n",
-           limit >> 10, limit >> 10, PICOLL_AUTO_CACHE_DIV, shared >> 10,
-           picoll_cfg.host_shared_cache != 0 ? "PICOLL_HOST_SHARED_CACHE"
-           : cpu.l3 != 0                     ? "the L3"
-                                             : "no L3 found: the default");
+    printf("  auto   : allreduce at every size; allgather while ranks x block <= %zu bytes, "
+           "alltoall while ranks x ranks x block <= %zu bytes (PICOLL_HOST_AUTO_MAX)\n",
+           picoll_cfg.host_auto_max, picoll_cfg.host_auto_max);
 }
 
 /* CUDA support as MPI_Init would decide it with the current PICOLL_CUDA_STAGING. */

@@ -24,16 +24,16 @@ static const picoll_config_var_t config_vars[] = {
      .doc = "1: rank 0 prints calls and bytes per collective and algorithm, summed over ranks, at MPI_Finalize"},
     {.name = "PICOLL_HOST", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "off,on,auto",
      .offset = offsetof(picoll_config_t, host),
-     .doc = "collectives on host buffers through picoll's shared-memory executor: off; on (at every size); auto (only where it beats the MPI: allreduce at every size, allgather and alltoall while their traffic fits in an eighth of the node's shared cache, see PICOLL_HOST_SHARED_CACHE)"},
+     .doc = "collectives on host buffers through picoll's shared-memory executor: off; on (at every size); auto (only where it beat the MPI when measured: allreduce at every size, allgather and alltoall up to PICOLL_HOST_AUTO_MAX)"},
     {.name = "PICOLL_WORKSPACE_SIZE", .type = PICOLL_CFG_SIZE, .def = "8M",
      .offset = offsetof(picoll_config_t, workspace_size),
      .doc = "bytes of shared workspace per local rank and communicator; larger messages go through it in chunks"},
     {.name = "PICOLL_HOST_CACHE", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, host_cache),
      .doc = "bytes the host executor's allgather and alltoall chunks scale by (allgather: half of it, alltoall: all of it, within 64 KiB and a workspace buffer); 0: the L2 cache of a core of the node's first rank, as picoll_info prints it"},
-    {.name = "PICOLL_HOST_SHARED_CACHE", .type = PICOLL_CFG_SIZE, .def = "0",
-     .offset = offsetof(picoll_config_t, host_shared_cache),
-     .doc = "bytes of the cache the node's cores share that PICOLL_HOST=auto scales by: allgather runs through picoll while ranks x block <= an eighth of it, alltoall while ranks x ranks x block <= an eighth of it, larger ones go to the underlying MPI; 0: the L3 of the node's first rank (8M where none is found), as picoll_info -b prints it"},
+    {.name = "PICOLL_HOST_AUTO_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
+     .offset = offsetof(picoll_config_t, host_auto_max),
+     .doc = "PICOLL_HOST=auto on one node: allgather runs through picoll while ranks x block <= this many bytes, alltoall while ranks x ranks x block <= it; larger ones go to the underlying MPI (beyond it the workspace's two copies lost to the MPI's single copy in some jobs, see docs/performance.md)"},
     {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, allreduce_oneshot_max),
      .doc = "largest allreduce (bytes) run one-shot: every rank reduces all inputs"},
@@ -388,9 +388,8 @@ unsigned picoll_config_hash(const picoll_config_t *cfg)
     for (size_t i = 0; i < CONFIG_NVARS; i++) {
         if (config_vars[i].offset == offsetof(picoll_config_t, log_level) ||
             config_vars[i].offset == offsetof(picoll_config_t, cma) ||
-            config_vars[i].offset == offsetof(picoll_config_t, host_cache) ||
-            config_vars[i].offset == offsetof(picoll_config_t, host_shared_cache)) {
-            continue; /* may differ between ranks (the caches: the node's first rank's count) */
+            config_vars[i].offset == offsetof(picoll_config_t, host_cache)) {
+            continue; /* may differ between ranks (the cache unit: the node's first rank's counts) */
         }
         picoll_config_format(&config_vars[i], cfg, buf, sizeof(buf));
         for (const char *p = buf; *p; p++) {

@@ -31,7 +31,7 @@ typedef struct {
     int host;                  /* picoll_host_mode_t */
     size_t workspace_size;
     size_t host_cache;         /* PICOLL_HOST_CACHE: the chunks' cache unit (0: detected) */
-    size_t host_shared_cache;  /* PICOLL_HOST_SHARED_CACHE: auto's limits scale by it (0: the L3) */
+    size_t host_auto_max;      /* PICOLL_HOST_AUTO_MAX: auto's allgather/alltoall limit (bytes) */
     size_t allreduce_oneshot_max;
     size_t allreduce_twoshot_max;
     double timeout;

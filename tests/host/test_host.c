@@ -6,9 +6,9 @@
  *   twocomms  calls alternating between two communicators (world and a reversed split)
  *   thread    MPI_THREAD_SERIALIZED, every call from a worker thread
  *   int8      8-bit sums that overflow (C wraparound)
- *   auto      allgather and alltoall at both sides of PICOLL_HOST=auto's limits (the node's first
- *             rank's PICOLL_HOST_SHARED_CACHE / 8: ranks x block, ranks x ranks x block), each
- *             checked; the CTest entry checks from the statistics which calls took picoll's path
+ *   auto      allgather and alltoall at both sides of PICOLL_HOST=auto's limits (PICOLL_HOST_AUTO_MAX:
+ *             ranks x block, ranks x ranks x block), each checked; the CTest entry checks from the
+ *             statistics which calls took picoll's path
  *   mixed     allgather and alltoall where the last rank's type is derived (it votes no): all
  *             ranks must fall back together, then take picoll's path again
  *   stall R N rank R stops (SIGSTOP) at iteration N: the others must abort with picoll's timeout
@@ -180,11 +180,8 @@ static void mode_edges(void)
 
 static void mode_auto(void)
 {
-    /* the node's first rank (world rank 0 on one node) decides the limit for all */
-    unsigned long long shared = env_size("PICOLL_HOST_SHARED_CACHE", 0);
-    MPI_Bcast(&shared, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    size_t limit = (size_t)shared / 8, n = (size_t)size;
-    CHECK(limit / (n * n) > 0, "PICOLL_HOST_SHARED_CACHE=%llu too small for %d ranks", shared, size);
+    size_t limit = env_size("PICOLL_HOST_AUTO_MAX", 16384), n = (size_t)size;
+    CHECK(limit / (n * n) > 0, "PICOLL_HOST_AUTO_MAX=%zu too small for %d ranks", limit, size);
     /* allgather: picoll's at limit/n and at limit/n^2 (twice), the MPI's at limit/n + 1;
      * alltoall: picoll's at limit/n^2 only */
     check_blocks(MPI_COMM_WORLD, limit / n);
@@ -411,10 +408,7 @@ int main(int argc, char **argv)
      * r % count, as ranks on cores with different caches would detect them (read before MPI_Init,
      * from the launcher's rank variable) */
     const char *per_rank = getenv("TEST_HOST_CACHE_PER_RANK");
-    const char *per_rank_var = "PICOLL_HOST_CACHE";
-    if (per_rank == NULL && (per_rank = getenv("TEST_HOST_SHARED_CACHE_PER_RANK")) != NULL) {
-        per_rank_var = "PICOLL_HOST_SHARED_CACHE"; /* likewise, PICOLL_HOST=auto's cache */
-    }
+
     const char *launcher_rank = getenv("OMPI_COMM_WORLD_RANK");
     if (launcher_rank == NULL) {
         launcher_rank = getenv("PMI_RANK");
@@ -429,7 +423,7 @@ int main(int argc, char **argv)
             items[count++] = t;
         }
         if (count > 0) {
-            setenv(per_rank_var, items[atoi(launcher_rank) % count], 1);
+            setenv("PICOLL_HOST_CACHE", items[atoi(launcher_rank) % count], 1);
         }
     }
     if (strcmp(mode, "thread") == 0) {

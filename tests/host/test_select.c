@@ -28,14 +28,13 @@ int main(void)
     char *env_off[] = {"PICOLL_HOST=off", NULL};
     char *env_default[] = {NULL};
     size_t slot = 4u << 20;
-    size_t shared = 8u << 20; /* the node's shared cache: auto's limits are an eighth of it */
 
     picoll_config_load(&cfg, env_default);
     expect("default is auto", cfg.host, PICOLL_HOST_AUTO);
     picoll_config_load(&cfg, env_off);
     expect("off: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALG_FALLBACK);
-    expect("off: allgather 8 B", picoll_select_allgather(&cfg, 2, 8, 0, shared), PICOLL_ALG_FALLBACK);
-    expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8, 0, shared), PICOLL_ALG_FALLBACK);
+    expect("off: allgather 8 B", picoll_select_allgather(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
+    expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
 
     picoll_config_load(&cfg, env_on);
     expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALLREDUCE_ONESHOT);
@@ -50,9 +49,9 @@ int main(void)
     /* a one-shot threshold above the slot: one-shot only while the input fits one slot */
     expect("on: allreduce 64 KiB, 32 KiB slot", picoll_select_allreduce(&cfg, 32768, 2, 65536, 0),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1, 0, shared), PICOLL_ALLGATHER_SHM);
-    expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20, 0, shared), PICOLL_ALLTOALL_SHM);
-    expect("on: allgather 16 MiB", picoll_select_allgather(&cfg, 4, 16u << 20, 0, shared),
+    expect("on: allgather 1 B", picoll_select_allgather(&cfg, 4, 1, 0), PICOLL_ALLGATHER_SHM);
+    expect("on: alltoall 1 MiB", picoll_select_alltoall(&cfg, 4, 1u << 20, 0), PICOLL_ALLTOALL_SHM);
+    expect("on: allgather 16 MiB", picoll_select_allgather(&cfg, 4, 16u << 20, 0),
            PICOLL_ALLGATHER_SHM);
 
     /* auto: allreduce through the workspace at every size; single copy never by default, even
@@ -64,63 +63,68 @@ int main(void)
            PICOLL_ALLREDUCE_TWOSHOT);
     expect("auto: allreduce 16 MiB, capable", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1, shared), PICOLL_ALLGATHER_SHM);
-    /* allgather while ranks x block <= shared / 8, alltoall while ranks^2 x block <= shared / 8;
-     * the MPI beyond (and "on" keeps its own path at every size) */
-    expect("auto: allgather 4 x 256 KiB", picoll_select_allgather(&cfg, 4, 256u << 10, 0, shared),
+    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1), PICOLL_ALLGATHER_SHM);
+    /* allgather while ranks x block <= PICOLL_HOST_AUTO_MAX (16k), alltoall while ranks^2 x block
+     * <= it; the MPI beyond (and "on" keeps its own path at every size) */
+    expect("auto: allgather 2 x 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 0),
            PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 4 x (256 KiB + 1)",
-           picoll_select_allgather(&cfg, 4, (256u << 10) + 1, 0, shared), PICOLL_ALG_FALLBACK);
-    expect("auto: allgather 3 x 349525 B", picoll_select_allgather(&cfg, 3, 349525, 0, shared),
+    expect("auto: allgather 2 x (8 KiB + 1)", picoll_select_allgather(&cfg, 2, 8193, 0),
+           PICOLL_ALG_FALLBACK);
+    expect("auto: allgather 3 x 5461 B", picoll_select_allgather(&cfg, 3, 5461, 0),
            PICOLL_ALLGATHER_SHM);
-    expect("auto: allgather 3 x 349526 B", picoll_select_allgather(&cfg, 3, 349526, 0, shared),
+    expect("auto: allgather 3 x 5462 B", picoll_select_allgather(&cfg, 3, 5462, 0),
            PICOLL_ALG_FALLBACK);
-    expect("auto: allgather 16 MiB, capable", picoll_select_allgather(&cfg, 4, 16u << 20, 1, shared),
+    expect("auto: allgather 16 MiB, capable", picoll_select_allgather(&cfg, 4, 16u << 20, 1),
            PICOLL_ALG_FALLBACK);
-    expect("auto: allgather 1 MiB, 16 MiB cache",
-           picoll_select_allgather(&cfg, 2, 1u << 20, 0, 16u << 20), PICOLL_ALLGATHER_SHM);
-    expect("auto: alltoall 2 x 2 x 256 KiB", picoll_select_alltoall(&cfg, 2, 256u << 10, 0, shared),
+    expect("auto: alltoall 2 x 2 x 4 KiB", picoll_select_alltoall(&cfg, 2, 4096, 0),
            PICOLL_ALLTOALL_SHM);
-    expect("auto: alltoall 2 x 2 x (256 KiB + 1)",
-           picoll_select_alltoall(&cfg, 2, (256u << 10) + 1, 0, shared), PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 4 x 4 x 64 KiB", picoll_select_alltoall(&cfg, 4, 64u << 10, 0, shared),
-           PICOLL_ALLTOALL_SHM);
-    expect("auto: alltoall 4 x 4 x (64 KiB + 1)",
-           picoll_select_alltoall(&cfg, 4, (64u << 10) + 1, 0, shared), PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 16 MiB, capable", picoll_select_alltoall(&cfg, 2, 16u << 20, 1, shared),
+    expect("auto: alltoall 2 x 2 x (4 KiB + 1)", picoll_select_alltoall(&cfg, 2, 4097, 0),
            PICOLL_ALG_FALLBACK);
-    expect("auto: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1, shared), PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 4 x 4 x 1 KiB", picoll_select_alltoall(&cfg, 4, 1024, 0),
+           PICOLL_ALLTOALL_SHM);
+    expect("auto: alltoall 4 x 4 x (1 KiB + 1)", picoll_select_alltoall(&cfg, 4, 1025, 0),
+           PICOLL_ALG_FALLBACK);
+    expect("auto: alltoall 16 MiB, capable", picoll_select_alltoall(&cfg, 2, 16u << 20, 1),
+           PICOLL_ALG_FALLBACK);
+    char *env_auto_max[] = {"PICOLL_HOST=auto", "PICOLL_HOST_AUTO_MAX=1M", NULL};
+    picoll_config_load(&cfg, env_auto_max);
+    expect("auto 1M: allgather 2 x 512 KiB", picoll_select_allgather(&cfg, 2, 512u << 10, 0),
+           PICOLL_ALLGATHER_SHM);
+    expect("auto 1M: alltoall 2 x 2 x (256 KiB + 1)",
+           picoll_select_alltoall(&cfg, 2, (256u << 10) + 1, 0), PICOLL_ALG_FALLBACK);
+    picoll_config_load(&cfg, env_auto);
+    expect("auto: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1), PICOLL_ALG_FALLBACK);
 
 
     /* single copy where the node can (cma = 1), from PICOLL_CMA_MIN, in either mode; the
      * workspace below it or without the capability; never with PICOLL_HOST=off */
     char *env_cma_on[] = {"PICOLL_HOST=on", "PICOLL_CMA_MIN=64k", NULL};
     picoll_config_load(&cfg, env_cma_on);
-    expect("cma on: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1, shared),
+    expect("cma on: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALLGATHER_CMA);
-    expect("cma on: allgather 64 KiB - 1", picoll_select_allgather(&cfg, 2, 65535, 1, shared),
+    expect("cma on: allgather 64 KiB - 1", picoll_select_allgather(&cfg, 2, 65535, 1),
            PICOLL_ALLGATHER_SHM);
-    expect("cma on: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0, shared),
+    expect("cma on: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
            PICOLL_ALLGATHER_SHM);
-    expect("cma on: alltoall 16 MiB", picoll_select_alltoall(&cfg, 5, 16u << 20, 1, shared),
+    expect("cma on: alltoall 16 MiB", picoll_select_alltoall(&cfg, 5, 16u << 20, 1),
            PICOLL_ALLTOALL_CMA);
-    expect("cma on: alltoall 64 KiB - 1", picoll_select_alltoall(&cfg, 5, 65535, 1, shared),
+    expect("cma on: alltoall 64 KiB - 1", picoll_select_alltoall(&cfg, 5, 65535, 1),
            PICOLL_ALLTOALL_SHM);
-    expect("cma on: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1, shared), PICOLL_ALG_FALLBACK);
+    expect("cma on: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1), PICOLL_ALG_FALLBACK);
     /* PICOLL_CMA_MIN is for allgather and alltoall only */
     expect("cma on: allreduce 16 MiB", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
            PICOLL_ALLREDUCE_TWOSHOT);
-    char *env_cma_auto[] = {"PICOLL_HOST=auto", "PICOLL_CMA_MIN=64k", NULL};
+    char *env_cma_auto[] = {"PICOLL_HOST=auto", "PICOLL_HOST_AUTO_MAX=1G", "PICOLL_CMA_MIN=64k", NULL};
     picoll_config_load(&cfg, env_cma_auto);
-    expect("cma auto: allgather 32 KiB", picoll_select_allgather(&cfg, 2, 32768, 1, shared),
+    expect("cma auto: allgather 32 KiB", picoll_select_allgather(&cfg, 2, 32768, 1),
            PICOLL_ALLGATHER_SHM);
-    expect("cma auto: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1, shared),
+    expect("cma auto: allgather 64 KiB", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALLGATHER_CMA);
-    expect("cma auto: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0, shared),
+    expect("cma auto: allgather 64 KiB, not capable", picoll_select_allgather(&cfg, 2, 65536, 0),
            PICOLL_ALLGATHER_SHM);
-    expect("cma auto: alltoall 64 KiB", picoll_select_alltoall(&cfg, 2, 65536, 1, shared),
+    expect("cma auto: alltoall 64 KiB", picoll_select_alltoall(&cfg, 2, 65536, 1),
            PICOLL_ALLTOALL_CMA);
-    expect("cma auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 1, shared),
+    expect("cma auto: alltoall 1 KiB", picoll_select_alltoall(&cfg, 2, 1024, 1),
            PICOLL_ALLTOALL_SHM);
     /* allreduce single copy from PICOLL_ALLREDUCE_CMA_MIN, where the node can and each rank's two
      * workspace buffers hold PICOLL_CMA_SCRATCH_MIN bytes a rank; one-shot first */
@@ -136,7 +140,7 @@ int main(void)
            picoll_select_allreduce(&cfg, 8192, 4, 1u << 20, 1), PICOLL_ALLREDUCE_CMA);
     expect("allreduce cma: 1 MiB, 8 KiB slots, 5 ranks",
            picoll_select_allreduce(&cfg, 8192, 5, 1u << 20, 1), PICOLL_ALLREDUCE_TWOSHOT);
-    expect("allreduce cma: allgather 16 MiB", picoll_select_allgather(&cfg, 2, 16u << 20, 1, shared),
+    expect("allreduce cma: allgather 16 MiB", picoll_select_allgather(&cfg, 2, 16u << 20, 1),
            PICOLL_ALLGATHER_SHM);
     char *env_ar_cma1[] = {"PICOLL_HOST=auto", "PICOLL_ALLREDUCE_CMA_MIN=1", NULL};
     picoll_config_load(&cfg, env_ar_cma1);
@@ -146,7 +150,7 @@ int main(void)
            PICOLL_ALLREDUCE_CMA);
     char *env_cma_off[] = {"PICOLL_HOST=off", "PICOLL_CMA_MIN=1", "PICOLL_ALLREDUCE_CMA_MIN=1", NULL};
     picoll_config_load(&cfg, env_cma_off);
-    expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1, shared),
+    expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALG_FALLBACK);
     expect("host off: allreduce 64 KiB, capable", picoll_select_allreduce(&cfg, slot, 2, 65536, 1),
            PICOLL_ALG_FALLBACK);
