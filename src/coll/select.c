@@ -2,16 +2,16 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 
-/* PICOLL_HOST=auto (the default): where the shared-memory executor beat Open MPI 4.1 in every
- * job measured (osu-bench, A/B in one job, np 2 and 4, 4 B to 16 MiB, MPI_FLOAT and MPI_CHAR, on
- * a 2-core EPYC VM, 512 KiB L2 a core; docs/performance.md has the runs). Allreduce through the
- * workspace won at every size (1.07x-4x). Allgather and alltoall copy every byte twice (into the
- * workspace, out of it) where the MPI copies once (CMA). Up to 4 KiB blocks at np 2 they won in
- * every job (1.4x-3.5x); from 16 KiB to 256 KiB blocks some jobs won (1.2x-1.8x) and others, the
- * same binary on the same machine minutes apart, lost (0.49x-0.92x; --bind-to core and none
- * alike, every round of a job alike: a state of the job, most likely where the hypervisor put the
- * two virtual CPUs, in which the workspace's freshly written lines cost more to read across); from
- * 1 MiB they ran level (0.9x-1.2x). So auto runs them only up to PICOLL_HOST_AUTO_MAX (16k) of
+/* PICOLL_HOST=auto (the default): where the shared-memory executor beat Open MPI 4.1 in every job
+ * measured (osu-bench, A/B in one job, np 2 and 4, 4 B to 16 MiB, MPI_FLOAT and MPI_CHAR, on a
+ * 2-core EPYC VM, 512 KiB L2 a core; docs/performance.md has the runs). Allreduce through the
+ * workspace won at every size (medians 1.03x-4.5x). Allgather and alltoall copy every byte twice
+ * (into the workspace, out of it) where the MPI copies once (CMA). Up to 4 KiB blocks at np 2 they
+ * won in every job (1.3x-3.5x); from 16 KiB to 256 KiB blocks some jobs won (1.2x-1.8x) and others,
+ * the same binary on the same machine minutes apart, lost (0.49x-0.92x; with --bind-to core and
+ * none alike, every round of a job alike: a state of the job, most likely where the hypervisor put
+ * the two virtual CPUs, in which the workspace's freshly written lines cost more to read across);
+ * from 1 MiB they ran level (0.9x-1.2x). So auto runs them only up to PICOLL_HOST_AUTO_MAX (16k) of
  * what the node moves: ranks x block for allgather (each rank reads every block), ranks x ranks x
  * block for alltoall; larger calls go to the MPI, and PICOLL_HOST=on keeps picoll's path.
  *
