@@ -90,7 +90,9 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
     coll_vote_current = cur;
     coll_vote_current_known = 1;
     *ctx = recv->context;
-    *home = ws != NULL && ws->ctx == *ctx;
+    /* the same handle is not the same context after a reset (issue 26, defect 4): the ids, which
+     * the memory-kind cache holds, tell */
+    *home = ws != NULL && ws->ctx == *ctx && ws->ctx_id == recv->context_id;
     return 1;
 }
 

@@ -47,7 +47,7 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
 /* This rank's vote for running a call on the device (send is NULL in place): every buffer it
  * passes is device memory of one context (*ctx), the type is one the kernels reduce
  * (PICOLL_DT_NONE: copies only), and no CUDA graph capture would make the launch fail. *home: the
- * workspace ws exists and lives in *ctx. */
+ * workspace ws exists and lives in *ctx, the same context still (its id: not one reset since). */
 int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
                      const picoll_meminfo_t *recv, picoll_dtype_t dt, picoll_cu_context_t *ctx,
                      int *home);

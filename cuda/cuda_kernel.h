@@ -98,7 +98,9 @@ typedef struct {
     int esize;          /* element bytes (allreduce) */
     int nranks, me;
     int skip_self;      /* allgather in place: my block is already in dst */
-    int max_blocks;     /* the fewest SMs of the node's GPUs, at most PICOLL_CUDA_MAX_BLOCKS */
+    int max_blocks;     /* blocks every rank's context keeps resident at once, beside the other
+                         * ranks on its GPU (cuda_ws.c, ws_max_blocks); at most
+                         * PICOLL_CUDA_MAX_BLOCKS */
     uint32_t peers;     /* local ranks waited for (all but me; hcm: quad and relay) */
     int quad[4];        /* hcm: my quad, ascending local ranks (reduced in this order) */
     int relay;          /* hcm: the rank whose quad result completes mine */

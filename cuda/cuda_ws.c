@@ -31,6 +31,8 @@ typedef struct {
     int ok;        /* the allocation and the handle exist */
     int comm_rank;
     int resident;  /* blocks of the kernel the GPU holds at once (SMs x blocks per SM) */
+    int own;       /* of those, what this rank's context may hold: under MPS with an SM limit
+                    * (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) its SMs x blocks per SM */
     int threads;   /* threads per block this rank can launch */
     int mps;       /* the device shares contexts through MPS (kernels of ranks run at once) */
     int device;
@@ -90,12 +92,16 @@ void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved)
     }
 }
 
-/* The kernel in the current context ctx: the fatbin is loaded once per context, for the life of
- * the process (a module cannot be unloaded while another communicator's workspace uses it). */
-static picoll_status_t ws_kernel(picoll_cu_context_t ctx, int device, picoll_cu_function_t *out)
+/* The kernel in the current context ctx (id: its id): the fatbin is loaded once per context, for
+ * the life of the context (a module cannot be unloaded while another communicator's workspace
+ * uses it). A context reset since, at the same handle, has another id: its module went with the
+ * reset, and is loaded again. */
+static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id, int device,
+                                 picoll_cu_function_t *out)
 {
     static struct {
         picoll_cu_context_t ctx;
+        unsigned long long id;
         picoll_cu_function_t fn;
     } cache[16];
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -109,7 +115,7 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, int device, picoll_cu_
             slot = i;
         }
     }
-    if (slot >= 0 && cache[slot].ctx == ctx) {
+    if (slot >= 0 && cache[slot].ctx == ctx && cache[slot].id == id) {
         *out = cache[slot].fn;
         goto out;
     }
@@ -134,11 +140,36 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, int device, picoll_cu_
     }
     if (slot >= 0) {
         cache[slot].ctx = ctx;
+        cache[slot].id = id;
         cache[slot].fn = *out;
     }
 out:
     pthread_mutex_unlock(&lock);
     return status;
+}
+
+/* Multiprocessors the current context may use, of the device's sms (issue 26, defect 3): an MPS
+ * client limited by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE runs on that share only. The context's
+ * execution affinity says so where the driver has cuCtxGetExecAffinity; else MPS's own variable,
+ * read as its clients do (rounded down, at least 1: the effective limit is at SM granularity). */
+static int ws_context_sms(int sms, int mps)
+{
+    picoll_cu_exec_affinity_t aff = {.type = PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT};
+    if (picoll_cu.ctx_get_exec_affinity != NULL &&
+        picoll_cu.ctx_get_exec_affinity(&aff, PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT) == 0 &&
+        aff.sm_count > 0) {
+        return (int)aff.sm_count < sms ? (int)aff.sm_count : sms;
+    }
+    const char *pct = mps ? getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") : NULL;
+    char *end;
+    double p = pct != NULL ? strtod(pct, &end) : 100.0;
+    if (pct != NULL && (end == pct || *end != '\0' || p <= 0.0 || p > 100.0)) {
+        picoll_warn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s is not a percentage in (0, 100]: all %d "
+                    "multiprocessors are assumed", pct, sms);
+        p = 100.0;
+    }
+    int n = (int)((double)sms * p / 100.0);
+    return n < 1 ? 1 : n > sms ? sms : n;
 }
 
 /* This rank's half, in the current context: kernel, allocation, export, hello value, status. */
@@ -152,7 +183,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
 
     WS_CHECK(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
-    status = ws_kernel(ws->ctx, ws->device, &ws->kernel);
+    status = ws_kernel(ws->ctx, ws->ctx_id, ws->device, &ws->kernel);
     if (status != PICOLL_OK) {
         goto out;
     }
@@ -180,7 +211,9 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     }
     WS_CHECK(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
              "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-    msg->resident = sms * (per_sm < 1 ? 1 : per_sm);
+    per_sm = per_sm < 1 ? 1 : per_sm;
+    msg->resident = sms * per_sm;
+    msg->own = ws_context_sms(sms, msg->mps) * per_sm;
     msg->threads = ws->threads;
     WS_CHECK(picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id), ws->device),
              "cuDeviceGetPCIBusId");
@@ -215,6 +248,70 @@ out:
     return status;
 }
 
+/* CUDA IPC lets one context per device of this process open the handles that one device of
+ * another process exports ("CUipcMemHandles from each CUdevice in a given process may only be
+ * opened by one CUcontext per CUdevice per other process", cuIpcOpenMemHandle): a second context
+ * on the same device (a communicator whose buffers are in a context the application created,
+ * beside one in the primary context) is refused. A mapping belongs to the context that opened it
+ * (a kernel of another context cannot load through it), so it cannot be shared either: the
+ * process keeps, per peer process, peer GPU and local device, the context that maps it and how
+ * many mappings it holds, and a workspace in another context of that device falls back with a
+ * line that says why, instead of a failed driver call. */
+typedef struct {
+    uint64_t pid, start;                /* the peer process */
+    char bus_id[PICOLL_TOPO_BUSID_LEN]; /* its GPU */
+    int device;                         /* the local device that maps it */
+    picoll_cu_context_t ctx;            /* the context that does */
+    int maps;                           /* its live mappings; 0: a free entry */
+} ws_import_t;
+
+#define WS_IMPORTS 256
+static ws_import_t ws_imports[WS_IMPORTS];
+static pthread_mutex_t ws_imports_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Claims a mapping of peer's GPU in ws->ctx: its entry + 1, or 0 where another context of this
+ * device maps that process's GPU (*holder: that context) or the table is full (*holder NULL). */
+static int ws_import_claim(const picoll_cuda_ws_t *ws, const ws_msg_t *peer,
+                           picoll_cu_context_t *holder)
+{
+    int found = -1, free_slot = -1;
+    *holder = NULL;
+    pthread_mutex_lock(&ws_imports_lock);
+    for (int i = 0; i < WS_IMPORTS; i++) {
+        ws_import_t *e = &ws_imports[i];
+        if (e->maps == 0) {
+            free_slot = free_slot < 0 ? i : free_slot;
+        } else if (e->pid == peer->pid && e->start == peer->start && e->device == ws->device &&
+                   strcmp(e->bus_id, peer->bus_id) == 0) {
+            found = i;
+            break;
+        }
+    }
+    if (found >= 0 && ws_imports[found].ctx != ws->ctx) {
+        *holder = ws_imports[found].ctx;
+        found = -1;
+    } else if (found < 0 && free_slot >= 0) {
+        found = free_slot;
+        ws_imports[found] = (ws_import_t){.pid = peer->pid, .start = peer->start,
+                                          .device = ws->device, .ctx = ws->ctx};
+        snprintf(ws_imports[found].bus_id, sizeof(ws_imports[found].bus_id), "%s", peer->bus_id);
+    }
+    if (found >= 0) {
+        ws_imports[found].maps++;
+    }
+    pthread_mutex_unlock(&ws_imports_lock);
+    return found + 1;
+}
+
+static void ws_import_release(int entry)
+{
+    pthread_mutex_lock(&ws_imports_lock);
+    if (entry > 0 && ws_imports[entry - 1].maps > 0) {
+        ws_imports[entry - 1].maps--;
+    }
+    pthread_mutex_unlock(&ws_imports_lock);
+}
+
 /* Map the workspace of every peer in ws->peers and read its hello value through the mapping. */
 static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
 {
@@ -246,9 +343,31 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
                 goto out;
             }
         }
-        WS_CHECK(picoll_cu.ipc_open_mem_handle(&p, all[r].handle,
-                                               PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-                 "cuIpcOpenMemHandle");
+        picoll_cu_context_t holder = NULL;
+        ws->import[r] = ws_import_claim(ws, &all[r], &holder);
+        if (ws->import[r] == 0) {
+            if (holder != NULL) {
+                picoll_info("device collectives fall back on this communicator: its buffers are in "
+                            "context %p of device %d, and context %p of that device already maps "
+                            "GPU %s of local rank %d's process for another communicator (CUDA IPC "
+                            "lets one context per device open one process's handles: keep the "
+                            "buffers of every communicator in one context per device)",
+                            (void *)ws->ctx, ws->device, (void *)holder, all[r].bus_id, r);
+            } else {
+                picoll_info("device collectives fall back on this communicator: more than %d "
+                            "peer GPUs mapped in this process", WS_IMPORTS);
+            }
+            status = PICOLL_ERR_NOT_SUPPORTED;
+            goto out;
+        }
+        if (picoll_cudrv_check(picoll_cu.ipc_open_mem_handle(
+                                   &p, all[r].handle, PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                               "cuIpcOpenMemHandle") != PICOLL_OK) {
+            ws_import_release(ws->import[r]);
+            ws->import[r] = 0;
+            status = PICOLL_ERR_CUDA;
+            goto out;
+        }
         ws->peer[r] = (char *)(uintptr_t)p;
         ws->mapped[r] = 1;
         WS_CHECK(picoll_cu.memcpy_dtoh_async(&v, p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
@@ -269,8 +388,8 @@ out:
 
 /* Blocks per launch, the same on every rank: block b of every rank waits for block b of the
  * others, so with several ranks on one GPU running at once (MPS) all their blocks must be resident
- * together. The fewest, over the node's GPUs, of the blocks a GPU holds divided by the ranks on
- * it. */
+ * together. The fewest, over the node's ranks, of the blocks its GPU holds divided by the ranks on
+ * it, and of the blocks its own context may hold (an MPS client limited to a share of the SMs). */
 static int ws_max_blocks(const ws_msg_t *all, int nlocal)
 {
     int best = PICOLL_CUDA_MAX_BLOCKS;
@@ -283,6 +402,7 @@ static int ws_max_blocks(const ws_msg_t *all, int nlocal)
             sharing += all[q].ok && strcmp(all[q].bus_id, all[r].bus_id) == 0;
         }
         int fit = all[r].resident / (sharing > 0 ? sharing : 1);
+        fit = all[r].own < fit ? all[r].own : fit;
         if (fit < best) {
             best = fit;
         }
@@ -397,6 +517,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     PMPI_Comm_rank(node_comm, &ws->me);
     PMPI_Comm_size(node_comm, &ws->nlocal);
     ws->ctx = ctx;
+    ws->ctx_id = picoll_cudrv_ctx_id(ctx);
     ws->timeout = cfg->timeout;
     ws->spin = cfg->cuda_spin;
     ws->device = -1;
@@ -502,12 +623,20 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
     if (ws == NULL) {
         return;
     }
-    entered = ws->ctx != NULL && picoll_cuda_enter_setup(ws->ctx, &saved) == 0;
+    /* a context reset (or destroyed) since the workspace was made took its memory, mappings and
+     * module with it: nothing is closed or freed, as their addresses may belong to others now */
+    int stale = ws->ctx != NULL && ws->ctx_id != picoll_cudrv_ctx_id(ws->ctx);
+    if (stale) {
+        picoll_debug("device workspace of a context reset or destroyed since: its memory and "
+                     "mappings went with it");
+    }
+    entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, &saved) == 0;
     for (int r = 0; r < ws->nlocal && r < PICOLL_CUDA_MAX_LOCAL; r++) {
         if (entered && ws->mapped[r]) {
             picoll_cudrv_check(picoll_cu.ipc_close_mem_handle((picoll_cu_deviceptr_t)(uintptr_t)ws->peer[r]),
                                "cuIpcCloseMemHandle");
         }
+        ws_import_release(ws->import[r]);
     }
     if (shm != NULL) {
         picoll_shm_barrier(shm, 1, "the release of the device workspace");

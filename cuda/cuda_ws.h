@@ -17,6 +17,8 @@ extern const unsigned char picoll_cuda_fatbin[];
  * problem when an address is freed and reused) is needed. */
 struct picoll_cuda_ws {
     picoll_cu_context_t ctx;    /* the context it lives in: that of the buffers that made it */
+    unsigned long long ctx_id;  /* and its id (picoll_cudrv_ctx_id): a context reset since, or
+                                 * destroyed and made again at the same handle, has another */
     int device;                 /* ctx's device */
     int nlocal, me;             /* ranks on the node, and mine */
     int comm_size;              /* of the user's communicator, for error messages */
@@ -27,6 +29,7 @@ struct picoll_cuda_ws {
     char *base;                 /* my allocation: flags, then two data buffers */
     char *peer[PICOLL_CUDA_MAX_LOCAL]; /* the peers' allocations as mapped here (mine: base) */
     int mapped[PICOLL_CUDA_MAX_LOCAL]; /* peer[r] came from cuIpcOpenMemHandle */
+    int import[PICOLL_CUDA_MAX_LOCAL]; /* mapped: its entry in the process's import table, +1 */
     picoll_cu_function_t kernel;       /* picoll_coll_kernel in ctx */
     picoll_cuda_status_t *status;      /* host view of the kernels' status (mapped pinned) */
     picoll_cuda_status_t *status_dev;

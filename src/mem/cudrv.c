@@ -96,6 +96,9 @@ static void cudrv_load_once(void)
         snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver loaded but no device is visible");
         goto out_close;
     }
+    /* optional entry points: NULL where this driver lacks them */
+    *(void **)&table.ctx_get_id = dlsym(lib, "cuCtxGetId");
+    *(void **)&table.ctx_get_exec_affinity = dlsym(lib, "cuCtxGetExecAffinity");
     picoll_cu = table;
     if (table.driver_get_version(&cudrv_version) != 0) {
         cudrv_version = 0;
@@ -125,6 +128,15 @@ const char *picoll_cudrv_why(void)
 {
     picoll_cudrv_load();
     return cudrv_why;
+}
+
+unsigned long long picoll_cudrv_ctx_id(picoll_cu_context_t ctx)
+{
+    unsigned long long id = 0;
+    if (ctx == NULL || picoll_cu.ctx_get_id == NULL || picoll_cu.ctx_get_id(ctx, &id) != 0) {
+        return 0;
+    }
+    return id;
 }
 
 picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call)
@@ -163,21 +175,24 @@ static picoll_cu_stream_t cudrv_own_stream(picoll_cu_context_t ctx)
 {
     static struct {
         picoll_cu_context_t ctx;
+        unsigned long long id; /* the context's id: a reset since took the stream with it */
         picoll_cu_stream_t stream;
     } own[16];
     static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
     picoll_cu_stream_t s = NULL;
+    unsigned long long id = picoll_cudrv_ctx_id(ctx);
 
     pthread_mutex_lock(&own_lock);
     for (int i = 0; i < 16; i++) {
-        if (own[i].ctx == ctx) {
+        if (own[i].ctx == ctx && own[i].id == id) {
             s = own[i].stream;
             break;
         }
-        if (own[i].ctx == NULL) {
+        if (own[i].ctx == NULL || own[i].ctx == ctx) {
             if (picoll_cudrv_check(picoll_cu.stream_create(&s, PICOLL_CU_STREAM_NON_BLOCKING),
                                    "cuStreamCreate") == PICOLL_OK) {
                 own[i].ctx = ctx;
+                own[i].id = id;
                 own[i].stream = s;
             }
             break;

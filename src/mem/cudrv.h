@@ -45,6 +45,12 @@ typedef struct {
 #define PICOLL_CU_STREAM_CAPTURE_STATUS_NONE 0
 #define PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define PICOLL_CUDA_ERROR_NOT_READY 600
+#define PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT 0
+
+typedef struct {
+    int type;          /* CUexecAffinityType */
+    unsigned sm_count; /* CUexecAffinitySmCount.val (the union's only member for SM_COUNT) */
+} picoll_cu_exec_affinity_t; /* CUexecAffinityParam */
 
 typedef struct {
     picoll_cu_result_t (*init)(unsigned flags);
@@ -98,6 +104,14 @@ typedef struct {
                                         unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                         unsigned shmem, picoll_cu_stream_t, void **params,
                                         void **extra);
+    /* optional (CUDA 12.0 and later; NULL where the driver lacks it): a context's id, unique for
+     * the life of the process; the primary context gets a new one after a reset while its
+     * handle stays the same. Use picoll_cudrv_ctx_id(). */
+    picoll_cu_result_t (*ctx_get_id)(picoll_cu_context_t, unsigned long long *id);
+    /* optional (CUDA 11.4 and later): the current context's execution affinity; with
+     * PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT the multiprocessors it may use (an MPS client limited
+     * by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE gets fewer than the device has) */
+    picoll_cu_result_t (*ctx_get_exec_affinity)(picoll_cu_exec_affinity_t *, int type);
 } picoll_cudrv_t;
 
 /* The table; its entries are valid only after picoll_cudrv_load() returned PICOLL_OK. */
@@ -110,6 +124,12 @@ picoll_status_t picoll_cudrv_load(void);
 /* Visible devices (0 without the driver), and a line saying what was found or why nothing. */
 int picoll_cudrv_device_count(void);
 const char *picoll_cudrv_why(void);
+
+/* The id of context ctx (cuCtxGetId): what tells a context from a later one at the same handle
+ * (cuDevicePrimaryCtxReset, cudaDeviceReset, a destroyed context's address reused). 0 where the
+ * driver has no cuCtxGetId (older than CUDA 12.0: such a reset goes unnoticed) or ctx is no live
+ * context. */
+unsigned long long picoll_cudrv_ctx_id(picoll_cu_context_t ctx);
 
 /* Translates a CUresult where it enters: PICOLL_OK, or PICOLL_ERR_CUDA after logging call and
  * cuGetErrorString once per call name. */

@@ -118,6 +118,9 @@ static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *
     info->device = info->kind == PICOLL_MEM_PINNED ? -1 : device;
     info->buffer_id = id;
     info->context = ctx != NULL ? (void *)ctx : primary_context(device);
+    /* a reset context keeps its handle: its id tells the allocations made after the reset (a
+     * new buffer id, so a new entry of the cache) from the workspace made before */
+    info->context_id = picoll_cudrv_ctx_id(info->context);
     *start = (uintptr_t)range_start;
     *size = range_size;
 }

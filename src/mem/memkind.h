@@ -19,6 +19,8 @@ typedef struct {
                                       current one); -1 for host memory */
     unsigned long long buffer_id;  /* CUDA's process-wide allocation id; 0: unknown to CUDA */
     void *context;                 /* CUcontext to copy it with; NULL for host memory */
+    unsigned long long context_id; /* that context's id (picoll_cudrv_ctx_id) when the
+                                      allocation was first looked up; 0: unknown */
 } picoll_meminfo_t;
 
 /* Kind, device, buffer id and context of ptr, through this thread's cache. */

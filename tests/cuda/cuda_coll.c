@@ -22,7 +22,7 @@
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
  *   the modes of tests/cuda/modes.c (issue 12's defects): rehome, thread, ptds, mixed, commfree,
- *                          finalize, ctx, capture [ptds], stall-kernel R, backlog R, late R S C
+ *                          finalize, ctx, twoctx, reset, crossed, capture [ptds], stall-kernel R, backlog R, late R S C
  * Options: --fast trims the matrix (one or two ops per type, fewer counts) for the larger jobs on
  * the emulated GPU; --expect-fallback: every device call must go to the underlying MPI (ranks
  * sharing a GPU without MPS, the strict fake driver); the test also expects that by itself where
@@ -304,6 +304,9 @@ static const struct {
     {"commfree", mode_commfree, 0},
     {"finalize", mode_finalize, 0},
     {"ctx", mode_ctx, 0},
+    {"twoctx", mode_twoctx, 0},
+    {"reset", mode_reset, 0},
+    {"crossed", mode_crossed, 0},
     {"capture", mode_capture, 0},
     {"stall-kernel", mode_stall_kernel, 0},
     {"backlog", mode_backlog, 0},

@@ -40,6 +40,7 @@ typedef struct {
     cu_result_t (*ctx_pop_current)(cu_ctx_t *);
     cu_result_t (*ctx_create)(cu_ctx_t *, unsigned flags, cu_device_t);
     cu_result_t (*ctx_destroy)(cu_ctx_t);
+    cu_result_t (*primary_ctx_reset)(cu_device_t);
     cu_result_t (*ctx_synchronize)(void);
     cu_result_t (*mem_alloc)(cu_ptr_t *, size_t);
     cu_result_t (*mem_alloc_managed)(cu_ptr_t *, size_t, unsigned flags);
@@ -61,6 +62,7 @@ typedef struct {
     /* the emulated GPU's hooks (NULL elsewhere): the next kernel this process launches starts
      * and never arrives; per-entry-point call counts of this process and their names */
     void (*freeze_next_kernel)(void);
+    void (*delay_launches)(unsigned ms); /* this thread's later launches, each ms late */
     int (*call_counts)(long *counts, int n);
     const char *(*call_name)(int i);
     /* the strict fake's hooks (NULL elsewhere): full pointer-attribute queries and module loads

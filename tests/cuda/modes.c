@@ -17,6 +17,19 @@
  *   ctx          buffers of a context the application created (not the primary one) current in
  *                the calling thread: device path, right results, the context left current
  *                (defect 5: the emulated GPU aborts on a stream or kernel of another context)
+ *   twoctx       two communicators, one on buffers of the primary context and one on buffers of
+ *                a context the application created on the same device (issue 26, defect 2):
+ *                CUDA IPC lets one context per device open a peer process's handles, so the
+ *                second falls back on every rank together, with right results and no failed
+ *                driver call, while the first keeps the device path
+ *   reset        the primary context reset (cuDevicePrimaryCtxReset) between collectives on
+ *                every rank, then on one: same handle, new context; and a created context
+ *                destroyed and another created at its address: the workspace is made again
+ *                (issue 26, defect 4), device path, right results
+ *   crossed      two threads, two communicators, the legacy stream used between their launches,
+ *                in opposite orders on even and odd ranks (issue 26, defect 5): every kernel
+ *                waits, through the legacy stream, for one that waits for it; the kernels give up
+ *                and are relaunched: right results, device path, each round within 5 s
  *   capture      a CUDA graph captured in global mode on another stream of the calling thread
  *                while device calls are made: they fall back (picoll votes no), right results,
  *                no abort; after the capture the device path again (defect 4)
@@ -37,6 +50,7 @@
 #include "cases.h"
 #include "modes.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -365,6 +379,258 @@ int mode_ctx(int argc, char **argv)
     ctx_case(primary, "primary", 3);
     ctx_case(primary, "primary", 2);
     return mt_finish("cuda_coll ctx");
+}
+
+/* ---------------------------------------------------------------- twoctx */
+
+/* One allreduce and one allgather on test_comm that must take path want (exact inputs: a call
+ * that falls back reduces in the MPI's order). */
+static void twoctx_cases(const char *want, int k)
+{
+    ar_case_t c = {.ti = T_DOUBLE, .t = &types[T_DOUBLE], .op = SUM, .count = 100 + (size_t)k,
+                   .in_place = k & 1, .exact = 1};
+    ar_prepare(&c);
+    ar_call(&c, want);
+    ar_check(&c);
+    bl_case_t b = {.alltoall = k & 1, .block = 1000 + (size_t)k};
+    bl_prepare(&b);
+    bl_call(&b, want == NULL ? NULL : "fallback");
+    bl_check(&b);
+}
+
+int mode_twoctx(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(ctx_create), DRV_FIELD(ctx_destroy),
+                                  DRV_FIELD(ctx_pop_current), DRV_FIELD(ctx_push_current)};
+    int rc = skip_lacking(need, 4, "twoctx");
+    cu_ctx_t primary, mine, popped = NULL;
+    cu_device_t dev;
+    MPI_Comm a, b;
+    (void)argc;
+    (void)argv;
+    if (rc >= 0) {
+        return rc;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    primary = drv_current();
+    test_comm = a;
+    twoctx_cases(NULL, 0); /* a's workspace in the primary context, peers mapped there */
+    CK(drv.device_get(&dev, my_device));
+    CK(drv.ctx_create(&mine, 0, dev)); /* pushed: current in this thread */
+    /* b's buffers in the created context: CUDA IPC refuses its mappings of the same peers, so
+     * every rank falls back, together, saying why (no failed driver call) */
+    test_comm = b;
+    twoctx_cases("fallback", 1);
+    twoctx_cases("fallback", 2);
+    CK(drv.ctx_pop_current(&popped));
+    MT_CHECK(popped == mine && drv_current() == primary, "the created context did not pop back "
+             "to the primary one");
+    test_comm = a; /* a is untouched: still the device */
+    twoctx_cases(NULL, 3);
+    CK(drv.ctx_push_current(mine));
+    test_comm = b;
+    twoctx_cases("fallback", 4);
+    CK(drv.ctx_pop_current(&popped));
+    test_comm = a;
+    twoctx_cases(NULL, 5);
+    test_comm = MPI_COMM_WORLD;
+    MPI_Comm_free(&b);
+    MPI_Comm_free(&a);
+    CK(drv.ctx_destroy(mine));
+    return mt_finish("cuda_coll twoctx");
+}
+
+/* ---------------------------------------------------------------- reset */
+
+/* The primary context reset between collectives (cudaDeviceReset), on every rank, then on rank 0
+ * only: its handle stays the same, and picoll must make the workspace again (issue 26, defect 4:
+ * the module cache and the workspace were keyed by the handle, and the emulated GPU aborts on
+ * the stale module, "FAIL fakecuda: stale-handle"). Between the resets, a created context
+ * destroyed and another created at its address (FAKECUDA_CTX_REUSE=1). Device path and right
+ * results throughout. */
+int mode_reset(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(primary_ctx_reset)};
+    int rc = skip_lacking(need, 1, "reset");
+    cu_device_t dev;
+    cu_ctx_t before = drv_current(), after = NULL;
+    (void)argc;
+    (void)argv;
+    if (rc >= 0) {
+        return rc;
+    }
+    CK(drv.device_get(&dev, my_device));
+    for (int round = 0; round < 3; round++) {
+        allreduce_case(T_DOUBLE, &types[T_DOUBLE], SUM, 100 + (size_t)round, round & 1, 0);
+        allreduce_case(T_FLOAT, &types[T_FLOAT], SUM, 2 * SLOT / 4 + 3 + (size_t)round, 0, 1);
+        blocks_case(round & 1, 1000 + (size_t)round, 0, 0);
+        if (round == 2) {
+            break;
+        }
+        /* a context the application created, used, destroyed, and another created (with
+         * FAKECUDA_CTX_REUSE=1 at the same address) */
+        if (drv.ctx_create != NULL && drv.ctx_destroy != NULL && drv.ctx_pop_current != NULL) {
+            cu_ctx_t x, y, popped;
+            CK(drv.ctx_create(&x, 0, dev));
+            allreduce_case(T_INT32, &types[T_INT32], SUM, 200 + (size_t)round, 0, 0);
+            CK(drv.ctx_pop_current(&popped));
+            MPI_Barrier(MPI_COMM_WORLD); /* see below */
+            CK(drv.ctx_destroy(x));
+            CK(drv.ctx_create(&y, 0, dev));
+            if (y != x && mt_rank == 0) {
+                printf("note: the new context is at %p, the destroyed one was at %p: the same "
+                       "address is not exercised here\n", (void *)y, (void *)x);
+            }
+            allreduce_case(T_INT32, &types[T_INT32], SUM, 300 + (size_t)round, 1, 0);
+            blocks_case(1, 500, 0, 0);
+            CK(drv.ctx_pop_current(&popped));
+            MPI_Barrier(MPI_COMM_WORLD);
+            CK(drv.ctx_destroy(y));
+        }
+        /* a rank's call returns once its own kernel is done, when a peer's kernel may still read
+         * its workspace: a rank frees that memory (resetting or destroying the context) only
+         * after every peer has returned too, as the application must (MPI_Barrier) */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (round == 0 || mt_rank == 0) {
+            CK(drv.ctx_synchronize());
+            CK(drv.primary_ctx_reset(dev));
+            /* as the runtime does at its next call: the primary context again, current */
+            CK(drv.primary_ctx_retain(&after, dev));
+            CK(drv.ctx_set_current(after));
+            if (after != before && mt_rank == 0) {
+                printf("note: the primary context's handle changed with the reset (%p, was %p): "
+                       "the same handle, the case of defect 4, is not exercised here\n",
+                       (void *)after, (void *)before);
+            }
+            before = after;
+        }
+    }
+    return mt_finish("cuda_coll reset");
+}
+
+/* ---------------------------------------------------------------- crossed */
+
+/* One thread's allreduce of count int32 on its own communicator (PyTorch: a worker thread per
+ * process group), its launches delay_ms late (the emulated GPU's hook). */
+typedef struct {
+    MPI_Comm comm;
+    const char *name;
+    unsigned delay_ms;
+    size_t count;
+    dbuf_t sb, rb;
+    pthread_barrier_t *go;
+} crossed_t;
+
+static void *crossed_main(void *arg)
+{
+    crossed_t *c = arg;
+    drv_choose_device(my_device);
+    drv.delay_launches(c->delay_ms);
+    pthread_barrier_wait(c->go);
+    MPI_Allreduce(c->sb.p, c->rb.p, (int)c->count, MPI_INT32_T, MPI_SUM, c->comm);
+    check_path(c->name, c->count, "cuda_oneshot");
+    drv.delay_launches(0);
+    return NULL;
+}
+
+static void crossed_legacy_fn(void *arg)
+{
+    (void)arg;
+}
+
+/* Two threads, two communicators A and B, and the legacy default stream (issue 26, defect 5): on
+ * even ranks A's kernel is queued first, then an operation on the legacy stream (which waits for
+ * it), then B's kernel (which waits for that); on odd ranks B, legacy, A. Each rank's first kernel
+ * waits for a peer kernel queued behind the peer's legacy operation behind the peer's first
+ * kernel, which waits for this rank's second one: a cycle no GPU can leave by itself. The kernels
+ * give up after PICOLL_CUDA_SPIN and the hosts relaunch them: right results, the device path, in
+ * well under PICOLL_TIMEOUT per round. */
+int mode_crossed(int argc, char **argv)
+{
+    static const size_t need[] = {DRV_FIELD(delay_launches), DRV_FIELD(launch_host_func)};
+    int rc = skip_lacking(need, 2, "crossed");
+    crossed_t c[2];
+    MPI_Comm comms[2];
+    pthread_barrier_t go;
+    (void)argc;
+    (void)argv;
+    if (rc >= 0) {
+        return rc;
+    }
+    for (int t = 0; t < 2; t++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
+        /* the workspaces first, one communicator at a time */
+        test_comm = comms[t];
+        allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0);
+    }
+    test_comm = MPI_COMM_WORLD;
+    pthread_barrier_init(&go, NULL, 3);
+    int cycles = 0; /* rounds whose kernels were launched again: the cycle formed */
+    for (int round = 0; round < 4; round++) {
+        double t0 = now_s();
+        long launches = drv_calls("cuLaunchKernel");
+        for (int t = 0; t < 2; t++) {
+            int first = (mt_rank & 1) == t; /* even ranks: A (0) first; odd ranks: B (1) first */
+            c[t] = (crossed_t){.comm = comms[t], .name = t == 0 ? "allreduce on A" : "allreduce on B",
+                               .delay_ms = first ? 0 : 400, .count = 500 + (size_t)round * 7,
+                               .go = &go};
+            dbuf_alloc(&c[t].sb, c[t].count * 4, 0, 0);
+            dbuf_alloc(&c[t].rb, c[t].count * 4, 0, 0);
+            int32_t *in = malloc(c[t].count * 4);
+            for (size_t i = 0; i < c[t].count; i++) {
+                in[i] = (int32_t)(i * 3 + (size_t)mt_rank * 1000 + (size_t)t * 7 + (size_t)round);
+            }
+            dbuf_put(&c[t].sb, 0, in, c[t].count * 4);
+            free(in);
+        }
+        CK(drv.ctx_synchronize());
+        MPI_Barrier(MPI_COMM_WORLD);
+        pthread_t th[2];
+        for (int t = 0; t < 2; t++) {
+            if (pthread_create(&th[t], NULL, crossed_main, &c[t]) != 0) {
+                mt_fail("pthread_create failed");
+                return mt_finish("cuda_coll crossed");
+            }
+        }
+        pthread_barrier_wait(&go);
+        /* between the first kernel's launch (at once) and the second's (400 ms late) */
+        usleep(200000);
+        CK(drv.launch_host_func(NULL, crossed_legacy_fn, NULL));
+        for (int t = 0; t < 2; t++) {
+            pthread_join(th[t], NULL);
+        }
+        double took = now_s() - t0;
+        cycles += drv_calls("cuLaunchKernel") - launches > 2;
+        for (int t = 0; t < 2; t++) {
+            int32_t *got = malloc(c[t].count * 4);
+            dbuf_get(&c[t].rb, 0, got, c[t].count * 4);
+            for (size_t i = 0; i < c[t].count; i++) {
+                int32_t want = 0;
+                for (int r = 0; r < mt_size; r++) {
+                    want += (int32_t)(i * 3 + (size_t)r * 1000 + (size_t)t * 7 + (size_t)round);
+                }
+                if (got[i] != want) {
+                    mt_fail("crossed round %d, %s: element %zu is %d, expected %d", round,
+                            c[t].name, i, got[i], want);
+                    break;
+                }
+            }
+            free(got);
+            dbuf_free(&c[t].sb);
+            dbuf_free(&c[t].rb);
+        }
+        if (mt_rank == 0) {
+            printf("crossed round %d: %.2f s\n", round, took);
+        }
+        MT_CHECK(took < 5.0, "crossed round %d took %.1f s", round, took);
+    }
+    pthread_barrier_destroy(&go);
+    /* timing makes the order (0, 200 and 400 ms): a machine stalled that long may miss it once */
+    MT_CHECK(cycles > 0, "the kernels never gave up in 4 rounds: the test did not make its cycle");
+    MPI_Comm_free(&comms[0]);
+    MPI_Comm_free(&comms[1]);
+    return mt_finish("cuda_coll crossed");
 }
 
 /* ---------------------------------------------------------------- capture */

@@ -26,6 +26,7 @@ enum {
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_INVALID_HANDLE = 400,
@@ -38,9 +39,12 @@ enum {
 };
 
 #define EMU_MAX_DEVICES 8
-#define EMU_MAX_THREADS 64   /* threads per block: one fiber each */
-#define EMU_SMS 2            /* multiprocessors per device */
-#define EMU_BLOCKS_PER_SM 2  /* the occupancy answer */
+#define EMU_MAX_THREADS 512  /* threads per block at most: one fiber each (FAKECUDA_THREADS) */
+#define EMU_THREADS 64       /* threads per block by default */
+#define EMU_SMS 2            /* multiprocessors per device by default (FAKECUDA_SMS) */
+#define EMU_BLOCKS_PER_SM 2  /* the occupancy answer by default (FAKECUDA_BLOCKS_PER_SM) */
+
+#define EMU_IPC_LAZY_ENABLE_PEER_ACCESS 0x1
 
 #define EMU_STREAM_LEGACY ((void *)0x1)
 #define EMU_STREAM_PER_THREAD ((void *)0x2)
@@ -55,6 +59,10 @@ extern pthread_cond_t emu_cond;
 extern int emu_ndevices;
 extern int emu_initialised;
 
+/* The devices' shape, from FAKECUDA_SMS, FAKECUDA_THREADS and FAKECUDA_BLOCKS_PER_SM at cuInit,
+ * and the multiprocessors an MPS client may use (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, where
+ * FAKECUDA_MPS is 1). */
+extern int emu_sms, emu_threads, emu_blocks_per_sm, emu_client_sms;
 /* Counts a call of an exported entry point (first statement of each). */
 void emu_count(emu_call_t call);
 /* A broken CUDA rule: one line "FAIL fakecuda: <rule>: <what>" on stderr, then abort(). */
@@ -62,6 +70,9 @@ __attribute__((noreturn, format(printf, 2, 3))) void emu_fail(const char *rule, 
                                                                ...);
 /* Environment variable as an integer in [lo, hi], or def when unset. */
 int emu_env_int(const char *name, int def, int lo, int hi);
+/* 1 when kernels on device a may access memory of device b (b != a): every pair but those
+ * FAKECUDA_NO_PEER lists. */
+int emu_peer_access(int a, int b);
 /* 1 when the caller's return address ra lies in a library whose file name contains libpicoll. */
 int emu_called_from_picoll(void *ra);
 
@@ -72,8 +83,11 @@ typedef struct emu_ctx {
     uint32_t magic;
     int device;
     int primary;                  /* the device's primary context */
-    int live;                     /* destroyed contexts stay allocated: stale handles are caught */
+    int live;                     /* destroyed contexts stay allocated: stale handles are caught
+                                   * (unless FAKECUDA_CTX_REUSE hands the address out again) */
     int retains;                  /* primary: retain count */
+    unsigned long long id;        /* cuCtxGetId: new for every context, and for the primary one
+                                   * after each reset (its handle stays the same) */
     struct emu_stream *legacy;    /* its legacy default stream, made at first use */
     struct emu_stream *streams;   /* every stream of the context (list through next_in_ctx) */
 } emu_ctx_t;
@@ -83,6 +97,8 @@ typedef struct emu_ctx {
 emu_ctx_t *emu_ctx_current(void);
 /* The context handle h if it is one this driver made and still alive, else NULL. */
 emu_ctx_t *emu_ctx_check(void *h);
+/* cuDevicePrimaryCtxReset: frees every allocation and IPC mapping of c (emu_mem.c). Lock held. */
+void emu_mem_reset_ctx_locked(emu_ctx_t *c);
 /* Live device (and managed) allocations per device, kept by emu_mem.c for the context rule. */
 extern int emu_dev_live_mem[EMU_MAX_DEVICES];
 

@@ -18,6 +18,8 @@
     X(EMU_CALL_cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer") \
     X(EMU_CALL_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
     X(EMU_CALL_cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2") \
+    X(EMU_CALL_cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset_v2") \
+    X(EMU_CALL_cuCtxGetId, "cuCtxGetId") \
     X(EMU_CALL_cuCtxCreate_v2, "cuCtxCreate_v2") \
     X(EMU_CALL_cuCtxDestroy_v2, "cuCtxDestroy_v2") \
     X(EMU_CALL_cuCtxGetCurrent, "cuCtxGetCurrent") \
@@ -26,6 +28,7 @@
     X(EMU_CALL_cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2") \
     X(EMU_CALL_cuCtxGetDevice, "cuCtxGetDevice") \
     X(EMU_CALL_cuCtxSynchronize, "cuCtxSynchronize") \
+    X(EMU_CALL_cuCtxGetExecAffinity, "cuCtxGetExecAffinity") \
     X(EMU_CALL_cuMemAlloc_v2, "cuMemAlloc_v2") \
     X(EMU_CALL_cuMemAllocManaged, "cuMemAllocManaged") \
     X(EMU_CALL_cuMemFree_v2, "cuMemFree_v2") \

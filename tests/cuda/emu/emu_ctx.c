@@ -13,6 +13,10 @@
 #include <stdlib.h>
 
 static emu_ctx_t emu_primary[EMU_MAX_DEVICES];
+static unsigned long long emu_next_ctx_id = 1;
+static emu_ctx_t *ctx_destroyed; /* the last context destroyed (FAKECUDA_CTX_REUSE) */
+
+void emu_ctx_idle_locked(emu_ctx_t *c); /* emu_stream.c */
 static __thread emu_ctx_t *ctx_stack[16];
 static __thread int ctx_depth; /* ctx_stack[ctx_depth - 1] is current */
 static int dev_chosen[EMU_MAX_DEVICES];
@@ -36,6 +40,7 @@ static emu_ctx_t *emu_primary_ctx(int device)
         c->device = device;
         c->primary = 1;
         c->live = 1;
+        c->id = emu_next_ctx_id++;
         c->magic = EMU_CTX_MAGIC;
     }
     return c;
@@ -58,10 +63,10 @@ static void ctx_choose(emu_ctx_t *c, void *ra, const char *call)
     pthread_mutex_unlock(&emu_lock);
 }
 
-EMU_API CUresult cuDevicePrimaryCtxRetain(emu_ctx_t **out, CUdevice d)
+/* The checks every primary-context call starts with; on success emu_lock is held and *c is the
+ * device's primary context. */
+static CUresult primary_lock(CUdevice d, emu_ctx_t **c)
 {
-    void *ra = __builtin_return_address(0);
-    emu_count(EMU_CALL_cuDevicePrimaryCtxRetain);
     if (!emu_initialised) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -69,7 +74,19 @@ EMU_API CUresult cuDevicePrimaryCtxRetain(emu_ctx_t **out, CUdevice d)
         return CUDA_ERROR_INVALID_DEVICE;
     }
     pthread_mutex_lock(&emu_lock);
-    emu_ctx_t *c = emu_primary_ctx(d);
+    *c = emu_primary_ctx(d);
+    return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDevicePrimaryCtxRetain(emu_ctx_t **out, CUdevice d)
+{
+    void *ra = __builtin_return_address(0);
+    emu_count(EMU_CALL_cuDevicePrimaryCtxRetain);
+    emu_ctx_t *c;
+    CUresult rc = primary_lock(d, &c);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
     c->retains++;
     pthread_mutex_unlock(&emu_lock);
     ctx_choose(c, ra, "cuDevicePrimaryCtxRetain");
@@ -79,16 +96,12 @@ EMU_API CUresult cuDevicePrimaryCtxRetain(emu_ctx_t **out, CUdevice d)
 
 EMU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
-    CUresult rc = CUDA_SUCCESS;
     emu_count(EMU_CALL_cuDevicePrimaryCtxRelease_v2);
-    if (!emu_initialised) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+    emu_ctx_t *c;
+    CUresult rc = primary_lock(d, &c);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
     }
-    if (d < 0 || d >= emu_ndevices) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    pthread_mutex_lock(&emu_lock);
-    emu_ctx_t *c = emu_primary_ctx(d);
     /* CUDA resets the context when the count reaches 0; here it stays usable */
     if (c->retains <= 0) {
         rc = CUDA_ERROR_INVALID_CONTEXT;
@@ -97,6 +110,45 @@ EMU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
     }
     pthread_mutex_unlock(&emu_lock);
     return rc;
+}
+
+/* cudaDeviceReset: the primary context's work is waited for, then everything it owns goes
+ * (allocations, pinned memory, IPC mappings, streams, modules and their functions: a later use of
+ * a module or function loaded before is rule "stale-handle"); the handle stays the same, as the
+ * driver's does, with a new cuCtxGetId. */
+EMU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
+{
+    emu_count(EMU_CALL_cuDevicePrimaryCtxReset_v2);
+    emu_ctx_t *c;
+    CUresult rc = primary_lock(d, &c);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
+    emu_ctx_idle_locked(c);
+    emu_mem_reset_ctx_locked(c);
+    for (emu_stream_t *t = c->streams; t != NULL; t = t->next_in_ctx) {
+        if (!t->legacy && !t->per_thread) {
+            t->live = 0; /* drained above; its worker ends */
+        }
+    }
+    pthread_cond_broadcast(&emu_cond);
+    c->retains = 0;
+    c->id = emu_next_ctx_id++;
+    pthread_mutex_unlock(&emu_lock);
+    return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuCtxGetId(emu_ctx_t *h, unsigned long long *id)
+{
+    emu_count(EMU_CALL_cuCtxGetId);
+    emu_ctx_t *c = h == NULL ? emu_ctx_current() : emu_ctx_check(h);
+    if (c == NULL || id == NULL) {
+        return c == NULL ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&emu_lock);
+    *id = c->id;
+    pthread_mutex_unlock(&emu_lock);
+    return CUDA_SUCCESS;
 }
 
 EMU_API CUresult cuCtxCreate_v2(emu_ctx_t **out, unsigned flags, CUdevice d)
@@ -113,20 +165,26 @@ EMU_API CUresult cuCtxCreate_v2(emu_ctx_t **out, unsigned flags, CUdevice d)
     if (ctx_depth == (int)(sizeof(ctx_stack) / sizeof(ctx_stack[0]))) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    emu_ctx_t *c = calloc(1, sizeof(*c));
-    if (c == NULL) {
+    /* FAKECUDA_CTX_REUSE=1: the address of the context destroyed last, as a driver's allocator
+     * may hand it out again (a new context, a new id) */
+    pthread_mutex_lock(&emu_lock);
+    emu_ctx_t *c = emu_env_int("FAKECUDA_CTX_REUSE", 0, 0, 1) ? ctx_destroyed : NULL;
+    ctx_destroyed = NULL;
+    pthread_mutex_unlock(&emu_lock);
+    if (c == NULL && (c = calloc(1, sizeof(*c))) == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    pthread_mutex_lock(&emu_lock);
     c->device = d;
-    c->live = 1;
     c->magic = EMU_CTX_MAGIC;
+    c->id = emu_next_ctx_id++;
+    c->live = 1;
+    pthread_mutex_unlock(&emu_lock);
     ctx_choose(c, ra, "cuCtxCreate_v2");
     ctx_stack[ctx_depth++] = c; /* a new context is current in the calling thread */
     *out = c;
     return CUDA_SUCCESS;
 }
-
-void emu_ctx_idle_locked(emu_ctx_t *c); /* emu_stream.c */
 
 EMU_API CUresult cuCtxDestroy_v2(emu_ctx_t *h)
 {
@@ -137,7 +195,17 @@ EMU_API CUresult cuCtxDestroy_v2(emu_ctx_t *h)
     }
     pthread_mutex_lock(&emu_lock);
     emu_ctx_idle_locked(c);
+    /* as CUDA: what the context owns goes with it */
+    emu_mem_reset_ctx_locked(c);
+    for (emu_stream_t *t = c->streams; t != NULL; t = t->next_in_ctx) {
+        if (!t->legacy && !t->per_thread) {
+            t->live = 0; /* the implicit streams, drained, serve the address if it comes back */
+        }
+    }
+    pthread_cond_broadcast(&emu_cond);
     c->live = 0; /* kept allocated: a later use of the handle is an error, not a crash */
+    c->id = emu_next_ctx_id++; /* its modules are stale, should the address come back */
+    ctx_destroyed = c;
     pthread_mutex_unlock(&emu_lock);
     for (int i = ctx_depth - 1; i >= 0; i--) {
         if (ctx_stack[i] == c) {
@@ -225,6 +293,26 @@ EMU_API CUresult cuCtxGetDevice(CUdevice *d)
         return CUDA_ERROR_INVALID_CONTEXT;
     }
     *d = c->device;
+    return CUDA_SUCCESS;
+}
+
+/* CUexecAffinityParam: its type, then (CU_EXEC_AFFINITY_TYPE_SM_COUNT, 0) the SM count */
+typedef struct {
+    int type;
+    unsigned sm_count;
+} emu_affinity_t;
+
+EMU_API CUresult cuCtxGetExecAffinity(emu_affinity_t *p, int type)
+{
+    emu_count(EMU_CALL_cuCtxGetExecAffinity);
+    if (emu_ctx_current() == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (p == NULL || type != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    p->type = 0;
+    p->sm_count = (unsigned)emu_client_sms;
     return CUDA_SUCCESS;
 }
 

@@ -6,9 +6,23 @@
  *   FAKECUDA_ARENA_MB  device memory per process, shared by its devices (default 256)
  *   FAKECUDA_MPS       the MPS attribute of every device (default 1: ranks sharing a device run
  *                      their kernels at once, as under MPS)
- * Devices are small so that the kernel is cheap on a CPU: 2 multiprocessors, 64 threads per
- * block, compute capability 9.0; PCI bus ids 0000:NN:00.0 distinct per device; every pair has
- * peer access. */
+ *   FAKECUDA_SMS       multiprocessors per device (default 2)
+ *   FAKECUDA_THREADS   threads per block at most (default 64, at most 512: one fiber each)
+ *   FAKECUDA_BLOCKS_PER_SM  resident blocks of the kernel per multiprocessor, the occupancy
+ *                      answer (default 2). An H100 SXM: FAKECUDA_SMS=132 FAKECUDA_THREADS=512
+ *                      FAKECUDA_BLOCKS_PER_SM=2 (docs/testing.md says how the 2 is derived)
+ *   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  MPS's own variable, read as an MPS client does where
+ *                      FAKECUDA_MPS is 1: the client's contexts use that share of the
+ *                      multiprocessors (rounded down, at least 1), which cuCtxGetExecAffinity
+ *                      reports and every launch is checked against (rule "launch-resident")
+ *   FAKECUDA_CTX_REUSE 1: cuCtxCreate hands out the address of the context destroyed last (a new
+ *                      context, with a new cuCtxGetId), as a driver may (default 0: never)
+ *   FAKECUDA_NO_PEER   device pairs without peer access, "A-B,C-D" (default: none, every pair
+ *                      of distinct devices has it): cuDeviceCanAccessPeer answers 0 for them and
+ *                      cuIpcOpenMemHandle of a handle of one on the other fails
+ * Devices are small by default so that the kernel is cheap on a CPU: 2 multiprocessors, 64
+ * threads per block, compute capability 9.0; PCI bus ids 0000:NN:00.0 distinct per device; peer access
+ * between every pair of devices but those FAKECUDA_NO_PEER names. */
 #define _GNU_SOURCE
 #include "emu.h"
 
@@ -23,6 +37,8 @@ pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t emu_cond = PTHREAD_COND_INITIALIZER;
 int emu_ndevices;
 int emu_initialised;
+int emu_sms = EMU_SMS, emu_threads = EMU_THREADS, emu_blocks_per_sm = EMU_BLOCKS_PER_SM;
+int emu_client_sms = EMU_SMS;
 
 static long emu_calls[EMU_CALL_COUNT];
 static const char *const emu_call_names[] = {
@@ -86,6 +102,39 @@ int emu_env_int(const char *name, int def, int lo, int hi)
     return (int)x;
 }
 
+static unsigned char emu_no_peer[EMU_MAX_DEVICES][EMU_MAX_DEVICES];
+
+/* FAKECUDA_NO_PEER: "A-B,C-D", devices below FAKECUDA_DEVICES; anything else aborts, naming it. */
+static void emu_no_peer_parse(void)
+{
+    const char *v = getenv("FAKECUDA_NO_PEER"), *p = v;
+    if (v == NULL) {
+        return;
+    }
+    while (*p != '\0') {
+        char *end;
+        long a = strtol(p, &end, 10), b = -1;
+        if (end != p && *end == '-') {
+            p = end + 1;
+            b = strtol(p, &end, 10);
+        }
+        if (end == p || a < 0 || b < 0 || a >= emu_ndevices || b >= emu_ndevices || a == b ||
+            (*end != ',' && *end != '\0')) {
+            fprintf(stderr, "fakecuda: FAKECUDA_NO_PEER=%s: expected pairs of distinct devices "
+                    "below %d, as \"0-4,1-5\"\n", v, emu_ndevices);
+            abort();
+        }
+        emu_no_peer[a][b] = emu_no_peer[b][a] = 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+}
+
+int emu_peer_access(int a, int b)
+{
+    return a != b && a >= 0 && b >= 0 && a < EMU_MAX_DEVICES && b < EMU_MAX_DEVICES &&
+           !emu_no_peer[a][b];
+}
+
 int emu_called_from_picoll(void *ra)
 {
     Dl_info info;
@@ -107,6 +156,15 @@ EMU_API CUresult cuInit(unsigned flags)
     pthread_mutex_lock(&emu_lock);
     if (!emu_initialised) {
         emu_ndevices = emu_env_int("FAKECUDA_DEVICES", 2, 0, EMU_MAX_DEVICES);
+        emu_no_peer_parse();
+        emu_sms = emu_env_int("FAKECUDA_SMS", EMU_SMS, 1, 1024);
+        emu_threads = emu_env_int("FAKECUDA_THREADS", EMU_THREADS, 1, EMU_MAX_THREADS);
+        emu_blocks_per_sm = emu_env_int("FAKECUDA_BLOCKS_PER_SM", EMU_BLOCKS_PER_SM, 1, 32);
+        emu_client_sms = emu_sms;
+        if (emu_env_int("FAKECUDA_MPS", 1, 0, 1)) {
+            int pct = emu_env_int("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", 100, 1, 100);
+            emu_client_sms = emu_sms * pct / 100 > 0 ? emu_sms * pct / 100 : 1;
+        }
         if (emu_mem_init_locked() != 0) {
             rc = CUDA_ERROR_OUT_OF_MEMORY;
         } else {
@@ -126,6 +184,8 @@ static const char *emu_error_string(CUresult rc)
     case CUDA_ERROR_NOT_INITIALIZED: return "initialization error (emulated GPU)";
     case CUDA_ERROR_NO_DEVICE: return "no CUDA-capable device is detected (emulated GPU)";
     case CUDA_ERROR_INVALID_DEVICE: return "invalid device ordinal (emulated GPU)";
+    case CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
+        return "peer access is not supported between these two devices (emulated GPU)";
     case CUDA_ERROR_INVALID_IMAGE: return "device kernel image is invalid (emulated GPU)";
     case CUDA_ERROR_INVALID_CONTEXT: return "invalid device context (emulated GPU)";
     case CUDA_ERROR_INVALID_HANDLE: return "invalid resource handle (emulated GPU)";
@@ -220,9 +280,9 @@ EMU_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 static int emu_attribute(int attr)
 {
     switch (attr) {
-    case 1: return EMU_MAX_THREADS;  /* MAX_THREADS_PER_BLOCK */
-    case 2: return EMU_MAX_THREADS;  /* MAX_BLOCK_DIM_X */
-    case 3: return EMU_MAX_THREADS;  /* MAX_BLOCK_DIM_Y */
+    case 1: return emu_threads;      /* MAX_THREADS_PER_BLOCK */
+    case 2: return emu_threads;      /* MAX_BLOCK_DIM_X */
+    case 3: return emu_threads;      /* MAX_BLOCK_DIM_Y */
     case 4: return 1;                /* MAX_BLOCK_DIM_Z */
     case 5: return 0x7fffffff;       /* MAX_GRID_DIM_X */
     case 6: return 65535;            /* MAX_GRID_DIM_Y */
@@ -230,11 +290,11 @@ static int emu_attribute(int attr)
     case 8: return 49152;            /* MAX_SHARED_MEMORY_PER_BLOCK */
     case 10: return 32;              /* WARP_SIZE */
     case 13: return 1500000;         /* CLOCK_RATE (kHz) */
-    case 16: return EMU_SMS;         /* MULTIPROCESSOR_COUNT */
+    case 16: return emu_sms;         /* MULTIPROCESSOR_COUNT: the whole GPU, as under MPS */
     case 31: return 1;               /* CONCURRENT_KERNELS */
     case 33: return 0;               /* PCI_BUS_ID: see cuDeviceGetPCIBusId */
     case 34: return 0;               /* PCI_DEVICE_ID */
-    case 39: return EMU_MAX_THREADS * EMU_BLOCKS_PER_SM; /* MAX_THREADS_PER_MULTIPROCESSOR */
+    case 39: return emu_threads * emu_blocks_per_sm; /* MAX_THREADS_PER_MULTIPROCESSOR */
     case 41: return 1;               /* UNIFIED_ADDRESSING */
     case 75: return 9;               /* COMPUTE_CAPABILITY_MAJOR */
     case 76: return 0;               /* COMPUTE_CAPABILITY_MINOR */
@@ -295,7 +355,7 @@ EMU_API CUresult cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b)
         rc = emu_device_ok(b);
     }
     if (rc == CUDA_SUCCESS) {
-        *can = a != b;
+        *can = emu_peer_access(a, b);
     }
     return rc;
 }

@@ -66,6 +66,7 @@ static int emu_freeze_next;
 typedef struct {
     uint32_t magic;
     emu_ctx_t *ctx;
+    unsigned long long ctx_id; /* ctx's id at the load: a reset since unloaded it */
     int live;
 } emu_module_t;
 
@@ -77,7 +78,17 @@ typedef struct {
 #define EMU_MODULE_MAGIC 0x4d6f646cu
 #define EMU_FUNCTION_MAGIC 0x46756e63u
 
-/* ---- test hook ---- */
+/* ---- test hooks ---- */
+
+static __thread unsigned emu_launch_delay_ms;
+
+/* Every later cuLaunchKernel of the calling thread sleeps ms before it queues its kernel (0: no
+ * more): a host thread descheduled between picoll's vote and its launch, made to order. */
+EMU_API void fakecuda_delay_launches(unsigned ms);
+EMU_API void fakecuda_delay_launches(unsigned ms)
+{
+    emu_launch_delay_ms = ms;
+}
 
 EMU_API void fakecuda_freeze_next_kernel(void);
 EMU_API void fakecuda_freeze_next_kernel(void)
@@ -260,10 +271,21 @@ void emu_kernel_run(emu_op_t *op)
 
 /* ---- modules and functions ---- */
 
+/* Rule "stale-handle": a module (or function) loaded into a context that was reset or destroyed
+ * since (its id changed; a reset primary context, or a context made again at a destroyed one's
+ * address, FAKECUDA_CTX_REUSE, has the same handle) is gone with it. */
 static emu_module_t *emu_module_check(void *h)
 {
     emu_module_t *m = h;
-    return m != NULL && m->magic == EMU_MODULE_MAGIC && m->live ? m : NULL;
+    if (m == NULL || m->magic != EMU_MODULE_MAGIC || !m->live) {
+        return NULL;
+    }
+    if (__atomic_load_n(&m->ctx->id, __ATOMIC_ACQUIRE) != m->ctx_id) {
+        emu_fail("stale-handle", "module %p of context %p (device %d) used after that context "
+                 "was reset or destroyed, which unloaded it", (void *)m, (void *)m->ctx,
+                 m->ctx->device);
+    }
+    return m;
 }
 
 static emu_function_t *emu_function_check(void *h)
@@ -293,6 +315,7 @@ EMU_API CUresult cuModuleLoadData(emu_module_t **out, const void *image)
     }
     m->magic = EMU_MODULE_MAGIC;
     m->ctx = ctx;
+    m->ctx_id = __atomic_load_n(&ctx->id, __ATOMIC_ACQUIRE);
     m->live = 1;
     *out = m;
     return CUDA_SUCCESS;
@@ -336,7 +359,7 @@ EMU_API CUresult cuFuncGetAttribute(int *v, int attr, void *h)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     switch (attr) {
-    case 0: *v = EMU_MAX_THREADS; break; /* MAX_THREADS_PER_BLOCK */
+    case 0: *v = emu_threads; break;     /* MAX_THREADS_PER_BLOCK */
     case 1: *v = 16; break;              /* SHARED_SIZE_BYTES */
     case 4: *v = 32; break;              /* NUM_REGS */
     case 5: *v = 90; break;              /* PTX_VERSION */
@@ -354,7 +377,7 @@ EMU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *h, in
     if (emu_function_check(h) == NULL) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    *n = threads >= 1 && threads <= EMU_MAX_THREADS ? EMU_BLOCKS_PER_SM : 0;
+    *n = threads >= 1 && threads <= emu_threads ? emu_blocks_per_sm : 0;
     return CUDA_SUCCESS;
 }
 
@@ -402,9 +425,21 @@ EMU_API CUresult cuLaunchKernel(void *h, unsigned gx, unsigned gy, unsigned gz, 
     if (f == NULL || f->module->ctx != ctx) {
         return CUDA_ERROR_INVALID_HANDLE; /* a module is loaded into one context */
     }
-    if (gx < 1 || gy != 1 || gz != 1 || bx < 1 || bx > EMU_MAX_THREADS || by != 1 || bz != 1 ||
-        shmem != 0 || params == NULL || params[0] == NULL || extra != NULL) {
+    if (gx < 1 || gy != 1 || gz != 1 || bx < 1 || bx > (unsigned)emu_threads || by != 1 ||
+        bz != 1 || shmem != 0 || params == NULL || params[0] == NULL || extra != NULL) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* rule "launch-resident": block b of picoll's kernel waits for block b of the other ranks, so
+     * every block of a launch must be resident at once: at most the multiprocessors this context
+     * may use (all of the GPU, or its MPS share) times the blocks each holds */
+    if (gx > (unsigned)(emu_client_sms * emu_blocks_per_sm)) {
+        emu_fail("launch-resident",
+                 "cuLaunchKernel of %u blocks of %u threads: this context holds %d at once (%d of "
+                 "the device's %d multiprocessors x %d blocks)", gx, bx,
+                 emu_client_sms * emu_blocks_per_sm, emu_client_sms, emu_sms, emu_blocks_per_sm);
+    }
+    if (emu_launch_delay_ms > 0) {
+        usleep(emu_launch_delay_ms * 1000u);
     }
     emu_op_t *op = emu_op_new(EMU_OP_KERNEL);
     void *copy = malloc(sizeof(picoll_cuda_kparams_t));

@@ -50,6 +50,8 @@ typedef struct {
     int32_t pid;    /* owner */
     int32_t fd;     /* the owner's arena memfd */
     int32_t slot;   /* in the owner's shared table */
+    int32_t device; /* the owner's device */
+    int32_t pad;
     uint64_t offset;
     uint64_t size;
     uint64_t id;    /* the owner's buffer id: the slot still holds this allocation */
@@ -70,6 +72,7 @@ typedef struct {
     size_t map_len;
     int refs;            /* opens of the same handle in this process */
     int owner_pid;
+    int owner_device;
     uint64_t owner_id;
     int32_t *opens;      /* the owner's counter, in its table as mapped here */
 } emu_alloc_t;
@@ -461,12 +464,14 @@ EMU_API CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUd
 EMU_API CUresult cuIpcGetMemHandle(emu_ipc_handle_t *h, CUdeviceptr p)
 {
     emu_ipc_t ipc = {.magic = EMU_IPC_MAGIC, .pid = (int32_t)getpid(), .fd = arena_fd};
+    (void)ipc.pad;
     emu_count(EMU_CALL_cuIpcGetMemHandle);
     pthread_mutex_lock(&emu_lock);
     emu_alloc_t *a = emu_alloc_find_locked((uintptr_t)p, 1);
     int ok = a != NULL && a->r.kind == EMU_MEM_DEVICE;
     if (ok) {
         ipc.slot = a->slot;
+        ipc.device = a->r.ctx->device;
         ipc.offset = a->r.start - arena_base;
         ipc.size = a->r.size;
         ipc.id = a->r.id;
@@ -509,14 +514,30 @@ static emu_shared_t *emu_owner_table_locked(int pid, int owner_fd, int fd)
     return t;
 }
 
-/* An existing mapping of the same allocation: opened again, it is the same address. */
-static emu_alloc_t *emu_mapping_find_locked(const emu_ipc_t *ipc)
+/* An existing mapping of the same allocation in ctx: opened again, it is the same address. */
+static emu_alloc_t *emu_mapping_find_locked(const emu_ipc_t *ipc, emu_ctx_t *ctx)
 {
     for (int i = 0; i < emu_allocs_hw; i++) {
         emu_alloc_t *a = &emu_allocs[i];
         if (a->live && a->r.kind == EMU_MEM_MAPPED && a->owner_pid == ipc->pid &&
-            a->owner_id == ipc->id) {
+            a->owner_id == ipc->id && a->r.ctx == ctx) {
             return a;
+        }
+    }
+    return NULL;
+}
+
+/* CUDA: "CUipcMemHandles from each CUdevice in a given process may only be opened by one
+ * CUcontext per CUdevice per other process". Another context of ctx's device that holds a live
+ * mapping of an allocation of the same owner process and owner device, or NULL. Lock held. */
+static emu_ctx_t *emu_mapping_other_ctx_locked(const emu_ipc_t *ipc, emu_ctx_t *ctx)
+{
+    for (int i = 0; i < emu_allocs_hw; i++) {
+        emu_alloc_t *a = &emu_allocs[i];
+        if (a->live && a->r.kind == EMU_MEM_MAPPED && a->owner_pid == ipc->pid &&
+            a->owner_device == ipc->device && a->r.ctx != ctx &&
+            a->r.ctx->device == ctx->device) {
+            return a->r.ctx;
         }
     }
     return NULL;
@@ -563,6 +584,7 @@ static CUresult emu_ipc_map_locked(const emu_ipc_t *ipc, emu_ctx_t *ctx, CUdevic
     a->map_len = len + 2 * EMU_PAGE;
     a->refs = 1;
     a->owner_pid = ipc->pid;
+    a->owner_device = ipc->device;
     a->owner_id = ipc->id;
     a->opens = opens;
     *out = a->r.start;
@@ -572,25 +594,38 @@ out:
     return rc;
 }
 
+/* CUDA's rules for opening a handle (documented under cuIpcOpenMemHandle): the one valid flag is
+ * CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS; a handle of another device needs peer access to it
+ * (cuDeviceCanAccessPeer, FAKECUDA_NO_PEER); handles of one device of a process are opened by one
+ * context per device of the opening process (CUDA documents the rule, not the error code: this
+ * answers CUDA_ERROR_INVALID_CONTEXT); the same handle opened again in the same context is the
+ * same address, counted. */
 EMU_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, emu_ipc_handle_t h, unsigned flags)
 {
     emu_ipc_t ipc;
     emu_count(EMU_CALL_cuIpcOpenMemHandle_v2);
-    (void)flags;
     memcpy(&ipc, h.reserved, sizeof(ipc));
     emu_ctx_t *ctx = emu_ctx_current();
     if (ctx == NULL) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    if (flags != EMU_IPC_LAZY_ENABLE_PEER_ACCESS) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if (ipc.magic != EMU_IPC_MAGIC || ipc.pid == (int32_t)getpid()) {
         return CUDA_ERROR_INVALID_VALUE; /* CUDA opens no handle of the calling process */
     }
+    if (ipc.device != ctx->device && !emu_peer_access(ctx->device, ipc.device)) {
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    }
     pthread_mutex_lock(&emu_lock);
     CUresult rc = emu_capture_check_locked();
-    emu_alloc_t *a = rc == CUDA_SUCCESS ? emu_mapping_find_locked(&ipc) : NULL;
+    emu_alloc_t *a = rc == CUDA_SUCCESS ? emu_mapping_find_locked(&ipc, ctx) : NULL;
     if (a != NULL) {
         a->refs++;
         *out = a->r.start;
+    } else if (rc == CUDA_SUCCESS && emu_mapping_other_ctx_locked(&ipc, ctx) != NULL) {
+        rc = CUDA_ERROR_INVALID_CONTEXT;
     } else if (rc == CUDA_SUCCESS) {
         rc = emu_ipc_map_locked(&ipc, ctx, out);
     }
@@ -614,6 +649,35 @@ EMU_API CUresult cuIpcCloseMemHandle(CUdeviceptr p)
     }
     pthread_mutex_unlock(&emu_lock);
     return CUDA_SUCCESS;
+}
+
+void emu_mem_reset_ctx_locked(emu_ctx_t *c)
+{
+    for (int i = 0; i < emu_allocs_hw; i++) {
+        emu_alloc_t *a = &emu_allocs[i];
+        if (!a->live || a->r.ctx != c) {
+            continue;
+        }
+        switch (a->r.kind) {
+        case EMU_MEM_DEVICE:
+        case EMU_MEM_MANAGED:
+            /* peers' mappings of it stay (as CUDA's, they now name freed memory) */
+            __atomic_store_n(&arena_table->slot[a->slot].id, 0, __ATOMIC_RELEASE);
+            emu_dev_live_mem[c->device]--;
+            memset((void *)a->r.start, 0xcd, a->r.size);
+            break;
+        case EMU_MEM_HOST:
+            munmap((void *)a->r.start, a->r.size);
+            break;
+        case EMU_MEM_MAPPED:
+            munmap(a->map_base, a->map_len);
+            __atomic_sub_fetch(a->opens, 1, __ATOMIC_ACQ_REL);
+            break;
+        default:
+            break;
+        }
+        emu_alloc_forget_locked(a);
+    }
 }
 
 int emu_in_arena(uintptr_t p)

@@ -11,12 +11,19 @@
  *             invalidates the capture (cuStreamEndCapture fails)
  *   ipc       two processes: the owner's bytes read and written through the other's mapping, the
  *             mapping's attributes, open counting (the owner frees after the close)
+ *   ipc-rules two processes, FAKECUDA_NO_PEER=0-2: the open flag must be
+ *             CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS; handles of one device of the owner open in one
+ *             context per device here (a second context fails until the first closed them);
+ *             no peer access, no mapping
+ *   reset     cuDevicePrimaryCtxReset: the handle stays, cuCtxGetId changes, allocations and
+ *             pinned memory are gone (their addresses handed out again)
  *   kernel    picoll_coll_kernel on the CPU: one-shot copy (1 rank) and sum (a second rank whose
  *             arrival is written beforehand), unaligned destination, status words
  *   freeze    fakecuda_freeze_next_kernel: every block starts, none finishes
  *   counts    fakecuda_call_counts and fakecuda_call_name
  *   rule-free-while-mapped, rule-stream-context, rule-event-context, rule-kernel-context,
- *   rule-kernel-bounds, rule-unchosen-device (and unchosen-ok: the allowed case). */
+ *   rule-kernel-bounds, rule-unchosen-device (and unchosen-ok: the allowed case),
+ *   rule-stale-handle (a function of a module loaded before a reset of its context). */
 #define _GNU_SOURCE
 #include "cuda/cuda_kernel.h"
 #include "util/dtype.h"
@@ -78,6 +85,9 @@ static struct {
     int (*ipc_get)(ipc_t *, dptr_t);
     int (*ipc_open)(dptr_t *, ipc_t, unsigned);
     int (*ipc_close)(dptr_t);
+    int (*can_access_peer)(int *, int, int);
+    int (*primary_reset)(int);
+    int (*ctx_get_id)(ctx_t, unsigned long long *);
     int (*module_load)(void **, const void *);
     int (*module_get_function)(void **, void *, const char *);
     int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -153,6 +163,9 @@ static void load_driver(void)
     SYM(ipc_get, "cuIpcGetMemHandle");
     SYM(ipc_open, "cuIpcOpenMemHandle_v2");
     SYM(ipc_close, "cuIpcCloseMemHandle");
+    SYM(can_access_peer, "cuDeviceCanAccessPeer");
+    SYM(primary_reset, "cuDevicePrimaryCtxReset_v2");
+    SYM(ctx_get_id, "cuCtxGetId");
     SYM(module_load, "cuModuleLoadData");
     SYM(module_get_function, "cuModuleGetFunction");
     SYM(launch, "cuLaunchKernel");
@@ -490,19 +503,30 @@ static void ipc_child(int rd, int wr)
     exit(0);
 }
 
-static void mode_ipc(void)
+/* Forks a process that runs child(its read end, its write end) and never returns; *to_child and
+ * *from_child receive this side's ends of the two pipes. */
+static pid_t spawn_child(void (*child)(int rd, int wr), int *to_child, int *from_child)
 {
     int down[2], up[2];
-    char c;
     EXPECT(pipe(down) == 0 && pipe(up) == 0, "pipe failed");
     pid_t pid = fork();
     if (pid == 0) {
         close(down[1]);
         close(up[0]);
-        ipc_child(down[0], up[1]);
+        child(down[0], up[1]);
     }
     close(down[0]);
     close(up[1]);
+    *to_child = down[1];
+    *from_child = up[0];
+    return pid;
+}
+
+static void mode_ipc(void)
+{
+    int to_child, from_child;
+    char c;
+    pid_t pid = spawn_child(ipc_child, &to_child, &from_child);
     load_driver();
     choose_device(0);
     unsigned char buf[8192];
@@ -515,8 +539,8 @@ static void mode_ipc(void)
     }
     CK(cu.htod(d, buf, sizeof(buf)));
     CK(cu.ipc_get(&h, d));
-    EXPECT(write(down[1], &h, sizeof(h)) == (ssize_t)sizeof(h), "cannot send the handle");
-    EXPECT(read(up[0], &c, 1) == 1, "the child died (see its message)");
+    EXPECT(write(to_child, &h, sizeof(h)) == (ssize_t)sizeof(h), "cannot send the handle");
+    EXPECT(read(from_child, &c, 1) == 1, "the child died (see its message)");
     CK(cu.dtoh(buf, d, sizeof(buf)));
     for (size_t i = 0; i < sizeof(buf); i++) {
         EXPECT(buf[i] == 0xab, "owner: byte %zu written through the mapping reads %#x", i, buf[i]);
@@ -526,6 +550,65 @@ static void mode_ipc(void)
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed");
     CK(cu.mem_free(d)); /* closed everywhere: no rule broken */
     CK(cu.mem_free(pad));
+}
+
+/* CUDA's rules for opening: the child (devices 1 and 2, FAKECUDA_NO_PEER=0-2) opens handles of
+ * two allocations the owner made on device 0. */
+static void ipc_rules_child(int rd, int wr)
+{
+    ipc_t h[2];
+    dptr_t p, q;
+    ctx_t primary, other;
+    int can = -1;
+    load_driver();
+    primary = choose_device(1);
+    EXPECT(read(rd, h, sizeof(h)) == (ssize_t)sizeof(h), "child: no handles from the owner");
+    EXPECT(cu.ipc_open(&p, h[0], 0) == 1, "cuIpcOpenMemHandle with flags 0 did not fail with "
+           "CUDA_ERROR_INVALID_VALUE");
+    CK(cu.ipc_open(&p, h[0], 1));
+    CK(cu.ctx_create(&other, 0, 1)); /* a second context on device 1, current */
+    EXPECT(cu.ipc_open(&q, h[1], 1) == 201, "a second context of device 1 opened a handle of the "
+           "owner's device 0 while the primary context maps one (CUDA allows one context)");
+    EXPECT(cu.ipc_open(&q, h[0], 1) == 201, "a second context of device 1 opened the handle the "
+           "primary context maps");
+    CK(cu.ctx_set_current(primary));
+    CK(cu.ipc_close(p));
+    CK(cu.ctx_set_current(other));
+    CK(cu.ipc_open(&q, h[1], 1)); /* the primary context closed its mapping: now allowed */
+    CK(cu.ipc_close(q));
+    CK(cu.can_access_peer(&can, 2, 0));
+    EXPECT(can == 0, "cuDeviceCanAccessPeer(2, 0) is %d with FAKECUDA_NO_PEER=0-2", can);
+    CK(cu.can_access_peer(&can, 1, 0));
+    EXPECT(can == 1, "cuDeviceCanAccessPeer(1, 0) is %d", can);
+    choose_device(2);
+    EXPECT(cu.ipc_open(&q, h[0], 1) == 217, "device 2 opened a handle of device 0 without peer "
+           "access");
+    EXPECT(write(wr, "d", 1) == 1, "child: cannot tell the owner");
+    exit(0);
+}
+
+static void mode_ipc_rules(void)
+{
+    int to_child, from_child;
+    char c;
+    setenv("FAKECUDA_DEVICES", "3", 1);
+    setenv("FAKECUDA_NO_PEER", "0-2", 1);
+    pid_t pid = spawn_child(ipc_rules_child, &to_child, &from_child);
+    load_driver();
+    choose_device(0);
+    dptr_t d[2];
+    ipc_t h[2];
+    for (int i = 0; i < 2; i++) {
+        CK(cu.mem_alloc(&d[i], 4096));
+        CK(cu.ipc_get(&h[i], d[i]));
+    }
+    EXPECT(write(to_child, h, sizeof(h)) == (ssize_t)sizeof(h), "cannot send the handles");
+    EXPECT(read(from_child, &c, 1) == 1, "the child died (see its message)");
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed");
+    CK(cu.mem_free(d[0]));
+    CK(cu.mem_free(d[1]));
 }
 
 /* ---- the kernel ---- */
@@ -790,6 +873,41 @@ static void rule_kernel_bounds(void)
     cu.stream_synchronize(PER_THREAD);
 }
 
+static void mode_reset(void)
+{
+    ctx_t c = choose_device(0), again = NULL;
+    unsigned long long id0 = 0, id1 = 0, id2 = 0;
+    dptr_t d, e;
+    void *host;
+    CK(cu.ctx_get_id(c, &id0));
+    CK(cu.ctx_get_id(NULL, &id2));
+    EXPECT(id0 != 0 && id2 == id0, "cuCtxGetId: %llu for the handle, %llu for the current one",
+           id0, id2);
+    CK(cu.mem_alloc(&d, 4096));
+    CK(cu.mem_host_alloc(&host, 4096, 3));
+    CK(cu.primary_reset(0));
+    CK(cu.ctx_get_id(c, &id1));
+    EXPECT(id1 != id0, "the primary context's id did not change with the reset (%llu)", id0);
+    EXPECT(cu.mem_free(d) == 1, "device memory of the reset context could be freed again");
+    EXPECT(cu.mem_host_get_device_pointer(&e, host, 0) == 1, "pinned memory of the reset context "
+           "is still known");
+    CK(cu.primary_ctx_retain(&again, 0));
+    EXPECT(again == c, "the primary context's handle changed with the reset: %p, was %p", again, c);
+    CK(cu.mem_alloc(&e, 4096));
+    EXPECT(e == d, "the reset context's memory was not handed out again (%#llx, was %#llx)", e, d);
+    CK(cu.mem_free(e));
+}
+
+static void rule_stale_handle(void)
+{
+    static const uint32_t image[4] = {0xBA55ED50u, 0, 0, 0};
+    void *mod, *fn;
+    choose_device(0);
+    CK(cu.module_load(&mod, image));
+    CK(cu.primary_reset(0));
+    cu.module_get_function(&fn, mod, PICOLL_CUDA_KERNEL_NAME);
+}
+
 /* The helper library named libpicoll_emu_caller.so, next to this program. */
 static void *caller_lib(void)
 {
@@ -830,6 +948,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "ipc") == 0) {
         mode_ipc();
+    } else if (strcmp(mode, "ipc-rules") == 0) {
+        mode_ipc_rules();
     } else if (strcmp(mode, "rule-free-while-mapped") == 0) {
         rule_free_while_mapped();
     } else {
@@ -854,6 +974,10 @@ int main(int argc, char **argv)
             rule_kernel_context();
         } else if (strcmp(mode, "rule-kernel-bounds") == 0) {
             rule_kernel_bounds();
+        } else if (strcmp(mode, "reset") == 0) {
+            mode_reset();
+        } else if (strcmp(mode, "rule-stale-handle") == 0) {
+            rule_stale_handle();
         } else if (strcmp(mode, "rule-unchosen-device") == 0) {
             rule_unchosen(0);
         } else if (strcmp(mode, "unchosen-ok") == 0) {
