@@ -78,8 +78,9 @@ static int comm_setup_shm(picoll_comm_t *ctx, int probe_cma)
     ctx->coll.shm->cma = cma;
     ctx->coll.shm->pids = pids;
     if (st != PICOLL_OK) {
-        picoll_warn("shared-memory workspace set-up failed (%s): picoll's collectives fall back",
-                    picoll_status_string(st));
+        picoll_warn_once("shared-memory workspace set-up failed (%s): picoll's collectives fall "
+                         "back on this communicator (said once; later ones at PICOLL_LOG_LEVEL=info)",
+                         picoll_status_string(st));
         return 0;
     }
     return 1;

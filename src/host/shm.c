@@ -99,10 +99,16 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
                  * workspace fails here, not with SIGBUS on first touch */
                 int err = posix_fallocate(fd, 0, (off_t)shm->map_size);
                 if (err != 0) {
-                    picoll_warn("cannot reserve %zu bytes of shared memory in /dev/shm (%s): lower "
+                    picoll_warn_once("cannot reserve %zu bytes of shared memory in /dev/shm (%s): lower "
                                 "PICOLL_WORKSPACE_SIZE or enlarge /dev/shm",
                                 shm->map_size, strerror(err));
                     status = PICOLL_ERR_NO_MEMORY;
+                    /* no name for the peers: they would map the empty file and die of SIGBUS at
+                     * its first touch */
+                    close(fd);
+                    fd = -1;
+                    shm_unlink(name);
+                    name[0] = '\0';
                 }
             }
         }

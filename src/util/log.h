@@ -2,6 +2,8 @@
 #ifndef PICOLL_LOG_H
 #define PICOLL_LOG_H
 
+#include <stdatomic.h>
+
 typedef enum {
     PICOLL_LOG_ERROR,
     PICOLL_LOG_WARN,
@@ -28,5 +30,16 @@ void picoll_log_emit(picoll_log_level_t level, const char *file, int line, const
 #define picoll_info(...)  picoll_log(PICOLL_LOG_INFO, __VA_ARGS__)
 #define picoll_debug(...) picoll_log(PICOLL_LOG_DEBUG, __VA_ARGS__)
 #define picoll_trace(...) picoll_log(PICOLL_LOG_TRACE, __VA_ARGS__)
+
+/* A warning that every communicator of a job may hit alike (no room for a workspace): the first
+ * at warn, the process's later ones at info, so that a job with many communicators is told once
+ * (per call site). */
+#define picoll_warn_once(...)                                                  \
+    do {                                                                       \
+        static _Atomic int picoll_warned_;                                     \
+        picoll_log_level_t picoll_once_level_ =                                \
+            atomic_exchange(&picoll_warned_, 1) ? PICOLL_LOG_INFO : PICOLL_LOG_WARN; \
+        picoll_log(picoll_once_level_, __VA_ARGS__);                           \
+    } while (0)
 
 #endif

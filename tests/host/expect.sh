@@ -1,15 +1,18 @@
 #!/bin/sh
-# expect.sh [--fail|--any-status] [--within SECONDS] [--no-shm-leftovers] REGEX... -- COMMAND...
+# expect.sh [--fail|--any-status] [--within SECONDS] [--no-shm-leftovers] [--count N REGEX]...
+#           REGEX... -- COMMAND...
 # Runs COMMAND; passes when its exit status is zero (nonzero with --fail), every REGEX matches its
-# combined output, it ended within SECONDS, and (with --no-shm-leftovers) it left no picoll
-# segment in /dev/shm.
-want_fail=0; within=0; shm_check=0
+# combined output, each --count REGEX matches exactly N of its lines, it ended within SECONDS,
+# and (with --no-shm-leftovers) it left no picoll segment in /dev/shm.
+want_fail=0; within=0; shm_check=0; counts=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --fail) want_fail=1; shift ;;
         --any-status) want_fail=2; shift ;;
         --within) within="$2"; shift 2 ;;
         --no-shm-leftovers) shm_check=1; shift ;;
+        --count) counts="$counts
+$2 $3"; shift 3 ;;
         --) shift; break ;;
         *) break ;;
     esac
@@ -35,6 +38,12 @@ fi
 echo "$regexes" | while IFS= read -r re; do
     [ -z "$re" ] && continue
     grep -Eq -- "$re" "$out" || { echo "expect.sh: output does not match: $re"; exit 1; }
+done || status=1
+echo "$counts" | while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    n=${line%% *}; re=${line#* }
+    got=$(grep -Ec -- "$re" "$out")
+    [ "$got" = "$n" ] || { echo "expect.sh: $got lines match $re, expected $n"; exit 1; }
 done || status=1
 if [ $shm_check = 1 ]; then
     left=$(ls /dev/shm 2>/dev/null | grep '^picoll-' | sort | comm -13 "$before" -)
