@@ -5,15 +5,25 @@
  *
  * Memory rules. Data buffers and flags live in each rank's own device workspace; peers read them
  * through CUDA IPC mappings. A block arrives by storing the epoch into its flag with st.release
- * at system scope after a system fence of every thread, and waits by loading the peers' flags with
- * ld.acquire at system scope; data written by a peer is read with ld.global.cg (L2, never a stale
- * L1 line). A wait for a peer is bounded by %globaltimer: past the launch's spin_ns (a few ms,
+ * at system scope after a __syncthreads, and waits by loading the peers' flags with ld.acquire at
+ * system scope, then a __syncthreads; data written by a peer is read with ld.global.cg (L2, never a
+ * stale L1 line). That is all PTX's memory model needs: bar.sync is morally strong at CTA scope
+ * and causality order is transitive, so thread 0's release covers every thread's stores before
+ * the barrier, and one thread's acquire every thread's loads after it (cooperative groups' grid
+ * sync relies on the same: a barrier, then one thread's fence and flag). No thread fences.
+ * A wait for a peer is bounded by %globaltimer: past the launch's spin_ns (a few ms,
  * PICOLL_CUDA_SPIN) the block gives up, whatever the peer is doing (its GPU may still run work
  * queued before the call: late is not dead), records whom it waited for in the host-mapped status
  * and returns, giving its SMs back; the host waits for the peer and relaunches the call's
  * unfinished part, each block going on from the arrival its own flag records. Each block tells the
  * host when it started and when it finished
- * there too, so that the host waits without any driver call. */
+ * there too, so that the host waits without any driver call.
+ *
+ * The sync points the protocol needs carry an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD):
+ * on the GPU the plain instruction; in the emulated GPU's build (tests/cuda/emu) FAKECUDA_MUTANT
+ * weakens the one it names (no barrier, a relaxed store or load), and tests/cuda/mutants.sh proves
+ * that the tests then fail, under the emulation's PTX memory model. Global stores go through dev_st,
+ * a plain store here, where the emulation records them. */
 #include <stdint.h>
 #include <type_traits>
 
@@ -54,10 +64,33 @@ __device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f)
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");
     return v;
 }
+
+/* A plain store to global memory. */
+template <typename T>
+__device__ __forceinline__ void dev_st(T *p, T v)
+{
+    *p = v;
+}
+
+/* The protocol's sync points, id for the mutation check (ids 1 to 7, each once) */
+#define DEV_SYNCTHREADS(id) __syncthreads()
+#define DEV_FLAG_STORE(id, f, v) dev_flag_store(f, v)
+#define DEV_FLAG_LOAD(id, f) dev_flag_load(f)
 #else
 __device__ __forceinline__ uint64_t dev_globaltimer() { return emu_globaltimer(); }
-__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v); }
-__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f); }
+__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v, 1); }
+__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f, 1); }
+
+template <typename T>
+__device__ __forceinline__ void dev_st(T *p, T v)
+{
+    emu_st(p, v);
+}
+
+#define DEV_MUTANT(id, what) emu_mutant(id, __LINE__, __func__, what)
+#define DEV_SYNCTHREADS(id) (DEV_MUTANT(id, "__syncthreads") ? (void)0 : __syncthreads())
+#define DEV_FLAG_STORE(id, f, v) emu_flag_store(f, v, !DEV_MUTANT(id, "st.release"))
+#define DEV_FLAG_LOAD(id, f) emu_flag_load(f, !DEV_MUTANT(id, "ld.acquire"))
 #endif
 
 /* Block blockIdx.x starts: tell the peers (a block that gives up names a peer whose launch has
@@ -112,20 +145,22 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
     __shared__ int gave_up;
     const size_t line = (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE;
 
-    __threadfence_system(); /* this thread's data writes before the flag, for every reader */
-    __syncthreads();
+    /* No fence of each thread before the barrier: the barrier orders their data stores before
+     * thread 0's st.release, and a release is cumulative. gave_up is reset before the same
+     * barrier, not after it behind a second one: it is 0 wherever an earlier wait's late reader
+     * may still read it (a wait that gave up returns) */
     if (threadIdx.x == 0) {
         gave_up = 0;
-        if (arrive) {
-            dev_flag_store(p.flags[p.me] + line, epoch);
-        }
     }
-    __syncthreads();
+    DEV_SYNCTHREADS(1);
+    if (threadIdx.x == 0 && arrive) {
+        DEV_FLAG_STORE(2, p.flags[p.me] + line, epoch);
+    }
     int t = (int)threadIdx.x;
     if (t < p.nranks && t != p.me && (p.peers >> t & 1u)) {
         const uint64_t *f = p.flags[t] + line;
         uint64_t since = 0;
-        for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
+        for (unsigned spins = 1; DEV_FLAG_LOAD(3, f) < epoch; spins++) {
             if ((spins & 63) != 0) { /* the clock often enough for a spin of a few ms */
                 continue;
             }
@@ -138,32 +173,34 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
                 const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD;
                 bool runs = dev_flag_load(started) >= p.epoch ||
                             dev_flag_load(started + line) >= p.epoch;
-                p.status->missing[t] = runs ? 1 : 2;
+                dev_st((uint8_t *)&p.status->missing[t], (uint8_t)(runs ? 1 : 2));
                 gave_up = 1;
                 break;
             }
             __nanosleep(256); /* ranks sharing a GPU: leave the peer's kernel some room */
         }
     }
-    __threadfence_system();
-    __syncthreads();
+    /* thread t's acquire orders every thread's reads of peer t after this barrier (no fence:
+     * causality order is transitive through bar.sync), and the missing word before thread 0's
+     * release of quit */
+    DEV_SYNCTHREADS(4);
     if (gave_up != 0 && threadIdx.x == 0) {
-        /* the halt word first: the launches queued behind this one read it when they start */
+        /* the halt word first: the launches queued behind this one read it when they start (the
+         * release of halted orders it before; a fence between adds nothing) */
         dev_flag_store(p.flags[p.me] + PICOLL_CUDA_HALT_WORD, p.seq);
-        __threadfence_system();
         dev_flag_store((uint64_t *)&p.status->halted, p.seq);
-        dev_flag_store((uint64_t *)&p.status->quit[blockIdx.x], p.seq);
+        DEV_FLAG_STORE(5, (uint64_t *)&p.status->quit[blockIdx.x], p.seq);
     }
     return gave_up != 0;
 }
 
-/* The block is done: every thread's writes are visible system-wide, then the host is told. */
+/* The block is done: the host is told, with every thread's writes visible system-wide (thread 0's
+ * release after the barrier covers them, as at an arrival: no fence per thread). */
 __device__ void dev_finish(const picoll_cuda_kparams_t &p, uint64_t epoch)
 {
-    __threadfence_system();
-    __syncthreads();
+    DEV_SYNCTHREADS(6);
     if (threadIdx.x == 0) {
-        dev_flag_store((uint64_t *)&p.status->done[blockIdx.x], epoch);
+        DEV_FLAG_STORE(7, (uint64_t *)&p.status->done[blockIdx.x], epoch);
     }
 }
 
@@ -181,15 +218,15 @@ __device__ void dev_copy_units(char *dst, const char *src, size_t n)
     const unsigned char *s8 = (const unsigned char *)src;
     unsigned char *d8 = (unsigned char *)dst;
     for (size_t i = threadIdx.x; i < head; i += blockDim.x) {
-        d8[i] = __ldcg(s8 + i);
+        dev_st(d8 + i, __ldcg(s8 + i));
     }
     const V *sv = (const V *)(src + head);
     V *dv = (V *)(dst + head);
     for (size_t i = threadIdx.x; i < nv; i += blockDim.x) {
-        dv[i] = __ldcg(sv + i);
+        dev_st(dv + i, __ldcg(sv + i));
     }
     for (size_t i = head + nv * u + threadIdx.x; i < n; i += blockDim.x) {
-        d8[i] = __ldcg(s8 + i);
+        dev_st(d8 + i, __ldcg(s8 + i));
     }
 }
 
@@ -214,7 +251,7 @@ __device__ __forceinline__ void dev_store_part(char *dst, uint4 v, int nbytes)
 {
     uintptr_t a = (uintptr_t)dst;
     if (nbytes == 16 && (a & 15) == 0) {
-        *(uint4 *)dst = v;
+        dev_st((uint4 *)dst, v);
         return;
     }
     union {
@@ -226,15 +263,15 @@ __device__ __forceinline__ void dev_store_part(char *dst, uint4 v, int nbytes)
     u.v = v;
     if ((a & 7) == 0 && (nbytes & 7) == 0) {
         for (int i = 0; i < nbytes / 8; i++) {
-            ((uint2 *)dst)[i] = u.d[i];
+            dev_st((uint2 *)dst + i, u.d[i]);
         }
     } else if ((a & 3) == 0 && (nbytes & 3) == 0) {
         for (int i = 0; i < nbytes / 4; i++) {
-            ((unsigned int *)dst)[i] = u.w[i];
+            dev_st((unsigned int *)dst + i, u.w[i]);
         }
     } else {
         for (int i = 0; i < nbytes; i++) {
-            dst[i] = (char)u.b[i];
+            dev_st(dst + i, (char)u.b[i]);
         }
     }
 }

@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, then configures,
 # builds and runs CTest twice, against Open MPI (build-openmpi/) and MPICH (build-mpich/). The
 # first MPI runs every test; the next ones leave out the tests labelled "full" (the long matrices
-# that do not depend on the MPI: docs/testing.md). Prints the time of each phase at the end.
+# that do not depend on the MPI: docs/testing.md); none runs the soak (label soak: ctest -L soak).
+# Prints the time of each phase at the end.
 #   bash tests/run.sh            both MPIs
 #   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
 #   PICOLL_TEST_FULL=all bash tests/run.sh        every test on every MPI (or a list of MPIs)
@@ -68,8 +69,8 @@ for mpi in $mpis; do
     fi
     phase "$mpi build"
     if [ -z "$fatbin_from" ] && [ -f "$dir/cuda/coll_kernel.fatbin" ]; then fatbin_from=$dir; fi
-    subset=(-LE '^full$')
-    case " $full " in *" $mpi "*|*" all "*) subset=() ;; esac
+    subset=(-LE '^(full|soak)$')
+    case " $full " in *" $mpi "*|*" all "*) subset=(-LE '^soak$') ;; esac
     echo "== $mpi: ctest${subset[*]:+ ${subset[*]} (the tests labelled full run at $full)}"
     (cd "$dir" && ctest --output-on-failure --timeout 300 ${subset[@]+"${subset[@]}"}) || status=1
     phase "$mpi ctest${subset[*]:+ (subset)}"

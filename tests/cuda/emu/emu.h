@@ -117,6 +117,8 @@ typedef struct {
     emu_memkind_t kind;
     emu_ctx_t *ctx;
     unsigned long long id;
+    void *shadow;      /* device and mapped memory: the memory model's record of start's 16-byte
+                        * granule (emu_launch.c), the next granules' after it; else NULL */
 } emu_range_t;
 
 /* The live range holding [p, p + n), copied to *out; 0 when none. Lock held. */

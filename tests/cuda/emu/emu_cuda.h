@@ -1,10 +1,16 @@
 /* CUDA's built-in names for the CPU build of cuda/coll_kernel.cu (emu_kernel.cc includes this
  * header, then the kernel source). Each CUDA thread of a block is a fiber of the worker running the
  * launch (emu_launch.c): the indices are read from per-worker variables the scheduler sets before
- * it switches to a fiber, __syncthreads is a barrier among the block's fibers, and every flag load
- * hands the CPU to the next fiber, so that spin loops make progress. __shared__ variables are
- * thread_local: a worker runs one block at a time. Arithmetic is plain IEEE (the file is compiled
- * with -ffp-contract=off, so nothing is fused, as with nvcc's __fadd_rn and friends). */
+ * it switches to a fiber, __syncthreads is a barrier among the block's fibers, and every access to
+ * global memory may hand the CPU to another fiber (seeded, FAKECUDA_SEED), every flag load does,
+ * so that spin loops make progress. __shared__ variables are thread_local: a worker runs one block
+ * at a time. Arithmetic is plain IEEE (the file is compiled with -ffp-contract=off, so nothing is
+ * fused, as with nvcc's __fadd_rn and friends).
+ *
+ * Global memory goes through the emulation's memory model (emu_launch.c says what it is): a store
+ * (the kernel's dev_st) is unpublished until a release store or system fence that covers it, a
+ * load (__ldcg) of another thread's store must be ordered after its publication by an acquire, and
+ * the sync points the kernel marks with an id can be weakened one at a time (FAKECUDA_MUTANT). */
 #ifndef EMU_CUDA_H
 #define EMU_CUDA_H
 
@@ -27,8 +33,18 @@ extern __thread emu_dim3 emu_thread_idx, emu_block_idx, emu_block_dim, emu_grid_
 void emu_syncthreads(void);
 void emu_yield(void);
 uint64_t emu_globaltimer(void);
-/* rule "kernel-bounds": [p, p + n) must lie in live device, mapped or host-mapped memory */
-void emu_check_load(const void *p, size_t n, const char *what);
+/* The memory model. Each checks rule "kernel-bounds" ([p, p + n) in live device, mapped or
+ * host-mapped memory) and may switch fibers. emu_load: rule "kernel-race", the bytes are this
+ * thread's, or published before the reader's last acquire; emu_store: stores v, unpublished;
+ * emu_fence: __threadfence_system; emu_flag_store and emu_flag_load: st.release.sys and
+ * ld.acquire.sys, or relaxed (release or acquire 0). */
+void emu_load(const void *p, size_t n);
+void emu_store(void *p, const void *v, size_t n);
+void emu_fence(void);
+void emu_flag_store(uint64_t *f, uint64_t v, int release);
+uint64_t emu_flag_load(const uint64_t *f, int acquire);
+/* 1 when FAKECUDA_MUTANT names sync point id (at line of func): the caller weakens it */
+int emu_mutant(int id, int line, const char *func, const char *what);
 }
 
 #define threadIdx emu_thread_idx
@@ -51,14 +67,14 @@ struct alignas(16) double2 {
 };
 
 inline void __syncthreads() { emu_syncthreads(); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { emu_fence(); }
 inline void __nanosleep(unsigned) { emu_yield(); }
 
-/* a load through L2 only: on the CPU a plain load, after the bound check */
+/* a load through L2 only: on the CPU a plain load, once the model allows it */
 template <typename T>
 inline T __ldcg(const T *p)
 {
-    emu_check_load(p, sizeof(T), "__ldcg");
+    emu_load(p, sizeof(T));
     return *p;
 }
 
@@ -69,19 +85,11 @@ inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dsub_rn(double a, double b) { return a - b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 
-/* the flag protocol's release store and acquire load; a load yields to the next fiber */
-inline void emu_flag_store(uint64_t *f, uint64_t v)
+/* a plain store to global memory (the kernel's dev_st) */
+template <typename T>
+inline void emu_st(T *p, T v)
 {
-    emu_check_load(f, sizeof(*f), "flag store");
-    __atomic_store_n(f, v, __ATOMIC_RELEASE);
-}
-
-inline uint64_t emu_flag_load(const uint64_t *f)
-{
-    emu_check_load(f, sizeof(*f), "flag load");
-    uint64_t v = __atomic_load_n(f, __ATOMIC_ACQUIRE);
-    emu_yield();
-    return v;
+    emu_store(p, &v, sizeof(T));
 }
 
 #endif

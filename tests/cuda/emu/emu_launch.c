@@ -1,24 +1,56 @@
 /* Kernels: modules, the one function picoll loads (picoll_coll_kernel, the CPU build of
- * cuda/coll_kernel.cu in emu_kernel.cc), launches, and how a launch runs.
+ * cuda/coll_kernel.cu in emu_kernel.cc), launches, how a launch runs, and its memory model.
  *
  * A launch is an operation of its stream, run by the stream's worker thread: its blocks one after
  * the other (block b of one rank only ever waits for block b of the other ranks, never for another
- * block of its own launch), each block as blockDim.x cooperative fibers (ucontext) on 64 KiB
- * stacks made once per worker. A fiber runs until it reaches __syncthreads (a barrier) or loads a
- * flag (a spin loop may be waiting for another fiber or another process); when every fiber had its
- * turn the worker calls sched_yield(), so that the peers' processes run on a machine with fewer
- * cores than ranks.
+ * block of its own launch), each block as blockDim.x cooperative fibers (on x86-64 a switch of
+ * stacks that saves the callee-saved registers only, elsewhere ucontext, whose swapcontext makes a
+ * system call for the signal mask at every switch) on 64 KiB
+ * stacks made once per worker. A fiber runs until it reaches __syncthreads (a barrier), loads a
+ * flag (a spin loop may be waiting for another fiber or another process), or, at random, touches
+ * global memory: the scheduler then goes on with a fiber chosen at random, so that the threads of
+ * a block interleave at any load or store, not only where the kernel synchronises. The choices
+ * come from FAKECUDA_SEED (printed by each process at its first launch, and in every "kernel-race"
+ * failure; random when unset). When every fiber had its turn the worker calls sched_yield(), so
+ * that the peers' processes run on a machine with fewer cores than ranks.
+ *
+ * The memory model: PTX's, for the accesses the kernel makes, checked rather than simulated.
+ * Stores reach memory at once, but each 16-byte granule of device memory has a shadow (emu_mem.c:
+ * shared with the processes that map it) saying who stored it last (process, block run, thread)
+ * and whether that store is published, and when. A store is unpublished until its thread, or a
+ * thread that a __syncthreads since the store orders after it (bar.sync is morally strong at CTA
+ * scope, and release is cumulative), makes a release store (st.release.sys) or a system fence:
+ * then every such store of the block is published at that time. The end of the launch publishes
+ * the rest. A flag's shadow holds the time of the release that stored it (or of its thread's last
+ * fence before a relaxed store: the release pattern), and an acquiring load of the flag (or a
+ * relaxed load followed by a fence) makes that time the loading thread's acquire point; a
+ * __syncthreads hands every thread the latest point of the block. A load (__ldcg) of a granule
+ * passes when the store is its own thread's, or its block's with a __syncthreads between, or
+ * published no later than the reader's acquire point (or before the launch began, for this
+ * process's own stores: stream order); anything else is a data race under PTX, which a GPU may or
+ * may not show as wrong bytes, and the emulation ends the test (rule "kernel-race"), naming the
+ * address, both sides and the seed. The block's done and quit words tell the host that the block's
+ * stores are visible (it hands the buffers back on them): every store of the block must be
+ * published then, and none may follow done. The model is neither weaker nor stronger than PTX for
+ * this kernel: a sync point that PTX does not need does not change a run, which is how the
+ * mutation check (FAKECUDA_MUTANT, tests/cuda/mutants.sh) tells a needed one from a useless one.
+ * Granules are 16 bytes: a granule stored by several threads is published with its last store.
  *
  * Rules checked here:
  *   "kernel-context": a launch in context X whose kernel parameters point (user source or
  *     destination, workspace buffers, flags) into device memory of another context;
- *   "kernel-bounds": a load (__ldcg) or flag access outside every live allocation, IPC mapping
- *     and host-mapped buffer (each worker caches the ranges it found, until memory is freed). */
+ *   "kernel-bounds": a load, store or flag access outside every live allocation, IPC mapping
+ *     and host-mapped buffer (each worker caches the ranges it found, until memory is freed);
+ *   "kernel-race": a load of another thread's store not ordered after its publication, a block
+ *     telling the host it finished (done) or gave up (quit) with a store unpublished, or storing
+ *     after done. */
 #define _GNU_SOURCE
 #include "emu.h"
 #include "cuda/cuda_kernel.h"
 
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,38 +62,103 @@
 #define EMU_GUARD 4096
 #define EMU_RANGE_CACHE 16
 #define EMU_FATBIN_MAGIC 0xBA55ED50u
+#define EMU_UNPUB (1ull << 63)
+_Static_assert(EMU_MAX_THREADS <= 512, "emu_shadow_t's who has 9 bits for the thread");
+#define EMU_SWITCH_EVERY 16 /* a global access switches fibers one time in 16, on average */
 
 /* the CPU build of the kernel (emu_kernel.cc) */
 void picoll_coll_kernel(const picoll_cuda_kparams_t p);
 
 __thread emu_dim3_t emu_thread_idx, emu_block_idx, emu_block_dim, emu_grid_dim;
 
+/* A 16-byte granule's shadow (emu_mem.c keeps them beside the arena). */
 typedef struct {
+    uint64_t state; /* EMU_UNPUB | the barrier generation of the store, else the time the store
+                     * was published (0: no kernel stored here); of a flag: its release's time */
+    uint64_t who;   /* the store's thread and bytes: pid << 42 | block run << 25 | thread << 16 |
+                     * the granule's bytes it stored (an earlier thread's bytes lose their
+                     * record: a load of only those passes) */
+} emu_shadow_t;
+
+#define EMU_WHO(w) ((w) >> 16)     /* the thread */
+#define EMU_RUN(w) ((w) >> 25)     /* its block run */
+#define EMU_PID(w) ((w) >> 42)
+#define EMU_FIBER(w) ((unsigned)((w) >> 16 & 0x1ff)) /* 9 bits: EMU_MAX_THREADS */
+#define EMU_BYTES(w) ((unsigned)((w) & 0xffff))
+
+/* The bytes [a, a + n) covers in granule g, as a mask. */
+static unsigned emu_bytes(uintptr_t g, uintptr_t a, size_t n)
+{
+    uintptr_t lo = a > g ? a - g : 0, hi = a + n - g < 16 ? a + n - g : 16;
+    return (unsigned)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* A store of the running launch not yet published. */
+typedef struct {
+    emu_shadow_t *s;   /* NULL: host-mapped memory, which has no shadow */
+    void *addr;
+    uint64_t who;
+    unsigned gen;      /* the block's barrier generation at the store */
+} emu_pending_t;
+
+typedef struct {
+#ifdef __x86_64__
+    void *sp;          /* saved stack pointer: emu_switch's frame */
+#else
     ucontext_t uc;
+#endif
     int done;
     int waiting;       /* at the barrier of generation wait_gen */
     unsigned wait_gen;
+    uint64_t acq;      /* acquire point: publications up to this time are ordered before it */
+    uint64_t fence_t;  /* its last system fence: a relaxed store after it still releases */
+    uint64_t pend_acq; /* release seen by a relaxed flag load: acquired at the next fence */
 } emu_fiber_t;
+
+typedef struct {
+    uintptr_t start, end;
+    char *shadow;
+} emu_cached_range_t;
 
 /* One worker's block being run, and its caches. */
 typedef struct {
     emu_fiber_t fiber[EMU_MAX_THREADS];
+#ifdef __x86_64__
+    void *sched_sp;
+#else
     ucontext_t sched;
+#endif
     char *stacks;
     int n, live, cur;
     unsigned gen;      /* barrier generation */
     int arrived;
     int frozen;        /* fakecuda_freeze_next_kernel: no barrier ever opens */
     const picoll_cuda_kparams_t *params;
-    struct {
-        uintptr_t start, end;
-    } range[EMU_RANGE_CACHE];
+    emu_cached_range_t range[EMU_RANGE_CACHE];
     unsigned long range_gen;
     int range_next;
+    /* the memory model */
+    uint64_t me;       /* pid << 42 | block run << 25: this block run's threads (emu_shadow_t) */
+    uint64_t start;    /* when the block began: this process's earlier stores are ordered before */
+    uint64_t acc_acq;  /* the latest acquire point of the threads at the barrier */
+    uint64_t gen_acq;  /* that of the barrier that opened last */
+    int told;          /* the block stored its done word */
+    uint64_t last_pub; /* when a store of the block was published last */
+    int spun;          /* a fiber of this round waits for another process */
+    int range_last;    /* the cache entry found last */
+    emu_pending_t *pend;
+    size_t npend, cap;
+    uint64_t rng;
+    unsigned switch_in; /* global accesses before the next switch */
 } emu_block_t;
 
-static __thread emu_block_t *emu_blk;
+/* initial-exec: every global access of the kernel reads it (no __tls_get_addr call) */
+static __thread emu_block_t *emu_blk __attribute__((tls_model("initial-exec")));
 static int emu_freeze_next;
+static uint64_t emu_seed;
+static int emu_seed_told;
+static unsigned long emu_runs;  /* block runs of this process */
+static unsigned emu_workers;
 
 typedef struct {
     uint32_t magic;
@@ -106,12 +203,53 @@ uint64_t emu_globaltimer(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#ifdef __x86_64__
+/* emu_switch(&save, to): saves the callee-saved registers, MXCSR and the x87 control word on this
+ * stack, stores the stack pointer in save, and resumes the stack to as saved there. */
+void emu_switch(void **save, void *to);
+__asm__(".text\n"
+        ".globl emu_switch\n"
+        ".hidden emu_switch\n"
+        ".type emu_switch, @function\n"
+        "emu_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size emu_switch, .-emu_switch\n");
+#endif
+
 void emu_yield(void);
 void emu_yield(void)
 {
     emu_block_t *b = emu_blk;
     if (b != NULL) {
+#ifdef __x86_64__
+        emu_switch(&b->fiber[b->cur].sp, b->sched_sp);
+#else
         swapcontext(&b->fiber[b->cur].uc, &b->sched);
+#endif
+    }
+}
+
+static uint64_t emu_rand(emu_block_t *b)
+{
+    /* xorshift64* */
+    b->rng ^= b->rng >> 12;
+    b->rng ^= b->rng << 25;
+    b->rng ^= b->rng >> 27;
+    return b->rng * 0x2545F4914F6CDD1Dull;
+}
+
+/* At a global access: another fiber's turn, after a random number of accesses. */
+static inline void emu_maybe_switch(emu_block_t *b)
+{
+    if (--b->switch_in == 0) {
+        b->switch_in = 1 + (unsigned)(emu_rand(b) >> 33) % (2 * EMU_SWITCH_EVERY - 1);
+        emu_yield();
     }
 }
 
@@ -124,9 +262,18 @@ void emu_syncthreads(void)
     }
     emu_fiber_t *f = &b->fiber[b->cur];
     unsigned gen = b->gen;
+    /* bar.sync: every thread leaves with the latest acquire point of any (and the stores made
+     * before it are ordered before the others' accesses after it: the generation in their
+     * records says so) */
+    if (f->acq > b->acc_acq) {
+        b->acc_acq = f->acq;
+    }
     if (++b->arrived == b->live && !b->frozen) {
         b->arrived = 0;
+        b->gen_acq = b->acc_acq;
+        b->acc_acq = 0;
         b->gen++;
+        f->acq = b->gen_acq;
         return;
     }
     f->waiting = 1;
@@ -135,17 +282,44 @@ void emu_syncthreads(void)
         emu_yield();
     }
     f->waiting = 0;
+    if (b->gen_acq > f->acq) {
+        f->acq = b->gen_acq;
+    }
 }
 
-void emu_check_load(const void *p, size_t n, const char *what);
-void emu_check_load(const void *p, size_t n, const char *what)
+static int emu_rank(void)
 {
-    emu_block_t *b = emu_blk;
+    static int rank = -2;
+    if (rank == -2) {
+        const char *v = getenv("OMPI_COMM_WORLD_RANK");
+        v = v != NULL ? v : getenv("PMI_RANK");
+        rank = v != NULL ? atoi(v) : -1;
+    }
+    return rank;
+}
+
+static const emu_cached_range_t *emu_range_slow(emu_block_t *b, const void *p, size_t n,
+                                                const char *what);
+
+/* The range holding [p, p + n), from the worker's cache or the allocation table; rule
+ * "kernel-bounds". */
+static inline const emu_cached_range_t *emu_range(emu_block_t *b, const void *p, size_t n,
+                                                  const char *what)
+{
+    uintptr_t a = (uintptr_t)p;
+    emu_cached_range_t *last = &b->range[b->range_last];
+    if (b->range_gen == __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE) &&
+        a >= last->start && a + n <= last->end) {
+        return last;
+    }
+    return emu_range_slow(b, p, n, what);
+}
+
+__attribute__((noinline)) static const emu_cached_range_t *
+emu_range_slow(emu_block_t *b, const void *p, size_t n, const char *what)
+{
     uintptr_t a = (uintptr_t)p;
     emu_range_t r;
-    if (b == NULL) {
-        return;
-    }
     unsigned long gen = __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE);
     if (b->range_gen != gen) {
         memset(b->range, 0, sizeof(b->range));
@@ -153,7 +327,8 @@ void emu_check_load(const void *p, size_t n, const char *what)
     }
     for (int i = 0; i < EMU_RANGE_CACHE; i++) {
         if (a >= b->range[i].start && a + n <= b->range[i].end) {
-            return;
+            b->range_last = i;
+            return &b->range[i];
         }
     }
     pthread_mutex_lock(&emu_lock);
@@ -165,9 +340,255 @@ void emu_check_load(const void *p, size_t n, const char *what)
                  "live allocation, IPC mapping and host-mapped buffer", what, n, p,
                  emu_block_idx.x, emu_thread_idx.x);
     }
-    b->range[b->range_next].start = r.start;
-    b->range[b->range_next].end = r.start + r.size;
+    emu_cached_range_t *c = &b->range[b->range_next];
+    c->start = r.start;
+    c->end = r.start + r.size;
+    c->shadow = r.shadow;
+    b->range_last = b->range_next;
     b->range_next = (b->range_next + 1) % EMU_RANGE_CACHE;
+    return c;
+}
+
+static emu_shadow_t *emu_shadow_of(const emu_cached_range_t *r, uintptr_t a)
+{
+    return (emu_shadow_t *)(r->shadow + ((a & ~(uintptr_t)15) - r->start));
+}
+
+__attribute__((noreturn, format(printf, 2, 3))) static void emu_race(emu_block_t *b,
+                                                                    const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    emu_fail("kernel-race", "rank %d, block %u thread %u of picoll_coll_kernel: %s (FAKECUDA_SEED=%llu)",
+             emu_rank(), emu_block_idx.x, (unsigned)b->cur, msg, (unsigned long long)emu_seed);
+}
+
+/* Publishes at time t the stores that thread fiber's release covers: its own, and those of the
+ * block a barrier since orders before it (all of the launch's when fiber < 0). */
+static void emu_publish(emu_block_t *b, int fiber, uint64_t t)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < b->npend; i++) {
+        emu_pending_t *e = &b->pend[i];
+        int covered = fiber < 0 || (EMU_RUN(e->who) == EMU_RUN(b->me) &&
+                                    ((int)EMU_FIBER(e->who) == fiber || e->gen < b->gen));
+        if (!covered) {
+            b->pend[k++] = *e;
+            continue;
+        }
+        if (EMU_RUN(e->who) == EMU_RUN(b->me)) {
+            b->last_pub = t;
+        }
+        if (e->s != NULL &&
+            EMU_WHO(__atomic_load_n(&e->s->who, __ATOMIC_RELAXED)) == EMU_WHO(e->who)) {
+            __atomic_store_n(&e->s->state, t, __ATOMIC_RELEASE);
+        }
+    }
+    b->npend = k;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void emu_pend(emu_block_t *b, emu_shadow_t *s, void *addr, uint64_t who)
+{
+    if (b->npend > 0 && s != NULL && b->pend[b->npend - 1].s == s &&
+        EMU_WHO(b->pend[b->npend - 1].who) == EMU_WHO(who) && b->pend[b->npend - 1].gen == b->gen) {
+        return;
+    }
+    if (b->npend == b->cap) {
+        size_t cap = b->cap != 0 ? 2 * b->cap : 4096;
+        emu_pending_t *p = realloc(b->pend, cap * sizeof(*p));
+        if (p == NULL) {
+            emu_fail("emulator", "no memory for the kernel's pending stores");
+        }
+        b->pend = p;
+        b->cap = cap;
+    }
+    b->pend[b->npend++] = (emu_pending_t){.s = s, .addr = addr, .who = who, .gen = b->gen};
+}
+
+void emu_load(const void *p, size_t n);
+void emu_load(const void *p, size_t n)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL) {
+        return;
+    }
+    const emu_cached_range_t *r = emu_range(b, p, n, "__ldcg");
+    emu_maybe_switch(b);
+    if (r->shadow == NULL) {
+        return;
+    }
+    emu_fiber_t *f = &b->fiber[b->cur];
+    uint64_t me = b->me | (uint64_t)b->cur << 16;
+    uintptr_t a = (uintptr_t)p;
+    for (uintptr_t g = a & ~(uintptr_t)15; g < a + n; g += 16) {
+        emu_shadow_t *s = emu_shadow_of(r, g);
+        uint64_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        uint64_t who = __atomic_load_n(&s->who, __ATOMIC_RELAXED);
+        int same_run = EMU_RUN(who) == EMU_RUN(b->me);
+        if (st == 0 || EMU_WHO(who) == EMU_WHO(me) || (EMU_BYTES(who) & emu_bytes(g, a, n)) == 0) {
+            continue;
+        }
+        if ((st & EMU_UNPUB) != 0) {
+            if (same_run && (unsigned)st < b->gen) {
+                continue; /* a barrier since */
+            }
+            emu_race(b, "__ldcg of %zu bytes at %p reads what thread %u of block run %llu of pid "
+                        "%llu stored and has not published (no release or fence since, or none "
+                        "that orders it before this load)", n, p, EMU_FIBER(who),
+                     (unsigned long long)(EMU_RUN(who) & 0x1ffff),
+                     (unsigned long long)EMU_PID(who));
+        }
+        if (same_run || st <= f->acq ||
+            (EMU_PID(who) == (uint64_t)getpid() && st <= b->start)) {
+            continue;
+        }
+        emu_race(b, "__ldcg of %zu bytes at %p reads what thread %u of pid %llu published %.6f "
+                    "ms after this thread's last acquire (no acquire of a flag released after "
+                    "it, and no __syncthreads after such an acquire)", n, p,
+                 EMU_FIBER(who), (unsigned long long)EMU_PID(who),
+                 (double)(st - f->acq) / 1e6);
+    }
+}
+
+void emu_store(void *p, const void *v, size_t n);
+void emu_store(void *p, const void *v, size_t n)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL) {
+        memcpy(p, v, n);
+        return;
+    }
+    const emu_cached_range_t *r = emu_range(b, p, n, "store");
+    emu_maybe_switch(b);
+    if (b->told) {
+        emu_race(b, "stores %zu bytes at %p after thread 0 told the host the block finished "
+                    "(the done word): the host may already hand the buffer back", n, p);
+    }
+    uint64_t me = b->me | (uint64_t)b->cur << 16;
+    uintptr_t a = (uintptr_t)p;
+    if (r->shadow == NULL) {
+        emu_pend(b, NULL, p, me);
+    }
+    for (uintptr_t g = a & ~(uintptr_t)15; r->shadow != NULL && g < a + n; g += 16) {
+        /* the record first: a racing reader sees it before the bytes */
+        emu_shadow_t *s = emu_shadow_of(r, g);
+        uint64_t was = __atomic_load_n(&s->who, __ATOMIC_RELAXED);
+        uint64_t bytes = emu_bytes(g, a, n) | (EMU_WHO(was) == EMU_WHO(me) ? EMU_BYTES(was) : 0);
+        __atomic_store_n(&s->who, me | bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->state, EMU_UNPUB | b->gen, __ATOMIC_RELEASE);
+        emu_pend(b, s, (void *)g, me);
+    }
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(p, v, n);
+}
+
+void emu_fence(void);
+void emu_fence(void)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return;
+    }
+    emu_fiber_t *f = &b->fiber[b->cur];
+    uint64_t t = emu_globaltimer();
+    emu_publish(b, b->cur, t);
+    f->fence_t = t;
+    if (f->pend_acq > f->acq) {
+        f->acq = f->pend_acq; /* a relaxed load, then a fence: the acquire pattern */
+    }
+}
+
+void emu_flag_store(uint64_t *fl, uint64_t v, int release);
+void emu_flag_store(uint64_t *fl, uint64_t v, int release)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL) {
+        __atomic_store_n(fl, v, __ATOMIC_RELEASE);
+        return;
+    }
+    const emu_cached_range_t *r = emu_range(b, fl, sizeof(*fl), "flag store");
+    emu_maybe_switch(b);
+    emu_fiber_t *f = &b->fiber[b->cur];
+    if (b->told) {
+        emu_race(b, "stores a flag at %p after thread 0 told the host the block finished", fl);
+    }
+    uint64_t t = f->fence_t;
+    if (release) {
+        t = emu_globaltimer();
+        emu_publish(b, b->cur, t);
+    }
+    if (r->shadow != NULL) {
+        emu_shadow_t *s = emu_shadow_of(r, (uintptr_t)fl);
+        __atomic_store_n(&s->who, b->me | (uint64_t)b->cur << 16 | 0xffff, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->state, t, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(fl, v, release ? __ATOMIC_RELEASE : __ATOMIC_RELAXED);
+    /* the host's acquire points: on done (or quit) it takes the block's stores as visible, so
+     * this store must release them all (an earlier release of another word does not: the host
+     * may have read that one before the block's last stores) */
+    volatile picoll_cuda_status_t *st = b->params->status;
+    unsigned blk = emu_block_idx.x;
+    int done = fl == (uint64_t *)&st->done[blk], quit = fl == (uint64_t *)&st->quit[blk];
+    if ((done || quit) && b->last_pub > t) {
+        emu_race(b, "tells the host the block %s with a store of its %s word that does not "
+                    "release the block's stores (a relaxed store, and no fence of its thread "
+                    "after their publication)", done ? "finished" : "gave up",
+                 done ? "done" : "quit");
+    }
+    for (size_t i = 0; (done || quit) && i < b->npend; i++) {
+        emu_pending_t *e = &b->pend[i];
+        if (EMU_RUN(e->who) == EMU_RUN(b->me)) {
+            emu_race(b, "tells the host the block %s (its %s word) while thread %u's store at %p "
+                        "is not published", done ? "finished" : "gave up", done ? "done" : "quit",
+                     EMU_FIBER(e->who), e->addr);
+        }
+    }
+    b->told = b->told || done;
+}
+
+uint64_t emu_flag_load(const uint64_t *fl, int acquire);
+uint64_t emu_flag_load(const uint64_t *fl, int acquire)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL) {
+        return __atomic_load_n(fl, __ATOMIC_ACQUIRE);
+    }
+    const emu_cached_range_t *r = emu_range(b, fl, sizeof(*fl), "flag load");
+    uint64_t v = __atomic_load_n(fl, acquire ? __ATOMIC_ACQUIRE : __ATOMIC_RELAXED);
+    if (r->shadow != NULL) {
+        /* read after the value: its release's time, or a later one's */
+        uint64_t t = __atomic_load_n(&emu_shadow_of(r, (uintptr_t)fl)->state, __ATOMIC_ACQUIRE);
+        emu_fiber_t *f = &b->fiber[b->cur];
+        uint64_t *into = acquire ? &f->acq : &f->pend_acq;
+        if ((t & EMU_UNPUB) == 0 && t > *into) {
+            *into = t;
+        }
+    }
+    b->spun = 1;
+    emu_yield();
+    return v;
+}
+
+int emu_mutant(int id, int line, const char *func, const char *what);
+int emu_mutant(int id, int line, const char *func, const char *what)
+{
+    static int mutant = -1, told;
+    if (mutant < 0) {
+        mutant = emu_env_int("FAKECUDA_MUTANT", 0, 0, 1 << 20);
+    }
+    if (id != mutant) {
+        return 0;
+    }
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL)) {
+        fprintf(stderr, "fakecuda: mutant %d: the %s at coll_kernel.cu:%d (%s) is weakened\n", id,
+                what, line, func);
+    }
+    return 1;
 }
 
 /* ---- running a launch ---- */
@@ -181,9 +602,34 @@ static void emu_fiber_main(void)
     /* an exited thread no longer holds a barrier back */
     if (b->live > 0 && b->arrived == b->live && !b->frozen) {
         b->arrived = 0;
+        b->gen_acq = b->acc_acq;
+        b->acc_acq = 0;
         b->gen++;
     }
+#ifdef __x86_64__
+    void *gone;
+    emu_switch(&gone, b->sched_sp); /* never resumed */
+#endif
     /* returning resumes uc_link: the scheduler */
+}
+
+/* FAKECUDA_SEED, or one made from the clock and the pid: said once per process. */
+static uint64_t emu_seed_get(void)
+{
+    pthread_mutex_lock(&emu_lock);
+    if (emu_seed == 0) {
+        const char *v = getenv("FAKECUDA_SEED");
+        char *end;
+        unsigned long long x = v != NULL ? strtoull(v, &end, 0) : 0;
+        if (v != NULL && (*v == '\0' || *end != '\0')) {
+            pthread_mutex_unlock(&emu_lock);
+            emu_fail("emulator", "FAKECUDA_SEED=%s is not a number", v);
+        }
+        emu_seed = x != 0 ? x : (emu_globaltimer() ^ (uint64_t)getpid() << 32) | 1;
+    }
+    uint64_t seed = emu_seed + 0x9E3779B97F4A7C15ull * ++emu_workers;
+    pthread_mutex_unlock(&emu_lock);
+    return seed != 0 ? seed : 1;
 }
 
 static emu_block_t *emu_block_get(void)
@@ -202,6 +648,12 @@ static emu_block_t *emu_block_get(void)
         mprotect(s + (size_t)i * (EMU_STACK + EMU_GUARD), EMU_GUARD, PROT_NONE);
     }
     b->stacks = s;
+    b->rng = emu_seed_get();
+    b->switch_in = 1;
+    if (!__atomic_exchange_n(&emu_seed_told, 1, __ATOMIC_ACQ_REL)) {
+        fprintf(stderr, "fakecuda: rank %d: kernel schedule seed FAKECUDA_SEED=%llu\n", emu_rank(),
+                (unsigned long long)emu_seed);
+    }
     emu_blk = b;
     return b;
 }
@@ -210,6 +662,7 @@ void emu_worker_release(void)
 {
     if (emu_blk != NULL) {
         munmap(emu_blk->stacks, (size_t)EMU_MAX_THREADS * (EMU_STACK + EMU_GUARD));
+        free(emu_blk->pend);
         free(emu_blk);
         emu_blk = NULL;
     }
@@ -221,29 +674,61 @@ static void emu_block_run(emu_block_t *b)
 {
     b->live = b->n;
     b->arrived = 0;
+    b->me = (uint64_t)getpid() << 42 |
+            (uint64_t)(__atomic_add_fetch(&emu_runs, 1, __ATOMIC_RELAXED) & 0x1ffffu) << 25;
+    b->start = emu_globaltimer();
+    b->acc_acq = b->gen_acq = 0;
+    b->told = 0;
+    b->last_pub = 0;
     for (int i = 0; i < b->n; i++) {
         emu_fiber_t *f = &b->fiber[i];
         f->done = f->waiting = 0;
+        f->acq = f->fence_t = f->pend_acq = 0;
+        char *stack = b->stacks + (size_t)i * (EMU_STACK + EMU_GUARD) + EMU_GUARD;
+#ifdef __x86_64__
+        /* a frame emu_switch resumes: zero registers, this thread's MXCSR and x87 control word,
+         * then a return into emu_fiber_main with the stack aligned as after a call */
+        uint64_t *top = (uint64_t *)(stack + EMU_STACK - 16);
+        top[0] = (uint64_t)(uintptr_t)emu_fiber_main;
+        top[1] = 0;
+        uint64_t *frame = top - 7;
+        memset(frame, 0, 7 * sizeof(uint64_t));
+        __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(*(uint32_t *)frame),
+                         "=m"(*((uint16_t *)frame + 2)));
+        f->sp = frame;
+#else
         getcontext(&f->uc);
-        f->uc.uc_stack.ss_sp = b->stacks + (size_t)i * (EMU_STACK + EMU_GUARD) + EMU_GUARD;
+        f->uc.uc_stack.ss_sp = stack;
         f->uc.uc_stack.ss_size = EMU_STACK;
         f->uc.uc_link = &b->sched;
         makecontext(&f->uc, emu_fiber_main, 0);
+#endif
     }
     for (;;) {
-        for (int i = 0; i < b->n; i++) {
+        /* each round from a fiber chosen at random */
+        int first = (int)(emu_rand(b) >> 33) % b->n;
+        for (int k = 0; k < b->n; k++) {
+            int i = (first + k) % b->n;
             emu_fiber_t *f = &b->fiber[i];
             if (f->done || (f->waiting && f->wait_gen == b->gen)) {
                 continue;
             }
             b->cur = i;
             emu_thread_idx.x = (unsigned)i;
+#ifdef __x86_64__
+            emu_switch(&b->sched_sp, f->sp);
+#else
             swapcontext(&b->sched, &f->uc);
+#endif
         }
         if (b->live == 0 || (b->frozen && b->arrived == b->live)) {
             return;
         }
-        sched_yield();
+        if (b->spun) {
+            /* some fiber waits for another process: let it run */
+            b->spun = 0;
+            sched_yield();
+        }
     }
 }
 
@@ -267,6 +752,8 @@ void emu_kernel_run(emu_op_t *op)
             pause();
         }
     }
+    /* the end of the kernel publishes what no release did */
+    emu_publish(b, -1, emu_globaltimer());
 }
 
 /* ---- modules and functions ---- */

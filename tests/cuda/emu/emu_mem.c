@@ -8,6 +8,11 @@
  * pages (again between guard pages), and the owner's cuMemFree fails the test when some process
  * still maps it (rule "free-while-mapped": CUDA leaves that undefined).
  *
+ * The memfd is twice the arena: its second half is the shadow of the first, 16 bytes per 16-byte
+ * granule at the same offset, where the kernel's memory model (emu_launch.c) records who stored
+ * each granule and when it was published; an IPC mapping maps the allocation's shadow too, so that
+ * a reader in another process sees the writer's record. Freed memory's shadow is cleared.
+ *
  * Allocations are 256-byte aligned, first fit from the lowest address, so a freed range is handed
  * out again (with a new buffer id), as CUDA does. Freed memory is overwritten with 0xcd, so that a
  * kernel or copy reading it gets garbage rather than the old bytes. */
@@ -70,6 +75,7 @@ typedef struct {
     /* IPC mappings */
     void *map_base;      /* the reservation, guard pages included */
     size_t map_len;
+    void *shadow_base;   /* the allocation's pages' shadow, mapped */
     int refs;            /* opens of the same handle in this process */
     int owner_pid;
     int owner_device;
@@ -91,6 +97,7 @@ static uintptr_t arena_base;
 static size_t arena_bytes;
 static int arena_fd = -1;
 static emu_shared_t *arena_table;
+static char *arena_shadow; /* the shadow of arena_base's granule */
 static long emu_attr_queries;
 unsigned long emu_mem_generation;
 
@@ -127,7 +134,7 @@ int emu_mem_init_locked(void)
     void *base;
     arena_bytes = (size_t)emu_env_int("FAKECUDA_ARENA_MB", 256, 1, 65536) << 20;
     arena_fd = memfd_create("fakecuda-arena", MFD_CLOEXEC);
-    if (arena_fd < 0 || ftruncate(arena_fd, (off_t)arena_bytes) != 0) {
+    if (arena_fd < 0 || ftruncate(arena_fd, (off_t)(2 * arena_bytes)) != 0) {
         perror("fakecuda: device arena");
         return -1;
     }
@@ -137,6 +144,12 @@ int emu_mem_init_locked(void)
         return -1;
     }
     arena_base = (uintptr_t)arena_table;
+    arena_shadow = mmap(NULL, arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd,
+                        (off_t)arena_bytes);
+    if (arena_shadow == MAP_FAILED) {
+        perror("fakecuda: mapping the device arena's shadow");
+        return -1;
+    }
     arena_table->arena_bytes = arena_bytes;
     arena_table->magic = EMU_SHARED_MAGIC;
     return 0;
@@ -239,6 +252,7 @@ static CUresult emu_arena_alloc(CUdeviceptr *out, size_t size, emu_memkind_t kin
     }
     if (rc == CUDA_SUCCESS) {
         a->slot = slot;
+        a->r.shadow = arena_shadow + (p - arena_base);
         arena_table->slot[slot].offset = p - arena_base;
         arena_table->slot[slot].size = size;
         __atomic_store_n(&arena_table->slot[slot].opens, 0, __ATOMIC_RELAXED);
@@ -290,6 +304,7 @@ EMU_API CUresult cuMemFree_v2(CUdeviceptr p)
     __atomic_store_n(&arena_table->slot[a->slot].id, 0, __ATOMIC_RELEASE);
     emu_dev_live_mem[a->r.ctx->device]--;
     memset((void *)a->r.start, 0xcd, a->r.size);
+    memset(a->r.shadow, 0, (a->r.size + 15) & ~(size_t)15);
     emu_alloc_forget_locked(a);
     pthread_mutex_unlock(&emu_lock);
     return CUDA_SUCCESS;
@@ -569,10 +584,16 @@ static CUresult emu_ipc_map_locked(const emu_ipc_t *ipc, emu_ctx_t *ctx, CUdevic
     size_t len = (delta + ipc->size + EMU_PAGE - 1) & ~(size_t)(EMU_PAGE - 1);
     void *base;
     char *m = emu_map_guarded(fd, (off_t)page_off, len, &base);
-    emu_alloc_t *a = m != NULL ? emu_alloc_record_locked((uintptr_t)(m + delta), ipc->size,
-                                                         EMU_MEM_MAPPED, ctx)
-                               : NULL;
+    char *sh = m != NULL ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                                (off_t)(t->arena_bytes + page_off))
+                         : MAP_FAILED;
+    emu_alloc_t *a = sh != MAP_FAILED ? emu_alloc_record_locked((uintptr_t)(m + delta), ipc->size,
+                                                                EMU_MEM_MAPPED, ctx)
+                                      : NULL;
     if (a == NULL) {
+        if (sh != MAP_FAILED) {
+            munmap(sh, len);
+        }
         if (m != NULL) {
             munmap(base, len + 2 * EMU_PAGE);
         }
@@ -582,6 +603,8 @@ static CUresult emu_ipc_map_locked(const emu_ipc_t *ipc, emu_ctx_t *ctx, CUdevic
     }
     a->map_base = base;
     a->map_len = len + 2 * EMU_PAGE;
+    a->shadow_base = sh;
+    a->r.shadow = sh + delta;
     a->refs = 1;
     a->owner_pid = ipc->pid;
     a->owner_device = ipc->device;
@@ -644,6 +667,7 @@ EMU_API CUresult cuIpcCloseMemHandle(CUdeviceptr p)
     }
     if (--a->refs == 0) {
         munmap(a->map_base, a->map_len);
+        munmap(a->shadow_base, a->map_len - 2 * EMU_PAGE);
         __atomic_sub_fetch(a->opens, 1, __ATOMIC_ACQ_REL);
         emu_alloc_forget_locked(a);
     }

@@ -1,0 +1,109 @@
+#!/bin/sh
+# mutants.sh SRCDIR BUILDDIR [--soak N]
+# The mutation check of the device kernel's sync points (CTest cuda.emu.mutants). Every sync point
+# cuda/coll_kernel.cu marks with an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD) is weakened
+# in turn on the emulated GPU (FAKECUDA_MUTANT: no barrier, a relaxed store or load), and a few
+# short device tests run until one fails: the emulation's memory model (tests/cuda/emu/emu_launch.c)
+# must notice every one, or the point is either useless under PTX (remove it from the kernel,
+# saying why) or the model too gentle (fix it). The unweakened kernel runs first and must pass.
+# Prints a table: mutant, where, the test that caught it or SURVIVED; exits 1 on any survivor.
+# --soak N: no mutants; the same tests N times each with new seeds (CTest label soak).
+# FAKECUDA_SEED fixes the fibers' schedule (default 1 here; the soak draws its own).
+src="$1"; build="$2"; shift 2
+soak=0
+[ "$1" = "--soak" ] && soak="$2"
+kernel="$src/cuda/coll_kernel.cu"
+run="$build/tests/mpirun.sh"
+coll="$build/tests/cuda/cuda_coll"
+emu="LD_LIBRARY_PATH=$build/tests/cuda/emu"
+topo="$src/topo/fixtures/dgx1-v100.txt"
+export PICOLL_STATS=1 PICOLL_WORKSPACE_SIZE=128k PICOLL_NVLINK_ONESHOT_MAX=4k \
+    PICOLL_PCIE_ONESHOT_MAX=1G PICOLL_PCIE_IPC_MAX=1G
+seed0="${FAKECUDA_SEED:-1}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# the tests, quickest first: name, then the command (run through sh -c); each must end within
+# its limit (a hang counts as caught: a GPU would hang too)
+tests='matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
+matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
+late.np3|60|env PICOLL_TIMEOUT=1 '"$run"' 3 --preload env '"$emu $coll"' late 1 1.5 allreduce
+hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast'
+
+# run_test LIMIT COMMAND: 0 when it passed (stdin closed: mpirun would read the test list)
+run_test() {
+    timeout -k 5 "$1" sh -c "$2" > "$log" 2>&1 < /dev/null
+    rc=$?
+    [ $rc = 0 ] && ! grep -q 'FAIL' "$log"
+}
+
+# why the test failed, in a few words
+reason() {
+    if grep -q 'FAIL fakecuda: kernel-race' "$log"; then echo "kernel-race"
+    elif grep -q 'FAIL fakecuda' "$log"; then sed -n 's/.*FAIL fakecuda: \([a-z-]*\):.*/\1/p' "$log" | head -n 1
+    elif grep -q 'FAIL' "$log"; then echo "wrong result"
+    elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "hang"
+    else echo "exit $rc"; fi
+}
+
+if [ "$soak" != 0 ]; then
+    i=0; bad=0
+    while [ $i -lt "$soak" ]; do
+        seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+        echo "$tests" | while IFS='|' read -r name limit cmd; do
+            if ! FAKECUDA_SEED=$seed run_test "$limit" "$cmd"; then
+                echo "soak: $name FAILED with FAKECUDA_SEED=$seed ($(reason))"; tail -n 20 "$log"; exit 1
+            fi
+            echo "soak: $name passed with FAKECUDA_SEED=$seed"
+        done || bad=1
+        i=$((i + 1))
+    done
+    [ $bad = 0 ] && echo "mutants.sh: soak passed" && exit 0
+    echo "mutants.sh: soak FAILED"; exit 1
+fi
+
+export FAKECUDA_SEED="$seed0"
+echo "mutants.sh: FAKECUDA_SEED=$FAKECUDA_SEED"
+# the unweakened kernel first: every test passes
+echo "$tests" | while IFS='|' read -r name limit cmd; do
+    start=$(date +%s)
+    if ! run_test "$limit" "$cmd"; then
+        echo "mutants.sh: the unweakened kernel fails $name ($(reason)):"; tail -n 30 "$log"; exit 1
+    fi
+    echo "unweakened: $name passed ($(( $(date +%s) - start )) s)"
+done || { echo "mutants.sh: FAILED"; exit 1; }
+
+# the sync points: id, line, what (from the source, so that a new one is checked at once)
+points=$(grep -n -o 'DEV_\(SYNCTHREADS\|FLAG_STORE\|FLAG_LOAD\)([0-9]*' "$kernel" |
+         sed 's/^\([0-9]*\):DEV_\([A-Z_]*\)(\([0-9]*\)$/\3 \1 \2/' | sort -n)
+if [ -z "$points" ]; then
+    echo "mutants.sh: no sync point found in $kernel"; exit 1
+fi
+printf '%-7s %-44s %s\n' mutant where "caught by"
+survivors=0
+for id in $(echo "$points" | cut -d' ' -f1 | uniq); do
+    line=$(echo "$points" | awk -v id="$id" '$1 == id { print $2; exit }')
+    what=$(echo "$points" | awk -v id="$id" '$1 == id { print $3; exit }')
+    # the function around it: the last line opening a __device__ function before it
+    fn=$(head -n "$line" "$kernel" | grep -E '^__device__ [a-z_ ]*[a-z_]+\(' | tail -n 1 |
+         sed 's/.* \([a-z_]*\)(.*/\1/')
+    caught=""
+    for t in $(echo "$tests" | cut -d'|' -f1); do
+        limit=$(echo "$tests" | awk -F'|' -v t="$t" '$1 == t { print $2 }')
+        cmd=$(echo "$tests" | awk -F'|' -v t="$t" '$1 == t { print $3 }')
+        if ! FAKECUDA_MUTANT=$id run_test "$limit" "$cmd"; then
+            caught="$t ($(reason))"
+            break
+        fi
+    done
+    if [ -z "$caught" ]; then
+        caught="SURVIVED"
+        survivors=$((survivors + 1))
+    fi
+    printf '%-7s %-44s %s\n' "$id" "$fn:$line $what" "$caught"
+done
+if [ $survivors != 0 ]; then
+    echo "mutants.sh: FAILED: $survivors sync point(s) survived"
+    exit 1
+fi
+echo "mutants.sh: passed"
