@@ -69,10 +69,10 @@ for mpi in $mpis; do
     fi
     phase "$mpi build"
     if [ -z "$fatbin_from" ] && [ -f "$dir/cuda/coll_kernel.fatbin" ]; then fatbin_from=$dir; fi
-    subset=(-LE '^(full|soak)$')
-    case " $full " in *" $mpi "*|*" all "*) subset=(-LE '^soak$') ;; esac
-    echo "== $mpi: ctest${subset[*]:+ ${subset[*]} (the tests labelled full run at $full)}"
-    (cd "$dir" && ctest --output-on-failure --timeout 300 ${subset[@]+"${subset[@]}"}) || status=1
-    phase "$mpi ctest${subset[*]:+ (subset)}"
+    subset=(-LE '^(full|soak)$'); what=" (subset)"
+    case " $full " in *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;; esac
+    echo "== $mpi: ctest ${subset[*]}${what:+ (the tests labelled full run at $full)}"
+    (cd "$dir" && ctest --output-on-failure --timeout 300 "${subset[@]}") || status=1
+    phase "$mpi ctest$what"
 done
 exit $status
