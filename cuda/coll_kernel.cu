@@ -76,6 +76,8 @@ __device__ __forceinline__ void dev_st(T *p, T v)
 #define DEV_SYNCTHREADS(id) __syncthreads()
 #define DEV_FLAG_STORE(id, f, v) dev_flag_store(f, v)
 #define DEV_FLAG_LOAD(id, f) dev_flag_load(f)
+/* A variable of the block's shared memory */
+#define DEV_SHARED(T, name) __shared__ T name
 #else
 __device__ __forceinline__ uint64_t dev_globaltimer() { return emu_globaltimer(); }
 __device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v, 1); }
@@ -91,6 +93,11 @@ __device__ __forceinline__ void dev_st(T *p, T v)
 #define DEV_SYNCTHREADS(id) (DEV_MUTANT(id, "__syncthreads") ? (void)0 : __syncthreads())
 #define DEV_FLAG_STORE(id, f, v) emu_flag_store(f, v, !DEV_MUTANT(id, "st.release"))
 #define DEV_FLAG_LOAD(id, f) emu_flag_load(f, !DEV_MUTANT(id, "ld.acquire"))
+/* the blocks of a launch run together on one CPU thread: each has its own shared memory, where
+ * the variable has the same offset (reserved once per process) */
+#define DEV_SHARED(T, name)                                                          \
+    static const size_t name##_at = emu_shared_reserve(sizeof(T), alignof(T));       \
+    T &name = *reinterpret_cast<T *>(emu_shared_base() + name##_at)
 #endif
 
 /* Block blockIdx.x starts: tell the peers (a block that gives up names a peer whose launch has
@@ -142,7 +149,7 @@ __device__ int dev_arrived(const picoll_cuda_kparams_t &p)
  * returns; its arrival stays stored, so the peers go on, and a relaunch waits again at epoch. */
 __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, bool arrive)
 {
-    __shared__ int gave_up;
+    DEV_SHARED(int, gave_up);
     const size_t line = (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE;
 
     /* No fence of each thread before the barrier: the barrier orders their data stores before

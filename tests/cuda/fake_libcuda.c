@@ -22,25 +22,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
+#include "cu_abi.h"
+
 typedef struct fake_ctx {
     int device;
 } *CUcontext;
 typedef void *CUstream;
 typedef void *CUevent;
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_OUT_OF_MEMORY = 2,
-    CUDA_ERROR_NOT_INITIALIZED = 3,
-    CUDA_ERROR_NO_DEVICE = 100,
-    CUDA_ERROR_INVALID_DEVICE = 101,
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
-    CUDA_ERROR_NOT_SUPPORTED = 801,
-};
 
 #define ARENA_SIZE ((size_t)256 << 20)
 #define MAX_ALLOCS 1024
@@ -305,31 +293,13 @@ CUresult cuMemFreeHost(void *p)
 
 static int attribute(const fake_alloc_t *a, int attr, void *data)
 {
-    switch (attr) {
-    case 1: /* CONTEXT */
-        *(CUcontext *)data = a ? &contexts[a->device] : NULL;
-        return 0;
-    case 2: /* MEMORY_TYPE: host 1, device 2 (managed memory answers device too) */
-        *(unsigned *)data = a ? (a->kind == 1 ? 1 : 2) : 0;
-        return 0;
-    case 7: /* BUFFER_ID */
-        *(unsigned long long *)data = a ? a->id : 0;
-        return 0;
-    case 8: /* IS_MANAGED */
-        *(unsigned *)data = a ? a->kind == 3 : 0;
-        return 0;
-    case 9: /* DEVICE_ORDINAL */
-        *(int *)data = a ? a->device : -2;
-        return 0;
-    case 11: /* RANGE_START_ADDR */
-        *(CUdeviceptr *)data = a ? a->start : 0;
-        return 0;
-    case 12: /* RANGE_SIZE */
-        *(size_t *)data = a ? a->size : 0;
-        return 0;
-    default:
-        return -1;
+    cu_abi_range_t r;
+    if (a != NULL) {
+        r = (cu_abi_range_t){.ctx = &contexts[a->device], .host = a->kind == 1,
+                             .managed = a->kind == 3, .device = a->device, .id = a->id,
+                             .start = a->start, .size = a->size};
     }
+    return cu_abi_attribute(a != NULL ? &r : NULL, attr, data);
 }
 
 CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)

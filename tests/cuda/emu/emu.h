@@ -11,32 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../cu_abi.h"
 #include "emu_calls.h"
 
 #define EMU_API __attribute__((visibility("default")))
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
 typedef int CUdevice;
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_OUT_OF_MEMORY = 2,
-    CUDA_ERROR_NOT_INITIALIZED = 3,
-    CUDA_ERROR_NO_DEVICE = 100,
-    CUDA_ERROR_INVALID_DEVICE = 101,
-    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
-    CUDA_ERROR_INVALID_IMAGE = 200,
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_INVALID_HANDLE = 400,
-    CUDA_ERROR_NOT_FOUND = 500,
-    CUDA_ERROR_NOT_READY = 600,
-    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
-    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
-    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
-    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
-};
 
 #define EMU_MAX_DEVICES 8
 #define EMU_MAX_THREADS 512  /* threads per block at most: one fiber each (FAKECUDA_THREADS) */

@@ -3,8 +3,9 @@
  * launch (emu_launch.c): the indices are read from per-worker variables the scheduler sets before
  * it switches to a fiber, __syncthreads is a barrier among the block's fibers, and every access to
  * global memory may hand the CPU to another fiber (seeded, FAKECUDA_SEED), every flag load does,
- * so that spin loops make progress. __shared__ variables are thread_local: a worker runs one block
- * at a time. Arithmetic is plain IEEE (the file is compiled with -ffp-contract=off, so nothing is
+ * so that spin loops make progress. The blocks of a launch run together on the worker's thread, so
+ * shared memory is the running block's (the kernel declares it with DEV_SHARED, which calls
+ * emu_shared_reserve and emu_shared_base; __shared__ itself does not compile). Arithmetic is plain IEEE (the file is compiled with -ffp-contract=off, so nothing is
  * fused, as with nvcc's __fadd_rn and friends).
  *
  * Global memory goes through the emulation's memory model (emu_launch.c says what it is): a store
@@ -22,7 +23,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(threads, blocks)
-#define __shared__ static thread_local
+#define __shared__ __shared___is_per_block_declare_with_DEV_SHARED
 
 struct emu_dim3 {
     unsigned x, y, z;
@@ -43,6 +44,10 @@ void emu_store(void *p, const void *v, size_t n);
 void emu_fence(void);
 void emu_flag_store(uint64_t *f, uint64_t v, int release);
 uint64_t emu_flag_load(const uint64_t *f, int acquire);
+/* Shared memory: n bytes aligned to align at an offset, the same in every block (once per
+ * variable and process); the running block's shared memory */
+size_t emu_shared_reserve(size_t n, size_t align);
+char *emu_shared_base(void);
 /* 1 when FAKECUDA_MUTANT names sync point id (at line of func): the caller weakens it */
 int emu_mutant(int id, int line, const char *func, const char *what);
 }

@@ -1,15 +1,18 @@
 /* Kernels: modules, the one function picoll loads (picoll_coll_kernel, the CPU build of
  * cuda/coll_kernel.cu in emu_kernel.cc), launches, how a launch runs, and its memory model.
  *
- * A launch is an operation of its stream, run by the stream's worker thread: its blocks one after
- * the other (block b of one rank only ever waits for block b of the other ranks, never for another
- * block of its own launch), each block as blockDim.x cooperative fibers (on x86-64 a switch of
- * stacks that saves the callee-saved registers only, elsewhere ucontext, whose swapcontext makes a
- * system call for the signal mask at every switch) on 64 KiB
- * stacks made once per worker. A fiber runs until it reaches __syncthreads (a barrier), loads a
- * flag (a spin loop may be waiting for another fiber or another process), or, at random, touches
- * global memory: the scheduler then goes on with a fiber chosen at random, so that the threads of
- * a block interleave at any load or store, not only where the kernel synchronises. The choices
+ * A launch is an operation of its stream, run by the stream's worker thread: its blocks together,
+ * as many as EMU_FIBERS threads hold (all of them at the default shape, two at a time at 512
+ * threads a block; a finished block's place goes to the next one: block b of one rank only ever
+ * waits for block b of the other ranks, never for another block of its own launch), each thread a
+ * cooperative fiber (on x86-64 a switch of stacks that saves the callee-saved registers only,
+ * elsewhere ucontext, whose swapcontext makes a system call for the signal mask at every switch)
+ * on 64 KiB stacks made once per worker; each block has its own shared memory (DEV_SHARED). A
+ * fiber runs until it reaches __syncthreads (a barrier), loads a flag (a spin loop may be waiting
+ * for another fiber or another process), or, at random, touches global memory: the scheduler then
+ * goes on with the next fiber of a rotation that starts at random and goes from block to block,
+ * so that the threads of a launch interleave at any load or store, not only where the kernel
+ * synchronises. The choices
  * come from FAKECUDA_SEED (printed by each process at its first launch, and in every "kernel-race"
  * failure; random when unset). When every fiber had its turn the worker calls sched_yield(), so
  * that the peers' processes run on a machine with fewer cores than ranks.
@@ -65,6 +68,9 @@
 #define EMU_UNPUB (1ull << 63)
 _Static_assert(EMU_MAX_THREADS <= 512, "emu_shadow_t's who has 9 bits for the thread");
 #define EMU_SWITCH_EVERY 16 /* a global access switches fibers one time in 16, on average */
+#define EMU_FIBERS 1024     /* fibers a worker runs at once: the blocks of a launch that fit */
+#define EMU_WINDOW 64       /* blocks at once at most (PICOLL_CUDA_MAX_BLOCKS: a launch's most) */
+#define EMU_SHARED 256      /* bytes of shared memory a block has (the kernel uses 4) */
 
 /* the CPU build of the kernel (emu_kernel.cc) */
 void picoll_coll_kernel(const picoll_cuda_kparams_t p);
@@ -120,15 +126,15 @@ typedef struct {
     char *shadow;
 } emu_cached_range_t;
 
-/* One worker's block being run, and its caches. */
+typedef struct emu_worker emu_worker_t;
+
+/* A block being run by a worker, and its caches. */
 typedef struct {
     emu_fiber_t fiber[EMU_MAX_THREADS];
-#ifdef __x86_64__
-    void *sched_sp;
-#else
-    ucontext_t sched;
-#endif
-    char *stacks;
+    emu_worker_t *wk;
+    char *stacks;      /* its fibers' stacks: a window slot's share of the worker's */
+    unsigned idx;      /* blockIdx.x */
+    int active;        /* runs in the window */
     int n, live, cur;
     unsigned gen;      /* barrier generation */
     int arrived;
@@ -146,14 +152,31 @@ typedef struct {
     uint64_t last_pub; /* when a store of the block was published last */
     int spun;          /* a fiber of this round waits for another process */
     int range_last;    /* the cache entry found last */
+    uint64_t rng;
+    unsigned switch_in; /* global accesses before the next switch */
+    _Alignas(16) char shared[EMU_SHARED]; /* its shared memory (DEV_SHARED) */
+} emu_block_t;
+
+/* A stream worker's launches: the window of blocks that run together, their stacks, and the
+ * stores of the running launch that no release published yet (of every block of the launch:
+ * the end of the launch publishes them). */
+struct emu_worker {
+    char *stacks;                    /* EMU_FIBERS stacks */
+    emu_block_t *slot[EMU_WINDOW];
     emu_pending_t *pend;
     size_t npend, cap;
     uint64_t rng;
-    unsigned switch_in; /* global accesses before the next switch */
-} emu_block_t;
+};
 
-/* initial-exec: every global access of the kernel reads it (no __tls_get_addr call) */
+/* initial-exec: every global access of the kernel reads it (no __tls_get_addr call). The block
+ * whose fiber runs; NULL outside a launch. */
 static __thread emu_block_t *emu_blk __attribute__((tls_model("initial-exec")));
+static __thread emu_worker_t *emu_wk;
+#ifdef __x86_64__
+static __thread void *emu_sched_sp __attribute__((tls_model("initial-exec")));
+#else
+static __thread ucontext_t emu_sched;
+#endif
 static int emu_freeze_next;
 static uint64_t emu_seed;
 static int emu_seed_told;
@@ -185,6 +208,16 @@ EMU_API void fakecuda_delay_launches(unsigned ms);
 EMU_API void fakecuda_delay_launches(unsigned ms)
 {
     emu_launch_delay_ms = ms;
+}
+
+static unsigned long emu_block_switches;
+
+/* Turns that went from a thread of one block to a thread of another block of the same launch
+ * while both still ran (the blocks of a launch interleave): of this process, since it began. */
+EMU_API unsigned long fakecuda_block_switches(void);
+EMU_API unsigned long fakecuda_block_switches(void)
+{
+    return __atomic_load_n(&emu_block_switches, __ATOMIC_ACQUIRE);
 }
 
 EMU_API void fakecuda_freeze_next_kernel(void);
@@ -228,27 +261,27 @@ void emu_yield(void)
     emu_block_t *b = emu_blk;
     if (b != NULL) {
 #ifdef __x86_64__
-        emu_switch(&b->fiber[b->cur].sp, b->sched_sp);
+        emu_switch(&b->fiber[b->cur].sp, emu_sched_sp);
 #else
-        swapcontext(&b->fiber[b->cur].uc, &b->sched);
+        swapcontext(&b->fiber[b->cur].uc, &emu_sched);
 #endif
     }
 }
 
-static uint64_t emu_rand(emu_block_t *b)
+static uint64_t emu_rand(uint64_t *rng)
 {
     /* xorshift64* */
-    b->rng ^= b->rng >> 12;
-    b->rng ^= b->rng << 25;
-    b->rng ^= b->rng >> 27;
-    return b->rng * 0x2545F4914F6CDD1Dull;
+    *rng ^= *rng >> 12;
+    *rng ^= *rng << 25;
+    *rng ^= *rng >> 27;
+    return *rng * 0x2545F4914F6CDD1Dull;
 }
 
 /* At a global access: another fiber's turn, after a random number of accesses. */
 static inline void emu_maybe_switch(emu_block_t *b)
 {
     if (--b->switch_in == 0) {
-        b->switch_in = 1 + (unsigned)(emu_rand(b) >> 33) % (2 * EMU_SWITCH_EVERY - 1);
+        b->switch_in = 1 + (unsigned)(emu_rand(&b->rng) >> 33) % (2 * EMU_SWITCH_EVERY - 1);
         emu_yield();
     }
 }
@@ -366,20 +399,20 @@ __attribute__((noreturn, format(printf, 2, 3))) static void emu_race(emu_block_t
              emu_rank(), emu_block_idx.x, (unsigned)b->cur, msg, (unsigned long long)emu_seed);
 }
 
-/* Publishes at time t the stores that thread fiber's release covers: its own, and those of the
- * block a barrier since orders before it (all of the launch's when fiber < 0). */
-static void emu_publish(emu_block_t *b, int fiber, uint64_t t)
+/* Publishes at time t the stores that thread fiber of block b's release covers: its own, and
+ * those of the block a barrier since orders before it (all of the launch's when b is NULL). */
+static void emu_publish(emu_worker_t *w, emu_block_t *b, int fiber, uint64_t t)
 {
     size_t k = 0;
-    for (size_t i = 0; i < b->npend; i++) {
-        emu_pending_t *e = &b->pend[i];
-        int covered = fiber < 0 || (EMU_RUN(e->who) == EMU_RUN(b->me) &&
-                                    ((int)EMU_FIBER(e->who) == fiber || e->gen < b->gen));
+    for (size_t i = 0; i < w->npend; i++) {
+        emu_pending_t *e = &w->pend[i];
+        int mine = b != NULL && EMU_RUN(e->who) == EMU_RUN(b->me);
+        int covered = b == NULL || (mine && ((int)EMU_FIBER(e->who) == fiber || e->gen < b->gen));
         if (!covered) {
-            b->pend[k++] = *e;
+            w->pend[k++] = *e;
             continue;
         }
-        if (EMU_RUN(e->who) == EMU_RUN(b->me)) {
+        if (mine) {
             b->last_pub = t;
         }
         if (e->s != NULL &&
@@ -387,26 +420,28 @@ static void emu_publish(emu_block_t *b, int fiber, uint64_t t)
             __atomic_store_n(&e->s->state, t, __ATOMIC_RELEASE);
         }
     }
-    b->npend = k;
+    w->npend = k;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 static void emu_pend(emu_block_t *b, emu_shadow_t *s, void *addr, uint64_t who)
 {
-    if (b->npend > 0 && s != NULL && b->pend[b->npend - 1].s == s &&
-        EMU_WHO(b->pend[b->npend - 1].who) == EMU_WHO(who) && b->pend[b->npend - 1].gen == b->gen) {
+    emu_worker_t *w = b->wk;
+    emu_pending_t *last = w->npend > 0 ? &w->pend[w->npend - 1] : NULL;
+    if (last != NULL && s != NULL && last->s == s && EMU_WHO(last->who) == EMU_WHO(who) &&
+        last->gen == b->gen) {
         return;
     }
-    if (b->npend == b->cap) {
-        size_t cap = b->cap != 0 ? 2 * b->cap : 4096;
-        emu_pending_t *p = realloc(b->pend, cap * sizeof(*p));
+    if (w->npend == w->cap) {
+        size_t cap = w->cap != 0 ? 2 * w->cap : 4096;
+        emu_pending_t *p = realloc(w->pend, cap * sizeof(*p));
         if (p == NULL) {
             emu_fail("emulator", "no memory for the kernel's pending stores");
         }
-        b->pend = p;
-        b->cap = cap;
+        w->pend = p;
+        w->cap = cap;
     }
-    b->pend[b->npend++] = (emu_pending_t){.s = s, .addr = addr, .who = who, .gen = b->gen};
+    w->pend[w->npend++] = (emu_pending_t){.s = s, .addr = addr, .who = who, .gen = b->gen};
 }
 
 void emu_load(const void *p, size_t n);
@@ -496,7 +531,7 @@ void emu_fence(void)
     }
     emu_fiber_t *f = &b->fiber[b->cur];
     uint64_t t = emu_globaltimer();
-    emu_publish(b, b->cur, t);
+    emu_publish(b->wk, b, b->cur, t);
     f->fence_t = t;
     if (f->pend_acq > f->acq) {
         f->acq = f->pend_acq; /* a relaxed load, then a fence: the acquire pattern */
@@ -520,7 +555,7 @@ void emu_flag_store(uint64_t *fl, uint64_t v, int release)
     uint64_t t = f->fence_t;
     if (release) {
         t = emu_globaltimer();
-        emu_publish(b, b->cur, t);
+        emu_publish(b->wk, b, b->cur, t);
     }
     if (r->shadow != NULL) {
         emu_shadow_t *s = emu_shadow_of(r, (uintptr_t)fl);
@@ -540,8 +575,8 @@ void emu_flag_store(uint64_t *fl, uint64_t v, int release)
                     "after their publication)", done ? "finished" : "gave up",
                  done ? "done" : "quit");
     }
-    for (size_t i = 0; (done || quit) && i < b->npend; i++) {
-        emu_pending_t *e = &b->pend[i];
+    for (size_t i = 0; (done || quit) && i < b->wk->npend; i++) {
+        emu_pending_t *e = &b->wk->pend[i];
         if (EMU_RUN(e->who) == EMU_RUN(b->me)) {
             emu_race(b, "tells the host the block %s (its %s word) while thread %u's store at %p "
                         "is not published", done ? "finished" : "gave up", done ? "done" : "quit",
@@ -572,6 +607,27 @@ uint64_t emu_flag_load(const uint64_t *fl, int acquire)
     b->spun = 1;
     emu_yield();
     return v;
+}
+
+static size_t emu_shared_used;
+
+size_t emu_shared_reserve(size_t n, size_t align);
+size_t emu_shared_reserve(size_t n, size_t align)
+{
+    pthread_mutex_lock(&emu_lock);
+    size_t at = (emu_shared_used + align - 1) / align * align;
+    emu_shared_used = at + n;
+    pthread_mutex_unlock(&emu_lock);
+    if (at + n > EMU_SHARED || align > 16) {
+        emu_fail("emulator", "the kernel's shared memory needs more than the %d bytes a block has "
+                 "(EMU_SHARED)", EMU_SHARED);
+    }
+    return at;
+}
+
+char *emu_shared_base(void)
+{
+    return emu_blk->shared;
 }
 
 int emu_mutant(int id, int line, const char *func, const char *what);
@@ -608,7 +664,7 @@ static void emu_fiber_main(void)
     }
 #ifdef __x86_64__
     void *gone;
-    emu_switch(&gone, b->sched_sp); /* never resumed */
+    emu_switch(&gone, emu_sched_sp); /* never resumed */
 #endif
     /* returning resumes uc_link: the scheduler */
 }
@@ -632,54 +688,63 @@ static uint64_t emu_seed_get(void)
     return seed != 0 ? seed : 1;
 }
 
-static emu_block_t *emu_block_get(void)
+static emu_worker_t *emu_worker_get(void)
 {
-    if (emu_blk != NULL) {
-        return emu_blk;
+    if (emu_wk != NULL) {
+        return emu_wk;
     }
-    emu_block_t *b = calloc(1, sizeof(*b));
-    size_t len = (size_t)EMU_MAX_THREADS * (EMU_STACK + EMU_GUARD);
-    char *s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b == NULL || s == MAP_FAILED) {
+    emu_worker_t *w = calloc(1, sizeof(*w));
+    size_t len = (size_t)EMU_FIBERS * (EMU_STACK + EMU_GUARD);
+    char *s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (w == NULL || s == MAP_FAILED) {
         emu_fail("emulator", "no memory for the fibers of a kernel launch");
     }
     /* a guard page below each stack: an overflow faults instead of corrupting a neighbour */
-    for (int i = 0; i < EMU_MAX_THREADS; i++) {
+    for (int i = 0; i < EMU_FIBERS; i++) {
         mprotect(s + (size_t)i * (EMU_STACK + EMU_GUARD), EMU_GUARD, PROT_NONE);
     }
-    b->stacks = s;
-    b->rng = emu_seed_get();
-    b->switch_in = 1;
+    w->stacks = s;
+    w->rng = emu_seed_get();
     if (!__atomic_exchange_n(&emu_seed_told, 1, __ATOMIC_ACQ_REL)) {
         fprintf(stderr, "fakecuda: rank %d: kernel schedule seed FAKECUDA_SEED=%llu\n", emu_rank(),
                 (unsigned long long)emu_seed);
     }
-    emu_blk = b;
-    return b;
+    emu_wk = w;
+    return w;
 }
 
 void emu_worker_release(void)
 {
-    if (emu_blk != NULL) {
-        munmap(emu_blk->stacks, (size_t)EMU_MAX_THREADS * (EMU_STACK + EMU_GUARD));
-        free(emu_blk->pend);
-        free(emu_blk);
-        emu_blk = NULL;
+    emu_worker_t *w = emu_wk;
+    if (w != NULL) {
+        munmap(w->stacks, (size_t)EMU_FIBERS * (EMU_STACK + EMU_GUARD));
+        for (int k = 0; k < EMU_WINDOW; k++) {
+            free(w->slot[k]);
+        }
+        free(w->pend);
+        free(w);
+        emu_wk = NULL;
     }
 }
 
-/* Runs block blockIdx of the launch until its fibers finish (or, frozen, all wait at a barrier
- * that never opens). */
-static void emu_block_run(emu_block_t *b)
+/* Starts block idx of the launch in window slot b: its fibers at their first instruction. */
+static void emu_block_start(emu_block_t *b, unsigned idx, uint64_t start)
 {
+    b->idx = idx;
+    b->active = 1;
     b->live = b->n;
     b->arrived = 0;
+    b->gen = 0;
     b->me = (uint64_t)getpid() << 42 |
             (uint64_t)(__atomic_add_fetch(&emu_runs, 1, __ATOMIC_RELAXED) & 0x1ffffu) << 25;
-    b->start = emu_globaltimer();
+    b->start = start;
     b->acc_acq = b->gen_acq = 0;
     b->told = 0;
     b->last_pub = 0;
+    b->spun = 0;
+    b->rng = emu_rand(&b->wk->rng) | 1;
+    b->switch_in = 1;
     for (int i = 0; i < b->n; i++) {
         emu_fiber_t *f = &b->fiber[i];
         f->done = f->waiting = 0;
@@ -700,60 +765,100 @@ static void emu_block_run(emu_block_t *b)
         getcontext(&f->uc);
         f->uc.uc_stack.ss_sp = stack;
         f->uc.uc_stack.ss_size = EMU_STACK;
-        f->uc.uc_link = &b->sched;
+        f->uc.uc_link = &emu_sched;
         makecontext(&f->uc, emu_fiber_main, 0);
 #endif
     }
-    for (;;) {
-        /* each round from a fiber chosen at random */
-        int first = (int)(emu_rand(b) >> 33) % b->n;
-        for (int k = 0; k < b->n; k++) {
-            int i = (first + k) % b->n;
+}
+
+/* Runs a launch: as many of its blocks at once as EMU_FIBERS fibers hold (the window), their
+ * threads taking turns in a random rotation that goes from block to block, a finished block's
+ * slot taken by the next block of the grid. Block b of one rank only ever waits for block b of
+ * the other ranks, and every rank starts its blocks in the same order, so a window smaller than
+ * the grid cannot deadlock (a GPU holding fewer blocks than the grid would: the launch-resident
+ * rule); the blocks that run together interleave at any global access, as a GPU's do. */
+void emu_kernel_run(emu_op_t *op)
+{
+    emu_worker_t *w = emu_worker_get();
+    unsigned grid = op->u.kernel.grid;
+    int n = (int)op->u.kernel.block;
+    int win = EMU_FIBERS / n;
+    win = win < 1 ? 1 : win > EMU_WINDOW ? EMU_WINDOW : win;
+    win = (unsigned)win > grid ? (int)grid : win;
+    uint64_t start = emu_globaltimer();
+    emu_grid_dim = (emu_dim3_t){.x = grid, .y = 1, .z = 1};
+    emu_block_dim = (emu_dim3_t){.x = (unsigned)n, .y = 1, .z = 1};
+    unsigned next = 0;
+    unsigned long switches = 0;
+    emu_block_t *prev = NULL;
+    for (int k = 0; k < win; k++) {
+        if (w->slot[k] == NULL && (w->slot[k] = calloc(1, sizeof(emu_block_t))) == NULL) {
+            emu_fail("emulator", "no memory for the blocks of a kernel launch");
+        }
+        emu_block_t *b = w->slot[k];
+        b->wk = w;
+        b->stacks = w->stacks + (size_t)k * (size_t)n * (EMU_STACK + EMU_GUARD);
+        b->params = op->u.kernel.params;
+        b->n = n;
+        b->frozen = op->u.kernel.frozen;
+        emu_block_start(b, next++, start);
+    }
+    for (int active = win; active > 0;) {
+        /* a round from a (thread, block) chosen at random, block after block */
+        int total = win * n, first = (int)(emu_rand(&w->rng) >> 33) % total, spun = 0;
+        for (int j = 0; j < total; j++) {
+            int x = (first + j) % total;
+            emu_block_t *b = w->slot[x % win];
+            int i = x / win;
             emu_fiber_t *f = &b->fiber[i];
-            if (f->done || (f->waiting && f->wait_gen == b->gen)) {
+            if (!b->active || f->done || (f->waiting && f->wait_gen == b->gen)) {
                 continue;
             }
+            if (prev != NULL && prev != b && prev->active && prev->live > 0) {
+                switches++;
+            }
+            prev = b;
+            emu_blk = b;
             b->cur = i;
-            emu_thread_idx.x = (unsigned)i;
+            emu_block_idx = (emu_dim3_t){.x = b->idx, .y = 0, .z = 0};
+            emu_thread_idx = (emu_dim3_t){.x = (unsigned)i, .y = 0, .z = 0};
 #ifdef __x86_64__
-            emu_switch(&b->sched_sp, f->sp);
+            emu_switch(&emu_sched_sp, f->sp);
 #else
-            swapcontext(&b->sched, &f->uc);
+            swapcontext(&emu_sched, &f->uc);
 #endif
         }
-        if (b->live == 0 || (b->frozen && b->arrived == b->live)) {
-            return;
-        }
-        if (b->spun) {
-            /* some fiber waits for another process: let it run */
+        emu_blk = NULL;
+        for (int k = 0; k < win; k++) {
+            emu_block_t *b = w->slot[k];
+            spun |= b->spun;
             b->spun = 0;
+            /* a finished block (or, frozen, one whose threads all wait at a barrier that never
+             * opens) gives its slot to the next block of the grid */
+            if (b->active && (b->live == 0 || (b->frozen && b->arrived == b->live))) {
+                b->active = 0;
+                if (next < grid) {
+                    emu_block_start(b, next++, start);
+                } else {
+                    active--;
+                }
+            }
+        }
+        if (spun) {
+            /* some fiber waits for another process: let it run */
             sched_yield();
         }
     }
-}
-
-void emu_kernel_run(emu_op_t *op)
-{
-    emu_block_t *b = emu_block_get();
-    b->params = op->u.kernel.params;
-    b->n = (int)op->u.kernel.block;
-    b->frozen = op->u.kernel.frozen;
-    emu_grid_dim = (emu_dim3_t){.x = op->u.kernel.grid, .y = 1, .z = 1};
-    emu_block_dim = (emu_dim3_t){.x = op->u.kernel.block, .y = 1, .z = 1};
-    emu_thread_idx = (emu_dim3_t){.x = 0, .y = 0, .z = 0};
-    for (unsigned g = 0; g < op->u.kernel.grid; g++) {
-        emu_block_idx = (emu_dim3_t){.x = g, .y = 0, .z = 0};
-        emu_block_run(b);
-    }
-    if (b->frozen) {
+    if (op->u.kernel.frozen) {
         /* every block started and stopped before its first barrier: this stream never moves
          * again; the job ends when the peers' timeouts abort it */
         for (;;) {
             pause();
         }
     }
+    __atomic_add_fetch(&emu_block_switches, switches, __ATOMIC_RELEASE);
     /* the end of the kernel publishes what no release did */
-    emu_publish(b, -1, emu_globaltimer());
+    emu_publish(w, NULL, -1, emu_globaltimer());
 }
 
 /* ---- modules and functions ---- */

@@ -400,16 +400,11 @@ EMU_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 /* ---- pointer attributes ---- */
 
-/* One attribute of the range r (NULL: memory CUDA does not know, which reads as zeros). */
+/* One attribute of the range r (NULL: memory CUDA does not know, which reads as zeros): those
+ * of the strict fake driver too (cu_abi.h), and the ones only this driver answers. */
 static int emu_attribute(const emu_range_t *r, uintptr_t p, int attr, void *data)
 {
     switch (attr) {
-    case 1: /* CONTEXT */
-        *(void **)data = r != NULL ? r->ctx : NULL;
-        return 0;
-    case 2: /* MEMORY_TYPE: host 1, device 2 (managed memory answers device, as CUDA) */
-        *(unsigned *)data = r == NULL ? 0 : r->kind == EMU_MEM_HOST ? 1 : 2;
-        return 0;
     case 3: /* DEVICE_POINTER */
         *(CUdeviceptr *)data = r != NULL ? p : 0;
         return 0;
@@ -420,27 +415,19 @@ static int emu_attribute(const emu_range_t *r, uintptr_t p, int attr, void *data
     case 6: /* SYNC_MEMOPS */
         *(int *)data = 0;
         return 0;
-    case 7: /* BUFFER_ID */
-        *(unsigned long long *)data = r != NULL ? r->id : 0;
-        return 0;
-    case 8: /* IS_MANAGED */
-        *(unsigned *)data = r != NULL && r->kind == EMU_MEM_MANAGED;
-        return 0;
-    case 9: /* DEVICE_ORDINAL */
-        *(int *)data = r != NULL ? r->ctx->device : -2;
-        return 0;
-    case 11: /* RANGE_START_ADDR */
-        *(CUdeviceptr *)data = r != NULL ? r->start : 0;
-        return 0;
-    case 12: /* RANGE_SIZE */
-        *(size_t *)data = r != NULL ? r->size : 0;
-        return 0;
     case 13: /* MAPPED */
         *(int *)data = r != NULL;
         return 0;
     default:
-        return -1;
+        break;
     }
+    cu_abi_range_t c;
+    if (r != NULL) {
+        c = (cu_abi_range_t){.ctx = r->ctx, .host = r->kind == EMU_MEM_HOST,
+                             .managed = r->kind == EMU_MEM_MANAGED, .device = r->ctx->device,
+                             .id = r->id, .start = r->start, .size = r->size};
+    }
+    return cu_abi_attribute(r != NULL ? &c : NULL, attr, data);
 }
 
 EMU_API CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)

@@ -93,6 +93,7 @@ static struct {
     int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                   stream_t, void **, void **);
     void (*freeze_next_kernel)(void);
+    unsigned long (*block_switches)(void);
     int (*call_counts)(long *, int);
     const char *(*call_name)(int);
 } cu;
@@ -170,6 +171,7 @@ static void load_driver(void)
     SYM(module_get_function, "cuModuleGetFunction");
     SYM(launch, "cuLaunchKernel");
     SYM(freeze_next_kernel, "fakecuda_freeze_next_kernel");
+    SYM(block_switches, "fakecuda_block_switches");
     SYM(call_counts, "fakecuda_call_counts");
     SYM(call_name, "fakecuda_call_name");
 #undef SYM
@@ -728,7 +730,10 @@ static void mode_kernel(void)
     choose_device(0);
     kernel_env(&k);
     kernel_oneshot(&k, 1, 1, 1000);
+    unsigned long switches = cu.block_switches();
     kernel_oneshot(&k, 1, 2, 15001); /* four blocks, a ragged end */
+    /* the four blocks ran together, their threads interleaved */
+    EXPECT(cu.block_switches() > switches, "the blocks of a launch of four did not interleave");
     kernel_oneshot(&k, 2, 3, 15001);
     kernel_oneshot(&k, 2, 4, 7);
 }
