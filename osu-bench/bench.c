@@ -84,7 +84,11 @@ typedef struct {
     int ab_rounds;             /* --ab[=N]: 0 for OSU's output */
     baseline_t baseline;       /* --baseline; AUTO until parsed: STAGED with -d cuda, else MPI */
     int corrupt;               /* --test-corrupt */
+    int nccl;                  /* --nccl: a C column, NCCL on the same buffers */
 } options_t;
+
+/* The --nccl column: not asked for, timed, or skipped (one line says why). */
+typedef enum { NCCL_OFF, NCCL_ON, NCCL_SKIPPED } nccl_state_t;
 
 /* picoll's public functions, found at run time in the preloaded library (--ab). */
 typedef struct {
@@ -117,6 +121,9 @@ typedef struct {
     /* --baseline staged: the application's host buffers (pinned for CUDA); NULL otherwise */
     void *stage_send, *stage_recv;
     int staging;          /* 1 while the staged column runs: calls go through stage_* */
+    int in_nccl;          /* 1 while the NCCL column runs: calls go to NCCL on the same buffers */
+    nccl_state_t nccl;
+    char nccl_why[256];   /* NCCL_SKIPPED: why */
     size_t send_cap, recv_cap; /* bytes allocated */
     picoll_api_t picoll;
     /* Driver calls of the timed device calls, where the driver counts them (-d cuda on the
@@ -223,6 +230,13 @@ static void print_usage(const bench_coll_t *coll)
            "                                collective there with picoll bypassed and copies the\n"
            "                                result back, all timed: an application's own staging\n"
            "                                on an MPI that is not CUDA-aware\n"
+           "      --nccl                    with --ab and -d cuda: a third column per round, the\n"
+           "                                same collective on the same device buffers with NCCL\n"
+           "                                (libnccl.so.2 loaded at run time, or the file\n"
+           "                                PICOLL_BENCH_NCCL names) on a stream of the application,\n"
+           "                                each timed call the NCCL call then cuStreamSynchronize;\n"
+           "                                skipped with one \"# nccl: skipped: ...\" line where\n"
+           "                                NCCL or a GPU is missing\n"
            "      --factor F                ratio of successive sizes (default 2)\n"
            "      --test-corrupt            testing only: damage one result so that -c must fail\n",
            coll->name, coll->title, PACKAGE_VERSION, BENCH_MAX_SIZE_DEFAULT, BENCH_ITERS_SMALL,
@@ -319,6 +333,7 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
         {"factor", required_argument, NULL, 'F'},
         {"test-corrupt", no_argument, NULL, 'C'},
         {"baseline", required_argument, NULL, 'B'},
+        {"nccl", no_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
     const char *bad = NULL;
@@ -402,6 +417,9 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
             }
             opt->baseline = v == 1 ? BASELINE_STAGED : BASELINE_MPI;
             break;
+        case 'N':
+            opt->nccl = 1;
+            break;
         case 'h':
             if (rank == 0) {
                 print_usage(coll);
@@ -428,6 +446,9 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
     }
     if (bad == NULL && opt->baseline != BASELINE_AUTO && opt->ab_rounds == 0) {
         bad = "--baseline chooses the A column of --ab: give --ab too";
+    }
+    if (bad == NULL && opt->nccl && opt->ab_rounds == 0) {
+        bad = "--nccl adds a column to --ab: give --ab too";
     }
     if (opt->baseline == BASELINE_AUTO) {
         opt->baseline = opt->mem == MEM_CUDA ? BASELINE_STAGED : BASELINE_MPI;
@@ -629,6 +650,20 @@ static message_t make_message(const bench_t *b, size_t count)
     };
 }
 
+/* The NCCL column's call on the same buffers, returning once the stream has run it. An NCCL error
+ * after a communicator was made is a failure of the run, as an MPI error is. */
+static int nccl_call(bench_t *b, const message_t *m)
+{
+    char why[256];
+    const void *send = b->opt.in_place ? NULL : m->call.sendbuf;
+    if (bench_nccl_call(b->coll->nccl, send, m->call.recvbuf, (size_t)m->call.count, why,
+                        sizeof(why)) != 0) {
+        fprintf(stderr, "osu_%s: rank %d: NCCL column: %s\n", b->coll->name, b->rank, why);
+        MPI_Abort(b->comm, 1);
+    }
+    return MPI_SUCCESS;
+}
+
 /* One call of the collective, timed or validated as a whole. While b->staging, it is what an
  * application does on an MPI that cannot read its buffers: the input copied to host buffers
  * (with -l the receive buffer), the collective on those, the result copied back. */
@@ -636,6 +671,9 @@ static int message_call(bench_t *b, const message_t *m)
 {
     bench_call_t staged;
     int rc;
+    if (b->in_nccl) {
+        return nccl_call(b, m);
+    }
     if (!b->staging) {
         return b->coll->call(&m->call);
     }
@@ -784,6 +822,18 @@ static const char *baseline_name(const options_t *o)
     return o->baseline == BASELINE_STAGED ? "staged MPI" : "plain MPI";
 }
 
+/* --nccl: what the C column is, or the one line saying why there is none. */
+static void print_nccl_line(const bench_t *b)
+{
+    if (b->nccl == NCCL_SKIPPED) {
+        printf("# nccl: skipped: %s\n", b->nccl_why);
+    } else if (b->nccl == NCCL_ON) {
+        printf("# nccl: %s, a communicator of the same ranks, on a stream of the application "
+               "(cuStreamCreate); each timed call is the NCCL call then cuStreamSynchronize; "
+               "picoll/NCCL = NCCL / picoll latency\n", bench_nccl_describe());
+    }
+}
+
 static void print_header(const bench_t *b)
 {
     const options_t *o = &b->opt;
@@ -805,11 +855,16 @@ static void print_header(const bench_t *b)
         printf("# picoll %s, active %d\n",
                b->picoll.version != NULL ? b->picoll.version() : "?",
                b->picoll.active != NULL ? b->picoll.active() : -1);
+        print_nccl_line(b);
         snprintf(a_lat, sizeof(a_lat), "%s(us)", a);
         snprintf(a_bw, sizeof(a_bw), "%s BusBW(MB/s)", a);
         printf("%-*s%*s%*s%*s%*s%*s", COL_SIZE, "# Size", COL_FIELD, a_lat, COL_FIELD,
                "picoll(us)", COL_FIELD, "Speed-up", COL_BUSBW, a_bw, COL_BUSBW,
                "picoll BusBW(MB/s)");
+        if (b->nccl == NCCL_ON) {
+            printf("%*s%*s%*s", COL_FIELD, "NCCL(us)", COL_FIELD, "picoll/NCCL", COL_BUSBW,
+                   "NCCL BusBW(MB/s)");
+        }
     } else {
         printf("%-*s%*s", COL_SIZE, "# Size", COL_FIELD, "Avg Latency(us)");
         if (o->full) {
@@ -994,56 +1049,65 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Under an A/B row (after its driver-call and path lines): each round's two latencies in the
- * order they ran, "# rounds A/B (us): A1/B1 A2/B2 ...", so that the spread of the ratio over
- * rounds can be shown (osu-bench/driver.py reads it). raw: [baseline rounds, picoll rounds]. */
-static void print_rounds(const double *raw, int rounds)
+/* Under an A/B row (after its driver-call and path lines): each round's latencies in the order
+ * they ran, "# rounds A/B (us): A1/B1 A2/B2 ...", with the NCCL column "# rounds A/B/C (us):
+ * A1/B1/C1 ...", so that the spread of the ratios over rounds can be shown (osu-bench/driver.py
+ * reads it). raw: [baseline rounds, picoll rounds, NCCL rounds]; columns: 2 or 3. */
+static void print_rounds(const double *raw, int rounds, int columns)
 {
-    printf("# rounds A/B (us):");
+    printf("# rounds %s (us):", columns == 3 ? "A/B/C" : "A/B");
     for (int r = 0; r < rounds; r++) {
         printf(" %.3f/%.3f", raw[r], raw[rounds + r]);
+        if (columns == 3) {
+            printf("/%.3f", raw[2 * rounds + r]);
+        }
     }
     printf("\n");
     fflush(stdout);
 }
 
-/* A/B: rounds of the baseline (plain or staged MPI, bypass on) then picoll, on every rank between
- * the same barriers. Each round's latency is OSU's (each rank's mean averaged over ranks); a row
- * reports the median over rounds of each, and a "# rounds" line under it every round's pair.
- * Returns 1 when every validation passed. */
+/* A/B: rounds of the baseline (plain or staged MPI, bypass on) then picoll, then with --nccl
+ * NCCL (C), on every rank between the same barriers. Each round's latency is OSU's (each rank's
+ * mean averaged over ranks); a row reports the median over rounds of each, and a "# rounds" line
+ * under it every round's latencies. Returns 1 when every validation passed. */
 static int run_ab(bench_t *b, size_t count, int first)
 {
     size_t size = count * b->opt.type->size;
     int rounds = b->opt.ab_rounds, iters, warmup, ok = 1;
-    /* [baseline rounds, picoll rounds], then the same in round order (median() sorts the first) */
-    double *lat = malloc(4 * (size_t)rounds * sizeof(*lat));
+    int columns = b->nccl == NCCL_ON ? 3 : 2;
+    /* [baseline rounds, picoll rounds, NCCL rounds], then the same in round order (median()
+     * sorts the first) */
+    double *lat = malloc(2 * (size_t)columns * (size_t)rounds * sizeof(*lat));
     if (lat == NULL) {
         fprintf(stderr, "osu_%s: out of memory\n", b->coll->name);
         MPI_Abort(b->comm, 1);
     }
     size_iterations(&b->opt, size, &iters, &warmup);
     for (int round = 0; round < rounds; round++) {
-        for (int on = 0; on < 2; on++) {
+        for (int col = 0; col < columns; col++) {
+            int on = col == 1; /* picoll's column; the others bypass it */
             PMPI_Barrier(b->comm);
             b->picoll.set_bypass(!on);
-            b->staging = !on && b->opt.baseline == BASELINE_STAGED;
-            b->counting = on && b->ncounted > 0; /* picoll's calls, not the baseline's */
-            lat[on * rounds + round] = gather_latency(b, time_calls(b, count, iters, warmup)).avg;
+            b->staging = col == 0 && b->opt.baseline == BASELINE_STAGED;
+            b->in_nccl = col == 2;
+            b->counting = on && b->ncounted > 0; /* picoll's calls, not the others' */
+            lat[col * rounds + round] = gather_latency(b, time_calls(b, count, iters, warmup)).avg;
             b->counting = 0;
             if (on) {
                 note_path(b);
             }
             if (b->opt.validate && round == 0) {
-                ok &= validate(b, count, on ? "picoll" : baseline_name(&b->opt));
+                ok &= validate(b, count, col == 2 ? "NCCL" : on ? "picoll" : baseline_name(&b->opt));
             }
         }
     }
     PMPI_Barrier(b->comm);
     b->staging = 0;
+    b->in_nccl = 0;
     b->picoll.set_bypass(0);
     if (b->rank == 0) {
         double mpi, pic;
-        memcpy(lat + 2 * rounds, lat, 2 * (size_t)rounds * sizeof(*lat));
+        memcpy(lat + columns * rounds, lat, (size_t)columns * (size_t)rounds * sizeof(*lat));
         mpi = median(lat, rounds);
         pic = median(lat + rounds, rounds);
         if (first) {
@@ -1052,6 +1116,11 @@ static int run_ab(bench_t *b, size_t count, int first)
         printf("%-*zu%*.2f%*.2f%*.3f%*.2f%*.2f", COL_SIZE, size, COL_FIELD, mpi, COL_FIELD, pic,
                COL_FIELD, pic > 0.0 ? mpi / pic : 0.0, COL_BUSBW, busbw(b, size, mpi), COL_BUSBW,
                busbw(b, size, pic));
+        if (columns == 3) {
+            double nc = median(lat + 2 * rounds, rounds);
+            printf("%*.2f%*.3f%*.2f", COL_FIELD, nc, COL_FIELD, pic > 0.0 ? nc / pic : 0.0,
+                   COL_BUSBW, busbw(b, size, nc));
+        }
         print_validation(b, ok);
     }
     if (b->ncounted > 0) {
@@ -1059,7 +1128,7 @@ static int run_ab(bench_t *b, size_t count, int first)
     }
     print_path(b);
     if (b->rank == 0) {
-        print_rounds(lat + 2 * rounds, rounds);
+        print_rounds(lat + columns * rounds, rounds, columns);
     }
     free(lat);
     return ok;
@@ -1106,6 +1175,28 @@ static void counting_setup(bench_t *b)
     b->calls_start = calls;
     b->calls_end = calls + n;
     b->calls_sum = calls + 2 * (size_t)n;
+}
+
+/* --nccl: the C column where NCCL can run the collective on these buffers, else why not (on
+ * rank 0, which prints it). Collective. */
+static void nccl_setup(bench_t *b)
+{
+    const char *skip = NULL;
+    b->nccl = NCCL_SKIPPED;
+    if (b->opt.mem != MEM_CUDA) {
+        skip = "--nccl needs -d cuda (NCCL takes device buffers): ignored";
+    } else if (b->coll->nccl == BENCH_NCCL_NONE) {
+        skip = "no NCCL counterpart of this collective";
+    } else if (b->coll->nccl == BENCH_NCCL_ALLTOALL && b->opt.in_place) {
+        skip = "NCCL has no in-place alltoall (-l)";
+    }
+    if (skip != NULL) {
+        snprintf(b->nccl_why, sizeof(b->nccl_why), "%s", skip);
+        return;
+    }
+    if (bench_nccl_open(b->comm, b->type, b->coll->op, b->nccl_why, sizeof(b->nccl_why)) == 0) {
+        b->nccl = NCCL_ON;
+    }
 }
 
 static int bench_run(bench_t *b)
@@ -1159,6 +1250,9 @@ static int bench_run(bench_t *b)
         free(b->calls_start);
         return 1;
     }
+    if (o->nccl) {
+        nccl_setup(b);
+    }
     if (b->rank == 0) {
         print_header(b);
         print_counting(b);
@@ -1176,6 +1270,9 @@ static int bench_run(bench_t *b)
         if (count > max_count / o->factor) {
             break;
         }
+    }
+    if (b->nccl == NCCL_ON) {
+        bench_nccl_close();
     }
     buffers_free(b);
     free(b->calls_start);

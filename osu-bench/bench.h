@@ -7,6 +7,8 @@
 #ifndef OSU_BENCH_H
 #define OSU_BENCH_H
 
+#include "bench_nccl.h"
+
 #include <mpi.h>
 #include <stddef.h>
 
@@ -34,6 +36,9 @@ typedef struct {
     /* Bus bandwidth factor: bus bytes moved per message byte (the -m size) on np ranks. */
     double (*busbw_factor)(int np);
     int (*call)(const bench_call_t *c);
+    /* The same collective in NCCL (--nccl), and the operation of a reduction (MPI_OP_NULL else). */
+    bench_nccl_coll_t nccl;
+    MPI_Op op;
 } bench_coll_t;
 
 /* Runs the benchmark program; returns main()'s exit status. */

@@ -64,8 +64,18 @@ typedef struct {
     const char *(*name)(int i);
 } cu_hooks_t;
 
+/* The stream calls of --nccl, looked up when first asked for: the other columns need none, and the
+ * strict test driver need not have them. */
+typedef struct {
+    cu_result_t (*create)(void **stream, unsigned flags);
+    cu_result_t (*synchronize)(void *stream);
+    cu_result_t (*destroy)(void *stream);
+} cu_streams_t;
+
 static cu_table_t cu;
 static cu_hooks_t hooks;
+static cu_streams_t streams;
+static void *cu_lib;
 
 static const char *error_string(cu_result_t rc)
 {
@@ -96,6 +106,7 @@ static int load_driver(char *why, size_t len)
         memcpy((char *)&table + cu_syms[i].offset, &fn, sizeof(fn));
     }
     cu = table;
+    cu_lib = lib;
     *(void **)&hooks.counts = dlsym(lib, "fakecuda_call_counts");
     *(void **)&hooks.name = dlsym(lib, "fakecuda_call_name");
     if (hooks.counts == NULL || hooks.name == NULL) {
@@ -197,6 +208,57 @@ int bench_cuda_copy(void *device, void *host, size_t bytes, int to_device, char 
         return -1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------------ streams */
+
+int bench_cuda_test_driver(void)
+{
+    return cu_lib != NULL && (dlsym(cu_lib, "fakecuda_call_counts") != NULL ||
+                              dlsym(cu_lib, "fakecuda_attribute_queries") != NULL);
+}
+
+int bench_cuda_stream_create(void **stream, char *why, size_t len)
+{
+    cu_result_t rc;
+    if (cu_lib == NULL) {
+        snprintf(why, len, "no CUDA driver loaded");
+        return -1;
+    }
+    if (streams.create == NULL) {
+        *(void **)&streams.create = dlsym(cu_lib, "cuStreamCreate");
+        *(void **)&streams.synchronize = dlsym(cu_lib, "cuStreamSynchronize");
+        *(void **)&streams.destroy = dlsym(cu_lib, "cuStreamDestroy_v2");
+        if (streams.create == NULL || streams.synchronize == NULL || streams.destroy == NULL) {
+            streams = (cu_streams_t){NULL, NULL, NULL};
+            snprintf(why, len, "the CUDA driver lacks cuStreamCreate, cuStreamSynchronize or "
+                     "cuStreamDestroy_v2");
+            return -1;
+        }
+    }
+    rc = streams.create(stream, 0); /* CU_STREAM_DEFAULT, as cudaStreamCreate */
+    if (rc != 0) {
+        snprintf(why, len, "cuStreamCreate: %s", error_string(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int bench_cuda_stream_synchronize(void *stream, char *why, size_t len)
+{
+    cu_result_t rc = streams.synchronize(stream);
+    if (rc != 0) {
+        snprintf(why, len, "cuStreamSynchronize: %s", error_string(rc));
+        return -1;
+    }
+    return 0;
+}
+
+void bench_cuda_stream_destroy(void *stream)
+{
+    if (stream != NULL && streams.destroy != NULL) {
+        streams.destroy(stream);
+    }
 }
 
 /* ------------------------------------------------------------------ driver-call counts */

@@ -22,6 +22,17 @@ void bench_cuda_free_pinned(void *p);
  * does. Returns 0, or -1 and the driver's error in why. */
 int bench_cuda_copy(void *device, void *host, size_t bytes, int to_device, char *why, size_t len);
 
+/* Whether the loaded driver is one of the test suite's (tests/cuda: the emulated GPU, the strict
+ * fake; they export fakecuda_* functions): there is no GPU, and a real library such as NCCL cannot
+ * run on them. */
+int bench_cuda_test_driver(void);
+
+/* A stream of the current context (cuStreamCreate), for a library that takes the application's
+ * stream (--nccl); synchronised as cudaStreamSynchronize does. Each returns 0, or -1 and why. */
+int bench_cuda_stream_create(void **stream, char *why, size_t len);
+int bench_cuda_stream_synchronize(void *stream, char *why, size_t len);
+void bench_cuda_stream_destroy(void *stream);
+
 /* How many entry points the loaded driver counts the calls of (the test driver's emulated GPU
  * exports fakecuda_call_counts and fakecuda_call_name): 0 where it counts none (a real driver). */
 int bench_cuda_counted_calls(void);

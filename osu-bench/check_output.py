@@ -30,6 +30,13 @@ Checks (all by default on a successful run):
                       at most once per call (those that only read the calling thread's state)
   --expect-path RE    picoll ran the calls of every row on the path RE names: a "# picoll path: P"
                       line under each row (with --driver: the picoll_path of every CSV row)
+  --nccl              --ab --nccl ran NCCL: one "# nccl: NCCL x.y.z (...)" line, the columns
+                      NCCL(us), picoll/NCCL, NCCL BusBW(MB/s) after picoll's, and rounds lines
+                      "# rounds A/B/C (us): A/B/C ..." whose medians are the rows' three latencies
+                      (with --driver: the NCCL columns of the tables, results.csv and results.md)
+  --nccl-skipped RE   --nccl skipped its column: one line "# nccl: skipped: " matching RE, no
+                      NCCL column and two latencies per round (with --driver: the line printed
+                      and in results.md, and the CSV's NCCL fields empty)
 """
 
 import argparse
@@ -105,7 +112,7 @@ def check_paths(a, lines, out, err):
             fail("size %s ran on %r, expected %r" % (row.split()[0], paths[0], a.expect_path), out, err)
 
 
-ROUNDS = re.compile(r"# rounds A/B \(us\):((?: [0-9.]+/[0-9.]+)+)$")
+ROUNDS = re.compile(r"# rounds (A/B|A/B/C) \(us\):((?: [0-9.]+(?:/[0-9.]+){1,2})+)$")
 
 
 def median(v):
@@ -114,26 +121,46 @@ def median(v):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
-def check_rounds(lines, out, err):
+def check_rounds(lines, nccl, out, err):
     """--ab: each row has its "# rounds" line among the three after it (after the driver-call and
-    path lines), as many rounds under every row, their medians the row's A and B columns."""
+    path lines), as many rounds under every row, their medians the row's A and B columns (and with
+    the NCCL column, C and the row's NCCL latency)."""
     counts = set()
+    tag = "A/B/C" if nccl else "A/B"
     for i, row in enumerate(lines):
         if not row.strip() or row.startswith("#"):
             continue
         found = [ROUNDS.match(l) for l in lines[i + 1:i + 4] if l.startswith("# rounds")]
-        if not found or not found[0]:
-            fail("row %r has no '# rounds A/B (us): A/B ...' line under it" % row, out, err)
-        pairs = [[float(x) for x in p.split("/")] for p in found[0].group(1).split()]
+        if not found or not found[0] or found[0].group(1) != tag:
+            fail("row %r has no '# rounds %s (us): %s ...' line under it" % (row, tag, tag), out, err)
+        pairs = [[float(x) for x in p.split("/")] for p in found[0].group(2).split()]
+        if any(len(p) != len(tag.split("/")) for p in pairs):
+            fail("row %r: a round without its %d latencies" % (row, len(tag.split("/"))), out, err)
         counts.add(len(pairs))
         f = row.split()
-        for col, want in ((0, float(f[1])), (1, float(f[2]))):
+        want_cols = [(0, float(f[1])), (1, float(f[2]))] + ([(2, float(f[6]))] if nccl else [])
+        for col, want in want_cols:
             got = median([p[col] for p in pairs])
             if abs(got - want) > 0.011 + 0.001 * want:
-                fail("row %r: the median of its rounds' %s column is %.3f" % (row, "AB"[col], got),
+                fail("row %r: the median of its rounds' %s column is %.3f" % (row, "ABC"[col], got),
                      out, err)
     if len(counts) > 1:
         fail("rows with different numbers of rounds: %s" % sorted(counts), out, err)
+
+
+def check_nccl_line(a, lines, header, out, err):
+    """--nccl: the one "# nccl: NCCL ..." line and the NCCL columns; --nccl-skipped: the one skip
+    line, and no column."""
+    said = [l for l in lines if l.startswith("# nccl: ")]
+    if a.nccl:
+        if len(said) != 1 or not re.match(r"# nccl: NCCL \d+\.\d+\.\d+ \(", said[0]):
+            fail("expected one '# nccl: NCCL x.y.z (...)' line, got %r" % said, out, err)
+    elif a.nccl_skipped is not None:
+        if len(said) != 1 or not re.match("# nccl: skipped: " + a.nccl_skipped, said[0]):
+            fail("expected one '# nccl: skipped: %s' line, got %r" % (a.nccl_skipped, said), out, err)
+        print(said[0])
+    if not a.nccl and "NCCL(us)" in header:
+        fail("an NCCL column although NCCL did not run: %r" % header, out, err)
 
 
 def check_format(a, out, err):
@@ -161,6 +188,9 @@ def check_format(a, out, err):
         staging = [l for l in lines if l.startswith("# staged MPI: each timed call copies in")]
         if a.baseline == "staged" and len(staging) != 1:
             fail("no '# staged MPI: ...' line saying how the A column stages", out, err)
+        check_nccl_line(a, lines, header, out, err)
+        if a.nccl:
+            columns += ["NCCL(us)", "picoll/NCCL", "NCCL BusBW(MB/s)"]
     else:
         columns = ["Avg Latency(us)"]
         if a.full:
@@ -204,7 +234,7 @@ def check_format(a, out, err):
         if sizes != want:
             fail("sizes %s, expected %s" % (sizes, want), out, err)
     if a.ab and rows:
-        check_rounds(lines, out, err)
+        check_rounds(lines, a.nccl, out, err)
     # the path first: a count is only meaningful on the path it was expected on
     if a.expect_path:
         check_paths(a, lines, out, err)
@@ -301,6 +331,8 @@ def main():
     p.add_argument("--driver-calls-exempt", type=lambda v: [x for x in v.split(",") if x],
                    default=[])
     p.add_argument("--expect-path")
+    p.add_argument("--nccl", action="store_true")
+    p.add_argument("--nccl-skipped")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command

@@ -48,6 +48,8 @@ static const bench_coll_t allgather = {
     .source = allgather_source,
     .busbw_factor = allgather_busbw_factor,
     .call = allgather_call,
+    .nccl = BENCH_NCCL_ALLGATHER,
+    .op = MPI_OP_NULL,
 };
 
 int main(int argc, char **argv)

@@ -37,6 +37,8 @@ static const bench_coll_t allreduce = {
     .source = NULL,
     .busbw_factor = allreduce_busbw_factor,
     .call = allreduce_call,
+    .nccl = BENCH_NCCL_ALLREDUCE,
+    .op = MPI_SUM,
 };
 
 int main(int argc, char **argv)

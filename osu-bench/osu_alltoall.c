@@ -47,6 +47,8 @@ static const bench_coll_t alltoall = {
     .source = alltoall_source,
     .busbw_factor = alltoall_busbw_factor,
     .call = alltoall_call,
+    .nccl = BENCH_NCCL_ALLTOALL,
+    .op = MPI_OP_NULL,
 };
 
 int main(int argc, char **argv)

@@ -109,6 +109,9 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_PCIE_IPC_MAX", .type = PICOLL_CFG_SIZE, .def = "1M",
      .offset = offsetof(picoll_config_t, pcie_ipc_max),
      .doc = "GPUs with peer access over PCIe only: largest allgather/alltoall (receive bytes per rank) copied over IPC"},
+    {.name = "PICOLL_BENCH_NCCL", .type = PICOLL_CFG_STRING, .def = "",
+     .offset = offsetof(picoll_config_t, bench_nccl),
+     .doc = "osu-bench only (picoll does not use it): the NCCL library the --nccl column loads instead of libnccl.so.2 from the loader's path or /usr/local/cuda (osu-bench/README.md)"},
 };
 
 #define CONFIG_NVARS (sizeof(config_vars) / sizeof(config_vars[0]))

@@ -60,6 +60,8 @@ typedef struct {
     size_t pcie_oneshot_max;
     size_t nvlink_ipc_max;
     size_t pcie_ipc_max;
+    /* osu-bench (not picoll): the NCCL library of its --nccl column */
+    const char *bench_nccl;
 } picoll_config_t;
 
 /* The job's configuration: loaded by the core at MPI_Init (picoll_config_load) and the same on
