@@ -293,6 +293,7 @@ def check_driver(a, out, err):
         glance = "allreduce, %s buffers: speed-up over %s by datatype" % (rows[0]["memory"], name)
         if glance not in out or glance not in md:
             fail("the driver printed (or wrote to results.md) no %r table" % glance, out, err)
+    check_driver_nccl(a, rows, colls, md, out, err)
     if a.expect_path:
         for r in rows:
             if not re.fullmatch(a.expect_path, r.get("picoll_path") or ""):
@@ -310,6 +311,43 @@ def check_driver(a, out, err):
         if out.count("driver calls per picoll call") < len(colls) or \
                 md.count(" driver calls per picoll call |") < len(colls):
             fail("the driver's printed tables or results.md lack the driver-call column", out, err)
+
+
+def check_driver_nccl(a, rows, colls, md, out, err):
+    """--nccl: every row has its NCCL latency, picoll/NCCL (min <= median <= max, the median that
+    of the rounds' NCCL / picoll) and every round's NCCL latency, and the printed tables and
+    results.md the two columns; --nccl-skipped RE: the skip line printed and in results.md, no
+    NCCL field or column."""
+    if a.nccl:
+        for r in rows:
+            if not r["nccl_us"] or not r["rounds_nccl_us"]:
+                fail("results.csv row without its NCCL latency: %s" % r, out, err)
+            nccl = [float(x) for x in r["rounds_nccl_us"].split()]
+            pic = [float(x) for x in r["rounds_picoll_us"].split()]
+            float(r["nccl_us"])
+            lo, med, hi = (float(r["ratio_nccl_" + k]) for k in ("min", "median", "max"))
+            if len(nccl) != int(r["rounds"]) or not lo <= med <= hi:
+                fail("results.csv row without its NCCL rounds or ratios: %s" % r, out, err)
+            if abs(median([c / p for c, p in zip(nccl, pic)]) - med) > 0.0011 + 0.002 * med:
+                fail("results.csv row whose ratio_nccl_median is not the median of its rounds' "
+                     "NCCL / picoll: %s" % r, out, err)
+            if abs(median(nccl) - float(r["nccl_us"])) > 0.011 + 0.001 * median(nccl):
+                fail("results.csv row whose nccl_us is not the median of its rounds: %s" % r, out, err)
+        head = re.compile(r"^ +size \(B\) .* NCCL \(us\) +picoll/NCCL ", re.M)
+        if len(head.findall(out)) < len(colls) or \
+                md.count("| validation | NCCL (us) | picoll/NCCL |") < len(colls):
+            fail("the driver's printed tables or results.md lack the NCCL columns", out, err)
+    elif a.nccl_skipped is not None:
+        for r in rows:
+            if r["nccl_us"] or r["rounds_nccl_us"] or r["ratio_nccl_median"]:
+                fail("results.csv row with NCCL fields although NCCL was skipped: %s" % r, out, err)
+        said = re.compile("^NCCL column skipped: .*" + a.nccl_skipped, re.M)
+        if not said.search(out) or not re.search("^- .*skipped: .*" + a.nccl_skipped, md, re.M):
+            fail("the driver printed (or wrote to results.md) no NCCL skip line matching %r"
+                 % a.nccl_skipped, out, err)
+        if "NCCL (us)" in out or "NCCL (us)" in md:
+            fail("an NCCL column although NCCL was skipped", out, err)
+        print(said.search(out).group(0))
 
 
 def main():

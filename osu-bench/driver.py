@@ -17,7 +17,10 @@ size. Real OSU micro-benchmarks found through OSU_DIR or PATH run too, once with
 the preload, with their own defaults (MPI_CHAR), and add their rows. OSU's programs reduce MPI_CHAR
 unless told otherwise, so allreduce also runs A/B with MPI_CHAR when --type is another type, and a
 last table sets the speed-ups side by side: --type, MPI_CHAR, and the real OSU's where present:
-the figure an OSU user sees next to picoll's own.
+the figure an OSU user sees next to picoll's own. On CUDA buffers each round also times NCCL
+(--nccl, on by default there: A B C per round, the programs' --nccl) on the same buffers, adding
+an NCCL column and picoll's speed-up over NCCL (NCCL / picoll latency, median over rounds); where
+NCCL cannot run (no libnccl.so.2, no real GPU) the programs' one skip line is printed instead.
 
 Prints a table per collective and writes osu-bench/results/<date>-<host>/ with results.csv,
 results.md and PNG plots (matplotlib, else gnuplot, else none).
@@ -52,8 +55,9 @@ BASELINE_NAMES = {"mpi": "plain MPI", "staged": "staged MPI"}
 # under a row of device buffers, where the CUDA driver counts its calls (the emulated GPU): the
 # driver calls per picoll call, then per entry point, "(cuLaunchKernel 1, ...)"
 DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)\s*(.*)$")
-# under each A/B row (after those two lines): every round's baseline/picoll latencies, in order
-ROUNDS = re.compile(r"# rounds A/B \(us\):((?: [0-9.]+/[0-9.]+)+)$")
+# under each A/B row (after those two lines): every round's baseline/picoll latencies, in order,
+# and with the NCCL column (--nccl) baseline/picoll/NCCL
+ROUNDS = re.compile(r"# rounds (?:A/B|A/B/C) \(us\):((?: [0-9.]+(?:/[0-9.]+){1,2})+)$")
 DEFAULT_NP = "2,4"
 DEFAULT_ROUNDS = 5
 # over this 1-minute load average per CPU before the run, its figures are not to be trusted
@@ -239,6 +243,7 @@ class Bench:
         self.rows = []      # dicts, see CSV_FIELDS
         self.notes = []     # lines for the Markdown report
         self.failures = []
+        self.nccl_skipped = []  # "label: why" of each job whose NCCL column was skipped
 
     # ------------------------------------------------------------------ environment
     def check_build(self):
@@ -317,6 +322,8 @@ class Bench:
         base = self.baseline(mem)
         args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem,
                 "--baseline", base] + self.common_args(dtype)
+        if mem == "cuda" and a.nccl != "off":
+            args.append("--nccl")
         label = "%s %s%s np %d" % (coll, mem, " " + dtype.upper() if dtype else "", np)
         log("== %s: %d sizes, %s..%s bytes, %d rounds of %s / picoll%s"
             % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.rounds,
@@ -326,15 +333,18 @@ class Bench:
         done = 0
         row = None  # this job's last row: the driver-call count, path and rounds lines follow it
         pending = []  # the last row, not yet logged: its progress line waits for its rounds
+        nccl = False  # the program said NCCL runs: its rows have the NCCL columns
 
         def flush():
             if not pending:
                 return
             r = pending.pop()
-            log("   [%s] %2d/%d %8s B   %s %10s us   picoll %10s us   %s (min %s, max %s) %s  (%.0fs)"
+            vs = ("   NCCL %10s us   picoll/NCCL %s" % (r["nccl_us"], fmt_ratio(r["ratio_nccl_median"]))
+                  if r.get("nccl_us") else "")
+            log("   [%s] %2d/%d %8s B   %s %10s us   picoll %10s us   %s (min %s, max %s)%s %s  (%.0fs)"
                 % (label, done, len(sizes), human(r["size_bytes"]), BASELINE_NAMES[base], r["mpi_us"],
                    r["picoll_us"], fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_min"]),
-                   fmt_ratio(r["ratio_max"]), r["validation"], time.time() - t0))
+                   fmt_ratio(r["ratio_max"]), vs, r["validation"], time.time() - t0))
             if r["driver_calls"]:
                 log("   [%s] %8s B   driver calls per picoll call: %s %s"
                     % (label, human(r["size_bytes"]), r["driver_calls"], r["driver_calls_detail"]))
@@ -350,11 +360,22 @@ class Bench:
             rounds = ROUNDS.match(line)
             if rounds and row is not None:
                 pairs = [tuple(float(x) for x in p.split("/")) for p in rounds.group(1).split()]
+                if len(pairs[0]) != (3 if row.get("nccl_us") else 2):
+                    log("   unexpected line: " + line)
+                    continue
                 set_rounds(row, pairs)
                 flush()
                 continue
             if line.startswith("# driver calls: "):
                 self.notes.append("%s: %s" % (label, line[2:]))
+                continue
+            if line.startswith("# nccl: "):
+                # "# nccl: NCCL x.y.z (...)": the C column runs; "# nccl: skipped: why"
+                nccl = not line.startswith("# nccl: skipped: ")
+                log("   " + line[2:])
+                self.notes.append("%s: %s" % (label, line[2:]))
+                if not nccl:
+                    self.nccl_skipped.append("%s: %s" % (label, line[len("# nccl: skipped: "):]))
                 continue
             if line.startswith("# picoll on ") or line.startswith("# staged MPI: ") \
                     or re.match(r"# picoll \S+, active", line):
@@ -370,11 +391,17 @@ class Bench:
             except (ValueError, IndexError):
                 log("   unexpected line: " + line)
                 continue
-            valid = f[6] if len(f) > 6 else ""
+            # size, A, B, speed-up, A and B bus bandwidths[, NCCL, picoll/NCCL, its bandwidth][, Pass]
+            try:
+                nccl_us = float(f[6]) if nccl else None
+            except (ValueError, IndexError):
+                log("   unexpected line: " + line)
+                continue
+            valid = f[9 if nccl else 6] if len(f) > (9 if nccl else 6) else ""
             flush()
             done += 1
             row = self.add_row(coll, mem, np, "picoll-osu-bench", base, size, mpi, pic, valid,
-                               datatype=dtype.upper() if dtype else None)
+                               datatype=dtype.upper() if dtype else None, nccl=nccl_us)
             pending.append(row)
         flush()
         rc = job.wait()
@@ -386,17 +413,22 @@ class Bench:
             self.failures.append(msg)
             log("   FAILED: " + msg)
 
-    def add_row(self, coll, mem, np, source, baseline, size, mpi, pic, valid, datatype=None):
-        """mpi: the A column, plain or staged MPI as baseline says (mpi, staged). Returns the row,
-        whose driver-call count, path and rounds the lines after it in the program's output fill
-        in; until its rounds come, its ratio is the one of mpi and pic (one round)."""
+    def add_row(self, coll, mem, np, source, baseline, size, mpi, pic, valid, datatype=None,
+                nccl=None):
+        """mpi: the A column, plain or staged MPI as baseline says (mpi, staged); nccl: the C column
+        (NCCL) where it ran, else None. Returns the row, whose driver-call count, path and rounds
+        the lines after it in the program's output fill in; until its rounds come, its ratios are
+        those of mpi, pic and nccl (one round)."""
         row = {
             "collective": coll, "memory": mem, "source": source, "np": np,
             "datatype": datatype or self.args.type.upper(), "size_bytes": size,
             "mpi_us": "%.2f" % mpi, "picoll_us": "%.2f" % pic, "speedup": "", "validation": valid,
             "baseline": baseline, "driver_calls": "", "driver_calls_detail": "", "picoll_path": "",
+            "nccl_us": "",
         }
-        set_rounds(row, [(mpi, pic)])
+        if nccl is not None:
+            row["nccl_us"] = "%.2f" % nccl
+        set_rounds(row, [(mpi, pic, nccl) if nccl is not None else (mpi, pic)])
         self.rows.append(row)
         return row
 
@@ -497,18 +529,22 @@ class Bench:
                 % (self.np_title(np), dtype, rows_rounds(rows)))
             counted = any(r.get("driver_calls") for r in rows)
             paths = any(r.get("picoll_path") for r in rows)
-            log("%10s %16s %12s   %-24s %11s%s%s" % (
+            nccl = any(r.get("nccl_us") for r in rows)
+            log("%10s %16s %12s   %-24s%s %11s%s%s" % (
                 "size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
-                "speed-up: min median max", "validation",
+                "speed-up: min median max",
+                " %12s %12s" % ("NCCL (us)", "picoll/NCCL") if nccl else "", "validation",
                 "  %-14s" % "picoll path" if paths else "",
                 "  driver calls per picoll call" if counted else ""))
             for r in rows:
                 extra = "  %-14s" % (r.get("picoll_path") or "-") if paths else ""
                 if counted:
                     extra += "  %s %s" % (r["driver_calls"] or "-", r["driver_calls_detail"])
-                log("%10d %16s %12s   %9s %7s %6s %11s%s" % (
+                vs = " %12s %12s" % (r.get("nccl_us") or "-", fmt_ratio(r.get("ratio_nccl_median"))) \
+                    if nccl else ""
+                log("%10d %16s %12s   %9s %7s %6s%s %11s%s" % (
                     r["size_bytes"], r["mpi_us"], r["picoll_us"], fmt_ratio(r["ratio_min"]),
-                    fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_max"]),
+                    fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_max"]), vs,
                     r["validation"] or "-", extra.rstrip()))
 
     def summary(self):
@@ -522,11 +558,18 @@ class Bench:
             med = min(rs, key=lambda r: float(r["ratio_median"]))
             low = min(rs, key=lambda r: float(r["ratio_min"]))
             below = sum(1 for r in rs if float(r["ratio_median"]) < 1.0)
+            vs = ""
+            rn = [r for r in rows if r.get("ratio_nccl_median")]
+            if rn:
+                nmed = min(rn, key=lambda r: float(r["ratio_nccl_median"]))
+                vs = ("; picoll/NCCL: lowest median %s at %s B, median below 1x at %d of %d sizes"
+                      % (fmt_ratio(nmed["ratio_nccl_median"]), human(nmed["size_bytes"]),
+                         sum(1 for r in rn if float(r["ratio_nccl_median"]) < 1.0), len(rn)))
             out.append("%s %s%s %s np %d: lowest median %s at %s B, lowest min %s at %s B; "
-                       "median below 1x at %d of %d sizes%s"
+                       "median below 1x at %d of %d sizes%s%s"
                        % (coll, mem, " OSU" if source == "osu" else "", dtype, np,
                           fmt_ratio(med["ratio_median"]), human(med["size_bytes"]),
-                          fmt_ratio(low["ratio_min"]), human(low["size_bytes"]), below, len(rs),
+                          fmt_ratio(low["ratio_min"]), human(low["size_bytes"]), below, len(rs), vs,
                           " (%s)" % oversubscribed(np) if oversubscribed(np) else ""))
         return out
 
@@ -534,9 +577,12 @@ class Bench:
         lines = self.summary()
         if lines:
             log()
-            log("At a glance (speed-up = baseline / picoll per round; the lowest over sizes):")
+            log("At a glance (speed-up = baseline / picoll per round, picoll/NCCL = NCCL / picoll "
+                "per round where NCCL ran; the lowest over sizes):")
             for line in lines:
                 log("  " + line)
+        for line in self.nccl_skipped:
+            log("NCCL column skipped: " + line)
 
     def glance(self):
         """Per (collective, memory) that ran more than one datatype or source: [(title, header,
@@ -583,11 +629,15 @@ class Bench:
     # and rounds_picoll_us every round's latencies in the order they ran; a real OSU row is one
     # run of each); driver_calls: CUDA driver calls per picoll call where the driver counted them
     # (the emulated GPU), and driver_calls_detail the calls per entry point; picoll_path: the path
-    # of picoll's calls on CUDA buffers (cuda_oneshot, ..., fallback)
+    # of picoll's calls on CUDA buffers (cuda_oneshot, ..., fallback); nccl_us: the NCCL column's
+    # median over rounds where it ran (--nccl, CUDA buffers; empty else), ratio_nccl_median (and
+    # _min, _max) the median over rounds of NCCL / picoll (picoll's speed-up over NCCL),
+    # rounds_nccl_us every round's NCCL latency
     CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", "mpi_us",
                   "picoll_us", "speedup", "validation", "baseline", "driver_calls",
                   "driver_calls_detail", "picoll_path", "rounds", "ratio_min", "ratio_median",
-                  "ratio_max", "rounds_mpi_us", "rounds_picoll_us"]
+                  "ratio_max", "rounds_mpi_us", "rounds_picoll_us", "nccl_us", "ratio_nccl_min",
+                  "ratio_nccl_median", "ratio_nccl_max", "rounds_nccl_us"]
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
@@ -604,23 +654,28 @@ class Bench:
                 f.write("- %s\n" % n)
             lines = self.summary()
             if lines:
-                f.write("\n## At a glance\n\nSpeed-up = baseline / picoll, per round; the lowest "
-                        "over sizes:\n\n")
+                f.write("\n## At a glance\n\nSpeed-up = baseline / picoll, per round (picoll/NCCL = "
+                        "NCCL / picoll, per round, where NCCL ran); the lowest over sizes:\n\n")
                 for line in lines:
                     f.write("- %s\n" % line)
             for (coll, mem, source, dtype, np), rows in self.groups():
                 base = rows[0]["baseline"]
                 counted = any(r.get("driver_calls") for r in rows)
                 paths = any(r.get("picoll_path") for r in rows)
+                nccl = any(r.get("nccl_us") for r in rows)
                 f.write("\n## %s, %s, %s, %s rounds\n\n" % (self.title(coll, mem, source, base),
                                                            self.np_title(np), dtype, rows_rounds(rows)))
                 f.write("| size (B) | %s (us) | picoll (us) | speed-up min | speed-up median | "
-                        "speed-up max | validation |%s%s\n"
-                        % (BASELINE_NAMES[base], " picoll path |" if paths else "",
+                        "speed-up max | validation |%s%s%s\n"
+                        % (BASELINE_NAMES[base], " NCCL (us) | picoll/NCCL |" if nccl else "",
+                           " picoll path |" if paths else "",
                            " driver calls per picoll call |" if counted else ""))
-                f.write("|---:|---:|---:|---:|---:|---:|:---|%s\n" % (":---|" * (paths + counted)))
+                f.write("|---:|---:|---:|---:|---:|---:|:---|%s%s\n"
+                        % ("---:|" * (2 * nccl), ":---|" * (paths + counted)))
                 for r in rows:
-                    extra = " %s |" % (r.get("picoll_path") or "-") if paths else ""
+                    extra = (" %s | %s |" % (r.get("nccl_us") or "-", fmt_ratio(r.get("ratio_nccl_median")))
+                             if nccl else "")
+                    extra += " %s |" % (r.get("picoll_path") or "-") if paths else ""
                     if counted:
                         extra += " %s |" % (("%s %s" % (r["driver_calls"], r["driver_calls_detail"])).strip()
                                            if r["driver_calls"] else "-")
@@ -666,6 +721,12 @@ class Bench:
             else:
                 log("== CUDA buffers skipped: " + why)
                 self.notes.append("CUDA buffers skipped: " + why)
+                if a.nccl != "off":
+                    self.nccl_skipped.append("no GPU (CUDA buffers skipped)")
+                    self.notes.append("NCCL column skipped: no GPU (CUDA buffers skipped)")
+        elif a.nccl == "on":
+            self.nccl_skipped.append("--nccl needs CUDA buffers (--mem cuda or auto)")
+            self.notes.append("NCCL column skipped: --nccl needs CUDA buffers (--mem cuda or auto)")
         for np in a.np:
             for mem in mems:
                 for coll in a.colls:
@@ -692,6 +753,7 @@ class Bench:
         outdir = a.out or os.path.join(HERE, "results", "%s-%s" % (stamp, host))
         os.makedirs(outdir, exist_ok=True)
         over = [oversubscribed(np) for np in a.np if oversubscribed(np)]
+        nccl = a.nccl != "off" and "cuda" in mems
         meta = [
             ("date", datetime.datetime.now().isoformat(timespec="seconds")),
             ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), ncpus())),
@@ -700,9 +762,11 @@ class Bench:
                                            else "; allreduce also MPI_CHAR, OSU's default")),
             ("sizes", "%s..%s bytes, x%d" % (human(a.min_size), human(a.max_size), a.factor)),
             ("method", "one job per collective and np; per size %d rounds of the baseline (picoll "
-                       "bypassed) then picoll; latency = each rank's mean averaged over ranks (OSU), "
+                       "bypassed) then picoll%s; latency = each rank's mean averaged over ranks (OSU), "
                        "median over rounds; speed-up = baseline / picoll of each round, its min, "
-                       "median and max over rounds" % a.rounds),
+                       "median and max over rounds%s"
+                       % (a.rounds, " then, on CUDA buffers, NCCL (A B C)" if nccl else "",
+                          "; picoll/NCCL = NCCL / picoll of each round, its median" if nccl else "")),
             ("baseline", "; ".join("%s buffers: %s" % (m, BASELINE_NAMES[self.baseline(m)])
                                    for m in mems)),
             ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=%s" % (self.libpicoll, self.args.host)),
@@ -727,16 +791,26 @@ class Bench:
         return 0
 
 
-def set_rounds(row, pairs):
-    """Fills row's rounds columns from [(baseline_us, picoll_us)], one pair per round in order."""
-    lo, med, hi = ratio_stats(pairs)
-    row["rounds"] = len(pairs)
-    row["rounds_mpi_us"] = " ".join("%.3f" % a for a, _ in pairs)
-    row["rounds_picoll_us"] = " ".join("%.3f" % b for _, b in pairs)
-    ok = med > 0
-    row["ratio_min"], row["ratio_median"], row["ratio_max"] = (
-        ("%.3f" % lo, "%.3f" % med, "%.3f" % hi) if ok else ("", "", ""))
+def set_rounds(row, rounds):
+    """Fills row's rounds columns from [(baseline_us, picoll_us)] or, with the NCCL column,
+    [(baseline_us, picoll_us, nccl_us)], one per round in order. picoll/NCCL is NCCL / picoll of
+    each round (picoll's speed-up over NCCL), as speedup is baseline / picoll."""
+    def fill(prefix, pairs):
+        lo, med, hi = ratio_stats(pairs)
+        row[prefix + "min"], row[prefix + "median"], row[prefix + "max"] = (
+            ("%.3f" % lo, "%.3f" % med, "%.3f" % hi) if med > 0 else ("", "", ""))
+
+    row["rounds"] = len(rounds)
+    row["rounds_mpi_us"] = " ".join("%.3f" % r[0] for r in rounds)
+    row["rounds_picoll_us"] = " ".join("%.3f" % r[1] for r in rounds)
+    fill("ratio_", [(r[0], r[1]) for r in rounds])
     row["speedup"] = row["ratio_median"]
+    nccl = all(len(r) == 3 for r in rounds)
+    row["rounds_nccl_us"] = " ".join("%.3f" % r[2] for r in rounds) if nccl else ""
+    if nccl:
+        fill("ratio_nccl_", [(r[2], r[1]) for r in rounds])
+    else:
+        row["ratio_nccl_min"] = row["ratio_nccl_median"] = row["ratio_nccl_max"] = ""
 
 
 def fmt_ratio(v):
@@ -775,7 +849,7 @@ def baseline_name(row):
 def plot_series(rows):
     """Per (collective, memory): subtitle and a list of series, one per np, source and datatype
     (OSU rows beside ours), each a dict: tag, base (the baseline's name), osu, sizes, mpi and pic
-    (median latencies), med, lo and hi (the ratio's median, min and max over rounds; CSV files
+    (median latencies), nccl (NCCL's, where every row has one; else None; gnuplot leaves it out), med, lo and hi (the ratio's median, min and max over rounds; CSV files
     from before the ratio columns give the one ratio for all three)."""
     out = {}
     for (coll, mem, source, dtype, np), grp in groups(rows):
@@ -794,6 +868,8 @@ def plot_series(rows):
             "tag": tag, "base": baseline_name(grp[0]), "osu": source == "osu",
             "sizes": [int(r["size_bytes"]) for r in grp],
             "mpi": [float(r["mpi_us"]) for r in grp], "pic": [float(r["picoll_us"]) for r in grp],
+            "nccl": ([float(r["nccl_us"]) for r in grp]
+                     if all(r.get("nccl_us") for r in grp) else None),
             "med": [ratio(r, "ratio_median") for r in grp], "lo": [ratio(r, "ratio_min") for r in grp],
             "hi": [ratio(r, "ratio_max") for r in grp]})
     return out
@@ -814,6 +890,9 @@ def plot_matplotlib(plt, rows, outdir):
                             label=s["tag"] + s["base"])
             ax.plot(s["sizes"], s["pic"], "--" if s["osu"] else "-", marker="s",
                     color=line.get_color(), label=s["tag"] + "picoll")
+            if s["nccl"]:
+                ax.plot(s["sizes"], s["nccl"], "-.", marker="^", color=line.get_color(),
+                        label=s["tag"] + "NCCL")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message size (bytes)")
@@ -949,6 +1028,11 @@ def main(argv=None):
                         "each call copied to host buffers (pinned for CUDA), plain MPI, copied back, "
                         "as an application does on an MPI that is not CUDA-aware; auto (default): "
                         "staged for CUDA buffers, mpi for host buffers")
+    p.add_argument("--nccl", nargs="?", const="on", default="auto", choices=("auto", "on", "off"),
+                   help="on CUDA buffers, a third column per round: NCCL on the same buffers (the "
+                        "programs' --nccl; A B C per round), with picoll/NCCL = NCCL / picoll; "
+                        "auto (default) and --nccl: wherever CUDA buffers run, one skip line "
+                        "where NCCL or a GPU is missing; off: none")
     p.add_argument("--out", help="results directory (default: osu-bench/results/<date>-<host>/)")
     p.add_argument("--no-plots", action="store_true", help="no PNG plots")
     p.add_argument("--no-osu", action="store_true", help="do not run real OSU binaries")
