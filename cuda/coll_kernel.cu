@@ -442,6 +442,14 @@ __device__ __forceinline__ void dev_part(size_t lo, size_t hi, int m, int k, siz
     *phi = *plo + per < hi ? *plo + per : hi;
 }
 
+/* Reduce-scatter, allgatherv: where piece r's part of this chunk ends, at most hi (offsets in the
+ * chunk). */
+__device__ __forceinline__ size_t dev_piece_end(const picoll_cuda_kparams_t &p, int r, size_t hi)
+{
+    size_t left = p.piece[r] > p.chunk_off ? p.piece[r] - p.chunk_off : 0;
+    return left < hi ? left : hi;
+}
+
 } // namespace
 
 /* The kernel, found by name (PICOLL_CUDA_KERNEL_NAME) in the module picoll loads from the embedded
@@ -465,13 +473,70 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
     const int arrived = dev_arrived(p);
     switch (p.mode) {
     case PICOLL_CUDA_K_ONESHOT:
+    case PICOLL_CUDA_K_REDUCE:
         if (arrived < 1) {
             dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
         if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
             return;
         }
-        dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
+        if (p.mode == PICOLL_CUDA_K_ONESHOT || p.me == p.root) {
+            dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
+        }
+        dev_finish(p, p.epoch);
+        break;
+    case PICOLL_CUDA_K_REDSCAT:
+        /* piece r of this chunk is [lo, hi) of its bytes [chunk_off, chunk_off + bytes), cut to
+         * the piece's length (uneven pieces: some may be shorter, or over); it goes to slot
+         * offset r * slot_stride, so my piece starts 16-aligned in every rank's slot */
+        if (arrived < 1) {
+            for (int r = 0; r < p.nranks; r++) {
+                size_t end = dev_piece_end(p, r, hi);
+                if (end > lo) {
+                    dev_copy(in[p.me] + (size_t)r * p.slot_stride + lo,
+                             p.src + p.piece_off[r] + lo, end - lo);
+                }
+            }
+        }
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+            return;
+        }
+        plo = dev_piece_end(p, p.me, hi);
+        if (plo > lo) {
+            dev_reduce_any(p, p.dst + lo, in, p.nranks, (size_t)p.me * p.slot_stride + lo,
+                           (plo - lo) / (size_t)p.esize);
+        }
+        dev_finish(p, p.epoch);
+        break;
+    case PICOLL_CUDA_K_ALLGATHERV:
+        /* as allgather, each rank's block cut to its length (dev_piece_end) */
+        plo = dev_piece_end(p, p.me, hi);
+        if (arrived < 1 && plo > lo) {
+            dev_copy(in[p.me] + lo, p.src + lo, plo - lo);
+        }
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            size_t end = dev_piece_end(p, r, hi);
+            if (end > lo && (r != p.me || !p.skip_self)) {
+                dev_copy(p.dst + p.piece_off[r] + lo, in[r] + lo, end - lo);
+            }
+        }
+        dev_finish(p, p.epoch);
+        break;
+    case PICOLL_CUDA_K_BCAST:
+        /* every rank arrives (a rank writes its slot again two epochs on only once every peer
+         * arrived after reading it); only the root's slot carries data */
+        if (arrived < 1 && p.me == p.root) {
+            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        }
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+            return;
+        }
+        if (p.me != p.root) {
+            dev_copy(p.dst + lo, in[p.root] + lo, hi - lo);
+        }
         dev_finish(p, p.epoch);
         break;
     case PICOLL_CUDA_K_TWOSHOT:

@@ -138,6 +138,7 @@ typedef struct {
 static int coll_chunk(coll_call_t *c, size_t i)
 {
     size_t off = i * c->step;
+    c->p.chunk_off = off;
     c->p.bytes = c->total - off < c->step ? c->total - off : c->step;
     c->p.src = c->src + off;
     c->p.dst = c->dst + off;
@@ -361,6 +362,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->status = ws->status_dev;
     p->type = PICOLL_CUDA_T_NONE;
     p->esize = 1;
+    p->root = -1;
     p->peers = ws->peers;
     for (int r = 0; r < ws->nlocal; r++) {
         if (ws->peer[r] != NULL) { /* hcm: only the quad and the relay are mapped */
@@ -394,25 +396,40 @@ static void coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_ca
     coll_end(ws, prev, c, floor, blocks);
 }
 
+/* The parameters of a reduction of dtype under op. */
+static void coll_reduce_params(picoll_dtype_t dtype, picoll_op_t op, picoll_cuda_kparams_t *p)
+{
+    p->type = coll_type(dtype);
+    p->op = (int)op;
+    p->esize = (int)picoll_dtype_size(dtype);
+}
+
+/* Runs the call c, its kernel parameters set: total bytes from src to dst in chunks of step
+ * (c->arrivals per launch, 1 where unset), in the buffers' context. */
+static picoll_status_t coll_call(picoll_cuda_ws_t *ws, coll_call_t *c, const void *src, void *dst,
+                                 size_t total, size_t step)
+{
+    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c->coll);
+    c->src = src;
+    c->dst = dst;
+    c->total = total;
+    c->step = step;
+    c->arrivals = c->arrivals != 0 ? c->arrivals : 1;
+    coll_run(ws, prev, c);
+    return PICOLL_OK;
+}
+
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
                                       const void *sendbuf, void *recvbuf, size_t count,
                                       picoll_dtype_t dtype, picoll_op_t op)
 {
-    size_t esize = picoll_dtype_size(dtype);
-    coll_call_t c = {.coll = "MPI_Allreduce"};
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c.coll);
+    coll_call_t c = {.coll = "MPI_Allreduce", .arrivals = mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2};
 
     coll_params(ws, mode, &c.p);
-    c.p.type = coll_type(dtype);
-    c.p.op = (int)op;
-    c.p.esize = (int)esize;
-    c.src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    c.dst = recvbuf;
-    c.total = count * esize;
-    c.step = ws->slot_size; /* a multiple of 4 KiB: every chunk holds whole elements */
-    c.arrivals = mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2;
-    coll_run(ws, prev, &c);
-    return PICOLL_OK;
+    coll_reduce_params(dtype, op, &c.p);
+    /* a buffer is a multiple of 4 KiB: every chunk holds whole elements */
+    return coll_call(ws, &c, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                     count * (size_t)c.p.esize, ws->slot_size);
 }
 
 picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
@@ -420,34 +437,92 @@ picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf,
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     coll_call_t c = {.coll = "MPI_Allgather"};
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c.coll);
 
     coll_params(ws, PICOLL_CUDA_K_ALLGATHER, &c.p);
     c.p.skip_self = in_place;
     c.p.dst_stride = block;
-    c.src = in_place ? (const char *)recvbuf + (size_t)ws->me * block : (const char *)sendbuf;
-    c.dst = recvbuf;
-    c.total = block;
-    c.step = ws->slot_size;
-    c.arrivals = 1;
-    coll_run(ws, prev, &c);
-    return PICOLL_OK;
+    return coll_call(ws, &c,
+                     in_place ? (const char *)recvbuf + (size_t)ws->me * block : sendbuf,
+                     recvbuf, block, ws->slot_size);
+}
+
+/* A data buffer's share of each rank, in 16-byte multiples (alltoall, reduce-scatter). */
+static size_t coll_piece_step(const picoll_cuda_ws_t *ws)
+{
+    return ws->slot_size / (size_t)ws->nlocal / 16 * 16;
 }
 
 picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                      size_t block)
 {
     coll_call_t c = {.coll = "MPI_Alltoall"};
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c.coll);
 
     coll_params(ws, PICOLL_CUDA_K_ALLTOALL, &c.p);
     c.p.src_stride = block;
     c.p.dst_stride = block;
-    c.src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    c.dst = recvbuf;
-    c.total = block;
-    c.step = ws->slot_size / (size_t)ws->nlocal / 16 * 16;
-    c.arrivals = 1;
-    coll_run(ws, prev, &c);
-    return PICOLL_OK;
+    return coll_call(ws, &c, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, block,
+                     coll_piece_step(ws));
+}
+
+picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
+                                           const void *sendbuf, void *recvbuf,
+                                           const size_t *counts, picoll_dtype_t dtype,
+                                           picoll_op_t op)
+{
+    size_t off = 0, largest = 0;
+    coll_call_t c = {.coll = coll};
+
+    coll_params(ws, PICOLL_CUDA_K_REDSCAT, &c.p);
+    coll_reduce_params(dtype, op, &c.p);
+    for (int r = 0; r < ws->nlocal; r++) {
+        c.p.piece[r] = counts[r] * (size_t)c.p.esize;
+        c.p.piece_off[r] = off;
+        off += c.p.piece[r];
+        largest = c.p.piece[r] > largest ? c.p.piece[r] : largest;
+    }
+    /* every rank's piece of a chunk in one data buffer, each 16-aligned (dev_reduce's loads) */
+    c.p.slot_stride = coll_piece_step(ws);
+    return coll_call(ws, &c, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, largest,
+                     c.p.slot_stride);
+}
+
+picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                       const size_t *bytes, const size_t *displs)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t largest = 0;
+    coll_call_t c = {.coll = "MPI_Allgatherv"};
+
+    coll_params(ws, PICOLL_CUDA_K_ALLGATHERV, &c.p);
+    c.p.skip_self = in_place;
+    for (int r = 0; r < ws->nlocal; r++) {
+        c.p.piece[r] = bytes[r];
+        c.p.piece_off[r] = displs[r];
+        largest = bytes[r] > largest ? bytes[r] : largest;
+    }
+    return coll_call(ws, &c, in_place ? (const char *)recvbuf + displs[ws->me] : sendbuf,
+                     recvbuf, largest, ws->slot_size);
+}
+
+picoll_status_t picoll_cuda_bcast(picoll_cuda_ws_t *ws, void *buffer, size_t bytes, int root)
+{
+    coll_call_t c = {.coll = "MPI_Bcast"};
+
+    coll_params(ws, PICOLL_CUDA_K_BCAST, &c.p);
+    c.p.root = root;
+    return coll_call(ws, &c, buffer, buffer, bytes, ws->slot_size);
+}
+
+picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                   size_t count, picoll_dtype_t dtype, picoll_op_t op, int root)
+{
+    coll_call_t c = {.coll = "MPI_Reduce"};
+    const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+
+    coll_params(ws, PICOLL_CUDA_K_REDUCE, &c.p);
+    coll_reduce_params(dtype, op, &c.p);
+    c.p.root = root;
+    /* only the root's receive buffer is significant (and written) */
+    return coll_call(ws, &c, src, ws->me == root ? recvbuf : (void *)src,
+                     count * (size_t)c.p.esize, ws->slot_size);
 }

@@ -75,6 +75,21 @@ picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf,
                                       size_t block);
 picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                      size_t block);
+/* Reduce-scatter: counts[r] elements for local rank r (MPI_Reduce_scatter_block: all equal); in
+ * place, the input is in recvbuf. coll names the call in messages. */
+picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
+                                           const void *sendbuf, void *recvbuf,
+                                           const size_t *counts, picoll_dtype_t dtype,
+                                           picoll_op_t op);
+/* Broadcast of bytes from local rank root; reduce to local rank root (only its recvbuf is read
+ * or written; in place at the root: sendbuf MPI_IN_PLACE). */
+picoll_status_t picoll_cuda_bcast(picoll_cuda_ws_t *ws, void *buffer, size_t bytes, int root);
+/* Allgatherv: bytes[r] of local rank r at byte offset displs[r] of recvbuf (in place: mine is
+ * there already). */
+picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                       const size_t *bytes, const size_t *displs);
+picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                   size_t count, picoll_dtype_t dtype, picoll_op_t op, int root);
 
 #else /* !PICOLL_HAVE_CUDA */
 
@@ -139,6 +154,35 @@ static inline picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const v
                                                    void *recvbuf, size_t block)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)block;
+    return PICOLL_ERR_DISABLED;
+}
+
+static inline picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
+                                                         const void *sendbuf, void *recvbuf,
+                                                         const size_t *counts,
+                                                         picoll_dtype_t dtype, picoll_op_t op)
+{
+    (void)ws, (void)coll, (void)sendbuf, (void)recvbuf, (void)counts, (void)dtype, (void)op;
+    return PICOLL_ERR_DISABLED;
+}
+static inline picoll_status_t picoll_cuda_bcast(picoll_cuda_ws_t *ws, void *buffer, size_t bytes,
+                                                int root)
+{
+    (void)ws, (void)buffer, (void)bytes, (void)root;
+    return PICOLL_ERR_DISABLED;
+}
+static inline picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const void *sendbuf,
+                                                     void *recvbuf, const size_t *bytes,
+                                                     const size_t *displs)
+{
+    (void)ws, (void)sendbuf, (void)recvbuf, (void)bytes, (void)displs;
+    return PICOLL_ERR_DISABLED;
+}
+static inline picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf,
+                                                 void *recvbuf, size_t count,
+                                                 picoll_dtype_t dtype, picoll_op_t op, int root)
+{
+    (void)ws, (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)root;
     return PICOLL_ERR_DISABLED;
 }
 

@@ -43,8 +43,16 @@ typedef enum {
     PICOLL_CUDA_K_TWOSHOT,   /* copy in, arrive, reduce my piece, arrive, gather every piece */
     PICOLL_CUDA_K_ALLGATHER, /* copy in, arrive, copy every rank's slot out */
     PICOLL_CUDA_K_ALLTOALL,  /* copy the piece for every peer in, arrive, copy my pieces out */
-    PICOLL_CUDA_K_HCM        /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
+    PICOLL_CUDA_K_HCM,       /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
                               * my quad's result with my relay's */
+    PICOLL_CUDA_K_REDSCAT,   /* reduce-scatter (two-shot's first half): copy the piece for every
+                              * rank in, arrive, reduce my piece of every rank's slot into dst */
+    PICOLL_CUDA_K_BCAST,     /* the root copies in, every rank arrives, the others copy the root's
+                              * slot out */
+    PICOLL_CUDA_K_REDUCE,    /* one-shot to the root: copy in, arrive, the root reduces every
+                              * rank's slot into dst */
+    PICOLL_CUDA_K_ALLGATHERV /* allgather with blocks of every size (piece) at their offsets in
+                              * dst (piece_off) */
 } picoll_cuda_kmode_t;
 
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
@@ -98,6 +106,7 @@ typedef struct {
     int esize;          /* element bytes (allreduce) */
     int nranks, me;
     int skip_self;      /* allgather in place: my block is already in dst */
+    int root;           /* bcast, reduce: the root's local rank */
     int max_blocks;     /* blocks every rank's context keeps resident at once, beside the other
                          * ranks on its GPU (cuda_ws.c, ws_max_blocks); at most
                          * PICOLL_CUDA_MAX_BLOCKS */
@@ -113,9 +122,16 @@ typedef struct {
     uint64_t done_mask; /* resume: blocks that finished in an earlier attempt (they return) */
     int resume;         /* relaunch of the launch that gave up: each block goes on from where its
                          * own flag says it arrived */
-    size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer */
+    size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer;
+                         * reduce-scatter, allgatherv: the chunk of the largest piece */
+    size_t chunk_off;   /* offset of this chunk in the call's operands (of each block, each piece) */
     size_t src_stride;  /* alltoall: bytes between the blocks of the send buffer */
     size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
+    size_t slot_stride; /* reduce-scatter: bytes between the pieces in a slot (16-byte multiple) */
+    size_t piece[PICOLL_CUDA_MAX_LOCAL];     /* reduce-scatter, allgatherv: bytes of rank r's
+                                              * whole piece (block) */
+    size_t piece_off[PICOLL_CUDA_MAX_LOCAL]; /* its offset in the send buffer (reduce-scatter), in
+                                              * the receive buffer (allgatherv) */
     const char *src;    /* this chunk of the user's input */
     char *dst;          /* this chunk of the user's output */
     char *slot[2][PICOLL_CUDA_MAX_LOCAL];    /* [parity][rank]: data buffers, mapped */
@@ -129,7 +145,8 @@ typedef struct {
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank. */
 static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
 {
-    size_t total = p->mode == PICOLL_CUDA_K_ALLTOALL ? p->bytes * (size_t)p->nranks : p->bytes;
+    int per_rank = p->mode == PICOLL_CUDA_K_ALLTOALL || p->mode == PICOLL_CUDA_K_REDSCAT;
+    size_t total = per_rank ? p->bytes * (size_t)p->nranks : p->bytes;
     size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
     int max = p->max_blocks < 1 ? 1 : p->max_blocks;
     if (max > PICOLL_CUDA_MAX_BLOCKS) {

@@ -40,7 +40,8 @@ typedef struct {
  * (one is created by the first intercepted collective on comm), MPI_ERR_OTHER if none does. */
 int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info);
 
-/* The algorithm that ran the calling thread's last MPI_Allreduce, MPI_Allgather or MPI_Alltoall,
+/* The algorithm that ran the calling thread's last MPI_Allreduce, MPI_Allgather, MPI_Alltoall,
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast or MPI_Reduce,
  * as PICOLL_STATS names it ("cuda_oneshot", "oneshot", "hier_rd", ...; "fallback" when the call
  * went to the underlying MPI), or NULL before the first. For tests that check each call's path. */
 const char *picoll_last_algorithm(void);

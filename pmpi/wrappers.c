@@ -15,6 +15,7 @@
 #include "pmpi/half_ops.h"
 #include "pmpi/records.h"
 #include "coll/stats.h"
+#include "cuda/cuda_kernel.h"
 
 
 PICOLL_EXPORT int MPI_Init(int *argc, char ***argv)
@@ -66,7 +67,8 @@ static void fallback_done(picoll_coll_t coll, int rc, MPI_Count count, MPI_Datat
     }
     PMPI_Type_size(type, &tsize);
     bytes = (size_t)count * (size_t)tsize;
-    if (coll != PICOLL_COLL_ALLREDUCE) {
+    if (coll == PICOLL_COLL_ALLGATHER || coll == PICOLL_COLL_ALLTOALL ||
+        coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK) {
         PMPI_Comm_test_inter(comm, &inter);
         if (inter) {
             PMPI_Comm_remote_size(comm, &csize);
@@ -144,30 +146,34 @@ PICOLL_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count 
  * whose types picoll cannot copy still joins the algorithm's vote, with a "no": every rank then
  * falls back together. Fills args; returns 0 when the call goes straight to PMPI (arguments that
  * PMPI must judge). */
+/* The bytes of an element of type: those picoll copies (*copyable 1), or for a type it does not
+ * (a derived one) its size, which still tells every rank the same message size where the type
+ * signatures match; 0 where the MPI does not know it either. */
+static size_t type_bytes(MPI_Datatype type, int *copyable)
+{
+    size_t e = type == MPI_DATATYPE_NULL ? 0 : picoll_classify_copy_size(type);
+    int tsize = 0;
+    *copyable = e != 0;
+    if (e == 0 && type != MPI_DATATYPE_NULL && PMPI_Type_size(type, &tsize) == MPI_SUCCESS &&
+        tsize > 0) {
+        e = (size_t)tsize;
+    }
+    return e;
+}
+
 static int blocks_args(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                        picoll_blocks_args_t *args)
 {
-    size_t relem = picoll_classify_copy_size(recvtype);
-    int tsize;
+    size_t relem;
 
-    if (recvcount <= 0 || recvtype == MPI_DATATYPE_NULL || sendbuf == recvbuf ||
-        recvbuf == MPI_IN_PLACE) {
+    if (recvcount <= 0 || sendbuf == recvbuf || recvbuf == MPI_IN_PLACE ||
+        (relem = type_bytes(recvtype, &args->eligible)) == 0) {
         return 0;
     }
     args->sendbuf = sendbuf;
     args->recvbuf = recvbuf;
-    if (relem != 0) {
-        args->block_bytes = (size_t)recvcount * relem;
-        args->eligible = 1;
-    } else {
-        /* a derived type: its size still tells every rank's block size */
-        if (PMPI_Type_size(recvtype, &tsize) != MPI_SUCCESS || tsize <= 0) {
-            return 0;
-        }
-        args->block_bytes = (size_t)recvcount * (size_t)tsize;
-        args->eligible = 0;
-    }
+    args->block_bytes = (size_t)recvcount * relem;
     if (sendbuf != MPI_IN_PLACE && args->eligible) {
         size_t selem = picoll_classify_copy_size(sendtype);
         args->eligible = selem != 0 && sendcount > 0 &&
@@ -215,4 +221,205 @@ BLOCKS_WRAPPER(Allgather_c, MPI_Count, picoll_allgather, PICOLL_COLL_ALLGATHER)
 #endif
 #ifdef PICOLL_HAVE_MPI_Alltoall_c
 BLOCKS_WRAPPER(Alltoall_c, MPI_Count, picoll_alltoall, PICOLL_COLL_ALLTOALL)
+#endif
+
+/* ---- reduce-scatter, bcast, reduce and allgatherv: picoll's device path only (CUDA device buffers on every
+ * rank of a one-node communicator), else the staging fallback the table generates ---- */
+
+/* The reduction of a call, classified as allreduce_accel does; 0 when picoll cannot reduce it. */
+static int device_reduction(MPI_Datatype datatype, MPI_Op op, picoll_device_args_t *args)
+{
+    args->op = picoll_classify_op(op);
+    args->dtype = picoll_classify_char(datatype, args->op);
+    if (args->dtype == PICOLL_DT_NONE) {
+        args->dtype = picoll_classify_dtype(datatype);
+    }
+    return args->dtype != PICOLL_DT_NONE && args->op != PICOLL_OP_NONE &&
+           picoll_op_valid(args->dtype, args->op);
+}
+
+/* The communicator's context where the device path may take the call: every rank has a CUDA
+ * device (no barrier is paid otherwise). */
+static picoll_comm_t *device_comm(MPI_Comm comm)
+{
+    if (!picoll_g.active || picoll_reentry || comm == MPI_COMM_NULL) {
+        return NULL;
+    }
+    picoll_comm_t *ctx = picoll_comm_get(comm);
+    return ctx != NULL && ctx->enabled && ctx->coll.cuda_possible ? ctx : NULL;
+}
+
+static int device_accel(picoll_comm_t *ctx, picoll_device_args_t *args, int *rc)
+{
+    args->me = ctx->rank;
+    return picoll_device_only(&ctx->coll, args, rc) != PICOLL_ALG_FALLBACK;
+}
+
+/* MPI_Reduce_scatter_block and MPI_Reduce_scatter: counts of every rank (equal for the block
+ * form). In place, the input is in recvbuf. */
+static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *recvbuf,
+                                const size_t *counts, MPI_Datatype datatype, MPI_Op op,
+                                picoll_comm_t *ctx, int *rc)
+{
+    picoll_device_args_t args = {.coll = coll, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                                 .counts = counts};
+    int uneven = 0;
+    for (int r = 1; r < ctx->coll.size; r++) {
+        uneven |= counts[r] != counts[0];
+    }
+    /* in place with uneven pieces: a rank's result would overwrite input pieces that other blocks
+     * of its kernel still read */
+    args.eligible = device_reduction(datatype, op, &args) && !(uneven && sendbuf == MPI_IN_PLACE);
+    return device_accel(ctx, &args, rc);
+}
+
+#define REDUCE_SCATTER_BLOCK_WRAPPER(NAME, COUNT_T)                                               \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, COUNT_T recvcount,           \
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)                  \
+    {                                                                                              \
+        size_t counts[PICOLL_CUDA_MAX_LOCAL];                                                      \
+        picoll_comm_t *ctx = device_comm(comm);                                                    \
+        int rc;                                                                                    \
+        if (ctx != NULL && recvcount > 0 && sendbuf != recvbuf && recvbuf != MPI_IN_PLACE &&      \
+            ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL) {                                             \
+            for (int r = 0; r < ctx->coll.size; r++) {                                             \
+                counts[r] = (size_t)recvcount;                                                     \
+            }                                                                                      \
+            if (reduce_scatter_accel(PICOLL_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, counts,   \
+                                     datatype, op, ctx, &rc)) {                                    \
+                return rc;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(sendbuf, recvbuf, recvcount, datatype, op, comm);                 \
+        fallback_done(PICOLL_COLL_REDUCE_SCATTER_BLOCK, rc, recvcount, datatype, comm);            \
+        return rc;                                                                                 \
+    }
+
+#define REDUCE_SCATTER_WRAPPER(NAME, COUNT_T)                                                     \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, const COUNT_T recvcounts[],  \
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)                  \
+    {                                                                                              \
+        size_t counts[PICOLL_CUDA_MAX_LOCAL], sum = 0;                                             \
+        picoll_comm_t *ctx = device_comm(comm);                                                    \
+        int rc, ok = ctx != NULL && recvcounts != NULL && sendbuf != recvbuf &&                    \
+                     recvbuf != MPI_IN_PLACE && ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL;           \
+        for (int r = 0; ok && r < ctx->coll.size; r++) {                                           \
+            ok = recvcounts[r] >= 0;                                                               \
+            counts[r] = (size_t)recvcounts[r];                                                     \
+            sum += counts[r];                                                                      \
+        }                                                                                          \
+        if (ok && sum > 0 &&                                                                       \
+            reduce_scatter_accel(PICOLL_COLL_REDUCE_SCATTER, sendbuf, recvbuf, counts, datatype,   \
+                                 op, ctx, &rc)) {                                                  \
+            return rc;                                                                             \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(sendbuf, recvbuf, recvcounts, datatype, op, comm);                \
+        fallback_done(PICOLL_COLL_REDUCE_SCATTER, rc, ok ? (MPI_Count)sum : 0, datatype, comm);    \
+        return rc;                                                                                 \
+    }
+
+/* Bcast: copied as bytes, so the type must be one picoll copies (types may differ between ranks,
+ * their sizes not: a rank that cannot copy its type votes no). */
+#define BCAST_WRAPPER(NAME, COUNT_T)                                                              \
+    PICOLL_EXPORT int MPI_##NAME(void *buffer, COUNT_T count, MPI_Datatype datatype, int root,    \
+                                 MPI_Comm comm)                                                    \
+    {                                                                                              \
+        picoll_comm_t *ctx = device_comm(comm);                                                    \
+        int rc;                                                                                    \
+        int copyable;                                                                              \
+        size_t esize = ctx != NULL ? type_bytes(datatype, &copyable) : 0;                          \
+        if (esize != 0 && count > 0 && root >= 0 && root < ctx->coll.size) {                       \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_BCAST, .recvbuf = buffer,             \
+                                         .count = (size_t)count * esize, .root = root,             \
+                                         .eligible = copyable};                                    \
+            if (device_accel(ctx, &args, &rc)) {                                                   \
+                return rc;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(buffer, count, datatype, root, comm);                             \
+        fallback_done(PICOLL_COLL_BCAST, rc, count, datatype, comm);                               \
+        return rc;                                                                                 \
+    }
+
+/* Reduce: a leaf's receive buffer is not significant; in place only at the root. */
+#define REDUCE_WRAPPER(NAME, COUNT_T)                                                             \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, COUNT_T count,               \
+                                 MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)        \
+    {                                                                                              \
+        picoll_comm_t *ctx = device_comm(comm);                                                    \
+        int rc;                                                                                    \
+        if (ctx != NULL && count > 0 && root >= 0 && root < ctx->coll.size) {                      \
+            int at_root = ctx->rank == root;                                                       \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_REDUCE, .sendbuf = sendbuf,           \
+                                         .recvbuf = recvbuf, .count = (size_t)count,               \
+                                         .root = root};                                            \
+            args.eligible = device_reduction(datatype, op, &args) &&                              \
+                            (at_root ? sendbuf != recvbuf && recvbuf != MPI_IN_PLACE               \
+                                     : sendbuf != MPI_IN_PLACE);                                   \
+            if (device_accel(ctx, &args, &rc)) {                                                   \
+                return rc;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(sendbuf, recvbuf, count, datatype, op, root, comm);               \
+        fallback_done(PICOLL_COLL_REDUCE, rc, count, datatype, comm);                              \
+        return rc;                                                                                 \
+    }
+
+/* Allgatherv: blocks copied as bytes at their displacements (a predefined type's extent is its
+ * size); the receive bytes, from the counts every rank passes alike, decide the path. */
+#define ALLGATHERV_WRAPPER(NAME, COUNT_T, DISP_T)                                                 \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,   \
+                                 void *recvbuf, const COUNT_T recvcounts[],                        \
+                                 const DISP_T displs[], MPI_Datatype recvtype, MPI_Comm comm)      \
+    {                                                                                              \
+        size_t bytes[PICOLL_CUDA_MAX_LOCAL], offs[PICOLL_CUDA_MAX_LOCAL], sum = 0;                 \
+        picoll_comm_t *ctx = device_comm(comm);                                                    \
+        int rc, copyable = 0;                                                                      \
+        size_t relem = ctx != NULL ? type_bytes(recvtype, &copyable) : 0;                          \
+        int ok = relem != 0 && recvcounts != NULL && displs != NULL && sendbuf != recvbuf &&       \
+                 recvbuf != MPI_IN_PLACE && ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL;               \
+        for (int r = 0; ok && r < ctx->coll.size; r++) {                                           \
+            ok = recvcounts[r] >= 0 && displs[r] >= 0;                                             \
+            bytes[r] = (size_t)recvcounts[r] * relem;                                              \
+            offs[r] = (size_t)displs[r] * relem;                                                   \
+            sum += bytes[r];                                                                       \
+        }                                                                                          \
+        if (ok && sum > 0) {                                                                       \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,       \
+                                         .recvbuf = recvbuf, .counts = bytes, .displs = offs,      \
+                                         .eligible = copyable};                                    \
+            if (sendbuf != MPI_IN_PLACE && copyable) {                                             \
+                size_t selem = picoll_classify_copy_size(sendtype);                                \
+                args.eligible = selem != 0 && sendcount >= 0 &&                                    \
+                                (size_t)sendcount * selem == bytes[ctx->rank];                     \
+            }                                                                                      \
+            if (device_accel(ctx, &args, &rc)) {                                                   \
+                return rc;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,        \
+                                 recvtype, comm);                                                  \
+        fallback_done(PICOLL_COLL_ALLGATHERV, rc, ok ? (MPI_Count)sum : 0, MPI_BYTE, comm);        \
+        return rc;                                                                                 \
+    }
+
+REDUCE_SCATTER_BLOCK_WRAPPER(Reduce_scatter_block, int)
+REDUCE_SCATTER_WRAPPER(Reduce_scatter, int)
+BCAST_WRAPPER(Bcast, int)
+REDUCE_WRAPPER(Reduce, int)
+ALLGATHERV_WRAPPER(Allgatherv, int, int)
+#ifdef PICOLL_HAVE_MPI_Allgatherv_c
+ALLGATHERV_WRAPPER(Allgatherv_c, MPI_Count, MPI_Aint)
+#endif
+#ifdef PICOLL_HAVE_MPI_Reduce_scatter_block_c
+REDUCE_SCATTER_BLOCK_WRAPPER(Reduce_scatter_block_c, MPI_Count)
+#endif
+#ifdef PICOLL_HAVE_MPI_Reduce_scatter_c
+REDUCE_SCATTER_WRAPPER(Reduce_scatter_c, MPI_Count)
+#endif
+#ifdef PICOLL_HAVE_MPI_Bcast_c
+BCAST_WRAPPER(Bcast_c, MPI_Count)
+#endif
+#ifdef PICOLL_HAVE_MPI_Reduce_c
+REDUCE_WRAPPER(Reduce_c, MPI_Count)
 #endif

@@ -105,7 +105,8 @@ void picoll_topo_print(FILE *f, const picoll_topo_t *t,
         }
         fprintf(f, "\n");
     }
-    fprintf(f, "selection (sizes in bytes: allreduce message, allgather/alltoall receive buffer):\n");
+    fprintf(f, "selection (sizes in bytes: allreduce, bcast, reduce message, allgather(v)/alltoall "
+               "receive buffer, reduce_scatter(_block) input):\n");
     uint32_t all = t->ngpus >= 32 ? 0xffffffffu : (1u << t->ngpus) - 1;
     print_selection(f, t, all, "all GPUs", print_reach, arg);
     if (c->cls == PICOLL_TOPO_CLASS_HCM || c->cls == PICOLL_TOPO_CLASS_MIXED) {

@@ -37,6 +37,8 @@ enum {
     PICOLL_ALLTOALL_HIER = 3,
     PICOLL_ALLTOALL_CMA = 4
 };
+/* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only. */
+enum { PICOLL_DEVICE_ONLY_CUDA = 1 };
 
 /* Block r of n elements split among nranks: [lo, hi), in multiples of 64 bytes where possible. */
 static inline void picoll_split_block(size_t n, size_t esize, int nranks, int r, size_t *lo,

@@ -3,6 +3,7 @@
 #include "coll/coll.h"
 #include "util/config.h"
 #include "util/reentry.h"
+#include "cuda/cuda_kernel.h"
 #include "cuda/cuda_dev.h"
 #include "mem/cuda_state.h"
 #include "mem/memkind.h"
@@ -342,4 +343,73 @@ int picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, in
         .hier_run = picoll_alltoall_hier,
     };
     return run_blocks(ctx, args, &alltoall, mpi_rc);
+}
+
+/* The device-only collectives: every rank's vote for the device path (its buffers, the type),
+ * else every rank hands the call over. */
+typedef struct {
+    picoll_coll_t coll;
+    size_t bytes;
+} device_select_t;
+
+static int select_cuda_device_only(const picoll_cuda_ws_t *ws, const void *arg)
+{
+    const device_select_t *d = arg;
+    picoll_topo_reach_t reach = picoll_cuda_ws_reach(ws);
+    return d->coll == PICOLL_COLL_BCAST || d->coll == PICOLL_COLL_ALLGATHERV
+               ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->bytes)
+               : picoll_select_cuda_reduce(&picoll_cfg, reach, d->bytes);
+}
+
+int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args, int *mpi_rc)
+{
+    static const char *const names[PICOLL_COLL_COUNT] = {
+        [PICOLL_COLL_REDUCE_SCATTER_BLOCK] = "MPI_Reduce_scatter_block",
+        [PICOLL_COLL_REDUCE_SCATTER] = "MPI_Reduce_scatter",
+        [PICOLL_COLL_BCAST] = "MPI_Bcast",
+        [PICOLL_COLL_REDUCE] = "MPI_Reduce",
+        [PICOLL_COLL_ALLGATHERV] = "MPI_Allgatherv",
+    };
+    int vote, direct, cuda_alg = PICOLL_ALG_FALLBACK;
+    size_t esize = args->dtype == PICOLL_DT_NONE ? 1 : picoll_dtype_size(args->dtype);
+    device_select_t sel = {.coll = args->coll, .bytes = args->count * esize};
+    const void *send = args->sendbuf;
+    void *recv = args->recvbuf;
+    picoll_status_t status;
+
+    if (ctx->shm == NULL || !ctx->cuda_possible || ctx->size > PICOLL_CUDA_MAX_LOCAL) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    if (args->coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK || args->coll == PICOLL_COLL_REDUCE_SCATTER ||
+        args->coll == PICOLL_COLL_ALLGATHERV) {
+        sel.bytes = 0;
+        for (int r = 0; r < ctx->size; r++) {
+            sel.bytes += args->counts[r] * esize;
+        }
+    } else if (args->coll == PICOLL_COLL_BCAST) {
+        send = MPI_IN_PLACE;
+    } else if (args->root != args->me) {
+        /* reduce: a leaf's receive buffer is not significant; it votes on its send buffer */
+        recv = (void *)send;
+        send = MPI_IN_PLACE;
+    }
+    picoll_reentry++;
+    if (pick_path(ctx, PICOLL_ALG_FALLBACK, send, recv, args->dtype, args->eligible,
+                  names[args->coll], select_cuda_device_only, &sel, &vote, &direct,
+                  &cuda_alg) != PATH_CUDA) {
+        status = PICOLL_ERR_DISABLED;
+    } else if (args->coll == PICOLL_COLL_BCAST) {
+        status = picoll_cuda_bcast(ctx->cuda, args->recvbuf, args->count, args->root);
+    } else if (args->coll == PICOLL_COLL_ALLGATHERV) {
+        status = picoll_cuda_allgatherv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
+                                        args->displs);
+    } else if (args->coll == PICOLL_COLL_REDUCE) {
+        status = picoll_cuda_reduce(ctx->cuda, args->sendbuf, args->recvbuf, args->count,
+                                    args->dtype, args->op, args->root);
+    } else {
+        status = picoll_cuda_reduce_scatter(ctx->cuda, names[args->coll], args->sendbuf,
+                                            args->recvbuf, args->counts, args->dtype, args->op);
+    }
+    picoll_reentry--;
+    return finish(args->coll, cuda_alg, status, sel.bytes, mpi_rc);
 }

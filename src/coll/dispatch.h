@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include "coll/coll.h"
 #include "cuda/cuda_dev.h"
 #include "host/shm.h"
 #include "net/hier.h"
@@ -45,7 +46,26 @@ typedef struct {
     int eligible;         /* both types are contiguous predefined ones picoll can copy as bytes */
 } picoll_blocks_args_t;
 
+/* The collectives picoll runs on CUDA device buffers only (the device executor): reduce-scatter
+ * (block or not), bcast, reduce and allgatherv. Ranks are those of the communicator, on one
+ * node. */
+typedef struct {
+    picoll_coll_t coll;    /* PICOLL_COLL_REDUCE_SCATTER_BLOCK, _REDUCE_SCATTER, _BCAST, _REDUCE,
+                            * _ALLGATHERV */
+    const void *sendbuf;   /* MPI_IN_PLACE allowed; bcast: unused */
+    void *recvbuf;         /* bcast: the buffer; reduce: significant at the root only */
+    const size_t *counts;  /* reduce-scatter: elements of each rank's piece; allgatherv: bytes of
+                            * each rank's block */
+    const size_t *displs;  /* allgatherv: byte offset of each rank's block in recvbuf */
+    size_t count;          /* reduce: elements; bcast: bytes */
+    picoll_dtype_t dtype;  /* the reductions' type (bcast, allgatherv: PICOLL_DT_NONE) */
+    picoll_op_t op;
+    int root, me;          /* bcast, reduce: the root's rank and mine (one node: local ranks) */
+    int eligible;          /* this rank's arguments allow the device path (voted on) */
+} picoll_device_args_t;
+
 int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc);
+int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args, int *mpi_rc);
 int picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
 int picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
 

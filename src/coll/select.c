@@ -139,6 +139,17 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
     return PICOLL_ALG_FALLBACK;
 }
 
+/* Reduce-scatter and reduce on the device: where an allreduce of the input's bytes would run on
+ * it (one-shot or two-shot; HCM's workspaces map only the quad and the relay: handed over). */
+int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes)
+{
+    if (reach == PICOLL_TOPO_REACH_HCM ||
+        picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes) == PICOLL_ALG_FALLBACK) {
+        return PICOLL_ALG_FALLBACK;
+    }
+    return PICOLL_DEVICE_ONLY_CUDA;
+}
+
 /* Allgather and alltoall: copies over IPC up to the reach's limit of one rank's receive bytes. */
 static int select_cuda_ipc(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                            size_t block_bytes, int alg)
@@ -160,4 +171,9 @@ int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t 
                                 size_t block_bytes)
 {
     return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLTOALL_CUDA_IPC);
+}
+
+int picoll_select_cuda_bcast(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes)
+{
+    return select_cuda_ipc(cfg, reach, 1, bytes, PICOLL_DEVICE_ONLY_CUDA);
 }

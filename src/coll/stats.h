@@ -9,7 +9,8 @@
 void picoll_stats_add(picoll_coll_t coll, int alg, size_t bytes);
 
 /* The path of the calling thread's last intercepted collective (picoll_last_algorithm()):
- * set by every MPI_Allreduce, MPI_Allgather and MPI_Alltoall that picoll intercepts, whatever
+ * set by every MPI_Allreduce, MPI_Allgather, MPI_Alltoall, MPI_Reduce_scatter(_block), MPI_Bcast
+ * and MPI_Reduce that picoll intercepts (not their non-blocking forms), whatever
  * PICOLL_STATS says. */
 extern _Thread_local int picoll_last_alg __attribute__((tls_model("initial-exec")));
 static inline void picoll_last_set(picoll_coll_t coll, int alg)

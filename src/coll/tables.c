@@ -78,12 +78,57 @@ static const picoll_alg_desc_t alltoall_algs[] = {
                                      "PICOLL_CMA_MIN; in place through the workspace)"},
 };
 
+static const picoll_alg_desc_t reduce_scatter_block_algs[] = {
+    [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_ipc",
+                                 .desc = "device buffers over CUDA IPC: one kernel copies every "
+                                         "rank's piece in, waits for the peers' flags, reduces "
+                                         "its own piece of every rank in rank order (the reach's "
+                                         "allreduce limit on the input)"},
+};
+
+static const picoll_alg_desc_t reduce_scatter_algs[] = {
+    [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_ipc",
+                                 .desc = "device buffers over CUDA IPC: reduce_scatter_block's "
+                                         "kernel with uneven pieces (in place: even pieces only)"},
+};
+
+static const picoll_alg_desc_t bcast_algs[] = {
+    [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_ipc",
+                                 .desc = "device buffers over CUDA IPC: the root copies in, every "
+                                         "rank waits for the flags, the others copy the root's "
+                                         "buffer out (PICOLL_NVLINK_IPC_MAX, PICOLL_PCIE_IPC_MAX)"},
+};
+
+static const picoll_alg_desc_t reduce_algs[] = {
+    [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_oneshot",
+                                 .desc = "device buffers over CUDA IPC: every rank copies in, the "
+                                         "root reduces all inputs in rank order, chunked by the "
+                                         "workspace (the reach's allreduce limit)"},
+};
+
+static const picoll_alg_desc_t allgatherv_algs[] = {
+    [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_ipc",
+                                 .desc = "device buffers over CUDA IPC: allgather's kernel with "
+                                         "blocks of every size at their displacements "
+                                         "(PICOLL_NVLINK_IPC_MAX, PICOLL_PCIE_IPC_MAX)"},
+};
+
 #define TABLE(n, a) {.name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))}
 
 static const picoll_coll_desc_t coll_descs[PICOLL_COLL_COUNT] = {
     [PICOLL_COLL_ALLREDUCE] = TABLE("allreduce", allreduce_algs),
     [PICOLL_COLL_ALLGATHER] = TABLE("allgather", allgather_algs),
     [PICOLL_COLL_ALLTOALL] = TABLE("alltoall", alltoall_algs),
+    [PICOLL_COLL_REDUCE_SCATTER_BLOCK] = TABLE("reduce_scatter_block", reduce_scatter_block_algs),
+    [PICOLL_COLL_REDUCE_SCATTER] = TABLE("reduce_scatter", reduce_scatter_algs),
+    [PICOLL_COLL_BCAST] = TABLE("bcast", bcast_algs),
+    [PICOLL_COLL_REDUCE] = TABLE("reduce", reduce_algs),
+    [PICOLL_COLL_ALLGATHERV] = TABLE("allgatherv", allgatherv_algs),
 };
 
 const picoll_coll_desc_t *picoll_coll_desc(picoll_coll_t coll)

@@ -27,7 +27,7 @@ unsigned long long ncases;
 const char *const op_names[NOPS] = {"SUM", "PROD", "MAX", "MIN", "LAND",
                                     "LOR", "LXOR", "BAND", "BOR", "BXOR"};
 
-static MPI_Op op_handle(op_t op)
+MPI_Op op_handle(op_t op)
 {
     switch (op) {
     case SUM: return MPI_SUM;
@@ -82,7 +82,7 @@ int op_allowed(const type_t *t, op_t op)
 
 /* ---------------------------------------------------------------- inputs and references */
 
-static uint64_t seed_of(int t, int op, size_t count, int extra)
+uint64_t seed_of(int t, int op, size_t count, int extra)
 {
     return mt_rand((uint64_t)t * 131 + (uint64_t)op, count, (uint64_t)extra);
 }
@@ -119,7 +119,7 @@ static uint16_t bf16_from_double(double v)
  * whatever the order, zeros' signs included (small integers; nonzero powers of two, so that a zero
  * only ever comes from an exact cancellation, +0), for calls that fall back: the underlying MPI
  * reduces in an order of its own, and with its own bugs. */
-static void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, int exact, void *p)
+void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, int exact, void *p)
 {
     uint64_t x = mt_rand(seed, (uint64_t)r, i);
     double re, im;
@@ -262,7 +262,7 @@ static void combine(const type_t *t, op_t op, void *acc, const void *in)
     }
 }
 
-static void check_bytes(const char *what, const char *tname, const char *opname, size_t count,
+void check_bytes(const char *what, const char *tname, const char *opname, size_t count,
                         size_t esize, const unsigned char *got, const unsigned char *want)
 {
     for (size_t i = 0; i < count; i++) {
@@ -282,7 +282,7 @@ static void check_bytes(const char *what, const char *tname, const char *opname,
 /* Element i of the result: left to right over the ranks; with --groups G, left to right within
  * each group of G consecutive ranks, then over the groups' results (the hybrid cube mesh's order
  * with its quads 0-3 and 4-7). */
-static void reference(const type_t *t, op_t op, uint64_t seed, size_t i, int exact,
+void reference(const type_t *t, op_t op, uint64_t seed, size_t i, int exact,
                       unsigned char *want)
 {
     unsigned char elem[16], part[16];

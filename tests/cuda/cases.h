@@ -138,6 +138,17 @@ void worker_stop(void);
 /* Runs fn(arg) in the worker (here where there is none) and waits for it. */
 void worker_run(void (*fn)(void *), void *arg);
 
+/* The inputs and references of the cases, for the other collectives (devcoll.c): the MPI op;
+ * a seed; element i of rank r's input (exact: reducible in any order); element i of the
+ * reduction over every rank (left to right, or by --groups); a bit-for-bit comparison of count
+ * elements (one failure line naming the first that differs). */
+MPI_Op op_handle(op_t op);
+uint64_t seed_of(int t, int op, size_t count, int extra);
+void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, int exact, void *p);
+void reference(const type_t *t, op_t op, uint64_t seed, size_t i, int exact, unsigned char *want);
+void check_bytes(const char *what, const char *tname, const char *opname, size_t count,
+                 size_t esize, const unsigned char *got, const unsigned char *want);
+
 /* Sum over the ranks of (r + 1) * k, as a byte (inputs of the stream-ordering cases). */
 unsigned char rank_byte_sum(int k);
 

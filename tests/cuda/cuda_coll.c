@@ -19,6 +19,10 @@
  *   cuda_coll matrix --groups G   the same with the reference reduced within groups of G ranks
  *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
  *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
+ *   cuda_coll devcoll      MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce and
+ *                          MPI_Allgatherv likewise (tests/cuda/devcoll.c), and their fallbacks
+ *   cuda_coll devcoll-late R S  each of those with rank R's kernel S seconds late (given up on,
+ *                          waited for, resumed)
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
  *   the modes of tests/cuda/modes.c (issue 12's defects): rehome, thread, ptds, mixed, commfree,
@@ -311,6 +315,8 @@ static const struct {
     {"stall-kernel", mode_stall_kernel, 0},
     {"backlog", mode_backlog, 0},
     {"late", mode_late, 0},
+    {"devcoll", mode_devcoll, 0},
+    {"devcoll-late", mode_devcoll_late, 0},
 };
 
 /* The thresholds the cases are built around (cases.h): defaults here, and any other value set

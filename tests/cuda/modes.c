@@ -58,9 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Ends the job as skipped when the driver lacks one of the entry points (every rank loads the same
- * driver, so all skip together); -1 when it has them all. */
-static int skip_lacking(const size_t *need, int n, const char *mode)
+int skip_lacking(const size_t *need, int n, const char *mode)
 {
     const char *lacks = drv_lacks(need, n);
     if (lacks == NULL) {
@@ -73,14 +71,14 @@ static int skip_lacking(const size_t *need, int n, const char *mode)
     return MT_SKIP;
 }
 
-static double now_s(void)
+double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void sleep_host_fn(void *arg)
+void sleep_host_fn(void *arg)
 {
     usleep(*(const unsigned *)arg);
 }

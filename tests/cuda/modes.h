@@ -3,6 +3,8 @@
 #ifndef PICOLL_TESTS_CUDA_MODES_H
 #define PICOLL_TESTS_CUDA_MODES_H
 
+#include <stddef.h>
+
 extern int my_device; /* local rank % device count */
 extern int ndev;      /* devices the driver sees */
 extern int fast;      /* --fast */
@@ -11,7 +13,18 @@ extern int fast;      /* --fast */
  * picoll hands over: only then may ranks mix memory kinds or pass long double on the device. */
 int fallback_takes_device_buffers(void);
 
+/* Ends the job as skipped when the driver lacks one of the entry points (every rank loads the same
+ * driver, so all skip together); -1 when it has them all. */
+int skip_lacking(const size_t *need, int n, const char *mode);
+/* The monotonic clock in seconds; a host function that sleeps *(unsigned *)arg microseconds. */
+double now_s(void);
+void sleep_host_fn(void *arg);
+
 int mode_rehome(int argc, char **argv);
+/* devcoll.c: reduce-scatter (block or not), bcast, reduce and allgatherv on device buffers; the
+ * same with rank R's kernels S seconds late (devcoll-late R S) */
+int mode_devcoll(int argc, char **argv);
+int mode_devcoll_late(int argc, char **argv);
 int mode_thread(int argc, char **argv);
 int mode_ptds(int argc, char **argv);
 int mode_mixed(int argc, char **argv);

@@ -1,6 +1,6 @@
 /* A replay of PyTorch's MPI backend (ProcessGroupMPI) on device buffers: MPI_THREAD_SERIALIZED,
  * the collectives run on one worker thread that takes queued work (allreduce in place, bcast,
- * allgather, alltoall, alltoallv, gather, scatter, reduce_scatter), the point-to-point calls are
+ * reduce, allgather, alltoall, alltoallv, gather, scatter, reduce_scatter), the point-to-point calls are
  * MPI_Isend/MPI_Irecv from the calling thread, completed by MPI_Test loops (isCompleted) or
  * MPI_Wait (wait), every MPI call under one global lock as PyTorch holds it. Then the textbook
  * training steps: data parallel (allreduce of each layer's gradients), tensor parallel
@@ -9,18 +9,24 @@
  * for bit with one computed by plain loops: floats that hold small integers, so every sum is
  * exact whatever the order.
  *
- * Run with picoll preloaded, on a GPU or on tests/cuda/fake's driver; without a device it
- * prints "SKIP: ..." and exits 77. --host-only: host buffers (checks the replay itself). */
+ * Run with picoll preloaded, on a GPU, on the emulated GPU (tests/cuda/emu) or on tests/cuda/fake's
+ * driver; without a device it prints "SKIP: ..." and exits 77. --host-only: host buffers (checks
+ * the replay itself). --expect-device: broadcast, reduce and reduce_scatter must each run on
+ * picoll's device path, not staged through the host (picoll_last_algorithm() of the worker
+ * thread, checked for every call). */
 #include "drv.h"
 #include "mpitest.h"
 #include "tbuf.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int kind = TB_DEVICE;
+static int expect_device;
+static const char *(*last_path)(void); /* picoll_last_algorithm, where picoll is preloaded */
 static pthread_mutex_t pg_lock = PTHREAD_MUTEX_INITIALIZER; /* PyTorch's pgGlobalMutex_ */
 
 /* ---- the worker thread and its queue (ProcessGroupMPI::runLoop) ---- */
@@ -131,7 +137,13 @@ typedef struct {
     int n, root;
     int *counts, *displs, *rcounts, *rdispls;
     int rc;
+    const char *path; /* the worker thread's picoll_last_algorithm() after the call */
 } coll_t;
+
+static void note_path(coll_t *c)
+{
+    c->path = last_path != NULL ? last_path() : NULL;
+}
 
 static void w_allreduce(void *p)
 {
@@ -142,6 +154,16 @@ static void w_bcast(void *p)
 {
     coll_t *c = p;
     c->rc = MPI_Bcast(c->buf, c->n, MPI_FLOAT, c->root, MPI_COMM_WORLD);
+    note_path(c);
+}
+/* ProcessGroupMPI::reduce: in place at the root, no receive buffer elsewhere */
+static void w_reduce(void *p)
+{
+    coll_t *c = p;
+    int root = mt_rank == c->root;
+    c->rc = MPI_Reduce(root ? MPI_IN_PLACE : c->buf, root ? c->buf : NULL, c->n, MPI_FLOAT, MPI_SUM,
+                       c->root, MPI_COMM_WORLD);
+    note_path(c);
 }
 static void w_allgather(void *p)
 {
@@ -173,12 +195,18 @@ static void w_reduce_scatter(void *p)
 {
     coll_t *c = p;
     c->rc = MPI_Reduce_scatter_block(c->buf, c->out, c->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    note_path(c);
 }
 
 static void run(void (*fn)(void *), coll_t *c, const char *what)
 {
     on_worker(fn, c);
     MT_CHECK(c->rc == MPI_SUCCESS, "%s: MPI error %d", what, c->rc);
+    if (expect_device && (fn == w_bcast || fn == w_reduce || fn == w_reduce_scatter)) {
+        MT_CHECK(c->path != NULL && strncmp(c->path, "cuda_", 5) == 0,
+                 "%s (n %d): path %s, expected picoll's device path (not staged)", what, c->n,
+                 c->path != NULL ? c->path : "(none)");
+    }
 }
 
 static void check_collectives(int n)
@@ -209,6 +237,23 @@ static void check_collectives(int n)
         }
         t_check(&a, e, "bcast");
         tb_free(&a.b);
+    }
+
+    for (int root = 0; root < p; root += p - 1) { /* reduce, roots first and last */
+        t_make(&a, n, r, 14);
+        c = (coll_t){.buf = a.b.ptr, .n = n, .root = root};
+        run(w_reduce, &c, "reduce");
+        for (int i = 0; i < n; i++) {
+            e[i] = r == root ? 0 : value(r, i, 14); /* a leaf's tensor stays as it was */
+            for (int k = 0; k < p && r == root; k++) {
+                e[i] += value(k, i, 14);
+            }
+        }
+        t_check(&a, e, "reduce");
+        tb_free(&a.b);
+        if (p == 1) {
+            break;
+        }
     }
 
     t_make(&a, n, r, 3); /* allgather */
@@ -497,6 +542,8 @@ int main(int argc, char **argv)
     if (provided < MPI_THREAD_SERIALIZED) {
         return mt_skip("the MPI does not provide MPI_THREAD_SERIALIZED");
     }
+    *(void **)&last_path = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
+    expect_device = mt_flag(argc, argv, "--expect-device");
     if (mt_flag(argc, argv, "--host-only")) {
         kind = TB_HOST;
     } else {

@@ -236,6 +236,27 @@ int main(void)
            PICOLL_ALLTOALL_CUDA_IPC);
     expect("cuda alltoall hcm 8 B", picoll_select_cuda_alltoall(&cfg, PICOLL_TOPO_REACH_HCM, 8, 8),
            PICOLL_ALG_FALLBACK);
+    /* reduce-scatter and reduce: where an allreduce of the input would run on the device, never
+     * on the hybrid cube mesh; bcast: up to the IPC limit */
+    expect("cuda reduce nvlink 10 MiB",
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, 10u << 20),
+           PICOLL_DEVICE_ONLY_CUDA);
+    expect("cuda reduce nvlink 10 MiB + 1",
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda reduce pcie 64 KiB + 1",
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_PCIE, 65537), PICOLL_ALG_FALLBACK);
+    expect("cuda reduce hcm 8 B", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_HCM, 8),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda reduce 0 B", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, 0),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda bcast pcie 1 MiB", picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_PCIE, 1u << 20),
+           PICOLL_DEVICE_ONLY_CUDA);
+    expect("cuda bcast pcie 1 MiB + 1",
+           picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_PCIE, (1u << 20) + 1),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda bcast hcm 8 B", picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_HCM, 8),
+           PICOLL_ALG_FALLBACK);
 
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);

@@ -11,6 +11,11 @@ int main(void)
         [PICOLL_COLL_ALLREDUCE] = "allreduce",
         [PICOLL_COLL_ALLGATHER] = "allgather",
         [PICOLL_COLL_ALLTOALL] = "alltoall",
+        [PICOLL_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+        [PICOLL_COLL_REDUCE_SCATTER] = "reduce_scatter",
+        [PICOLL_COLL_BCAST] = "bcast",
+        [PICOLL_COLL_REDUCE] = "reduce",
+        [PICOLL_COLL_ALLGATHERV] = "allgatherv",
     };
 
     CHECK(PICOLL_ALG_FALLBACK == 0, "the fallback must be algorithm 0");
