@@ -240,6 +240,9 @@ static void check_collectives(int n)
     }
 
     for (int root = 0; root < p; root += p - 1) { /* reduce, roots first and last */
+        if (mt_reduce_in_place_broken(root, (size_t)n * sizeof(float))) {
+            break; /* where the call reaches MPICH 4.0.2 (mpitest.h) */
+        }
         t_make(&a, n, r, 14);
         c = (coll_t){.buf = a.b.ptr, .n = n, .root = root};
         run(w_reduce, &c, "reduce");
