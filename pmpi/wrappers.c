@@ -239,10 +239,11 @@ static int device_reduction(MPI_Datatype datatype, MPI_Op op, picoll_device_args
 }
 
 /* The communicator's context where the device path may take the call: every rank has a CUDA
- * device (no barrier is paid otherwise). */
+ * device (no barrier is paid otherwise). Jobs where some world rank has none never look (no
+ * context is made for a communicator these calls alone use). */
 static picoll_comm_t *device_comm(MPI_Comm comm)
 {
-    if (!picoll_g.active || picoll_reentry || comm == MPI_COMM_NULL) {
+    if (!picoll_g.active || !picoll_g.cuda_everywhere || picoll_reentry || comm == MPI_COMM_NULL) {
         return NULL;
     }
     picoll_comm_t *ctx = picoll_comm_get(comm);

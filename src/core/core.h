@@ -16,6 +16,9 @@ typedef struct {
     int staging;       /* copy of picoll_cuda.staging, read on the hot path: CUDA buffers of calls
                           handed to PMPI are staged through pinned host memory */
     int thread_level;  /* provided by MPI_Init_thread */
+    int cuda_everywhere; /* every world rank sees a CUDA device (agreed at MPI_Init): the only jobs
+                          * where the device-only collectives (reduce-scatter, bcast, reduce,
+                          * allgatherv) look at a communicator at all */
     int world_rank;
     int world_size;
     int comm_keyval;   /* attribute caching picoll_comm_t on communicators */

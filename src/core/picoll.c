@@ -1,6 +1,7 @@
 #include "build-config.h"
 #include "core/comm.h"
 #include "core/core.h"
+#include "cuda/cuda_dev.h"
 #include "util/log.h"
 #include "coll/stats.h"
 #include <picoll.h>
@@ -25,7 +26,7 @@ int picoll_active(void)
 void picoll_init(int thread_level)
 {
     picoll_status_t cfg_status;
-    int vote[3], agreed[3];
+    int vote[4], agreed[4];
 
     picoll_reentry++;
     picoll_g.thread_level = thread_level;
@@ -44,12 +45,14 @@ void picoll_init(int thread_level)
 
     /* Every rank must make the same choices, so the configuration must be valid and the same
      * everywhere: vote[0] valid, vote[1] and vote[2] the hash and its complement (MIN of both
-     * tells whether all hashes are equal). */
+     * tells whether all hashes are equal); vote[3]: this rank sees a CUDA device (MIN: every rank
+     * does) */
     unsigned hash = picoll_config_hash(&picoll_cfg) & 0x7fffffffu;
     vote[0] = cfg_status == PICOLL_OK;
     vote[1] = (int)hash;
     vote[2] = -(int)hash;
-    if (PMPI_Allreduce(vote, agreed, 3, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    vote[3] = vote[0] && picoll_cuda_device_present(&picoll_cfg);
+    if (PMPI_Allreduce(vote, agreed, 4, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
         picoll_error("configuration agreement failed: picoll disabled");
         picoll_reentry--;
         return;
@@ -76,6 +79,7 @@ void picoll_init(int thread_level)
         return;
     }
     picoll_g.stats = picoll_cfg.stats;
+    picoll_g.cuda_everywhere = agreed[3];
     picoll_cuda_state_init(picoll_cfg.cuda_staging, &picoll_cuda);
     picoll_g.staging = picoll_cuda.staging;
     picoll_debug("%s", picoll_cuda.why);

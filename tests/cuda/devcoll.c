@@ -22,6 +22,16 @@ typedef enum { D_RSB, D_RS, D_REDUCE } red_kind_t;
 static const char *const red_names[] = {"MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
                                         "MPI_Reduce"};
 
+/* Called right before each MPI call of the cases, their buffers ready (devcoll-late). */
+static void (*before_call)(void);
+
+static void call_soon(void)
+{
+    if (before_call != NULL) {
+        before_call();
+    }
+}
+
 /* The path a call should take: dev where every rank can run it on the device. */
 static const char *want_dev(const char *dev, int falls_back)
 {
@@ -80,6 +90,7 @@ static void red_case(const red_case_t *c)
     MPI_Op op = op_handle(c->op);
     snprintf(name, sizeof(name), "%s %s %s%s root %d", red_names[c->kind], t->name,
              op_names[c->op], ip ? " in place" : "", c->root);
+    call_soon();
     if (c->kind == D_RSB) {
         rc = MPI_Reduce_scatter_block(send, rb.p, (int)c->counts[0], t->dt, op, test_comm);
     } else if (c->kind == D_RS) {
@@ -138,6 +149,7 @@ static void bcast_case(size_t count, MPI_Datatype dt, size_t esize, int root, si
         dbuf_put(&b, 0, data, bytes);
     }
     snprintf(name, sizeof(name), "MPI_Bcast %zu bytes root %d", bytes, root);
+    call_soon();
     int rc = MPI_Bcast(b.p, (int)count, dt, root, test_comm);
     MT_CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", name, rc);
     check_path(name, count, want_dev("cuda_ipc", falls_back));
@@ -192,6 +204,7 @@ static void allgatherv_case(const size_t *counts, int in_place, size_t off, mem_
     }
     snprintf(name, sizeof(name), "MPI_Allgatherv %s%s", dt == MPI_BYTE ? "MPI_BYTE" : "MPI_INT",
              in_place ? " in place" : "");
+    call_soon();
     int rc = MPI_Allgatherv(in_place ? MPI_IN_PLACE : sb.p, (int)counts[mt_rank], dt, rb.p,
                             rcounts, displs, dt, test_comm);
     MT_CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", name, rc);
@@ -370,13 +383,23 @@ int mode_devcoll(int argc, char **argv)
 }
 
 /* devcoll-late R S: each collective with rank R's kernel S seconds late (a host function of that
- * length queued on its stream first): the peers' kernels give up, their hosts wait and resume the
- * call, chunk by chunk (several chunks each); right results, the device path, and the call lasting
- * at least the lateness. */
+ * length queued on its stream once the buffers are ready, right before the call): the peers'
+ * kernels give up, their hosts wait and resume the call, chunk by chunk (several chunks each);
+ * right results, the device path, and the call lasting at least the lateness. */
+static unsigned late_us;
+static int late_rank;
+
+static void queue_late(void)
+{
+    CK(drv.ctx_synchronize());
+    if (mt_rank == late_rank) {
+        CK(drv.launch_host_func(CU_STREAM_PER_THREAD, sleep_host_fn, &late_us));
+    }
+}
+
 int mode_devcoll_late(int argc, char **argv)
 {
     static const size_t need[] = {DRV_FIELD(launch_host_func)};
-    static unsigned delay_us;
     int victim = argc > 2 ? atoi(argv[2]) : 1, rc = skip_lacking(need, 1, "devcoll-late");
     double secs = argc > 3 ? atof(argv[3]) : 2.0;
     size_t piece = SLOT / (size_t)mt_size / 16 * 16, counts[64];
@@ -384,13 +407,11 @@ int mode_devcoll_late(int argc, char **argv)
     if (rc >= 0) {
         return rc;
     }
-    delay_us = (unsigned)(secs * 1e6);
+    late_us = (unsigned)(secs * 1e6);
+    late_rank = victim;
     bcast_case(100, MPI_BYTE, 1, 0, 0, MEM_DEVICE, 0); /* the workspace, made on time */
+    before_call = queue_late;
     for (int k = 0; k < 5; k++) {
-        CK(drv.ctx_synchronize());
-        if (mt_rank == victim) {
-            CK(drv.launch_host_func(CU_STREAM_PER_THREAD, sleep_host_fn, &delay_us));
-        }
         double took = now_s();
         for (int r = 0; r < mt_size; r++) {
             counts[r] = k == 0 ? 2 * piece / 4 + 3 : k == 1 ? piece / 4 * (size_t)r + 5
@@ -411,5 +432,6 @@ int mode_devcoll_late(int argc, char **argv)
         MT_CHECK(took > secs * 0.9, "devcoll-late: call %d took %.1f s, less than rank %d's delay "
                  "of %.1f s", k, took, victim, secs);
     }
+    before_call = NULL;
     return mt_finish("cuda_coll devcoll-late");
 }
