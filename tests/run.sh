@@ -62,6 +62,7 @@ for mpi in $mpis; do
        [ "$(grep -E '^NVCC(_GENCODE)? =' "$fatbin_from/Makefile")" = "$(grep -E '^NVCC(_GENCODE)? =' "$dir/Makefile")" ]; then
         mkdir -p "$dir/cuda"
         cp -p "$fatbin_from/cuda/coll_kernel.fatbin" "$dir/cuda/coll_kernel.fatbin"
+        cp -p "$fatbin_from/cuda/coll_kernel.usage" "$dir/cuda/coll_kernel.usage"
         echo "== $mpi: the kernels' fatbin from $fatbin_from"
     fi
     if ! (cd "$dir" && make -j"$jobs" all tests > build.log 2>&1); then
