@@ -385,10 +385,17 @@ __device__ __forceinline__ T dev_apply(int op, T x, T y)
     }
 }
 
+/* Peer loads a thread issues before it uses any (dev_reduce): 4 ranks' vectors in one round trip
+ * over NVLink instead of 4 dependent ones (8 ranks: 2 round trips, not 7). 8 at once spills
+ * registers in this kernel of every type and op (1640 bytes at sm_90, 64 registers a thread); 4
+ * does not (CTest cuda.kernel.usage). */
+#define DEV_BATCH 4
+
 /* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off.
  * The sources are workspace buffers: 16-byte aligned (off is a multiple of 16), with at least the
  * rest of the 16-byte line readable, so every load is a 16-byte vector; lanes past nelem are read
- * but never stored. dst may have any alignment. */
+ * but never stored. dst may have any alignment. The loads of up to DEV_BATCH sources are issued
+ * together, then reduced in rank order. */
 template <typename T>
 __device__ void dev_reduce(char *dst, char *const *base, int n, size_t off, size_t nelem, int op)
 {
@@ -399,13 +406,30 @@ __device__ void dev_reduce(char *dst, char *const *base, int n, size_t off, size
     };
     size_t nv = (nelem + L - 1) / L;
     for (size_t i = threadIdx.x; i < nv; i += blockDim.x) {
-        lanes acc, in;
-        acc.v = __ldcg((const uint4 *)(base[0] + off) + i);
-        for (int r = 1; r < n; r++) {
-            in.v = __ldcg((const uint4 *)(base[r] + off) + i);
+        lanes acc;
+        uint4 in[DEV_BATCH];
+        for (int r0 = 0; r0 < n; r0 += DEV_BATCH) {
+            int m = n - r0 < DEV_BATCH ? n - r0 : DEV_BATCH;
 #pragma unroll
-            for (int l = 0; l < L; l++) {
-                acc.e[l] = dev_apply<T>(op, acc.e[l], in.e[l]);
+            for (int k = 0; k < DEV_BATCH; k++) {
+                if (k < m) {
+                    in[k] = __ldcg((const uint4 *)(base[r0 + k] + off) + i);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < DEV_BATCH; k++) {
+                if (k < m) {
+                    lanes x;
+                    x.v = in[k];
+                    if (r0 + k == 0) {
+                        acc = x;
+                        continue;
+                    }
+#pragma unroll
+                    for (int l = 0; l < L; l++) {
+                        acc.e[l] = dev_apply<T>(op, acc.e[l], x.e[l]);
+                    }
+                }
             }
         }
         size_t left = nelem - i * L;
