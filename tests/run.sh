@@ -47,8 +47,8 @@ fatbin_from=""
 status=0
 # The kernels' architectures: without a GPU (no nvidia-smi answers) the emulated GPU runs the
 # CPU build of the kernels and no fatbin, so the build makes sm_80 and sm_90 only (A100, H100:
-# the register check cuda.kernel.usage covers them) instead of every one nvcc knows, 3 minutes
-# less on 2 cores; with a GPU, every architecture (configure's default).
+# the register check cuda.kernel.usage covers them) instead of every one nvcc knows (build
+# 126 s instead of 257 s on 2 cores, docs/testing.md); with a GPU, every architecture (configure's default).
 # PICOLL_TEST_CUDA_ARCHS="LIST" (or "all") chooses.
 archs=${PICOLL_TEST_CUDA_ARCHS-}
 if [ -z "${PICOLL_TEST_CUDA_ARCHS+set}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
