@@ -46,6 +46,47 @@ int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info);
  * went to the underlying MPI), or NULL before the first. For tests that check each call's path. */
 const char *picoll_last_algorithm(void);
 
+/* ---- Stream-ordered MPI calls (MPICH's MPIX_Stream extension, on any MPI) ----
+ *
+ * MPICH 4.1 names and prototypes, so that code written for MPICH's extension runs unchanged on
+ * Open MPI under picoll. A stream object wraps a CUDA stream (info key "type" = "cudaStream_t",
+ * "value" the stream handle's bytes as set by MPIX_Info_set_hex); a stream communicator
+ * (MPIX_Stream_comm_create) carries it; the *_enqueue calls on that communicator return at once
+ * and take effect in the stream's order: later work on the stream sees their results, and they
+ * see the results of the work queued on the stream before them. Enqueued collectives must be
+ * enqueued in the same order on every rank, as blocking ones are called. MPIX_Allreduce_enqueue
+ * and the point-to-point calls are MPICH's; MPIX_Allgather_enqueue, MPIX_Alltoall_enqueue,
+ * MPIX_Reduce_scatter_block_enqueue and MPIX_Bcast_enqueue are picoll's, with the same pattern.
+ * An MPI whose mpi.h has its own MPIX_Stream (MPICH 4.1 and later) keeps its own. */
+#ifndef MPIX_STREAM_NULL
+#define PICOLL_MPIX_STREAM 1
+typedef struct picoll_mpix_stream *MPIX_Stream;
+#define MPIX_STREAM_NULL ((MPIX_Stream)0)
+
+int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *value, int value_size);
+int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream);
+int MPIX_Stream_free(MPIX_Stream *stream);
+int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_Comm *newcomm);
+int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                      MPI_Comm comm);
+int MPIX_Recv_enqueue(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                      MPI_Comm comm, MPI_Status *status);
+int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                           MPI_Op op, MPI_Comm comm);
+int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,
+                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+
+/* For tests: the enqueued calls of stream that have run so far, by how their buffers went: copied
+ * through host memory on the stream (staged), or used in place (host buffers). MPI_SUCCESS, or
+ * MPI_ERR_ARG for a stream that is not one. */
+int picoll_stream_query(MPIX_Stream stream, long *staged, long *host);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

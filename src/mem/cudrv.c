@@ -99,6 +99,13 @@ static void cudrv_load_once(void)
     /* optional entry points: NULL where this driver lacks them */
     *(void **)&table.ctx_get_id = dlsym(lib, "cuCtxGetId");
     *(void **)&table.ctx_get_exec_affinity = dlsym(lib, "cuCtxGetExecAffinity");
+    *(void **)&table.stream_get_ctx = dlsym(lib, "cuStreamGetCtx");
+    *(void **)&table.stream_wait_value64 = dlsym(lib, "cuStreamWaitValue64_v2");
+    *(void **)&table.event_create = dlsym(lib, "cuEventCreate");
+    *(void **)&table.event_destroy = dlsym(lib, "cuEventDestroy_v2");
+    *(void **)&table.event_record = dlsym(lib, "cuEventRecord");
+    *(void **)&table.event_query = dlsym(lib, "cuEventQuery");
+    *(void **)&table.event_synchronize = dlsym(lib, "cuEventSynchronize");
     picoll_cu = table;
     if (table.driver_get_version(&cudrv_version) != 0) {
         cudrv_version = 0;

@@ -16,6 +16,7 @@ typedef struct picoll_cu_ctx_st *picoll_cu_context_t;
 typedef struct picoll_cu_stream_st *picoll_cu_stream_t;
 typedef struct picoll_cu_module_st *picoll_cu_module_t;
 typedef struct picoll_cu_func_st *picoll_cu_function_t;
+typedef struct picoll_cu_event_st *picoll_cu_event_t;
 typedef struct {
     char reserved[64];
 } picoll_cu_ipc_handle_t; /* CUipcMemHandle */
@@ -43,6 +44,7 @@ typedef struct {
 #define PICOLL_CU_DEVICE_ATTRIBUTE_MPS_ENABLED 133
 #define PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
 #define PICOLL_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define PICOLL_CU_STREAM_WAIT_VALUE_GEQ 0
 #define PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define PICOLL_CUDA_ERROR_NOT_READY 600
 #define PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT 0
@@ -112,6 +114,16 @@ typedef struct {
      * PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT the multiprocessors it may use (an MPS client limited
      * by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE gets fewer than the device has) */
     picoll_cu_result_t (*ctx_get_exec_affinity)(picoll_cu_exec_affinity_t *, int type);
+    /* optional: the stream-ordered calls (pmpi/stream.c, MPIX_*_enqueue); NULL where the driver
+     * lacks them, and those calls then answer an MPI error */
+    picoll_cu_result_t (*stream_get_ctx)(picoll_cu_stream_t, picoll_cu_context_t *);
+    picoll_cu_result_t (*stream_wait_value64)(picoll_cu_stream_t, picoll_cu_deviceptr_t addr,
+                                              unsigned long long value, unsigned flags);
+    picoll_cu_result_t (*event_create)(picoll_cu_event_t *, unsigned flags);
+    picoll_cu_result_t (*event_destroy)(picoll_cu_event_t);
+    picoll_cu_result_t (*event_record)(picoll_cu_event_t, picoll_cu_stream_t);
+    picoll_cu_result_t (*event_query)(picoll_cu_event_t);
+    picoll_cu_result_t (*event_synchronize)(picoll_cu_event_t);
 } picoll_cudrv_t;
 
 /* The table; its entries are valid only after picoll_cudrv_load() returned PICOLL_OK. */

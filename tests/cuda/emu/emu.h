@@ -109,7 +109,14 @@ extern unsigned long emu_mem_generation;
 void emu_device_idle_locked(int device);
 
 /* ---- streams (emu_stream.c) ---- */
-typedef enum { EMU_OP_MARKER, EMU_OP_COPY, EMU_OP_MEMSET, EMU_OP_HOSTFN, EMU_OP_KERNEL } emu_op_type_t;
+typedef enum {
+    EMU_OP_MARKER,
+    EMU_OP_COPY,
+    EMU_OP_MEMSET,
+    EMU_OP_HOSTFN,
+    EMU_OP_KERNEL,
+    EMU_OP_WAITVAL
+} emu_op_type_t;
 
 typedef struct {
     struct emu_stream *stream;
@@ -138,6 +145,10 @@ typedef struct emu_op {
             void (*fn)(void *);
             void *arg;
         } hostfn;
+        struct {
+            const uint64_t *addr; /* host-mapped or device word */
+            uint64_t value;       /* wait until (int64_t)(*addr - value) >= 0 */
+        } waitval;
         struct {
             void *params; /* the kernel's argument, copied at launch */
             unsigned grid, block;

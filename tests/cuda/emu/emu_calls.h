@@ -56,6 +56,8 @@
     X(EMU_CALL_cuStreamQuery, "cuStreamQuery") \
     X(EMU_CALL_cuStreamWaitEvent, "cuStreamWaitEvent") \
     X(EMU_CALL_cuLaunchHostFunc, "cuLaunchHostFunc") \
+    X(EMU_CALL_cuStreamWaitValue64_v2, "cuStreamWaitValue64_v2") \
+    X(EMU_CALL_cuStreamGetCtx, "cuStreamGetCtx") \
     X(EMU_CALL_cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2") \
     X(EMU_CALL_cuStreamEndCapture, "cuStreamEndCapture") \
     X(EMU_CALL_cuStreamIsCapturing, "cuStreamIsCapturing") \

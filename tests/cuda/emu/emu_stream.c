@@ -32,6 +32,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EMU_ILLEGAL_STATE 401
 
@@ -224,6 +225,15 @@ static void *emu_worker(void *arg)
         case EMU_OP_KERNEL:
             emu_kernel_run(op);
             break;
+        case EMU_OP_WAITVAL:
+            /* a stream memory operation: the stream goes on once the word reached the value
+             * (written by a host thread or a kernel, with release) */
+            while ((int64_t)(__atomic_load_n(op->u.waitval.addr, __ATOMIC_ACQUIRE) -
+                             op->u.waitval.value) < 0) {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+            }
+            break;
         case EMU_OP_MARKER:
             break;
         }
@@ -414,9 +424,23 @@ EMU_API CUresult cuStreamQuery(void *h)
     return rc;
 }
 
-EMU_API CUresult cuLaunchHostFunc(void *h, void (*fn)(void *), void *arg)
+/* Queue op on stream h (taking the lock), or free it where h is no stream. */
+static CUresult emu_stream_queue(void *h, const char *call, emu_op_t *op)
 {
     emu_stream_t *s;
+    pthread_mutex_lock(&emu_lock);
+    CUresult rc = emu_stream_resolve_locked(h, call, &s);
+    if (rc == CUDA_SUCCESS) {
+        rc = emu_stream_enqueue_locked(s, op, NULL);
+    } else {
+        free(op);
+    }
+    pthread_mutex_unlock(&emu_lock);
+    return rc;
+}
+
+EMU_API CUresult cuLaunchHostFunc(void *h, void (*fn)(void *), void *arg)
+{
     emu_count(EMU_CALL_cuLaunchHostFunc);
     emu_op_t *op = emu_op_new(EMU_OP_HOSTFN);
     if (op == NULL || fn == NULL) {
@@ -425,12 +449,35 @@ EMU_API CUresult cuLaunchHostFunc(void *h, void (*fn)(void *), void *arg)
     }
     op->u.hostfn.fn = fn;
     op->u.hostfn.arg = arg;
+    return emu_stream_queue(h, "cuLaunchHostFunc", op);
+}
+
+/* cuStreamWaitValue64 with CU_STREAM_WAIT_VALUE_GEQ (0), the one form picoll uses: later work on
+ * the stream waits until the word at addr reaches value. */
+EMU_API CUresult cuStreamWaitValue64_v2(void *h, uint64_t addr, uint64_t value, unsigned flags)
+{
+    emu_count(EMU_CALL_cuStreamWaitValue64_v2);
+    if (flags != 0 || addr == 0 || (addr & 7) != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    emu_op_t *op = emu_op_new(EMU_OP_WAITVAL);
+    if (op == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->u.waitval.addr = (const uint64_t *)(uintptr_t)addr;
+    op->u.waitval.value = value;
+    return emu_stream_queue(h, "cuStreamWaitValue64_v2", op);
+}
+
+/* The context of a stream (the legacy and per-thread handles: the current one). */
+EMU_API CUresult cuStreamGetCtx(void *h, emu_ctx_t **out)
+{
+    emu_stream_t *s;
+    emu_count(EMU_CALL_cuStreamGetCtx);
     pthread_mutex_lock(&emu_lock);
-    CUresult rc = emu_stream_resolve_locked(h, "cuLaunchHostFunc", &s);
+    CUresult rc = emu_stream_resolve_locked(h, "cuStreamGetCtx", &s);
     if (rc == CUDA_SUCCESS) {
-        rc = emu_stream_enqueue_locked(s, op, NULL);
-    } else {
-        free(op);
+        *out = s->ctx;
     }
     pthread_mutex_unlock(&emu_lock);
     return rc;

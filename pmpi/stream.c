@@ -1,0 +1,817 @@
+/* Stream-ordered MPI calls: MPICH's MPIX_Stream extension on any MPI (declared in picoll.h).
+ *
+ * This is the path every enqueued call can take (host or device buffers, any type and op, any
+ * placement of the ranks): a call enqueued on a stream communicator becomes, on the CUDA stream,
+ *
+ *   copies of its device inputs into pinned host memory            (cuMemcpyAsync)
+ *   an event                                                       (cuEventRecord)
+ *   a wait for the stream's done word to reach the call's number   (cuStreamWaitValue64)
+ *   copies of its device outputs back from pinned host memory      (cuMemcpyAsync)
+ *
+ * and an entry in the stream's queue on the host. The stream's progress thread takes the entries
+ * in order: it waits for the entry's event (so the work queued before the call, and its copies,
+ * are done), runs the blocking MPI call on host memory, through picoll like any other call, then
+ * stores the entry's number into the done word, which releases the stream. The enqueue itself
+ * never waits: no stream or context synchronisation, no host barrier. No host function is used: a
+ * CUDA host function must not call CUDA and may share one driver thread with every other
+ * stream's, so a blocking MPI call inside one could hold up another stream's collective that a
+ * peer waits for; the progress thread (one per stream) has no such limit.
+ *
+ * The MPI calls run on the progress thread while the application's threads make their own: a
+ * stream communicator needs MPI_THREAD_MULTIPLE (refused with an error otherwise). An MPI error
+ * of an enqueued call goes to the communicator's error handler on the progress thread (fatal by
+ * default, as the blocking call); with MPI_ERRORS_RETURN it is kept, and the stream's next enqueue
+ * and MPIX_Stream_free return it.
+ *
+ * Left for later (issue 23): picoll's own device kernels launched on the stream for device
+ * buffers on one node (no copies, no host thread), CUDA graph capture of enqueued calls, and the
+ * nonblocking point-to-point forms (MPIX_Isend/Irecv/Wait/Waitall_enqueue). */
+#pragma GCC visibility push(default)
+#include <mpi.h>
+#pragma GCC visibility pop
+
+#include "build-config.h"
+#include "util/export.h"
+#include "util/log.h"
+#include "mem/cudrv.h"
+#include "mem/memkind.h"
+#include "pmpi/errors.h"
+
+#include <picoll.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PICOLL_MPIX_STREAM
+
+#define STREAM_MAGIC 0x5354524du
+
+typedef enum {
+    OP_SEND,
+    OP_RECV,
+    OP_ALLREDUCE,
+    OP_ALLGATHER,
+    OP_ALLTOALL,
+    OP_REDUCE_SCATTER_BLOCK,
+    OP_BCAST
+} op_kind_t;
+
+/* A pinned host buffer of the stream, free for another call once its event (recorded after the
+ * last copy that used it) has completed. */
+typedef struct staging {
+    struct staging *next;
+    void *buf;
+    size_t size;
+    picoll_cu_event_t last_use;
+    int pending; /* last_use recorded: busy until it completes */
+    int taken;   /* handed to an enqueue not yet committed */
+} staging_t;
+
+/* One enqueued call, as the progress thread runs it (buffers already the host ones). */
+typedef struct op {
+    struct op *next;
+    op_kind_t kind;
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount, peer, tag;
+    MPI_Datatype stype, rtype;
+    MPI_Op mop;
+    MPI_Comm comm;
+    MPI_Status *status;
+    picoll_cu_event_t ready;
+    uint64_t seq;
+} op_t;
+
+struct picoll_mpix_stream {
+    uint32_t magic;
+    picoll_cu_stream_t cu;
+    picoll_cu_context_t ctx;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    op_t *head, *tail;
+    int stop, thread_up;
+    pthread_t thread;
+    uint64_t *done;                /* pinned, mapped: the last call the thread finished */
+    picoll_cu_deviceptr_t done_dev;
+    uint64_t enqueued;
+    int ncomms;                    /* stream communicators made with it, not yet freed */
+    int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS */
+    long staged, host;             /* calls so far, by how their buffers went */
+    staging_t *staging;
+};
+
+static int stream_keyval = MPI_KEYVAL_INVALID;
+static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int stream_valid(MPIX_Stream s)
+{
+    return s != NULL && s->magic == STREAM_MAGIC;
+}
+
+/* ---- MPIX_Info_set_hex: the value's bytes, two lowercase hex digits each, in memory order ---- */
+
+PICOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *value,
+                                    int value_size)
+{
+    static const char digits[] = "0123456789abcdef";
+    if (key == NULL || value == NULL || value_size <= 0 || value_size > 256) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Info_set_hex: key, value and value_size (1 to "
+                                   "256 bytes) are needed, value_size is %d", value_size);
+    }
+    char text[2 * 256 + 1];
+    const unsigned char *b = value;
+    for (int i = 0; i < value_size; i++) {
+        text[2 * i] = digits[b[i] >> 4];
+        text[2 * i + 1] = digits[b[i] & 15];
+    }
+    text[2 * value_size] = '\0';
+    return PMPI_Info_set(info, key, text);
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* ---- the progress thread ---- */
+
+static int run_op(const op_t *o)
+{
+    switch (o->kind) {
+    case OP_SEND: return MPI_Send(o->sbuf, o->scount, o->stype, o->peer, o->tag, o->comm);
+    case OP_RECV:
+        return MPI_Recv(o->rbuf, o->rcount, o->rtype, o->peer, o->tag, o->comm, o->status);
+    case OP_ALLREDUCE:
+        return MPI_Allreduce(o->sbuf, o->rbuf, o->rcount, o->rtype, o->mop, o->comm);
+    case OP_ALLGATHER:
+        return MPI_Allgather(o->sbuf, o->scount, o->stype, o->rbuf, o->rcount, o->rtype, o->comm);
+    case OP_ALLTOALL:
+        return MPI_Alltoall(o->sbuf, o->scount, o->stype, o->rbuf, o->rcount, o->rtype, o->comm);
+    case OP_REDUCE_SCATTER_BLOCK:
+        return MPI_Reduce_scatter_block(o->sbuf, o->rbuf, o->rcount, o->rtype, o->mop, o->comm);
+    case OP_BCAST: return MPI_Bcast(o->rbuf, o->rcount, o->rtype, o->peer, o->comm);
+    }
+    return MPI_ERR_INTERN;
+}
+
+static void *progress(void *arg)
+{
+    MPIX_Stream s = arg;
+    if (s->ctx != NULL) {
+        picoll_cu.ctx_set_current(s->ctx);
+    }
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (s->head == NULL && !s->stop) {
+            pthread_cond_wait(&s->cond, &s->lock);
+        }
+        if (s->head == NULL) {
+            break;
+        }
+        op_t *o = s->head;
+        pthread_mutex_unlock(&s->lock);
+        int rc = MPI_SUCCESS;
+        if (o->ready != NULL) {
+            int crc = picoll_cu.event_synchronize(o->ready);
+            if (crc != 0) {
+                rc = picoll_raise_stream(o->comm, MPI_ERR_OTHER,
+                                         "picoll: an enqueued call: the work queued before it on "
+                                         "its stream failed (cuEventSynchronize: CUresult %d)",
+                                         crc);
+            }
+        }
+        if (rc == MPI_SUCCESS) {
+            rc = run_op(o);
+        }
+        /* the stream goes on (its copies back, the application's work) whatever happened: a
+         * stream never hangs on a failed call */
+        __atomic_store_n(s->done, o->seq, __ATOMIC_RELEASE);
+        if (o->ready != NULL) {
+            picoll_cu.event_destroy(o->ready);
+        }
+        pthread_mutex_lock(&s->lock);
+        if (rc != MPI_SUCCESS && s->error == MPI_SUCCESS) {
+            s->error = rc;
+        }
+        s->head = o->next;
+        if (s->head == NULL) {
+            s->tail = NULL;
+        }
+        free(o);
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- stream objects ---- */
+
+static int driver_ready(void)
+{
+    return picoll_cudrv_load() == PICOLL_OK && picoll_cu.stream_wait_value64 != NULL &&
+           picoll_cu.event_create != NULL && picoll_cu.event_record != NULL &&
+           picoll_cu.event_synchronize != NULL && picoll_cu.event_query != NULL &&
+           picoll_cu.event_destroy != NULL;
+}
+
+PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
+{
+    char type[64] = "", value[2 * sizeof(void *) + 2] = "";
+    int flag = 0;
+    picoll_cu_stream_t cu = NULL;
+
+    if (stream == NULL) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: stream is NULL");
+    }
+    *stream = MPIX_STREAM_NULL;
+    if (info != MPI_INFO_NULL) {
+        PMPI_Info_get(info, "type", (int)sizeof(type) - 1, type, &flag);
+    }
+    if (!flag) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: the info has no key \"type\": "
+                                   "picoll's streams are CUDA streams (type \"cudaStream_t\", "
+                                   "value set with MPIX_Info_set_hex)");
+    }
+    if (strcmp(type, "cudaStream_t") != 0 && strcmp(type, "CUstream") != 0) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: info type \"%s\": picoll supports "
+                                   "\"cudaStream_t\" only", type);
+    }
+    PMPI_Info_get(info, "value", (int)sizeof(value) - 1, value, &flag);
+    if (!flag || strlen(value) != 2 * sizeof(void *)) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: info \"value\" must hold the "
+                                   "stream handle (%zu bytes, MPIX_Info_set_hex)", sizeof(void *));
+    }
+    unsigned char bytes[sizeof(void *)];
+    for (size_t i = 0; i < sizeof(void *); i++) {
+        int hi = hex_digit(value[2 * i]), lo = hex_digit(value[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                       "picoll: MPIX_Stream_create: info \"value\" \"%s\" is not "
+                                       "hexadecimal", value);
+        }
+        bytes[i] = (unsigned char)(hi << 4 | lo);
+    }
+    memcpy(&cu, bytes, sizeof(cu));
+    if (!driver_ready()) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_OTHER,
+                                   "picoll: MPIX_Stream_create: no CUDA driver with stream memory "
+                                   "operations and events (%s)", picoll_cudrv_why());
+    }
+
+    MPIX_Stream s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_NO_MEM,
+                                   "picoll: MPIX_Stream_create: out of memory");
+    }
+    s->cu = cu;
+    /* the stream's context: the driver says (cuStreamGetCtx), else the current one */
+    if (picoll_cu.stream_get_ctx == NULL || picoll_cu.stream_get_ctx(cu, &s->ctx) != 0) {
+        picoll_cu.ctx_get_current(&s->ctx);
+    }
+    if (s->ctx == NULL) {
+        free(s);
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: the stream's CUDA context is "
+                                   "unknown (no current context)");
+    }
+    void *done = NULL;
+    int rc = picoll_cu.ctx_push_current(s->ctx);
+    if (rc == 0) {
+        rc = picoll_cu.mem_host_alloc(&done, sizeof(uint64_t),
+                                      PICOLL_CU_MEMHOSTALLOC_PORTABLE |
+                                          PICOLL_CU_MEMHOSTALLOC_DEVICEMAP);
+        if (rc == 0) {
+            rc = picoll_cu.mem_host_get_device_pointer(&s->done_dev, done, 0);
+        }
+        picoll_cu_context_t popped;
+        picoll_cu.ctx_pop_current(&popped);
+    }
+    if (rc != 0) {
+        if (done != NULL) {
+            picoll_cu.mem_free_host(done);
+        }
+        free(s);
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_OTHER,
+                                   "picoll: MPIX_Stream_create: mapped pinned memory for the "
+                                   "stream's done word failed (CUresult %d)", rc);
+    }
+    s->done = done;
+    *s->done = 0;
+    s->magic = STREAM_MAGIC;
+    s->error = MPI_SUCCESS;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    *stream = s;
+    return MPI_SUCCESS;
+}
+
+PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
+{
+    if (stream == NULL || !stream_valid(*stream)) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_free: not a stream");
+    }
+    MPIX_Stream s = *stream;
+    pthread_mutex_lock(&s->lock);
+    if (s->ncomms > 0) {
+        int n = s->ncomms;
+        pthread_mutex_unlock(&s->lock);
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_free: %d stream communicator(s) still use "
+                                   "the stream: free them first", n);
+    }
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cond);
+    int up = s->thread_up, err = s->error;
+    pthread_mutex_unlock(&s->lock);
+    if (up) {
+        pthread_join(s->thread, NULL); /* it drains the queue first */
+    }
+    picoll_cu_context_t popped;
+    if (picoll_cu.ctx_push_current(s->ctx) == 0) {
+        for (staging_t *g = s->staging, *next; g != NULL; g = next) {
+            next = g->next;
+            picoll_cu.event_synchronize(g->last_use);
+            picoll_cu.event_destroy(g->last_use);
+            picoll_cu.mem_free_host(g->buf);
+            free(g);
+        }
+        picoll_cu.mem_free_host(s->done);
+        picoll_cu.ctx_pop_current(&popped);
+    }
+    s->magic = 0;
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+    *stream = MPIX_STREAM_NULL;
+    return err;
+}
+
+static int comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    MPIX_Stream s = value;
+    (void)comm, (void)keyval, (void)extra;
+    if (stream_valid(s)) {
+        pthread_mutex_lock(&s->lock);
+        s->ncomms--;
+        pthread_mutex_unlock(&s->lock);
+    }
+    return MPI_SUCCESS;
+}
+
+PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_Comm *newcomm)
+{
+    int provided = MPI_THREAD_SINGLE, rc;
+    if (newcomm == NULL) {
+        return picoll_raise_stream(comm, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_comm_create: newcomm is NULL");
+    }
+    if (stream != MPIX_STREAM_NULL && !stream_valid(stream)) {
+        return picoll_raise_stream(comm, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_comm_create: stream is not a stream "
+                                   "(MPIX_Stream_create) nor MPIX_STREAM_NULL");
+    }
+    PMPI_Query_thread(&provided);
+    if (stream != MPIX_STREAM_NULL && provided != MPI_THREAD_MULTIPLE) {
+        return picoll_raise_stream(comm, MPI_ERR_OTHER,
+                                   "picoll: MPIX_Stream_comm_create: picoll runs a stream's MPI "
+                                   "calls on a thread of its own: initialise MPI with "
+                                   "MPI_Init_thread(MPI_THREAD_MULTIPLE) (provided: %d)", provided);
+    }
+    pthread_mutex_lock(&keyval_lock);
+    if (stream_keyval == MPI_KEYVAL_INVALID) {
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_delete, &stream_keyval, NULL);
+    }
+    pthread_mutex_unlock(&keyval_lock);
+    if ((rc = PMPI_Comm_dup(comm, newcomm)) != MPI_SUCCESS) {
+        return rc;
+    }
+    if (stream == MPIX_STREAM_NULL) {
+        return MPI_SUCCESS;
+    }
+    pthread_mutex_lock(&stream->lock);
+    stream->ncomms++;
+    if (!stream->thread_up) {
+        stream->thread_up = pthread_create(&stream->thread, NULL, progress, stream) == 0;
+    }
+    int up = stream->thread_up;
+    pthread_mutex_unlock(&stream->lock);
+    PMPI_Comm_set_attr(*newcomm, stream_keyval, stream);
+    if (!up) {
+        return picoll_raise_stream(comm, MPI_ERR_OTHER,
+                                   "picoll: MPIX_Stream_comm_create: the stream's progress thread "
+                                   "could not start");
+    }
+    return MPI_SUCCESS;
+}
+
+PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host)
+{
+    if (!stream_valid(stream)) {
+        return MPI_ERR_ARG;
+    }
+    pthread_mutex_lock(&stream->lock);
+    *staged = stream->staged;
+    *host = stream->host;
+    pthread_mutex_unlock(&stream->lock);
+    return MPI_SUCCESS;
+}
+
+/* ---- enqueue ---- */
+
+/* Bytes from buf that count elements of type span (buf + true_lb .. the last element's end);
+ * -1 where they reach below buf (a negative lower bound: not staged). */
+static long long type_span(int count, MPI_Datatype type)
+{
+    MPI_Aint lb, extent, tlb, textent;
+    if (count <= 0) {
+        return 0;
+    }
+    PMPI_Type_get_extent(type, &lb, &extent);
+    PMPI_Type_get_true_extent(type, &tlb, &textent);
+    long long first = (long long)tlb, last = (long long)(count - 1) * extent + tlb + textent;
+    if (extent < 0 || first < 0) {
+        return -1;
+    }
+    return last;
+}
+
+/* A pinned buffer of at least bytes, free now (its last copies done); NULL on failure. Caller
+ * holds the stream's context current. */
+static staging_t *staging_get(MPIX_Stream s, size_t bytes)
+{
+    for (staging_t *g = s->staging; g != NULL; g = g->next) {
+        if (!g->taken && g->size >= bytes &&
+            (!g->pending || picoll_cu.event_query(g->last_use) == 0)) {
+            g->pending = 0;
+            g->taken = 1;
+            return g;
+        }
+    }
+    staging_t *g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        return NULL;
+    }
+    size_t size = bytes < 4096 ? 4096 : bytes;
+    if (picoll_cu.mem_host_alloc(&g->buf, size, PICOLL_CU_MEMHOSTALLOC_PORTABLE) != 0 ||
+        picoll_cu.event_create(&g->last_use, PICOLL_CU_EVENT_DISABLE_TIMING) != 0) {
+        if (g->buf != NULL) {
+            picoll_cu.mem_free_host(g->buf);
+        }
+        free(g);
+        return NULL;
+    }
+    g->size = size;
+    g->taken = 1;
+    g->next = s->staging;
+    s->staging = g;
+    return g;
+}
+
+typedef struct {
+    const char *fn;
+    MPI_Comm comm;
+    MPIX_Stream s;
+    op_t *o;
+    staging_t *in, *out;  /* staging of the send and receive sides; NULL: used in place */
+    void *user_out;       /* the device buffer the receive staging goes back to */
+    size_t out_bytes;
+    int staged;
+} enq_t;
+
+/* The stream of comm, or an MPI error naming fn. */
+static int enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
+{
+    void *v = NULL;
+    int flag = 0, err;
+    memset(e, 0, sizeof(*e));
+    e->fn = fn;
+    e->comm = comm;
+    if (stream_keyval != MPI_KEYVAL_INVALID && comm != MPI_COMM_NULL) {
+        PMPI_Comm_get_attr(comm, stream_keyval, &v, &flag);
+    }
+    if (!flag || !stream_valid(v)) {
+        return picoll_raise_stream(comm, MPI_ERR_COMM,
+                                   "picoll: %s: the communicator has no stream (make it with "
+                                   "MPIX_Stream_comm_create and a CUDA stream)", fn);
+    }
+    e->s = v;
+    pthread_mutex_lock(&e->s->lock);
+    err = e->s->error;
+    e->s->error = MPI_SUCCESS;
+    pthread_mutex_unlock(&e->s->lock);
+    if (err != MPI_SUCCESS) {
+        return err; /* an earlier enqueued call's error, raised on the progress thread already */
+    }
+    e->o = calloc(1, sizeof(op_t));
+    if (e->o == NULL) {
+        return picoll_raise_stream(comm, MPI_ERR_NO_MEM, "picoll: %s: out of memory", fn);
+    }
+    e->o->comm = comm;
+    if (picoll_cu.ctx_push_current(e->s->ctx) != 0) {
+        free(e->o);
+        return picoll_raise_stream(comm, MPI_ERR_OTHER,
+                                   "picoll: %s: the stream's CUDA context cannot be made current",
+                                   fn);
+    }
+    return MPI_SUCCESS;
+}
+
+static int enq_fail(enq_t *e, int code, const char *what)
+{
+    picoll_cu_context_t popped;
+    if (e->in != NULL) {
+        e->in->taken = 0;
+    }
+    if (e->out != NULL) {
+        e->out->taken = 0;
+    }
+    picoll_cu.ctx_pop_current(&popped);
+    free(e->o);
+    return picoll_raise_stream(e->comm, code, "picoll: %s: %s", e->fn, what);
+}
+
+/* The host buffer the MPI call uses for user buffer buf (bytes of it significant): buf itself
+ * unless it is device memory, then a staging buffer, filled on the stream from buf where copy_in.
+ * Device memory of another context than the stream's is refused. */
+static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, staging_t **g,
+                    void **host, const char *arg)
+{
+    picoll_meminfo_t m;
+    char why[160];
+    *g = NULL;
+    *host = (void *)buf;
+    if (buf == MPI_IN_PLACE || buf == NULL || bytes == 0) {
+        return MPI_SUCCESS;
+    }
+    picoll_memkind_query(buf, &m);
+    if (m.kind != PICOLL_MEM_DEVICE) {
+        return MPI_SUCCESS; /* host, pinned or managed: the progress thread reads it in place */
+    }
+    if (m.context != (void *)e->s->ctx) {
+        snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
+                 "stream's", arg, m.device);
+        return enq_fail(e, MPI_ERR_BUFFER, why);
+    }
+    if (bytes < 0) {
+        snprintf(why, sizeof(why), "%s: a datatype with a negative lower bound is not staged",
+                 arg);
+        return enq_fail(e, MPI_ERR_TYPE, why);
+    }
+    if ((*g = staging_get(e->s, (size_t)bytes)) == NULL) {
+        return enq_fail(e, MPI_ERR_NO_MEM, "no pinned staging memory");
+    }
+    if (copy_in && picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)(*g)->buf,
+                                          (picoll_cu_deviceptr_t)(uintptr_t)buf, (size_t)bytes,
+                                          e->s->cu) != 0) {
+        return enq_fail(e, MPI_ERR_OTHER, "a copy on the stream failed");
+    }
+    *host = (*g)->buf;
+    e->staged = 1;
+    return MPI_SUCCESS;
+}
+
+/* Queue e's call: its event, the stream's wait for it, the copy back; then hand it to the
+ * progress thread. */
+static int enq_commit(enq_t *e)
+{
+    MPIX_Stream s = e->s;
+    picoll_cu_context_t popped;
+    int rc = picoll_cu.event_create(&e->o->ready, PICOLL_CU_EVENT_DISABLE_TIMING);
+    if (rc == 0) {
+        rc = picoll_cu.event_record(e->o->ready, s->cu);
+    }
+    pthread_mutex_lock(&s->lock);
+    uint64_t seq = ++s->enqueued;
+    pthread_mutex_unlock(&s->lock);
+    if (rc == 0) {
+        rc = picoll_cu.stream_wait_value64(s->cu, s->done_dev, seq,
+                                           PICOLL_CU_STREAM_WAIT_VALUE_GEQ);
+    }
+    if (rc == 0 && e->out != NULL) {
+        rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)e->user_out,
+                                    (picoll_cu_deviceptr_t)(uintptr_t)e->out->buf, e->out_bytes,
+                                    s->cu);
+    }
+    /* the staging is free again once this point of the stream is passed */
+    staging_t *used[2] = {e->in, e->out};
+    for (int i = 0; i < 2; i++) {
+        if (used[i] != NULL) {
+            if (rc == 0) {
+                rc = picoll_cu.event_record(used[i]->last_use, s->cu);
+            }
+            used[i]->pending = 1;
+            used[i]->taken = 0;
+        }
+    }
+    picoll_cu.ctx_pop_current(&popped);
+    e->o->seq = seq;
+    if (rc != 0) {
+        /* the stream still waits for seq: the thread releases it, doing nothing else */
+        e->o->kind = OP_SEND;
+        e->o->scount = 0;
+        e->o->stype = MPI_BYTE;
+        e->o->peer = MPI_PROC_NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (e->staged) {
+        s->staged++;
+    } else {
+        s->host++;
+    }
+    if (s->tail != NULL) {
+        s->tail->next = e->o;
+    } else {
+        s->head = e->o;
+    }
+    s->tail = e->o;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    if (rc != 0) {
+        return picoll_raise_stream(e->comm, MPI_ERR_OTHER,
+                                   "picoll: %s: queuing on the CUDA stream failed (CUresult %d)",
+                                   e->fn, rc);
+    }
+    return MPI_SUCCESS;
+}
+
+/* The buffers of the call: a send side (sendbuf, scount elements of stype; MPI_IN_PLACE
+ * allowed) and a receive side (recvbuf, rcount of rtype, read in first where recv_in says);
+ * sets the call's buffers, types and counts (which the caller may then change for the MPI call:
+ * the counts here are those of the whole buffers). */
+static int enq_buffers(enq_t *e, const void *sendbuf, int scount, MPI_Datatype stype,
+                       void *recvbuf, int rcount, MPI_Datatype rtype, int recv_in)
+{
+    void *hs, *hr;
+    long long sb = type_span(scount, stype), rb = type_span(rcount, rtype);
+    int rc = enq_side(e, sendbuf, sb, 1, &e->in, &hs, "sendbuf");
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if ((rc = enq_side(e, recvbuf, rb, recv_in, &e->out, &hr, "recvbuf")) != MPI_SUCCESS) {
+        return rc;
+    }
+    if (e->out != NULL) {
+        e->user_out = recvbuf;
+        e->out_bytes = (size_t)rb;
+    }
+    e->o->sbuf = hs;
+    e->o->scount = scount;
+    e->o->stype = stype;
+    e->o->rbuf = hr;
+    e->o->rcount = rcount;
+    e->o->rtype = rtype;
+    return MPI_SUCCESS;
+}
+
+PICOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count,
+                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    enq_t e;
+    int rc = enq_begin(&e, "MPIX_Allreduce_enqueue", comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    e.o->kind = OP_ALLREDUCE;
+    e.o->mop = op;
+    rc = enq_buffers(&e, sendbuf, count, datatype, recvbuf, count, datatype,
+                     sendbuf == MPI_IN_PLACE);
+    return rc != MPI_SUCCESS ? rc : enq_commit(&e);
+}
+
+PICOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf,
+                                                    int recvcount, MPI_Datatype datatype,
+                                                    MPI_Op op, MPI_Comm comm)
+{
+    enq_t e;
+    int size = 1;
+    int rc = enq_begin(&e, "MPIX_Reduce_scatter_block_enqueue", comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    PMPI_Comm_size(comm, &size);
+    e.o->kind = OP_REDUCE_SCATTER_BLOCK;
+    e.o->mop = op;
+    /* in place: the input (recvcount * size elements) is in recvbuf */
+    int in_place = sendbuf == MPI_IN_PLACE;
+    rc = enq_buffers(&e, sendbuf, in_place ? 0 : recvcount * size, datatype, recvbuf,
+                     in_place ? recvcount * size : recvcount, datatype, in_place);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    e.o->rcount = recvcount;
+    return enq_commit(&e);
+}
+
+/* allgather, alltoall: the receive side holds size blocks; in place, the input is in it */
+static int enq_blocks(const char *fn, op_kind_t kind, const void *sendbuf, int sendcount,
+                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      MPI_Comm comm)
+{
+    enq_t e;
+    int size = 1;
+    int rc = enq_begin(&e, fn, comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    PMPI_Comm_size(comm, &size);
+    e.o->kind = kind;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    int sblocks = kind == OP_ALLTOALL ? size : 1;
+    rc = enq_buffers(&e, sendbuf, in_place ? 0 : sendcount * sblocks, sendtype, recvbuf,
+                     recvcount * size, recvtype, in_place);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    /* the MPI call takes the counts per block */
+    e.o->scount = sendcount;
+    e.o->rcount = recvcount;
+    return enq_commit(&e);
+}
+
+PICOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return enq_blocks("MPIX_Allgather_enqueue", OP_ALLGATHER, sendbuf, sendcount, sendtype,
+                      recvbuf, recvcount, recvtype, comm);
+}
+
+PICOLL_EXPORT int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                        MPI_Comm comm)
+{
+    return enq_blocks("MPIX_Alltoall_enqueue", OP_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf,
+                      recvcount, recvtype, comm);
+}
+
+PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
+                                     MPI_Comm comm)
+{
+    enq_t e;
+    int me = 0;
+    int rc = enq_begin(&e, "MPIX_Bcast_enqueue", comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    PMPI_Comm_rank(comm, &me);
+    e.o->kind = OP_BCAST;
+    e.o->peer = root;
+    /* the root's buffer is read (copied in, not back); the others' written (copied back) */
+    rc = me == root ? enq_buffers(&e, buffer, count, datatype, NULL, 0, datatype, 0)
+                    : enq_buffers(&e, NULL, 0, datatype, buffer, count, datatype, 0);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (me == root) {
+        e.o->rbuf = (void *)e.o->sbuf;
+    }
+    e.o->rcount = count;
+    e.o->rtype = datatype;
+    return enq_commit(&e);
+}
+
+PICOLL_EXPORT int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest,
+                                    int tag, MPI_Comm comm)
+{
+    enq_t e;
+    int rc = enq_begin(&e, "MPIX_Send_enqueue", comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    e.o->kind = OP_SEND;
+    e.o->peer = dest;
+    e.o->tag = tag;
+    rc = enq_buffers(&e, buf, count, datatype, NULL, 0, datatype, 0);
+    return rc != MPI_SUCCESS ? rc : enq_commit(&e);
+}
+
+PICOLL_EXPORT int MPIX_Recv_enqueue(void *buf, int count, MPI_Datatype datatype, int source,
+                                    int tag, MPI_Comm comm, MPI_Status *status)
+{
+    enq_t e;
+    int rc = enq_begin(&e, "MPIX_Recv_enqueue", comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    e.o->kind = OP_RECV;
+    e.o->peer = source;
+    e.o->tag = tag;
+    /* the status is written when the call runs, not before the stream gets there (MPICH's rule:
+     * it must stay valid until then); a shorter message leaves the rest of buf as it was */
+    e.o->status = status;
+    rc = enq_buffers(&e, NULL, 0, datatype, buf, count, datatype, 1);
+    return rc != MPI_SUCCESS ? rc : enq_commit(&e);
+}
+
+#endif /* PICOLL_MPIX_STREAM */

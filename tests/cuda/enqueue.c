@@ -1,0 +1,385 @@
+/* Stream-ordered calls (MPIX_Stream, MPIX_*_enqueue: pmpi/stream.c) on the emulated GPU or a real
+ * one, with libpicoll.so preloaded.
+ *
+ * One stream communicator on a CUDA stream of the test's own; on it, with nothing synchronised
+ * in between:
+ *   - allreduce rounds whose input the stream itself writes just before the enqueue (an
+ *     asynchronous copy) and overwrites just after (an asynchronous memset): the call must see
+ *     the first and not the second, both ways of stream order;
+ *   - in place allreduce, allgather, alltoall, reduce_scatter_block, bcast from the last rank,
+ *     send/recv between ranks 0 and 1, an allreduce of host buffers;
+ * all queued while rank 0's stream is held by a host function that waits for the main thread to
+ * finish enqueuing (so an enqueue that waited for its stream would never return), then one
+ * stream synchronise, and every output compared with a plain loop's result. Also a second stream
+ * communicator on a second stream whose calls each rank enqueues in another interleaving with the
+ * first (one progress thread per stream: no rank waits for another's order across streams), the
+ * enqueues counted (no stream or context synchronise among the driver calls they made, on the
+ * emulated GPU), the staged/host counts of picoll_stream_query, and the errors: an enqueue on a
+ * communicator without a stream, a stream of an unknown type, a bad stream handle.
+ * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
+ * answer an error naming the thread level. */
+#include "drv.h"
+#include "mpitest.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct picoll_mpix_stream *stream_t;
+
+static struct {
+    int (*info_set_hex)(MPI_Info, const char *, const void *, int);
+    int (*create)(MPI_Info, stream_t *);
+    int (*free_)(stream_t *);
+    int (*comm_create)(MPI_Comm, stream_t, MPI_Comm *);
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*rsb)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*send)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+    int (*recv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+    int (*query)(stream_t, long *, long *);
+} mx;
+
+#define N 1000   /* ints per rank's block */
+#define ROUNDS 6
+
+static int value(int rank, int round, int e)
+{
+    return (rank + 1) * 100003 + round * 7919 + e;
+}
+
+static cu_ptr_t dalloc(size_t bytes)
+{
+    cu_ptr_t p = 0;
+    CK(drv.mem_alloc(&p, bytes));
+    return p;
+}
+
+static void get(int *dst, cu_ptr_t src, size_t bytes)
+{
+    CK(drv.memcpy_dtoh(dst, src, bytes));
+}
+
+/* rank 0 holds its stream until the main thread has enqueued everything */
+static volatile int release_stream;
+
+static void hold(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&release_stream, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static stream_t make_stream(cu_stream_t cs)
+{
+    MPI_Info info;
+    stream_t s = NULL;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "type", "cudaStream_t");
+    MT_CHECK(mx.info_set_hex(info, "value", &cs, sizeof(cs)) == MPI_SUCCESS, "MPIX_Info_set_hex");
+    MT_CHECK(mx.create(info, &s) == MPI_SUCCESS && s != NULL, "MPIX_Stream_create");
+    MPI_Info_free(&info);
+    return s;
+}
+
+static void expect_error(int rc, const char *what, const char *text)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MT_CHECK(rc != MPI_SUCCESS, "%s: succeeded, an error expected", what);
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_string(rc, msg, &len);
+        MT_CHECK(strstr(msg, text) != NULL, "%s: error text \"%s\" lacks \"%s\"", what, msg, text);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int provided, single = mt_flag(argc, argv, "--thread-single");
+    char why[256];
+
+    if (single) {
+        MPI_Init(&argc, &argv);
+    } else {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    }
+    mt_load_picoll(1);
+#define MX(f, name) *(void **)&mx.f = dlsym(RTLD_DEFAULT, name)
+    MX(info_set_hex, "MPIX_Info_set_hex");
+    MX(create, "MPIX_Stream_create");
+    MX(free_, "MPIX_Stream_free");
+    MX(comm_create, "MPIX_Stream_comm_create");
+    MX(allreduce, "MPIX_Allreduce_enqueue");
+    MX(allgather, "MPIX_Allgather_enqueue");
+    MX(alltoall, "MPIX_Alltoall_enqueue");
+    MX(rsb, "MPIX_Reduce_scatter_block_enqueue");
+    MX(bcast, "MPIX_Bcast_enqueue");
+    MX(send, "MPIX_Send_enqueue");
+    MX(recv, "MPIX_Recv_enqueue");
+    MX(query, "picoll_stream_query");
+    if (mx.query == NULL || mx.recv == NULL) {
+        mt_fail("picoll's MPIX_Stream calls are not there (is libpicoll.so preloaded?)");
+        return mt_finish("enqueue");
+    }
+    if (drv_load(why, sizeof(why)) == 0) {
+        return mt_skip(why);
+    }
+    if (!single && provided != MPI_THREAD_MULTIPLE) {
+        return mt_skip("this MPI does not provide MPI_THREAD_MULTIPLE");
+    }
+    cu_device_t dev;
+    cu_ctx_t ctx;
+    int ndev = 0;
+    CK(drv.device_get_count(&ndev));
+    CK(drv.device_get(&dev, mt_rank % ndev));
+    CK(drv.primary_ctx_retain(&ctx, dev));
+    CK(drv.ctx_set_current(ctx));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    cu_stream_t cs, cs2;
+    CK(drv.stream_create(&cs, CU_STREAM_DEFAULT));
+    CK(drv.stream_create(&cs2, CU_STREAM_DEFAULT));
+    stream_t s = make_stream(cs), s2 = make_stream(cs2);
+    MPI_Comm scomm = MPI_COMM_NULL, scomm2 = MPI_COMM_NULL;
+    int rc = mx.comm_create(MPI_COMM_WORLD, s, &scomm);
+    if (single) {
+        expect_error(rc, "MPIX_Stream_comm_create without MPI_THREAD_MULTIPLE",
+                     "MPI_THREAD_MULTIPLE");
+        MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
+        return mt_finish("enqueue --thread-single");
+    }
+    MT_CHECK(rc == MPI_SUCCESS, "MPIX_Stream_comm_create: %d", rc);
+    MT_CHECK(mx.comm_create(MPI_COMM_WORLD, s2, &scomm2) == MPI_SUCCESS,
+             "MPIX_Stream_comm_create (second stream)");
+    MPI_Comm_set_errhandler(scomm, MPI_ERRORS_RETURN);
+
+    /* ---- errors ---- */
+    int one = 1, out1 = 0;
+    expect_error(mx.allreduce(&one, &out1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                 "an enqueue on a communicator without a stream", "has no stream");
+    MPI_Info bad;
+    stream_t sb = NULL;
+    MPI_Info_create(&bad);
+    MPI_Info_set(bad, "type", "hipStream_t");
+    expect_error(mx.create(bad, &sb), "MPIX_Stream_create of type hipStream_t", "cudaStream_t");
+    MPI_Info_free(&bad);
+    MPI_Comm junk;
+    expect_error(mx.comm_create(MPI_COMM_WORLD, (stream_t)&one, &junk),
+                 "MPIX_Stream_comm_create with a bad stream", "not a stream");
+
+    /* ---- the calls, queued while rank 0's stream is held ---- */
+    int p = mt_size, r = mt_rank;
+    size_t blk = N * sizeof(int);
+    long calls0 = drv.call_counts != NULL ? drv_calls("cuStreamSynchronize") : -1;
+    long ctxsync0 = drv.call_counts != NULL ? drv_calls("cuCtxSynchronize") : -1;
+    if (r == 0) {
+        CK(drv.launch_host_func(cs, hold, NULL));
+    }
+    int *pattern = malloc(ROUNDS * blk), *hout = malloc(blk);
+    cu_ptr_t in = dalloc(blk), outs[ROUNDS];
+    for (int k = 0; k < ROUNDS; k++) {
+        for (int e = 0; e < N; e++) {
+            pattern[k * N + e] = value(r, k, e);
+        }
+        outs[k] = dalloc(blk);
+        CK(drv.memcpy_htod_async(in, pattern + k * N, blk, cs));
+        MT_CHECK(mx.allreduce((void *)(uintptr_t)in, (void *)(uintptr_t)outs[k], N, MPI_INT,
+                              MPI_SUM, scomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue round %d", k);
+        CK(drv.memset_d8_async(in, 0xa5, blk, cs)); /* after the call, on the stream */
+    }
+    /* in place */
+    cu_ptr_t ip = dalloc(blk);
+    CK(drv.memcpy_htod_async(ip, pattern, blk, cs));
+    MT_CHECK(mx.allreduce(MPI_IN_PLACE, (void *)(uintptr_t)ip, N, MPI_INT, MPI_MAX, scomm) ==
+                 MPI_SUCCESS, "MPIX_Allreduce_enqueue in place");
+    /* allgather, alltoall, reduce_scatter_block: inputs value(r, 10 + j, e) */
+    int *src = malloc((size_t)p * blk);
+    for (int j = 0; j < p; j++) {
+        for (int e = 0; e < N; e++) {
+            src[j * N + e] = value(r, 10 + j, e);
+        }
+    }
+    cu_ptr_t dsrc = dalloc((size_t)p * blk), dag = dalloc((size_t)p * blk),
+             da2a = dalloc((size_t)p * blk), drsb = dalloc(blk), dbc = dalloc(blk);
+    CK(drv.memcpy_htod_async(dsrc, src, (size_t)p * blk, cs));
+    MT_CHECK(mx.allgather((void *)(uintptr_t)dsrc, N, MPI_INT, (void *)(uintptr_t)dag, N, MPI_INT,
+                          scomm) == MPI_SUCCESS, "MPIX_Allgather_enqueue");
+    MT_CHECK(mx.alltoall((void *)(uintptr_t)dsrc, N, MPI_INT, (void *)(uintptr_t)da2a, N, MPI_INT,
+                         scomm) == MPI_SUCCESS, "MPIX_Alltoall_enqueue");
+    MT_CHECK(mx.rsb((void *)(uintptr_t)dsrc, (void *)(uintptr_t)drsb, N, MPI_INT, MPI_SUM,
+                    scomm) == MPI_SUCCESS, "MPIX_Reduce_scatter_block_enqueue");
+    if (r == p - 1) {
+        CK(drv.memcpy_htod_async(dbc, src, blk, cs));
+    }
+    MT_CHECK(mx.bcast((void *)(uintptr_t)dbc, N, MPI_INT, p - 1, scomm) == MPI_SUCCESS,
+             "MPIX_Bcast_enqueue");
+    /* point to point: 0 -> 1 */
+    cu_ptr_t dp2p = dalloc(blk);
+    MPI_Status st;
+    if (r == 0) {
+        CK(drv.memcpy_htod_async(dp2p, src, blk, cs));
+        MT_CHECK(mx.send((void *)(uintptr_t)dp2p, N, MPI_INT, 1, 42, scomm) == MPI_SUCCESS,
+                 "MPIX_Send_enqueue");
+    } else if (r == 1) {
+        MT_CHECK(mx.recv((void *)(uintptr_t)dp2p, N, MPI_INT, 0, 42, scomm, &st) == MPI_SUCCESS,
+                 "MPIX_Recv_enqueue");
+    }
+    /* host buffers: the call reads and writes them in place, in stream order */
+    int *hsend = malloc(blk), *hrecv = calloc(N, sizeof(int));
+    for (int e = 0; e < N; e++) {
+        hsend[e] = value(r, 20, e);
+    }
+    MT_CHECK(mx.allreduce(hsend, hrecv, N, MPI_INT, MPI_SUM, scomm) == MPI_SUCCESS,
+             "MPIX_Allreduce_enqueue of host buffers");
+    /* the second stream: each rank interleaves its calls with the first stream's in another
+     * order (rank-dependent), which per-stream progress makes harmless */
+    cu_ptr_t d2in = dalloc(blk), d2out = dalloc(blk);
+    CK(drv.memcpy_htod_async(d2in, pattern, blk, cs2));
+    cu_ptr_t d3out = dalloc(blk);
+    if (r % 2 == 0) {
+        MT_CHECK(mx.allreduce((void *)(uintptr_t)d2in, (void *)(uintptr_t)d2out, N, MPI_INT,
+                              MPI_MIN, scomm2) == MPI_SUCCESS, "enqueue on the second stream");
+    }
+    MT_CHECK(mx.allreduce((void *)(uintptr_t)dsrc, (void *)(uintptr_t)d3out, N, MPI_INT,
+                          MPI_BXOR, scomm) == MPI_SUCCESS, "enqueue on the first stream");
+    if (r % 2 == 1) {
+        MT_CHECK(mx.allreduce((void *)(uintptr_t)d2in, (void *)(uintptr_t)d2out, N, MPI_INT,
+                              MPI_MIN, scomm2) == MPI_SUCCESS, "enqueue on the second stream");
+    }
+    /* every enqueue has returned: rank 0's stream may go on */
+    long syncs = calls0 >= 0 ? drv_calls("cuStreamSynchronize") - calls0 : 0;
+    long ctxsyncs = ctxsync0 >= 0 ? drv_calls("cuCtxSynchronize") - ctxsync0 : 0;
+    MT_CHECK(syncs == 0 && ctxsyncs == 0,
+             "the enqueues synchronised: %ld cuStreamSynchronize, %ld cuCtxSynchronize", syncs,
+             ctxsyncs);
+    __atomic_store_n(&release_stream, 1, __ATOMIC_RELEASE);
+    CK(drv.stream_synchronize(cs));
+    CK(drv.stream_synchronize(cs2));
+
+    /* ---- results ---- */
+    for (int k = 0; k < ROUNDS; k++) {
+        get(hout, outs[k], blk);
+        for (int e = 0; e < N; e++) {
+            long long want = 0;
+            for (int q = 0; q < p; q++) {
+                want += value(q, k, e);
+            }
+            if (hout[e] != (int)want) {
+                mt_fail("allreduce round %d: element %d is %d, want %lld (stream order?)", k, e,
+                        hout[e], want);
+                break;
+            }
+        }
+    }
+    get(hout, ip, blk);
+    for (int e = 0; e < N; e++) {
+        if (hout[e] != value(p - 1, 0, e)) {
+            mt_fail("allreduce in place (max): element %d is %d, want %d", e, hout[e],
+                    value(p - 1, 0, e));
+            break;
+        }
+    }
+    int *big = malloc((size_t)p * blk);
+    get(big, dag, (size_t)p * blk);
+    for (int q = 0; q < p && mt_failures == 0; q++) {
+        for (int e = 0; e < N; e++) {
+            if (big[q * N + e] != value(q, 10, e)) {
+                mt_fail("allgather: block %d element %d is %d, want %d", q, e, big[q * N + e],
+                        value(q, 10, e));
+                break;
+            }
+        }
+    }
+    get(big, da2a, (size_t)p * blk);
+    for (int q = 0; q < p; q++) {
+        for (int e = 0; e < N; e++) {
+            if (big[q * N + e] != value(q, 10 + r, e)) {
+                mt_fail("alltoall: block %d element %d is %d, want %d", q, e, big[q * N + e],
+                        value(q, 10 + r, e));
+                q = p;
+                break;
+            }
+        }
+    }
+    get(hout, drsb, blk);
+    for (int e = 0; e < N; e++) {
+        long long want = 0;
+        for (int q = 0; q < p; q++) {
+            want += value(q, 10 + r, e);
+        }
+        if (hout[e] != (int)want) {
+            mt_fail("reduce_scatter_block: element %d is %d, want %lld", e, hout[e], want);
+            break;
+        }
+    }
+    get(hout, dbc, blk);
+    for (int e = 0; e < N; e++) {
+        if (hout[e] != value(p - 1, 10, e)) {
+            mt_fail("bcast: element %d is %d, want %d", e, hout[e], value(p - 1, 10, e));
+            break;
+        }
+    }
+    if (r == 1) {
+        get(hout, dp2p, blk);
+        for (int e = 0; e < N; e++) {
+            if (hout[e] != value(0, 10, e)) {
+                mt_fail("recv: element %d is %d, want %d", e, hout[e], value(0, 10, e));
+                break;
+            }
+        }
+        MT_CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 42, "recv status: source %d tag %d",
+                 st.MPI_SOURCE, st.MPI_TAG);
+    }
+    for (int e = 0; e < N; e++) {
+        long long want = 0;
+        for (int q = 0; q < p; q++) {
+            want += value(q, 20, e);
+        }
+        if (hrecv[e] != (int)want) {
+            mt_fail("allreduce of host buffers: element %d is %d, want %lld", e, hrecv[e], want);
+            break;
+        }
+    }
+    get(hout, d2out, blk);
+    for (int e = 0; e < N; e++) {
+        if (hout[e] != value(0, 0, e)) {
+            mt_fail("second stream (min): element %d is %d, want %d", e, hout[e], value(0, 0, e));
+            break;
+        }
+    }
+    get(hout, d3out, blk);
+    for (int e = 0; e < N; e++) {
+        int want = 0;
+        for (int q = 0; q < p; q++) {
+            want ^= value(q, 10, e);
+        }
+        if (hout[e] != want) {
+            mt_fail("first stream (bxor): element %d is %d, want %d", e, hout[e], want);
+            break;
+        }
+    }
+    /* every device-buffer call was staged, the host one used in place */
+    long staged = -1, host = -1;
+    MT_CHECK(mx.query(s, &staged, &host) == MPI_SUCCESS, "picoll_stream_query");
+    long want_staged = ROUNDS + 1 + 3 + 1 + (r <= 1 ? 1 : 0) + 1;
+    MT_CHECK(staged == want_staged && host == 1,
+             "stream calls: %ld staged and %ld host, want %ld and 1", staged, host, want_staged);
+
+    MPI_Comm_free(&scomm);
+    MPI_Comm_free(&scomm2);
+    MT_CHECK(mx.free_(&s) == MPI_SUCCESS && s == NULL, "MPIX_Stream_free");
+    MT_CHECK(mx.free_(&s2) == MPI_SUCCESS && s2 == NULL, "MPIX_Stream_free (second)");
+    if (mt_rank == 0 && mt_failures == 0) {
+        printf("enqueue: %d allreduce rounds in stream order, in place, allgather, alltoall, "
+               "reduce_scatter_block, bcast, send/recv, host buffers, two streams: right; "
+               "%ld calls staged, no synchronisation in the enqueues\n", ROUNDS, staged);
+    }
+    return mt_finish("enqueue");
+}
