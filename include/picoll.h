@@ -81,10 +81,12 @@ int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int re
                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 
-/* For tests: the enqueued calls of stream that have run so far, by how their buffers went: copied
- * through host memory on the stream (staged), or used in place (host buffers). MPI_SUCCESS, or
- * MPI_ERR_ARG for a stream that is not one. */
-int picoll_stream_query(MPIX_Stream stream, long *staged, long *host);
+/* For tests: the calls enqueued on stream so far, by how their buffers went: copied through host
+ * memory on the stream (staged) or used in place (host buffers); of them, those recorded into a
+ * CUDA graph (captured); and the calls its progress thread ran (a graph's replays included).
+ * MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
+int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *captured,
+                        long *runs);
 #endif
 
 #ifdef __cplusplus

@@ -4,28 +4,35 @@
  * placement of the ranks): a call enqueued on a stream communicator becomes, on the CUDA stream,
  *
  *   copies of its device inputs into pinned host memory            (cuMemcpyAsync)
- *   an event                                                       (cuEventRecord)
- *   a wait for the stream's done word to reach the call's number   (cuStreamWaitValue64)
+ *   a host function that hands the call to the stream's thread     (cuLaunchHostFunc)
+ *   a wait for the call's state word to say "done"                 (cuStreamWaitValue64)
  *   copies of its device outputs back from pinned host memory      (cuMemcpyAsync)
  *
- * and an entry in the stream's queue on the host. The stream's progress thread takes the entries
- * in order: it waits for the entry's event (so the work queued before the call, and its copies,
- * are done), runs the blocking MPI call on host memory, through picoll like any other call, then
- * stores the entry's number into the done word, which releases the stream. The enqueue itself
- * never waits: no stream or context synchronisation, no host barrier. No host function is used: a
- * CUDA host function must not call CUDA and may share one driver thread with every other
- * stream's, so a blocking MPI call inside one could hold up another stream's collective that a
- * peer waits for; the progress thread (one per stream) has no such limit.
+ * The host function only queues the call (it runs once the copies before it are done, and makes
+ * no CUDA call: CUDA forbids it there) and sets the state word to "pending"; the stream's progress
+ * thread takes the calls in order, runs the blocking MPI call on host memory, through picoll like
+ * any other call, then sets the word to "done", which releases the stream. The host function never
+ * blocks: host functions of every stream may share one driver thread, and a collective blocked in
+ * one could hold up another stream's that a peer waits for; the progress threads (one per stream)
+ * have no such limit. The enqueue itself never waits: no stream or context synchronisation, no
+ * host barrier.
+ *
+ * CUDA graph capture: an enqueue on a stream that captures records the same four steps into the
+ * graph; nothing of the call is tied to the moment of the enqueue (the host function hands the
+ * call over and resets the state word at each execution of the graph), so a graph launched N
+ * times performs N calls, each on the inputs of that moment. A captured call keeps its staging
+ * memory and state word until MPIX_Stream_free: a graph with enqueued calls must not be launched
+ * after its stream is freed.
  *
  * The MPI calls run on the progress thread while the application's threads make their own: a
  * stream communicator needs MPI_THREAD_MULTIPLE (refused with an error otherwise). An MPI error
  * of an enqueued call goes to the communicator's error handler on the progress thread (fatal by
  * default, as the blocking call); with MPI_ERRORS_RETURN it is kept, and the stream's next enqueue
- * and MPIX_Stream_free return it.
+ * and MPIX_Stream_free return it. Either way the stream goes on: it never hangs on a failed call.
  *
  * Left for later (issue 23): picoll's own device kernels launched on the stream for device
- * buffers on one node (no copies, no host thread), CUDA graph capture of enqueued calls, and the
- * nonblocking point-to-point forms (MPIX_Isend/Irecv/Wait/Waitall_enqueue). */
+ * buffers on one node (no copies, no host thread), and the nonblocking point-to-point forms
+ * (MPIX_Isend/Irecv/Wait/Waitall_enqueue). */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
@@ -60,19 +67,30 @@ typedef enum {
 } op_kind_t;
 
 /* A pinned host buffer of the stream, free for another call once its event (recorded after the
- * last copy that used it) has completed. */
+ * last copy that used it) has completed; a captured call's is its own for good. */
 typedef struct staging {
     struct staging *next;
     void *buf;
     size_t size;
     picoll_cu_event_t last_use;
     int pending; /* last_use recorded: busy until it completes */
-    int taken;   /* handed to an enqueue not yet committed */
+    int taken;   /* handed to an enqueue not yet committed, or to a captured call */
 } staging_t;
+
+/* State words: pinned, mapped memory, one 8-byte word a call, in slabs of a page. */
+#define CELLS_PER_SLAB 512
+typedef struct slab {
+    struct slab *next;
+    uint64_t *words;
+    picoll_cu_deviceptr_t dev;
+    unsigned char used[CELLS_PER_SLAB];
+} slab_t;
 
 /* One enqueued call, as the progress thread runs it (buffers already the host ones). */
 typedef struct op {
-    struct op *next;
+    struct op *next;      /* in the progress queue */
+    struct op *next_kept; /* in the stream's list of calls to free (retiring or captured) */
+    struct picoll_mpix_stream *s;
     op_kind_t kind;
     const void *sbuf;
     void *rbuf;
@@ -81,8 +99,12 @@ typedef struct op {
     MPI_Op mop;
     MPI_Comm comm;
     MPI_Status *status;
-    picoll_cu_event_t ready;
-    uint64_t seq;
+    slab_t *slab;
+    int cell;
+    volatile uint64_t *state; /* 0: pending, 1: done */
+    picoll_cu_deviceptr_t state_dev;
+    int captured;
+    picoll_cu_event_t retired; /* not captured: recorded after the call's last step */
 } op_t;
 
 struct picoll_mpix_stream {
@@ -91,16 +113,16 @@ struct picoll_mpix_stream {
     picoll_cu_context_t ctx;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    op_t *head, *tail;
+    op_t *head, *tail;             /* handed over by the host functions, not yet run */
     int stop, thread_up;
     pthread_t thread;
-    uint64_t *done;                /* pinned, mapped: the last call the thread finished */
-    picoll_cu_deviceptr_t done_dev;
-    uint64_t enqueued;
     int ncomms;                    /* stream communicators made with it, not yet freed */
     int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS */
-    long staged, host;             /* calls so far, by how their buffers went */
+    long staged, host, captured;   /* calls so far: how their buffers went, and captured ones */
+    long runs;                     /* calls the progress thread ran (graph replays included) */
     staging_t *staging;
+    slab_t *slabs;
+    op_t *kept;                    /* calls not yet freed (the enqueuing threads' list) */
 };
 
 static int stream_keyval = MPI_KEYVAL_INVALID;
@@ -160,12 +182,28 @@ static int run_op(const op_t *o)
     return MPI_ERR_INTERN;
 }
 
+/* The host function of a call, on the stream once the work before it is done: hands the call to
+ * the progress thread. No CUDA call, no wait. */
+static void post(void *arg)
+{
+    op_t *o = arg;
+    MPIX_Stream s = o->s;
+    *o->state = 0;
+    pthread_mutex_lock(&s->lock);
+    o->next = NULL;
+    if (s->tail != NULL) {
+        s->tail->next = o;
+    } else {
+        s->head = o;
+    }
+    s->tail = o;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void *progress(void *arg)
 {
     MPIX_Stream s = arg;
-    if (s->ctx != NULL) {
-        picoll_cu.ctx_set_current(s->ctx);
-    }
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (s->head == NULL && !s->stop) {
@@ -175,39 +213,93 @@ static void *progress(void *arg)
             break;
         }
         op_t *o = s->head;
-        pthread_mutex_unlock(&s->lock);
-        int rc = MPI_SUCCESS;
-        if (o->ready != NULL) {
-            int crc = picoll_cu.event_synchronize(o->ready);
-            if (crc != 0) {
-                rc = picoll_raise_stream(o->comm, MPI_ERR_OTHER,
-                                         "picoll: an enqueued call: the work queued before it on "
-                                         "its stream failed (cuEventSynchronize: CUresult %d)",
-                                         crc);
-            }
-        }
-        if (rc == MPI_SUCCESS) {
-            rc = run_op(o);
-        }
-        /* the stream goes on (its copies back, the application's work) whatever happened: a
-         * stream never hangs on a failed call */
-        __atomic_store_n(s->done, o->seq, __ATOMIC_RELEASE);
-        if (o->ready != NULL) {
-            picoll_cu.event_destroy(o->ready);
-        }
-        pthread_mutex_lock(&s->lock);
-        if (rc != MPI_SUCCESS && s->error == MPI_SUCCESS) {
-            s->error = rc;
-        }
         s->head = o->next;
         if (s->head == NULL) {
             s->tail = NULL;
         }
-        free(o);
-        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        int rc = run_op(o);
+        pthread_mutex_lock(&s->lock);
+        if (rc != MPI_SUCCESS && s->error == MPI_SUCCESS) {
+            s->error = rc;
+        }
+        s->runs++;
+        /* the stream goes on (its copies back, the application's work) whatever happened: a
+         * stream never hangs on a failed call */
+        __atomic_store_n(o->state, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
+}
+
+/* ---- state words, and freeing the calls the stream has passed ---- */
+
+/* A free state word (caller holds the stream's context current); 0 on success. */
+static int cell_get(MPIX_Stream s, op_t *o)
+{
+    slab_t *b;
+    for (b = s->slabs; b != NULL; b = b->next) {
+        for (int i = 0; i < CELLS_PER_SLAB; i++) {
+            if (!b->used[i]) {
+                goto found;
+            }
+        }
+    }
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return -1;
+    }
+    void *words = NULL;
+    if (picoll_cu.mem_host_alloc(&words, CELLS_PER_SLAB * sizeof(uint64_t),
+                                 PICOLL_CU_MEMHOSTALLOC_PORTABLE |
+                                     PICOLL_CU_MEMHOSTALLOC_DEVICEMAP) != 0 ||
+        picoll_cu.mem_host_get_device_pointer(&b->dev, words, 0) != 0) {
+        if (words != NULL) {
+            picoll_cu.mem_free_host(words);
+        }
+        free(b);
+        return -1;
+    }
+    b->words = words;
+    b->next = s->slabs;
+    s->slabs = b;
+found:
+    for (int i = 0; i < CELLS_PER_SLAB; i++) {
+        if (!b->used[i]) {
+            b->used[i] = 1;
+            o->slab = b;
+            o->cell = i;
+            o->state = b->words + i;
+            o->state_dev = b->dev + (picoll_cu_deviceptr_t)i * sizeof(uint64_t);
+            *o->state = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Frees the calls (not captured) whose last step the stream has passed; with wait, waits for
+ * every one. Caller holds the stream's context current. */
+static void retire(MPIX_Stream s, int wait)
+{
+    op_t **link = &s->kept;
+    while (*link != NULL) {
+        op_t *o = *link;
+        if (o->captured) {
+            link = &o->next_kept;
+            continue;
+        }
+        if (wait) {
+            picoll_cu.event_synchronize(o->retired);
+        } else if (picoll_cu.event_query(o->retired) != 0) {
+            link = &o->next_kept;
+            continue;
+        }
+        picoll_cu.event_destroy(o->retired);
+        o->slab->used[o->cell] = 0;
+        *link = o->next_kept;
+        free(o);
+    }
 }
 
 /* ---- stream objects ---- */
@@ -217,7 +309,7 @@ static int driver_ready(void)
     return picoll_cudrv_load() == PICOLL_OK && picoll_cu.stream_wait_value64 != NULL &&
            picoll_cu.event_create != NULL && picoll_cu.event_record != NULL &&
            picoll_cu.event_synchronize != NULL && picoll_cu.event_query != NULL &&
-           picoll_cu.event_destroy != NULL;
+           picoll_cu.event_destroy != NULL && picoll_cu.launch_host_func != NULL;
 }
 
 PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
@@ -284,29 +376,6 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
                                    "picoll: MPIX_Stream_create: the stream's CUDA context is "
                                    "unknown (no current context)");
     }
-    void *done = NULL;
-    int rc = picoll_cu.ctx_push_current(s->ctx);
-    if (rc == 0) {
-        rc = picoll_cu.mem_host_alloc(&done, sizeof(uint64_t),
-                                      PICOLL_CU_MEMHOSTALLOC_PORTABLE |
-                                          PICOLL_CU_MEMHOSTALLOC_DEVICEMAP);
-        if (rc == 0) {
-            rc = picoll_cu.mem_host_get_device_pointer(&s->done_dev, done, 0);
-        }
-        picoll_cu_context_t popped;
-        picoll_cu.ctx_pop_current(&popped);
-    }
-    if (rc != 0) {
-        if (done != NULL) {
-            picoll_cu.mem_free_host(done);
-        }
-        free(s);
-        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_OTHER,
-                                   "picoll: MPIX_Stream_create: mapped pinned memory for the "
-                                   "stream's done word failed (CUresult %d)", rc);
-    }
-    s->done = done;
-    *s->done = 0;
     s->magic = STREAM_MAGIC;
     s->error = MPI_SUCCESS;
     pthread_mutex_init(&s->lock, NULL);
@@ -330,15 +399,28 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
                                    "picoll: MPIX_Stream_free: %d stream communicator(s) still use "
                                    "the stream: free them first", n);
     }
+    int up = s->thread_up;
+    pthread_mutex_unlock(&s->lock);
+    picoll_cu_context_t popped;
+    int entered = picoll_cu.ctx_push_current(s->ctx) == 0;
+    /* the stream must have passed every call enqueued (not captured) before the thread stops:
+     * their host functions hand them over only then */
+    if (entered) {
+        retire(s, 1);
+    }
+    pthread_mutex_lock(&s->lock);
     s->stop = 1;
     pthread_cond_broadcast(&s->cond);
-    int up = s->thread_up, err = s->error;
+    int err = s->error;
     pthread_mutex_unlock(&s->lock);
     if (up) {
         pthread_join(s->thread, NULL); /* it drains the queue first */
     }
-    picoll_cu_context_t popped;
-    if (picoll_cu.ctx_push_current(s->ctx) == 0) {
+    for (op_t *o = s->kept, *next; o != NULL; o = next) { /* the captured calls */
+        next = o->next_kept;
+        free(o);
+    }
+    if (entered) {
         for (staging_t *g = s->staging, *next; g != NULL; g = next) {
             next = g->next;
             picoll_cu.event_synchronize(g->last_use);
@@ -346,7 +428,11 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
             picoll_cu.mem_free_host(g->buf);
             free(g);
         }
-        picoll_cu.mem_free_host(s->done);
+        for (slab_t *b = s->slabs, *next; b != NULL; b = next) {
+            next = b->next;
+            picoll_cu.mem_free_host(b->words);
+            free(b);
+        }
         picoll_cu.ctx_pop_current(&popped);
     }
     s->magic = 0;
@@ -415,7 +501,8 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI
     return MPI_SUCCESS;
 }
 
-PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host)
+PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host,
+                                      long *captured, long *runs)
 {
     if (!stream_valid(stream)) {
         return MPI_ERR_ARG;
@@ -423,6 +510,8 @@ PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *ho
     pthread_mutex_lock(&stream->lock);
     *staged = stream->staged;
     *host = stream->host;
+    *captured = stream->captured;
+    *runs = stream->runs;
     pthread_mutex_unlock(&stream->lock);
     return MPI_SUCCESS;
 }
@@ -487,13 +576,17 @@ typedef struct {
     void *user_out;       /* the device buffer the receive staging goes back to */
     size_t out_bytes;
     int staged;
+    int mode, mode_set;   /* the thread's capture mode, relaxed while a capture is recorded */
 } enq_t;
 
-/* The stream of comm, or an MPI error naming fn. */
+static int enq_fail(enq_t *e, int code, const char *what);
+
+/* The stream of comm, or an MPI error naming fn. On success the stream's context is current
+ * (enq_commit or enq_fail puts the caller's back). */
 static int enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
 {
     void *v = NULL;
-    int flag = 0, err;
+    int flag = 0, err, capture = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE;
     memset(e, 0, sizeof(*e));
     e->fn = fn;
     e->comm = comm;
@@ -517,6 +610,7 @@ static int enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
     if (e->o == NULL) {
         return picoll_raise_stream(comm, MPI_ERR_NO_MEM, "picoll: %s: out of memory", fn);
     }
+    e->o->s = e->s;
     e->o->comm = comm;
     if (picoll_cu.ctx_push_current(e->s->ctx) != 0) {
         free(e->o);
@@ -524,19 +618,47 @@ static int enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
                                    "picoll: %s: the stream's CUDA context cannot be made current",
                                    fn);
     }
+    if (picoll_cu.stream_is_capturing(e->s->cu, &capture) != 0 ||
+        capture > PICOLL_CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        return enq_fail(e, MPI_ERR_OTHER, "the stream's CUDA graph capture was invalidated");
+    }
+    e->o->captured = capture == PICOLL_CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (e->o->captured) {
+        /* allocations while this thread records a graph: relaxed, so that they neither fail nor
+         * break the capture */
+        e->mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
+        e->mode_set = picoll_cu.thread_exchange_capture_mode(&e->mode) == 0;
+    } else {
+        retire(e->s, 0);
+    }
+    if (cell_get(e->s, e->o) != 0) {
+        return enq_fail(e, MPI_ERR_NO_MEM, "no mapped pinned memory for the call's state word");
+    }
     return MPI_SUCCESS;
+}
+
+/* Puts back what enq_begin changed for the calling thread. */
+static void enq_leave(enq_t *e)
+{
+    picoll_cu_context_t popped;
+    if (e->mode_set) {
+        picoll_cu.thread_exchange_capture_mode(&e->mode);
+    }
+    picoll_cu.ctx_pop_current(&popped);
 }
 
 static int enq_fail(enq_t *e, int code, const char *what)
 {
-    picoll_cu_context_t popped;
     if (e->in != NULL) {
         e->in->taken = 0;
     }
     if (e->out != NULL) {
         e->out->taken = 0;
     }
-    picoll_cu.ctx_pop_current(&popped);
+    if (e->o->slab != NULL) {
+        e->o->slab->used[e->o->cell] = 0;
+    }
+    enq_leave(e);
     free(e->o);
     return picoll_raise_stream(e->comm, code, "picoll: %s: %s", e->fn, what);
 }
@@ -581,21 +703,15 @@ static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, sta
     return MPI_SUCCESS;
 }
 
-/* Queue e's call: its event, the stream's wait for it, the copy back; then hand it to the
- * progress thread. */
+/* Queue e's call after its copies in: the host function that hands it over, the stream's wait for
+ * it, the copy back; then what frees it once the stream has passed it (a captured call: kept). */
 static int enq_commit(enq_t *e)
 {
     MPIX_Stream s = e->s;
-    picoll_cu_context_t popped;
-    int rc = picoll_cu.event_create(&e->o->ready, PICOLL_CU_EVENT_DISABLE_TIMING);
+    op_t *o = e->o;
+    int rc = picoll_cu.launch_host_func(s->cu, post, o);
     if (rc == 0) {
-        rc = picoll_cu.event_record(e->o->ready, s->cu);
-    }
-    pthread_mutex_lock(&s->lock);
-    uint64_t seq = ++s->enqueued;
-    pthread_mutex_unlock(&s->lock);
-    if (rc == 0) {
-        rc = picoll_cu.stream_wait_value64(s->cu, s->done_dev, seq,
+        rc = picoll_cu.stream_wait_value64(s->cu, o->state_dev, 1,
                                            PICOLL_CU_STREAM_WAIT_VALUE_GEQ);
     }
     if (rc == 0 && e->out != NULL) {
@@ -603,45 +719,38 @@ static int enq_commit(enq_t *e)
                                     (picoll_cu_deviceptr_t)(uintptr_t)e->out->buf, e->out_bytes,
                                     s->cu);
     }
-    /* the staging is free again once this point of the stream is passed */
-    staging_t *used[2] = {e->in, e->out};
-    for (int i = 0; i < 2; i++) {
-        if (used[i] != NULL) {
-            if (rc == 0) {
-                rc = picoll_cu.event_record(used[i]->last_use, s->cu);
-            }
-            used[i]->pending = 1;
-            used[i]->taken = 0;
+    if (rc == 0 && !o->captured) {
+        rc = picoll_cu.event_create(&o->retired, PICOLL_CU_EVENT_DISABLE_TIMING);
+        if (rc == 0 && (rc = picoll_cu.event_record(o->retired, s->cu)) != 0) {
+            picoll_cu.event_destroy(o->retired);
         }
     }
-    picoll_cu.ctx_pop_current(&popped);
-    e->o->seq = seq;
     if (rc != 0) {
-        /* the stream still waits for seq: the thread releases it, doing nothing else */
-        e->o->kind = OP_SEND;
-        e->o->scount = 0;
-        e->o->stype = MPI_BYTE;
-        e->o->peer = MPI_PROC_NULL;
+        char why[96];
+        /* a host function already queued would hand over a call that is gone: the stream is
+         * unusable then, as CUDA's own state after a failed launch */
+        snprintf(why, sizeof(why), "queuing on the CUDA stream failed (CUresult %d)", rc);
+        return enq_fail(e, MPI_ERR_OTHER, why);
     }
+    /* the staging is free again once this point of the stream is passed (a captured call keeps
+     * its own) */
+    staging_t *used[2] = {e->in, e->out};
+    for (int i = 0; i < 2; i++) {
+        if (used[i] != NULL && !o->captured) {
+            if (picoll_cu.event_record(used[i]->last_use, s->cu) == 0) {
+                used[i]->pending = 1;
+                used[i]->taken = 0;
+            } /* else it stays taken: never reused */
+        }
+    }
+    enq_leave(e);
+    o->next_kept = s->kept;
+    s->kept = o;
     pthread_mutex_lock(&s->lock);
-    if (e->staged) {
-        s->staged++;
-    } else {
-        s->host++;
-    }
-    if (s->tail != NULL) {
-        s->tail->next = e->o;
-    } else {
-        s->head = e->o;
-    }
-    s->tail = e->o;
-    pthread_cond_broadcast(&s->cond);
+    s->staged += e->staged;
+    s->host += !e->staged;
+    s->captured += o->captured;
     pthread_mutex_unlock(&s->lock);
-    if (rc != 0) {
-        return picoll_raise_stream(e->comm, MPI_ERR_OTHER,
-                                   "picoll: %s: queuing on the CUDA stream failed (CUresult %d)",
-                                   e->fn, rc);
-    }
     return MPI_SUCCESS;
 }
 

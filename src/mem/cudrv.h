@@ -44,6 +44,7 @@ typedef struct {
 #define PICOLL_CU_DEVICE_ATTRIBUTE_MPS_ENABLED 133
 #define PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
 #define PICOLL_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define PICOLL_CU_STREAM_CAPTURE_STATUS_ACTIVE 1
 #define PICOLL_CU_STREAM_WAIT_VALUE_GEQ 0
 #define PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define PICOLL_CUDA_ERROR_NOT_READY 600
@@ -124,6 +125,7 @@ typedef struct {
     picoll_cu_result_t (*event_record)(picoll_cu_event_t, picoll_cu_stream_t);
     picoll_cu_result_t (*event_query)(picoll_cu_event_t);
     picoll_cu_result_t (*event_synchronize)(picoll_cu_event_t);
+    picoll_cu_result_t (*launch_host_func)(picoll_cu_stream_t, void (*fn)(void *), void *arg);
 } picoll_cudrv_t;
 
 /* The table; its entries are valid only after picoll_cudrv_load() returned PICOLL_OK. */

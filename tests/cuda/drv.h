@@ -17,6 +17,7 @@ typedef int cu_device_t;
 typedef struct cu_ctx_st *cu_ctx_t;
 typedef struct cu_stream_st *cu_stream_t;
 typedef struct cu_graph_st *cu_graph_t;
+typedef struct cu_graph_exec_st *cu_graph_exec_t;
 typedef void (*cu_host_fn_t)(void *user_data);
 
 #define CU_STREAM_LEGACY ((cu_stream_t)0x1)
@@ -59,6 +60,9 @@ typedef struct {
     cu_result_t (*stream_begin_capture)(cu_stream_t, int mode);
     cu_result_t (*stream_end_capture)(cu_stream_t, cu_graph_t *);
     cu_result_t (*graph_destroy)(cu_graph_t);
+    cu_result_t (*graph_instantiate)(cu_graph_exec_t *, cu_graph_t, unsigned long long flags);
+    cu_result_t (*graph_launch)(cu_graph_exec_t, cu_stream_t);
+    cu_result_t (*graph_exec_destroy)(cu_graph_exec_t);
     /* the emulated GPU's hooks (NULL elsewhere): the next kernel this process launches starts
      * and never arrives; per-entry-point call counts of this process and their names */
     void (*freeze_next_kernel)(void);

@@ -151,6 +151,7 @@ typedef struct emu_op {
         } waitval;
         struct {
             void *params; /* the kernel's argument, copied at launch */
+            size_t size;  /* its bytes (a graph's replay copies it) */
             unsigned grid, block;
             int frozen;
         } kernel;
@@ -168,6 +169,7 @@ typedef struct emu_stream {
     int has_worker;
     pthread_t worker;
     int capturing, capture_mode;
+    struct emu_graph *capture_graph; /* the operations captured so far */
     int capture_invalid;         /* a refused call broke the capture: cuStreamEndCapture fails */
     pthread_t capture_thread;    /* the thread that began it */
     struct emu_stream *next_in_ctx;

@@ -58,6 +58,9 @@
     X(EMU_CALL_cuLaunchHostFunc, "cuLaunchHostFunc") \
     X(EMU_CALL_cuStreamWaitValue64_v2, "cuStreamWaitValue64_v2") \
     X(EMU_CALL_cuStreamGetCtx, "cuStreamGetCtx") \
+    X(EMU_CALL_cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags") \
+    X(EMU_CALL_cuGraphLaunch, "cuGraphLaunch") \
+    X(EMU_CALL_cuGraphExecDestroy, "cuGraphExecDestroy") \
     X(EMU_CALL_cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2") \
     X(EMU_CALL_cuStreamEndCapture, "cuStreamEndCapture") \
     X(EMU_CALL_cuStreamIsCapturing, "cuStreamIsCapturing") \

@@ -1042,6 +1042,7 @@ EMU_API CUresult cuLaunchKernel(void *h, unsigned gx, unsigned gy, unsigned gz, 
     }
     memcpy(copy, params[0], sizeof(picoll_cuda_kparams_t)); /* arguments are taken at launch */
     op->u.kernel.params = copy;
+    op->u.kernel.size = sizeof(picoll_cuda_kparams_t);
     op->u.kernel.grid = gx;
     op->u.kernel.block = bx;
     pthread_mutex_lock(&emu_lock);

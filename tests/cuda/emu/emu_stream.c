@@ -16,7 +16,12 @@
  * is current is a failure (CUDA returns an error or, worse, orders the work with the wrong
  * device).
  *
- * Capture: operations queued on a capturing stream are recorded into the graph, here dropped. As
+ * Capture: operations queued on a capturing stream are recorded into its graph, in order (a
+ * capture on one stream: a chain); cuGraphInstantiate copies the chain, and cuGraphLaunch queues a
+ * copy of every operation on the launch stream, in order, as one unit of stream order (kernel
+ * arguments as captured, host functions with their captured argument, copies and stream waits
+ * with their captured addresses and values). Event records and waits captured are ordering only,
+ * dropped. As
  * CUDA, while a GLOBAL-mode capture runs in some thread, a potentially unsafe call (allocation,
  * synchronous copy, synchronisation of the legacy stream or the context...) from a thread whose
  * capture mode is not RELAXED fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the calls that ask
@@ -283,10 +288,74 @@ static CUresult emu_implicit_deps_locked(emu_stream_t *s, emu_op_t *op, const em
     return CUDA_SUCCESS;
 }
 
+/* ---- graphs: a chain of captured operations ---- */
+#define EMU_GRAPH_MAGIC 0x47726170u
+#define EMU_GRAPH_EXEC_MAGIC 0x47457865u
+
+typedef struct emu_graph {
+    uint32_t magic;
+    emu_op_t *head, *tail;
+} emu_graph_t;
+
+static void emu_graph_append(emu_graph_t *g, emu_op_t *op)
+{
+    op->next = NULL;
+    free(op->deps);
+    op->deps = NULL;
+    op->ndeps = 0;
+    if (g->tail != NULL) {
+        g->tail->next = op;
+    } else {
+        g->head = op;
+    }
+    g->tail = op;
+}
+
+/* A copy of op (its own kernel arguments and copy snapshot); NULL when out of memory. */
+static emu_op_t *emu_op_clone(const emu_op_t *op)
+{
+    emu_op_t *c = emu_op_new(op->type);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->u = op->u;
+    if (op->type == EMU_OP_KERNEL) {
+        c->u.kernel.params = malloc(op->u.kernel.size);
+        if (c->u.kernel.params == NULL) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->u.kernel.params, op->u.kernel.params, op->u.kernel.size);
+        c->u.kernel.frozen = 0;
+    } else if (op->type == EMU_OP_COPY && op->u.copy.snapshot != NULL) {
+        c->u.copy.snapshot = malloc(op->u.copy.n);
+        if (c->u.copy.snapshot == NULL) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->u.copy.snapshot, op->u.copy.snapshot, op->u.copy.n);
+    }
+    return c;
+}
+
+static void emu_graph_free(emu_graph_t *g)
+{
+    for (emu_op_t *op = g->head, *next; op != NULL; op = next) {
+        next = op->next;
+        emu_op_free(op);
+    }
+    g->magic = 0;
+    free(g);
+}
+
 CUresult emu_stream_enqueue_locked(emu_stream_t *s, emu_op_t *op, const emu_dep_t *extra)
 {
     if (s->capturing) {
-        emu_op_free(op); /* recorded into the graph, which is never launched */
+        if (s->capture_invalid || s->capture_graph == NULL || op->type == EMU_OP_MARKER) {
+            emu_op_free(op);
+        } else {
+            emu_graph_append(s->capture_graph, op);
+        }
         return s->capture_invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
     }
     CUresult rc = emu_implicit_deps_locked(s, op, extra);
@@ -501,6 +570,10 @@ EMU_API CUresult cuStreamBeginCapture_v2(void *h, int mode)
         rc = EMU_ILLEGAL_STATE;
     }
     if (rc == CUDA_SUCCESS) {
+        s->capture_graph = calloc(1, sizeof(emu_graph_t));
+        if (s->capture_graph != NULL) {
+            s->capture_graph->magic = EMU_GRAPH_MAGIC;
+        }
         s->capturing = 1;
         s->capture_mode = mode;
         s->capture_invalid = 0;
@@ -515,7 +588,6 @@ EMU_API CUresult cuStreamBeginCapture_v2(void *h, int mode)
 
 EMU_API CUresult cuStreamEndCapture(void *h, void **graph)
 {
-    static int dummy_graph;
     emu_stream_t *s;
     emu_count(EMU_CALL_cuStreamEndCapture);
     pthread_mutex_lock(&emu_lock);
@@ -529,19 +601,96 @@ EMU_API CUresult cuStreamEndCapture(void *h, void **graph)
         thread_captures -= s->capture_mode != EMU_CAPTURE_RELAXED;
         thread_global_captures -= s->capture_mode == EMU_CAPTURE_GLOBAL;
         emu_global_captures -= s->capture_mode == EMU_CAPTURE_GLOBAL;
-        *graph = s->capture_invalid ? NULL : &dummy_graph;
+        *graph = s->capture_invalid ? NULL : s->capture_graph;
         if (s->capture_invalid) {
             rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            if (s->capture_graph != NULL) {
+                emu_graph_free(s->capture_graph);
+            }
+        } else if (s->capture_graph == NULL) {
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
         }
+        s->capture_graph = NULL;
     }
     pthread_mutex_unlock(&emu_lock);
     return rc;
 }
 
+static emu_graph_t *emu_graph_check(void *h, uint32_t magic)
+{
+    emu_graph_t *g = h;
+    return g != NULL && g->magic == magic ? g : NULL;
+}
+
+/* Frees graph h (of kind magic); CUDA_ERROR_INVALID_VALUE for anything else. */
+static CUresult emu_graph_destroy(void *h, uint32_t magic)
+{
+    emu_graph_t *g = emu_graph_check(h, magic);
+    if (g == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    emu_graph_free(g);
+    return CUDA_SUCCESS;
+}
+
 EMU_API CUresult cuGraphDestroy(void *graph)
 {
     emu_count(EMU_CALL_cuGraphDestroy);
-    return graph != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return emu_graph_destroy(graph, EMU_GRAPH_MAGIC);
+}
+
+/* An executable graph: a copy of the graph's chain (the graph may be destroyed after). */
+EMU_API CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags)
+{
+    emu_count(EMU_CALL_cuGraphInstantiateWithFlags);
+    emu_graph_t *g = emu_graph_check(graph, EMU_GRAPH_MAGIC);
+    if (g == NULL || exec == NULL || flags != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    emu_graph_t *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    x->magic = EMU_GRAPH_EXEC_MAGIC;
+    for (const emu_op_t *op = g->head; op != NULL; op = op->next) {
+        emu_op_t *c = emu_op_clone(op);
+        if (c == NULL) {
+            emu_graph_free(x);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        emu_graph_append(x, c);
+    }
+    *exec = x;
+    return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuGraphExecDestroy(void *exec)
+{
+    emu_count(EMU_CALL_cuGraphExecDestroy);
+    return emu_graph_destroy(exec, EMU_GRAPH_EXEC_MAGIC);
+}
+
+/* Queues a copy of every operation of exec on stream h, in order (a launch on a capturing stream
+ * is refused here: not needed by the tests). */
+EMU_API CUresult cuGraphLaunch(void *exec, void *h)
+{
+    emu_stream_t *s;
+    emu_count(EMU_CALL_cuGraphLaunch);
+    emu_graph_t *x = emu_graph_check(exec, EMU_GRAPH_EXEC_MAGIC);
+    if (x == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&emu_lock);
+    CUresult rc = emu_stream_resolve_locked(h, "cuGraphLaunch", &s);
+    if (rc == CUDA_SUCCESS && (s->capturing || s->legacy)) {
+        rc = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    for (const emu_op_t *op = x->head; rc == CUDA_SUCCESS && op != NULL; op = op->next) {
+        emu_op_t *c = emu_op_clone(op);
+        rc = c != NULL ? emu_stream_enqueue_locked(s, c, NULL) : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&emu_lock);
+    return rc;
 }
 
 EMU_API CUresult cuStreamIsCapturing(void *h, int *status)
