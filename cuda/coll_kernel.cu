@@ -466,12 +466,29 @@ __device__ __forceinline__ void dev_part(size_t lo, size_t hi, int m, int k, siz
     *phi = *plo + per < hi ? *plo + per : hi;
 }
 
-/* Reduce-scatter, allgatherv: where piece r's part of this chunk ends, at most hi (offsets in the
- * chunk). */
+/* Where the part in this chunk of a piece of len bytes ends, at most hi (offsets in the chunk). */
+__device__ __forceinline__ size_t dev_len_end(const picoll_cuda_kparams_t &p, size_t len, size_t hi)
+{
+    size_t left = len > p.chunk_off ? len - p.chunk_off : 0;
+    return left < hi ? left : hi;
+}
+
+/* Reduce-scatter, allgatherv, alltoallv: where piece r's part of this chunk ends, at most hi. */
 __device__ __forceinline__ size_t dev_piece_end(const picoll_cuda_kparams_t &p, int r, size_t hi)
 {
-    size_t left = p.piece[r] > p.chunk_off ? p.piece[r] - p.chunk_off : 0;
-    return left < hi ? left : hi;
+    return dev_len_end(p, p.piece[r], hi);
+}
+
+/* Reduce-scatter, alltoallv: [lo, hi) of this chunk of the piece for every rank r, cut to its
+ * length, into my slot at r * slot_stride. */
+__device__ void dev_pieces_in(const picoll_cuda_kparams_t &p, char *slot, size_t lo, size_t hi)
+{
+    for (int r = 0; r < p.nranks; r++) {
+        size_t end = dev_piece_end(p, r, hi);
+        if (end > lo) {
+            dev_copy(slot + (size_t)r * p.slot_stride + lo, p.src + p.piece_off[r] + lo, end - lo);
+        }
+    }
 }
 
 } // namespace
@@ -514,13 +531,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
          * the piece's length (uneven pieces: some may be shorter, or over); it goes to slot
          * offset r * slot_stride, so my piece starts 16-aligned in every rank's slot */
         if (arrived < 1) {
-            for (int r = 0; r < p.nranks; r++) {
-                size_t end = dev_piece_end(p, r, hi);
-                if (end > lo) {
-                    dev_copy(in[p.me] + (size_t)r * p.slot_stride + lo,
-                             p.src + p.piece_off[r] + lo, end - lo);
-                }
-            }
+            dev_pieces_in(p, in[p.me], lo, hi);
         }
         if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
             return;
@@ -638,6 +649,25 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         for (int r = 0; r < p.nranks; r++) {
             dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
                      hi - lo);
+        }
+        dev_finish(p, p.epoch);
+        break;
+    case PICOLL_CUDA_K_ALLTOALLV:
+        /* as reduce-scatter's copy in: the piece for rank r at slot offset r * slot_stride, cut
+         * to its length; out, the piece from rank r at my offset in its slot, cut to the length
+         * I receive from it (MPI: the length it sends me) */
+        if (arrived < 1) {
+            dev_pieces_in(p, in[p.me], lo, hi);
+        }
+        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            size_t end = dev_len_end(p, p.rpiece[r], hi);
+            if (end > lo) {
+                dev_copy(p.dst + p.rpiece_off[r] + lo,
+                         in[r] + (size_t)p.me * p.slot_stride + lo, end - lo);
+            }
         }
         dev_finish(p, p.epoch);
         break;

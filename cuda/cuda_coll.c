@@ -526,3 +526,23 @@ picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf, vo
     return coll_call(ws, &c, src, ws->me == root ? recvbuf : (void *)src,
                      count * (size_t)c.p.esize, ws->slot_size);
 }
+
+picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                      const size_t *sbytes, const size_t *soffs,
+                                      const size_t *rbytes, const size_t *roffs, size_t largest)
+{
+    coll_call_t c = {.coll = "MPI_Alltoallv"};
+
+    coll_params(ws, PICOLL_CUDA_K_ALLTOALLV, &c.p);
+    for (int r = 0; r < ws->nlocal; r++) {
+        c.p.piece[r] = sbytes[r];
+        c.p.piece_off[r] = soffs[r];
+        c.p.rpiece[r] = rbytes[r];
+        c.p.rpiece_off[r] = roffs[r];
+    }
+    /* a fixed stride per destination in a data buffer, as alltoall's: rank r finds the piece
+     * for it in every rank's slot at r * slot_stride, whatever the other pieces' lengths; the
+     * chunks cover the largest piece of every rank's, so that their count is the same on all */
+    c.p.slot_stride = coll_piece_step(ws);
+    return coll_call(ws, &c, sendbuf, recvbuf, largest, c.p.slot_stride);
+}

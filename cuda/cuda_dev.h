@@ -90,6 +90,12 @@ picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const void *sendbuf
                                        const size_t *bytes, const size_t *displs);
 picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                    size_t count, picoll_dtype_t dtype, picoll_op_t op, int root);
+/* Alltoallv: sbytes[r] from byte offset soffs[r] of sendbuf to local rank r, rbytes[r] from rank r
+ * to byte offset roffs[r] of recvbuf. largest: the largest piece of the call over every rank (the
+ * same on every rank: it sets the chunk count). */
+picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
+                                      const size_t *sbytes, const size_t *soffs,
+                                      const size_t *rbytes, const size_t *roffs, size_t largest);
 
 #else /* !PICOLL_HAVE_CUDA */
 
@@ -183,6 +189,15 @@ static inline picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const voi
                                                  picoll_dtype_t dtype, picoll_op_t op, int root)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)root;
+    return PICOLL_ERR_DISABLED;
+}
+static inline picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf,
+                                                    void *recvbuf, const size_t *sbytes,
+                                                    const size_t *soffs, const size_t *rbytes,
+                                                    const size_t *roffs, size_t largest)
+{
+    (void)ws, (void)sendbuf, (void)recvbuf, (void)sbytes, (void)soffs, (void)rbytes, (void)roffs,
+        (void)largest;
     return PICOLL_ERR_DISABLED;
 }
 

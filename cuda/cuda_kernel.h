@@ -51,8 +51,11 @@ typedef enum {
                               * slot out */
     PICOLL_CUDA_K_REDUCE,    /* one-shot to the root: copy in, arrive, the root reduces every
                               * rank's slot into dst */
-    PICOLL_CUDA_K_ALLGATHERV /* allgather with blocks of every size (piece) at their offsets in
-                              * dst (piece_off) */
+    PICOLL_CUDA_K_ALLGATHERV, /* allgather with blocks of every size (piece) at their offsets in
+                               * dst (piece_off) */
+    PICOLL_CUDA_K_ALLTOALLV  /* alltoall with pieces of every size: the piece for every rank in
+                              * (piece, piece_off of src) at slot_stride apart, arrive, the piece
+                              * from every rank out (rpiece, rpiece_off of dst) */
 } picoll_cuda_kmode_t;
 
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
@@ -127,11 +130,14 @@ typedef struct {
     size_t chunk_off;   /* offset of this chunk in the call's operands (of each block, each piece) */
     size_t src_stride;  /* alltoall: bytes between the blocks of the send buffer */
     size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
-    size_t slot_stride; /* reduce-scatter: bytes between the pieces in a slot (16-byte multiple) */
+    size_t slot_stride; /* reduce-scatter, alltoallv: bytes between the pieces in a slot (16-byte multiple) */
     size_t piece[PICOLL_CUDA_MAX_LOCAL];     /* reduce-scatter, allgatherv: bytes of rank r's
                                               * whole piece (block) */
     size_t piece_off[PICOLL_CUDA_MAX_LOCAL]; /* its offset in the send buffer (reduce-scatter), in
                                               * the receive buffer (allgatherv) */
+    size_t rpiece[PICOLL_CUDA_MAX_LOCAL];     /* alltoallv: bytes of the piece from rank r (piece:
+                                               * those of the piece for rank r) */
+    size_t rpiece_off[PICOLL_CUDA_MAX_LOCAL]; /* alltoallv: its offset in the receive buffer */
     const char *src;    /* this chunk of the user's input */
     char *dst;          /* this chunk of the user's output */
     char *slot[2][PICOLL_CUDA_MAX_LOCAL];    /* [parity][rank]: data buffers, mapped */
@@ -145,7 +151,8 @@ typedef struct {
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank. */
 static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
 {
-    int per_rank = p->mode == PICOLL_CUDA_K_ALLTOALL || p->mode == PICOLL_CUDA_K_REDSCAT;
+    int per_rank = p->mode == PICOLL_CUDA_K_ALLTOALL || p->mode == PICOLL_CUDA_K_REDSCAT ||
+                   p->mode == PICOLL_CUDA_K_ALLTOALLV;
     size_t total = per_rank ? p->bytes * (size_t)p->nranks : p->bytes;
     size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
     int max = p->max_blocks < 1 ? 1 : p->max_blocks;

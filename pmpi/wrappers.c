@@ -404,6 +404,47 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
         return rc;                                                                                 \
     }
 
+/* Alltoallv: pieces copied as bytes at their displacements, one contiguous predefined type on both
+ * sides. A rank knows only its own pieces, so every condition of its own is a vote: a rank whose
+ * arguments the device path cannot take (in place, another type, a negative count) still joins
+ * the vote, with a "no", and every rank falls back together. */
+#define ALLTOALLV_WRAPPER(NAME, COUNT_T, DISP_T)                                                  \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, const COUNT_T sendcounts[],                 \
+                                 const DISP_T sdispls[], MPI_Datatype sendtype, void *recvbuf,     \
+                                 const COUNT_T recvcounts[], const DISP_T rdispls[],               \
+                                 MPI_Datatype recvtype, MPI_Comm comm)                             \
+    {                                                                                              \
+        size_t sb[PICOLL_CUDA_MAX_LOCAL], so[PICOLL_CUDA_MAX_LOCAL];                               \
+        size_t rb[PICOLL_CUDA_MAX_LOCAL], ro[PICOLL_CUDA_MAX_LOCAL], sum = 0;                      \
+        picoll_comm_t *ctx = device_comm(comm);                                                    \
+        int rc;                                                                                    \
+        if (ctx != NULL && ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL) {                              \
+            size_t e = recvtype == sendtype ? picoll_classify_copy_size(recvtype) : 0;             \
+            int ok = e != 0 && sendbuf != MPI_IN_PLACE && recvbuf != MPI_IN_PLACE &&               \
+                     sendbuf != recvbuf && sendcounts != NULL && sdispls != NULL &&                \
+                     recvcounts != NULL && rdispls != NULL;                                        \
+            for (int r = 0; r < ctx->coll.size; r++) {                                             \
+                ok = ok && sendcounts[r] >= 0 && sdispls[r] >= 0 && recvcounts[r] >= 0 &&          \
+                     rdispls[r] >= 0;                                                              \
+                sb[r] = ok ? (size_t)sendcounts[r] * e : 0;                                        \
+                so[r] = ok ? (size_t)sdispls[r] * e : 0;                                           \
+                rb[r] = ok ? (size_t)recvcounts[r] * e : 0;                                        \
+                ro[r] = ok ? (size_t)rdispls[r] * e : 0;                                           \
+                sum += rb[r];                                                                      \
+            }                                                                                      \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,        \
+                                         .recvbuf = recvbuf, .counts = sb, .displs = so,           \
+                                         .rcounts = rb, .rdispls = ro, .eligible = ok};            \
+            if (device_accel(ctx, &args, &rc)) {                                                   \
+                return rc;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        rc = picoll_stage_##NAME(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,      \
+                                 rdispls, recvtype, comm);                                         \
+        fallback_done(PICOLL_COLL_ALLTOALLV, rc, (MPI_Count)sum, MPI_BYTE, comm);                 \
+        return rc;                                                                                 \
+    }
+
 REDUCE_SCATTER_BLOCK_WRAPPER(Reduce_scatter_block, int)
 REDUCE_SCATTER_WRAPPER(Reduce_scatter, int)
 BCAST_WRAPPER(Bcast, int)
@@ -411,6 +452,10 @@ REDUCE_WRAPPER(Reduce, int)
 ALLGATHERV_WRAPPER(Allgatherv, int, int)
 #ifdef PICOLL_HAVE_MPI_Allgatherv_c
 ALLGATHERV_WRAPPER(Allgatherv_c, MPI_Count, MPI_Aint)
+#endif
+ALLTOALLV_WRAPPER(Alltoallv, int, int)
+#ifdef PICOLL_HAVE_MPI_Alltoallv_c
+ALLTOALLV_WRAPPER(Alltoallv_c, MPI_Count, MPI_Aint)
 #endif
 #ifdef PICOLL_HAVE_MPI_Reduce_scatter_block_c
 REDUCE_SCATTER_BLOCK_WRAPPER(Reduce_scatter_block_c, MPI_Count)

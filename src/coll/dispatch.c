@@ -11,6 +11,8 @@
 #include "coll/select.h"
 #include "coll/stats.h"
 
+#include <string.h>
+
 /* Run the chosen algorithm; a "no" vote anywhere turns the call back into a fallback. */
 static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t bytes, int *mpi_rc)
 {
@@ -38,11 +40,17 @@ typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path
  * some rank's workspace is missing or in another context than its buffers; select_cuda then picks
  * the device algorithm from its reach (the same on every rank). *vote: the host algorithm's
  * vote; *direct: both buffers are plain host memory, which peers may read with process_vm_readv
- * (CUDA-pinned memory is left to the workspace); *cuda_alg: the device algorithm when PATH_CUDA. */
+ * (CUDA-pinned memory is left to the workspace); *cuda_alg: the device algorithm when PATH_CUDA.
+ * agree: NULL, or AGREE_N sizes that a rank knows only of its own (alltoallv's pieces): this
+ * rank's on the way in, the largest of every rank's on the way out, carried in the barrier lines
+ * of the vote (no barrier more); a selection that needs them is made after the vote only. */
+enum { AGREE_N = 2 };
+
 static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbuf, const void *recvbuf,
                         picoll_dtype_t dt, int eligible, const char *coll,
                         int (*select_cuda)(const picoll_cuda_ws_t *, const void *),
-                        const void *select_arg, int *vote, int *direct, int *cuda_alg)
+                        const void *select_arg, size_t *agree, int *vote, int *direct,
+                        int *cuda_alg)
 {
     picoll_meminfo_t s, r;
     int in_place = sendbuf == MPI_IN_PLACE;
@@ -55,7 +63,7 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
     }
     /* a workspace exists: its algorithm is known before the barrier, which a call that neither
      * executor takes need not pay */
-    if (ctx->cuda != NULL) {
+    if (ctx->cuda != NULL && agree == NULL) {
         *cuda_alg = select_cuda(ctx->cuda, select_arg);
         if (*cuda_alg == PICOLL_ALG_FALLBACK && host_alg == PICOLL_ALG_FALLBACK) {
             *vote = 0;
@@ -82,7 +90,21 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
         dev = 0; /* no device kernels in that context (e.g. no kernel image for this GPU) */
     }
     uint32_t mine = (host_ok ? PATH_HOST : 0u) | (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
-    uint32_t all = picoll_shm_barrier_mask(ctx->shm, mine, coll);
+    picoll_shm_t *shm = ctx->shm;
+    const size_t agree_bytes = AGREE_N * sizeof(size_t);
+    if (agree != NULL) {
+        memcpy(picoll_shm_small(shm, shm->me, shm->epoch + 1, agree_bytes), agree, agree_bytes);
+    }
+    uint32_t all = picoll_shm_barrier_mask(shm, mine, coll);
+    /* read before any other barrier (the workspace's set-up below has some): a peer writes its
+     * line of this parity again only past the next one */
+    for (int r = 0; agree != NULL && r < shm->nlocal; r++) {
+        size_t peer[AGREE_N];
+        memcpy(peer, picoll_shm_small(shm, r, shm->epoch, agree_bytes), agree_bytes);
+        for (int k = 0; k < AGREE_N; k++) {
+            agree[k] = peer[k] > agree[k] ? peer[k] : agree[k];
+        }
+    }
     *vote = 1;
     if ((all & PATH_CUDA) && !(all & PATH_HOME)) {
         picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, ctx->shm, &picoll_cfg,
@@ -176,7 +198,7 @@ int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args
     alg = picoll_select_allreduce(&picoll_cfg, shm->slot_size, ctx->size, bytes, shm->cma);
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
-                      select_cuda_allreduce, &bytes, &vote, &direct, &cuda_alg)) {
+                      select_cuda_allreduce, &bytes, NULL, &vote, &direct, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
         status = picoll_cuda_allreduce(ctx->cuda, cuda_kmode(alg), args->sendbuf, args->recvbuf,
@@ -291,7 +313,7 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
     blocks_select_t sel = {.c = c, .size = ctx->size, .block_bytes = args->block_bytes};
     picoll_reentry++;
     switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
-                      c->name, select_cuda_blocks, &sel, &vote, &direct, &cuda_alg)) {
+                      c->name, select_cuda_blocks, &sel, NULL, &vote, &direct, &cuda_alg)) {
     case PATH_CUDA:
         alg = cuda_alg;
         status = c->run_cuda(ctx->cuda, args->sendbuf, args->recvbuf, args->block_bytes);
@@ -349,14 +371,17 @@ int picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, in
  * else every rank hands the call over. */
 typedef struct {
     picoll_coll_t coll;
-    size_t bytes;
+    size_t bytes;          /* this rank's (the stats'); the same on every rank but alltoallv's */
+    const size_t *agree;   /* alltoallv: the largest piece and receive bytes of every rank's */
 } device_select_t;
 
 static int select_cuda_device_only(const picoll_cuda_ws_t *ws, const void *arg)
 {
     const device_select_t *d = arg;
     picoll_topo_reach_t reach = picoll_cuda_ws_reach(ws);
-    return d->coll == PICOLL_COLL_BCAST || d->coll == PICOLL_COLL_ALLGATHERV
+    return d->coll == PICOLL_COLL_ALLTOALLV
+               ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->agree[1])
+           : d->coll == PICOLL_COLL_BCAST || d->coll == PICOLL_COLL_ALLGATHERV
                ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->bytes)
                : picoll_select_cuda_reduce(&picoll_cfg, reach, d->bytes);
 }
@@ -369,10 +394,13 @@ int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args,
         [PICOLL_COLL_BCAST] = "MPI_Bcast",
         [PICOLL_COLL_REDUCE] = "MPI_Reduce",
         [PICOLL_COLL_ALLGATHERV] = "MPI_Allgatherv",
+        [PICOLL_COLL_ALLTOALLV] = "MPI_Alltoallv",
     };
     int vote, direct, cuda_alg = PICOLL_ALG_FALLBACK;
     size_t esize = args->dtype == PICOLL_DT_NONE ? 1 : picoll_dtype_size(args->dtype);
-    device_select_t sel = {.coll = args->coll, .bytes = args->count * esize};
+    /* alltoallv: the largest piece (its chunk count) and receive bytes (its selection), agreed */
+    size_t agree[AGREE_N] = {0, 0};
+    device_select_t sel = {.coll = args->coll, .bytes = args->count * esize, .agree = agree};
     const void *send = args->sendbuf;
     void *recv = args->recvbuf;
     picoll_status_t status;
@@ -386,6 +414,15 @@ int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args,
         for (int r = 0; r < ctx->size; r++) {
             sel.bytes += args->counts[r] * esize;
         }
+    } else if (args->coll == PICOLL_COLL_ALLTOALLV) {
+        /* a rank's pieces are the peers' pieces for it: the largest of every rank's sent and
+         * received pieces is the largest of the call */
+        for (int r = 0; r < ctx->size; r++) {
+            agree[0] = args->counts[r] > agree[0] ? args->counts[r] : agree[0];
+            agree[0] = args->rcounts[r] > agree[0] ? args->rcounts[r] : agree[0];
+            agree[1] += args->rcounts[r];
+        }
+        sel.bytes = agree[1];
     } else if (args->coll == PICOLL_COLL_BCAST) {
         send = MPI_IN_PLACE;
     } else if (args->root != args->me) {
@@ -395,11 +432,15 @@ int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args,
     }
     picoll_reentry++;
     if (pick_path(ctx, PICOLL_ALG_FALLBACK, send, recv, args->dtype, args->eligible,
-                  names[args->coll], select_cuda_device_only, &sel, &vote, &direct,
+                  names[args->coll], select_cuda_device_only, &sel,
+                  args->coll == PICOLL_COLL_ALLTOALLV ? agree : NULL, &vote, &direct,
                   &cuda_alg) != PATH_CUDA) {
         status = PICOLL_ERR_DISABLED;
     } else if (args->coll == PICOLL_COLL_BCAST) {
         status = picoll_cuda_bcast(ctx->cuda, args->recvbuf, args->count, args->root);
+    } else if (args->coll == PICOLL_COLL_ALLTOALLV) {
+        status = picoll_cuda_alltoallv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
+                                       args->displs, args->rcounts, args->rdispls, agree[0]);
     } else if (args->coll == PICOLL_COLL_ALLGATHERV) {
         status = picoll_cuda_allgatherv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
                                         args->displs);

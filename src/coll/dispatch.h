@@ -47,18 +47,22 @@ typedef struct {
 } picoll_blocks_args_t;
 
 /* The collectives picoll runs on CUDA device buffers only (the device executor): reduce-scatter
- * (block or not), bcast, reduce and allgatherv. Ranks are those of the communicator, on one
+ * (block or not), bcast, reduce, allgatherv and alltoallv. Ranks are those of the communicator, on one
  * node. */
 typedef struct {
     picoll_coll_t coll;    /* PICOLL_COLL_REDUCE_SCATTER_BLOCK, _REDUCE_SCATTER, _BCAST, _REDUCE,
-                            * _ALLGATHERV */
+                            * _ALLGATHERV, _ALLTOALLV */
     const void *sendbuf;   /* MPI_IN_PLACE allowed; bcast: unused */
     void *recvbuf;         /* bcast: the buffer; reduce: significant at the root only */
     const size_t *counts;  /* reduce-scatter: elements of each rank's piece; allgatherv: bytes of
-                            * each rank's block */
-    const size_t *displs;  /* allgatherv: byte offset of each rank's block in recvbuf */
+                            * each rank's block; alltoallv: bytes of the piece for each rank */
+    const size_t *displs;  /* allgatherv: byte offset of each rank's block in recvbuf; alltoallv:
+                            * of the piece for each rank in sendbuf */
+    const size_t *rcounts; /* alltoallv: bytes of the piece from each rank */
+    const size_t *rdispls; /* alltoallv: its byte offset in recvbuf */
     size_t count;          /* reduce: elements; bcast: bytes */
-    picoll_dtype_t dtype;  /* the reductions' type (bcast, allgatherv: PICOLL_DT_NONE) */
+    picoll_dtype_t dtype;  /* the reductions' type (bcast, allgatherv, alltoallv:
+                            * PICOLL_DT_NONE) */
     picoll_op_t op;
     int root, me;          /* bcast, reduce: the root's rank and mine (one node: local ranks) */
     int eligible;          /* this rank's arguments allow the device path (voted on) */

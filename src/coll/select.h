@@ -48,8 +48,9 @@ int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t
 int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                                 size_t block_bytes);
 /* The device-only collectives (PICOLL_DEVICE_ONLY_CUDA or PICOLL_ALG_FALLBACK). Reduce-scatter
- * and reduce: bytes of one rank's input, under the allreduce limits; bcast (the message) and
- * allgatherv (one rank's receive bytes): under the IPC limits. */
+ * and reduce: bytes of one rank's input, under the allreduce limits; bcast (the message),
+ * allgatherv (one rank's receive bytes) and alltoallv (the largest receive bytes of a rank): under
+ * the IPC limits. */
 int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes);
 int picoll_select_cuda_bcast(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes);
 

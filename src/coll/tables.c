@@ -118,6 +118,16 @@ static const picoll_alg_desc_t allgatherv_algs[] = {
                                          "(PICOLL_NVLINK_IPC_MAX, PICOLL_PCIE_IPC_MAX)"},
 };
 
+static const picoll_alg_desc_t alltoallv_algs[] = {
+    [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
+    [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_ipc",
+                                 .desc = "device buffers over CUDA IPC: alltoall's kernel with "
+                                         "pieces of every size at their displacements, chunked "
+                                         "by the call's largest piece, agreed in the vote "
+                                         "(PICOLL_NVLINK_IPC_MAX, PICOLL_PCIE_IPC_MAX on the "
+                                         "largest receive bytes of a rank)"},
+};
+
 #define TABLE(n, a) {.name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))}
 
 static const picoll_coll_desc_t coll_descs[PICOLL_COLL_COUNT] = {
@@ -129,6 +139,7 @@ static const picoll_coll_desc_t coll_descs[PICOLL_COLL_COUNT] = {
     [PICOLL_COLL_BCAST] = TABLE("bcast", bcast_algs),
     [PICOLL_COLL_REDUCE] = TABLE("reduce", reduce_algs),
     [PICOLL_COLL_ALLGATHERV] = TABLE("allgatherv", allgatherv_algs),
+    [PICOLL_COLL_ALLTOALLV] = TABLE("alltoallv", alltoallv_algs),
 };
 
 const picoll_coll_desc_t *picoll_coll_desc(picoll_coll_t coll)

@@ -195,8 +195,8 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* The device algorithm the selection picks for bytes (allreduce, reduce: the message; allgather,
- * alltoall, allgatherv: one rank's receive buffer; reduce-scatter: one rank's input; bcast: the
- * message), by
+ * alltoall, allgatherv: one rank's receive buffer; alltoallv: the largest of a rank's;
+ * reduce-scatter: one rank's input; bcast: the message), by
  * its name in the collective's table. */
 static const char *device_alg(picoll_coll_t coll, const picoll_config_t *cfg,
                               picoll_topo_reach_t reach, size_t bytes)
@@ -204,7 +204,8 @@ static const char *device_alg(picoll_coll_t coll, const picoll_config_t *cfg,
     int alg = coll == PICOLL_COLL_ALLREDUCE ? picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes)
               : coll == PICOLL_COLL_ALLGATHER ? picoll_select_cuda_allgather(cfg, reach, 1, bytes)
               : coll == PICOLL_COLL_ALLTOALL  ? picoll_select_cuda_alltoall(cfg, reach, 1, bytes)
-              : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV
+              : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV ||
+                      coll == PICOLL_COLL_ALLTOALLV
                   ? picoll_select_cuda_bcast(cfg, reach, bytes)
                                               : picoll_select_cuda_reduce(cfg, reach, bytes);
     return picoll_coll_desc(coll)->algs[alg].name;

@@ -19,8 +19,9 @@
  *   cuda_coll matrix --groups G   the same with the reference reduced within groups of G ranks
  *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
  *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
- *   cuda_coll devcoll      MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce and
- *                          MPI_Allgatherv likewise (tests/cuda/devcoll.c), and their fallbacks
+ *   cuda_coll devcoll      MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
+ *                          MPI_Allgatherv and MPI_Alltoallv likewise (tests/cuda/devcoll.c), and
+ *                          their fallbacks
  *   cuda_coll devcoll-late R S  each of those with rank R's kernel S seconds late (given up on,
  *                          waited for, resumed)
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with

@@ -1,15 +1,18 @@
-/* cuda_coll devcoll: MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce and
- * MPI_Allgatherv on device buffers, each call's result checked bit for bit against plain host loops (the reduction
- * in rank order, as the device path reduces) and its path checked (picoll_last_algorithm()):
- * every type x op the host reduction covers, counts of 1 element, a few, and around the
- * workspace's chunk edges (one piece per rank of a data buffer for reduce-scatter, a whole buffer
- * for bcast and reduce), in place and not, roots first and last (and in between at np 3 and up),
- * buffers at odd offsets with guard bytes, a leaf's receive buffer of MPI_Reduce left untouched;
- * allgatherv's blocks even and uneven (one empty), in reverse rank order with gaps that must keep
- * their bytes;
- * then the calls that must fall back on every rank together: a rank with host buffers, long
- * double, an uneven reduce-scatter in place (those need an underlying MPI that takes device
- * buffers: picoll's staging). --fast: one op per type at the chunk edges. */
+/* cuda_coll devcoll: MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
+ * MPI_Allgatherv and MPI_Alltoallv on device buffers, each call's result checked bit for bit
+ * against plain host loops (the reduction in rank order, as the device path reduces) and its path
+ * checked (picoll_last_algorithm()): every type x op the host reduction covers, counts of 1
+ * element, a few, and around the workspace's chunk edges (one piece per rank of a data buffer for
+ * reduce-scatter, a whole buffer for bcast and reduce), in place and not, roots first and last
+ * (and in between at np 3 and up), buffers at odd offsets with guard bytes, a leaf's receive
+ * buffer of MPI_Reduce left untouched; allgatherv's blocks even and uneven (one empty), in
+ * reverse rank order with gaps that must keep their bytes; alltoallv's pieces uneven (some
+ * empty), across the chunk edge, and one of three chunks that only its sender and receiver know
+ * (the chunk count agreed in the vote), in four element sizes, at displacements out of rank
+ * order with gaps that must keep their bytes; then the calls that must fall back on every rank
+ * together: a rank with host buffers, long double, an uneven reduce-scatter in place (those need
+ * an underlying MPI that takes device buffers: picoll's staging). --fast: one op per type at the
+ * chunk edges. */
 #include "cases.h"
 #include "modes.h"
 
@@ -36,6 +39,17 @@ static void call_soon(void)
 static const char *want_dev(const char *dev, int falls_back)
 {
     return falls_back || expect_fallback ? "fallback" : dev;
+}
+
+/* A case is done: count it, free its buffers. */
+static void case_end(dbuf_t *sb, dbuf_t *rb, void *a, void *b, void *c)
+{
+    ncases++;
+    dbuf_free(sb);
+    dbuf_free(rb);
+    free(a);
+    free(b);
+    free(c);
 }
 
 typedef struct {
@@ -123,12 +137,7 @@ static void red_case(const red_case_t *c)
     } else {
         check_bytes(name, t->name, "leaf's receive buffer changed", nout, es, got, in);
     }
-    ncases++;
-    dbuf_free(&sb);
-    dbuf_free(&rb);
-    free(in);
-    free(want);
-    free(got);
+    case_end(&sb, &rb, in, want, got);
 }
 
 /* One broadcast of count elements of dt (esize bytes) from root. */
@@ -211,12 +220,7 @@ static void allgatherv_case(const size_t *counts, int in_place, size_t off, mem_
     check_path(name, counts[0], want_dev("cuda_ipc", falls_back));
     MT_CHECK(dbuf_read(&rb, got), "%s: guard bytes overwritten", name);
     check_bytes(name, "", "", bytes, 1, got, want);
-    ncases++;
-    dbuf_free(&sb);
-    dbuf_free(&rb);
-    free(want);
-    free(got);
-    free(start);
+    case_end(&sb, &rb, want, got, start);
 }
 
 static void matrix_allgatherv(void)
@@ -233,6 +237,89 @@ static void matrix_allgatherv(void)
             /* off even: MPI_BYTE; odd: MPI_INT (element counts of a quarter of the bytes) */
             allgatherv_case(counts, (int)(s + (size_t)uneven) % 2, shapes[s][1] ? 5 : 2 * s,
                             MEM_DEVICE, 0);
+        }
+    }
+}
+
+/* Elements rank s sends rank r in alltoallv's shape (every rank knows the whole matrix; the
+ * library only its own row and column); c: elements of a chunk's piece. */
+static size_t a2av_count(int shape, int s, int r, size_t c)
+{
+    switch (shape) {
+    case 0: /* a few, some none */
+        return (s + 2 * r) % 3 == 0 ? 0 : 1 + 7 * (size_t)s + 3 * (size_t)r;
+    case 1: /* across the chunk edge, one empty piece a rank */
+        return r == (s + 1) % mt_size ? 0 : c - 1 + (size_t)((s + r) % 3);
+    default: /* one piece of three chunks, from rank 0 to the last: only those two know it; the
+              * others' pieces of 0 to 3 elements, sent over as many chunks */
+        return s == 0 && r == mt_size - 1 ? 2 * c + 5 : (size_t)((3 * s + r) % 4);
+    }
+}
+
+/* One alltoallv of elem-byte elements of dt in shape: the send pieces in reverse rank order 2
+ * elements apart, the received ones from the next rank on, 3 elements apart; the gaps must keep
+ * the receive buffer's bytes. */
+static void alltoallv_case(int shape, MPI_Datatype dt, size_t elem, size_t off, mem_t mem,
+                           int falls_back)
+{
+    size_t c = SLOT / (size_t)mt_size / 16 * 16 / elem, stotal = 0, rtotal = 0;
+    int scounts[64], sdispls[64], rcounts[64], rdispls[64];
+    char name[96];
+    for (int k = 0; k < mt_size; k++) {
+        int r = mt_size - 1 - k, s = (mt_rank + 1 + k) % mt_size;
+        scounts[r] = (int)a2av_count(shape, mt_rank, r, c);
+        sdispls[r] = (int)stotal;
+        stotal += (size_t)scounts[r] + 2;
+        rcounts[s] = (int)a2av_count(shape, s, mt_rank, c);
+        rdispls[s] = (int)rtotal;
+        rtotal += (size_t)rcounts[s] + 3;
+    }
+    size_t sbytes = stotal * elem, rbytes = rtotal * elem;
+    uint64_t seed = mt_rand((uint64_t)shape, elem, off);
+    unsigned char *in = malloc(sbytes + 1), *want = malloc(rbytes + 1), *got = malloc(rbytes + 1);
+    /* byte i of the piece from rank s to rank r: mt_rand(seed, s * 64 + r, i) */
+    for (size_t i = 0; i < sbytes; i++) {
+        in[i] = (unsigned char)mt_rand(seed, 9999, i);
+    }
+    for (size_t i = 0; i < rbytes; i++) {
+        want[i] = (unsigned char)mt_rand(seed, 10000 + (uint64_t)mt_rank, i);
+    }
+    dbuf_t sb, rb;
+    dbuf_alloc(&sb, sbytes, (off + 3) % 16, mem != MEM_DEVICE);
+    dbuf_alloc(&rb, rbytes, off, mem == MEM_HOST);
+    dbuf_put(&rb, 0, want, rbytes);
+    for (int r = 0; r < mt_size; r++) {
+        for (size_t i = 0; i < (size_t)scounts[r] * elem; i++) {
+            in[(size_t)sdispls[r] * elem + i] = (unsigned char)mt_rand(seed, (uint64_t)(mt_rank * 64 + r), i);
+        }
+        for (size_t i = 0; i < (size_t)rcounts[r] * elem; i++) {
+            want[(size_t)rdispls[r] * elem + i] = (unsigned char)mt_rand(seed, (uint64_t)(r * 64 + mt_rank), i);
+        }
+    }
+    dbuf_put(&sb, 0, in, sbytes);
+    snprintf(name, sizeof(name), "MPI_Alltoallv shape %d of %zu-byte elements", shape, elem);
+    call_soon();
+    int rc = MPI_Alltoallv(sb.p, scounts, sdispls, dt, rb.p, rcounts, rdispls, dt, test_comm);
+    MT_CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", name, rc);
+    check_path(name, (size_t)rcounts[0], want_dev("cuda_ipc", falls_back));
+    MT_CHECK(dbuf_read(&rb, got), "%s: guard bytes overwritten", name);
+    check_bytes(name, "", "", rbytes, 1, got, want);
+    unsigned char *back = malloc(sbytes + 1);
+    MT_CHECK(dbuf_read(&sb, back) && memcmp(back, in, sbytes) == 0,
+             "%s: send buffer or its guard bytes changed", name);
+    free(back);
+    case_end(&sb, &rb, in, want, got);
+}
+
+/* Every shape in bytes, shorts, ints and doubles, at aligned and odd offsets. */
+static void matrix_alltoallv(void)
+{
+    MPI_Datatype dts[] = {MPI_BYTE, MPI_SHORT, MPI_INT, MPI_DOUBLE};
+    size_t elems[] = {1, sizeof(short), sizeof(int), sizeof(double)};
+    for (int shape = 0; shape < 3; shape++) {
+        for (size_t k = 0; k < 4; k++) {
+            alltoallv_case(shape, dts[k], elems[k], (k + (size_t)shape) % 3 == 0 ? 0 : 5 + k,
+                           MEM_DEVICE, 0);
         }
     }
 }
@@ -359,6 +446,7 @@ static void fallbacks(void)
                            .counts = counts, .root = 0, .falls_back = 1});
     bcast_case(5000, MPI_BYTE, 1, 0, 3, last_host, 1);
     allgatherv_case(counts, 0, 2, last_host, 1);
+    alltoallv_case(2, MPI_INT, sizeof(int), 1, last_host, 1);
     for (int r = 0; r < mt_size; r++) {
         counts[r] = 100 + (size_t)r;
     }
@@ -374,6 +462,7 @@ int mode_devcoll(int argc, char **argv)
     matrix_reductions();
     matrix_bcast();
     matrix_allgatherv();
+    matrix_alltoallv();
     fallbacks();
     if (mt_rank == 0) {
         printf("cuda_coll devcoll: %llu cases on %d ranks%s\n", ncases, mt_size,
@@ -411,7 +500,7 @@ int mode_devcoll_late(int argc, char **argv)
     late_rank = victim;
     bcast_case(100, MPI_BYTE, 1, 0, 0, MEM_DEVICE, 0); /* the workspace, made on time */
     before_call = queue_late;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         double took = now_s();
         for (int r = 0; r < mt_size; r++) {
             counts[r] = k == 0 ? 2 * piece / 4 + 3 : k == 1 ? piece / 4 * (size_t)r + 5
@@ -425,8 +514,10 @@ int mode_devcoll_late(int argc, char **argv)
                                    .op = SUM, .counts = counts, .root = victim});
         } else if (k == 3) {
             bcast_case(2 * SLOT + 3, MPI_BYTE, 1, 0, 1, MEM_DEVICE, 0);
-        } else {
+        } else if (k == 4) {
             allgatherv_case(counts, 0, 2, MEM_DEVICE, 0);
+        } else {
+            alltoallv_case(2, MPI_INT, sizeof(int), 3, MEM_DEVICE, 0);
         }
         took = now_s() - took;
         MT_CHECK(took > secs * 0.9, "devcoll-late: call %d took %.1f s, less than rank %d's delay "

@@ -21,8 +21,8 @@ double now_s(void);
 void sleep_host_fn(void *arg);
 
 int mode_rehome(int argc, char **argv);
-/* devcoll.c: reduce-scatter (block or not), bcast, reduce and allgatherv on device buffers; the
- * same with rank R's kernels S seconds late (devcoll-late R S) */
+/* devcoll.c: reduce-scatter (block or not), bcast, reduce, allgatherv and alltoallv on device
+ * buffers; the same with rank R's kernels S seconds late (devcoll-late R S) */
 int mode_devcoll(int argc, char **argv);
 int mode_devcoll_late(int argc, char **argv);
 int mode_thread(int argc, char **argv);

@@ -11,9 +11,9 @@
  *
  * Run with picoll preloaded, on a GPU, on the emulated GPU (tests/cuda/emu) or on tests/cuda/fake's
  * driver; without a device it prints "SKIP: ..." and exits 77. --host-only: host buffers (checks
- * the replay itself). --expect-device: broadcast, reduce and reduce_scatter must each run on
- * picoll's device path, not staged through the host (picoll_last_algorithm() of the worker
- * thread, checked for every call). */
+ * the replay itself). --expect-device: broadcast, reduce, reduce_scatter and alltoallv (all_to_all
+ * with uneven splits) must each run on picoll's device path, not staged through the host
+ * (picoll_last_algorithm() of the worker thread, checked for every call). */
 #include "drv.h"
 #include "mpitest.h"
 #include "tbuf.h"
@@ -180,6 +180,7 @@ static void w_alltoallv(void *p)
     coll_t *c = p;
     c->rc = MPI_Alltoallv(c->buf, c->counts, c->displs, MPI_FLOAT, c->out, c->rcounts, c->rdispls,
                           MPI_FLOAT, MPI_COMM_WORLD);
+    note_path(c);
 }
 static void w_gather(void *p)
 {
@@ -202,7 +203,8 @@ static void run(void (*fn)(void *), coll_t *c, const char *what)
 {
     on_worker(fn, c);
     MT_CHECK(c->rc == MPI_SUCCESS, "%s: MPI error %d", what, c->rc);
-    if (expect_device && (fn == w_bcast || fn == w_reduce || fn == w_reduce_scatter)) {
+    if (expect_device &&
+        (fn == w_bcast || fn == w_reduce || fn == w_reduce_scatter || fn == w_alltoallv)) {
         MT_CHECK(c->path != NULL && strncmp(c->path, "cuda_", 5) == 0,
                  "%s (n %d): path %s, expected picoll's device path (not staged)", what, c->n,
                  c->path != NULL ? c->path : "(none)");
@@ -333,8 +335,8 @@ static void check_alltoallv(int n)
     }
     t_make(&a, stotal, r, 11);
     t_make(&out, rtotal, r, 12);
-    c = (coll_t){.buf = a.b.ptr, .out = out.b.ptr, .counts = sc, .displs = sd, .rcounts = rc,
-                 .rdispls = rd};
+    c = (coll_t){.buf = a.b.ptr, .out = out.b.ptr, .n = n, .counts = sc, .displs = sd,
+                 .rcounts = rc, .rdispls = rd};
     run(w_alltoallv, &c, "alltoallv");
     e = calloc((size_t)rtotal + 1, sizeof(float));
     for (int k = 0; k < p; k++) {

@@ -16,6 +16,7 @@ int main(void)
         [PICOLL_COLL_BCAST] = "bcast",
         [PICOLL_COLL_REDUCE] = "reduce",
         [PICOLL_COLL_ALLGATHERV] = "allgatherv",
+        [PICOLL_COLL_ALLTOALLV] = "alltoallv",
     };
 
     CHECK(PICOLL_ALG_FALLBACK == 0, "the fallback must be algorithm 0");
