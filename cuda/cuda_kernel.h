@@ -130,7 +130,8 @@ typedef struct {
     size_t chunk_off;   /* offset of this chunk in the call's operands (of each block, each piece) */
     size_t src_stride;  /* alltoall: bytes between the blocks of the send buffer */
     size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
-    size_t slot_stride; /* reduce-scatter, alltoallv: bytes between the pieces in a slot (16-byte multiple) */
+    size_t slot_stride; /* reduce-scatter, alltoallv: bytes between the pieces in a slot (16-byte
+                         * multiple) */
     size_t piece[PICOLL_CUDA_MAX_LOCAL];     /* reduce-scatter, allgatherv: bytes of rank r's
                                               * whole piece (block) */
     size_t piece_off[PICOLL_CUDA_MAX_LOCAL]; /* its offset in the send buffer (reduce-scatter), in

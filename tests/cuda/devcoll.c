@@ -10,9 +10,9 @@
  * empty), across the chunk edge, and one of three chunks that only its sender and receiver know
  * (the chunk count agreed in the vote), in four element sizes, at displacements out of rank
  * order with gaps that must keep their bytes; then the calls that must fall back on every rank
- * together: a rank with host buffers, long double, an uneven reduce-scatter in place (those need
- * an underlying MPI that takes device buffers: picoll's staging). --fast: one op per type at the
- * chunk edges. */
+ * together: a rank with host buffers, long double, an uneven reduce-scatter in place, alltoallv
+ * in place (those need an underlying MPI that takes device buffers: picoll's staging). --fast:
+ * one op per type at the chunk edges. */
 #include "cases.h"
 #include "modes.h"
 
@@ -250,17 +250,20 @@ static size_t a2av_count(int shape, int s, int r, size_t c)
         return (s + 2 * r) % 3 == 0 ? 0 : 1 + 7 * (size_t)s + 3 * (size_t)r;
     case 1: /* across the chunk edge, one empty piece a rank */
         return r == (s + 1) % mt_size ? 0 : c - 1 + (size_t)((s + r) % 3);
-    default: /* one piece of three chunks, from rank 0 to the last: only those two know it; the
-              * others' pieces of 0 to 3 elements, sent over as many chunks */
+    case 2: /* one piece of three chunks, from rank 0 to the last: only those two know it; the
+             * others' pieces of 0 to 3 elements, sent over as many chunks */
         return s == 0 && r == mt_size - 1 ? 2 * c + 5 : (size_t)((3 * s + r) % 4);
+    default: /* symmetric (what s sends r, r sends s), for in place */
+        return (s + r) % 3 == 1 ? 0 : 2 + (size_t)(s + r);
     }
 }
 
 /* One alltoallv of elem-byte elements of dt in shape: the send pieces in reverse rank order 2
  * elements apart, the received ones from the next rank on, 3 elements apart; the gaps must keep
- * the receive buffer's bytes. */
-static void alltoallv_case(int shape, MPI_Datatype dt, size_t elem, size_t off, mem_t mem,
-                           int falls_back)
+ * the receive buffer's bytes. In place (a symmetric shape): the pieces to send where the
+ * received ones go. */
+static void alltoallv_case(int shape, MPI_Datatype dt, size_t elem, int in_place, size_t off,
+                           mem_t mem, int falls_back)
 {
     size_t c = SLOT / (size_t)mt_size / 16 * 16 / elem, stotal = 0, rtotal = 0;
     int scounts[64], sdispls[64], rcounts[64], rdispls[64];
@@ -284,30 +287,43 @@ static void alltoallv_case(int shape, MPI_Datatype dt, size_t elem, size_t off, 
     for (size_t i = 0; i < rbytes; i++) {
         want[i] = (unsigned char)mt_rand(seed, 10000 + (uint64_t)mt_rank, i);
     }
-    dbuf_t sb, rb;
-    dbuf_alloc(&sb, sbytes, (off + 3) % 16, mem != MEM_DEVICE);
+    dbuf_t sb = {0}, rb;
     dbuf_alloc(&rb, rbytes, off, mem == MEM_HOST);
-    dbuf_put(&rb, 0, want, rbytes);
     for (int r = 0; r < mt_size; r++) {
+        uint64_t to = (uint64_t)(mt_rank * 64 + r);
         for (size_t i = 0; i < (size_t)scounts[r] * elem; i++) {
-            in[(size_t)sdispls[r] * elem + i] = (unsigned char)mt_rand(seed, (uint64_t)(mt_rank * 64 + r), i);
+            in[(size_t)sdispls[r] * elem + i] = (unsigned char)mt_rand(seed, to, i);
         }
-        for (size_t i = 0; i < (size_t)rcounts[r] * elem; i++) {
-            want[(size_t)rdispls[r] * elem + i] = (unsigned char)mt_rand(seed, (uint64_t)(r * 64 + mt_rank), i);
+        for (size_t i = 0; in_place && i < (size_t)rcounts[r] * elem; i++) {
+            want[(size_t)rdispls[r] * elem + i] = (unsigned char)mt_rand(seed, to, i);
         }
     }
-    dbuf_put(&sb, 0, in, sbytes);
-    snprintf(name, sizeof(name), "MPI_Alltoallv shape %d of %zu-byte elements", shape, elem);
+    dbuf_put(&rb, 0, want, rbytes);
+    for (int r = 0; r < mt_size; r++) {
+        for (size_t i = 0; i < (size_t)rcounts[r] * elem; i++) {
+            want[(size_t)rdispls[r] * elem + i] =
+                (unsigned char)mt_rand(seed, (uint64_t)(r * 64 + mt_rank), i);
+        }
+    }
+    if (!in_place) {
+        dbuf_alloc(&sb, sbytes, (off + 3) % 16, mem != MEM_DEVICE);
+        dbuf_put(&sb, 0, in, sbytes);
+    }
+    snprintf(name, sizeof(name), "MPI_Alltoallv shape %d of %zu-byte elements%s", shape, elem,
+             in_place ? " in place" : "");
     call_soon();
-    int rc = MPI_Alltoallv(sb.p, scounts, sdispls, dt, rb.p, rcounts, rdispls, dt, test_comm);
+    int rc = MPI_Alltoallv(in_place ? MPI_IN_PLACE : sb.p, scounts, sdispls, dt, rb.p, rcounts,
+                           rdispls, dt, test_comm);
     MT_CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", name, rc);
     check_path(name, (size_t)rcounts[0], want_dev("cuda_ipc", falls_back));
     MT_CHECK(dbuf_read(&rb, got), "%s: guard bytes overwritten", name);
     check_bytes(name, "", "", rbytes, 1, got, want);
-    unsigned char *back = malloc(sbytes + 1);
-    MT_CHECK(dbuf_read(&sb, back) && memcmp(back, in, sbytes) == 0,
-             "%s: send buffer or its guard bytes changed", name);
-    free(back);
+    if (!in_place) {
+        unsigned char *back = malloc(sbytes + 1);
+        MT_CHECK(dbuf_read(&sb, back) && memcmp(back, in, sbytes) == 0,
+                 "%s: send buffer or its guard bytes changed", name);
+        free(back);
+    }
     case_end(&sb, &rb, in, want, got);
 }
 
@@ -318,7 +334,7 @@ static void matrix_alltoallv(void)
     size_t elems[] = {1, sizeof(short), sizeof(int), sizeof(double)};
     for (int shape = 0; shape < 3; shape++) {
         for (size_t k = 0; k < 4; k++) {
-            alltoallv_case(shape, dts[k], elems[k], (k + (size_t)shape) % 3 == 0 ? 0 : 5 + k,
+            alltoallv_case(shape, dts[k], elems[k], 0, (k + (size_t)shape) % 3 == 0 ? 0 : 5 + k,
                            MEM_DEVICE, 0);
         }
     }
@@ -446,7 +462,8 @@ static void fallbacks(void)
                            .counts = counts, .root = 0, .falls_back = 1});
     bcast_case(5000, MPI_BYTE, 1, 0, 3, last_host, 1);
     allgatherv_case(counts, 0, 2, last_host, 1);
-    alltoallv_case(2, MPI_INT, sizeof(int), 1, last_host, 1);
+    alltoallv_case(2, MPI_INT, sizeof(int), 0, 1, last_host, 1);
+    alltoallv_case(3, MPI_SHORT, sizeof(short), 1, 2, MEM_DEVICE, 1);
     for (int r = 0; r < mt_size; r++) {
         counts[r] = 100 + (size_t)r;
     }
@@ -517,7 +534,7 @@ int mode_devcoll_late(int argc, char **argv)
         } else if (k == 4) {
             allgatherv_case(counts, 0, 2, MEM_DEVICE, 0);
         } else {
-            alltoallv_case(2, MPI_INT, sizeof(int), 3, MEM_DEVICE, 0);
+            alltoallv_case(2, MPI_INT, sizeof(int), 0, 3, MEM_DEVICE, 0);
         }
         took = now_s() - took;
         MT_CHECK(took > secs * 0.9, "devcoll-late: call %d took %.1f s, less than rank %d's delay "
