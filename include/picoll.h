@@ -71,6 +71,13 @@ int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype datatype, int des
                       MPI_Comm comm);
 int MPIX_Recv_enqueue(void *buf, int count, MPI_Datatype datatype, int source, int tag,
                       MPI_Comm comm, MPI_Status *status);
+int MPIX_Isend_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                       MPI_Comm comm, MPI_Request *request);
+int MPIX_Irecv_enqueue(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                       MPI_Comm comm, MPI_Request *request);
+int MPIX_Wait_enqueue(MPI_Request *request, MPI_Status *status);
+int MPIX_Waitall_enqueue(int count, MPI_Request array_of_requests[],
+                         MPI_Status array_of_statuses[]);
 int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, MPI_Comm comm);
 int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,

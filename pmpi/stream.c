@@ -30,9 +30,11 @@
  * default, as the blocking call); with MPI_ERRORS_RETURN it is kept, and the stream's next enqueue
  * and MPIX_Stream_free return it. Either way the stream goes on: it never hangs on a failed call.
  *
+ * MPIX_Isend/Irecv_enqueue return a generalized request that only MPIX_Wait(all)_enqueue takes
+ * (as MPICH's); the irecv's data goes back to the device after its wait. They cannot be captured.
+ *
  * Left for later (issue 23): picoll's own device kernels launched on the stream for device
- * buffers on one node (no copies, no host thread), and the nonblocking point-to-point forms
- * (MPIX_Isend/Irecv/Wait/Waitall_enqueue). */
+ * buffers on one node (no copies, no host thread). */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
@@ -63,8 +65,23 @@ typedef enum {
     OP_ALLGATHER,
     OP_ALLTOALL,
     OP_REDUCE_SCATTER_BLOCK,
-    OP_BCAST
+    OP_BCAST,
+    OP_ISEND,
+    OP_IRECV,
+    OP_WAIT
 } op_kind_t;
+
+/* A request of MPIX_Isend_enqueue / MPIX_Irecv_enqueue: the application holds a generalized
+ * request (user), completed and freed by the progress thread when the MPIX_Wait(all)_enqueue of it
+ * runs; inner is the MPI's request of the call on host memory. */
+typedef struct sreq {
+    struct sreq *next;
+    MPI_Request user, inner;
+    MPI_Comm comm;
+    struct staging *out; /* an irecv's staging, copied back at its wait; NULL: none */
+    void *user_out;
+    size_t out_bytes;
+} sreq_t;
 
 /* A pinned host buffer of the stream, free for another call once its event (recorded after the
  * last copy that used it) has completed; a captured call's is its own for good. */
@@ -99,6 +116,7 @@ typedef struct op {
     MPI_Op mop;
     MPI_Comm comm;
     MPI_Status *status;
+    sreq_t *sreq;         /* isend, irecv, wait */
     slab_t *slab;
     int cell;
     volatile uint64_t *state; /* 0: pending, 1: done */
@@ -163,7 +181,7 @@ static int hex_digit(char c)
 
 /* ---- the progress thread ---- */
 
-static int run_op(const op_t *o)
+static int run_op(op_t *o)
 {
     switch (o->kind) {
     case OP_SEND: return MPI_Send(o->sbuf, o->scount, o->stype, o->peer, o->tag, o->comm);
@@ -178,6 +196,19 @@ static int run_op(const op_t *o)
     case OP_REDUCE_SCATTER_BLOCK:
         return MPI_Reduce_scatter_block(o->sbuf, o->rbuf, o->rcount, o->rtype, o->mop, o->comm);
     case OP_BCAST: return MPI_Bcast(o->rbuf, o->rcount, o->rtype, o->peer, o->comm);
+    case OP_ISEND:
+        return MPI_Isend(o->sbuf, o->scount, o->stype, o->peer, o->tag, o->comm, &o->sreq->inner);
+    case OP_IRECV:
+        return MPI_Irecv(o->rbuf, o->rcount, o->rtype, o->peer, o->tag, o->comm, &o->sreq->inner);
+    case OP_WAIT: {
+        MPI_Request user = o->sreq->user;
+        int rc = MPI_Wait(&o->sreq->inner, o->status);
+        /* the application's handle: complete, then free it (its variable was set to
+         * MPI_REQUEST_NULL by the enqueue, as MPI_Wait does) */
+        PMPI_Grequest_complete(user);
+        PMPI_Wait(&user, MPI_STATUS_IGNORE);
+        return rc;
+    }
     }
     return MPI_ERR_INTERN;
 }
@@ -890,17 +921,26 @@ PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datat
     return enq_commit(&e);
 }
 
+/* The start of a point-to-point enqueue: the stream, the call's kind and peer. */
+static int enq_p2p(enq_t *e, const char *fn, op_kind_t kind, MPI_Comm comm, int peer, int tag)
+{
+    int rc = enq_begin(e, fn, comm);
+    if (rc == MPI_SUCCESS) {
+        e->o->kind = kind;
+        e->o->peer = peer;
+        e->o->tag = tag;
+    }
+    return rc;
+}
+
 PICOLL_EXPORT int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest,
                                     int tag, MPI_Comm comm)
 {
     enq_t e;
-    int rc = enq_begin(&e, "MPIX_Send_enqueue", comm);
+    int rc = enq_p2p(&e, "MPIX_Send_enqueue", OP_SEND, comm, dest, tag);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    e.o->kind = OP_SEND;
-    e.o->peer = dest;
-    e.o->tag = tag;
     rc = enq_buffers(&e, buf, count, datatype, NULL, 0, datatype, 0);
     return rc != MPI_SUCCESS ? rc : enq_commit(&e);
 }
@@ -909,18 +949,164 @@ PICOLL_EXPORT int MPIX_Recv_enqueue(void *buf, int count, MPI_Datatype datatype,
                                     int tag, MPI_Comm comm, MPI_Status *status)
 {
     enq_t e;
-    int rc = enq_begin(&e, "MPIX_Recv_enqueue", comm);
+    int rc = enq_p2p(&e, "MPIX_Recv_enqueue", OP_RECV, comm, source, tag);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    e.o->kind = OP_RECV;
-    e.o->peer = source;
-    e.o->tag = tag;
     /* the status is written when the call runs, not before the stream gets there (MPICH's rule:
      * it must stay valid until then); a shorter message leaves the rest of buf as it was */
     e.o->status = status;
     rc = enq_buffers(&e, NULL, 0, datatype, buf, count, datatype, 1);
     return rc != MPI_SUCCESS ? rc : enq_commit(&e);
+}
+
+/* ---- nonblocking point to point ---- */
+
+static sreq_t *sreqs; /* the requests made and not yet waited for (enqueued) */
+static pthread_mutex_t sreq_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int sreq_query(void *extra, MPI_Status *status)
+{
+    (void)extra;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
+static int sreq_free(void *extra)
+{
+    free(extra);
+    return MPI_SUCCESS;
+}
+
+static int sreq_cancel(void *extra, int complete)
+{
+    (void)extra, (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* The isend or irecv enqueued in e, its request returned in *request. Not capturable: its request
+ * lives from one enqueue to another. */
+static int enq_start(enq_t *e, MPI_Request *request)
+{
+    if (request == NULL) {
+        return enq_fail(e, MPI_ERR_REQUEST, "request is NULL");
+    }
+    if (e->o->captured) {
+        return enq_fail(e, MPI_ERR_OTHER, "not capturable in a CUDA graph (its request outlives "
+                                          "the enqueue)");
+    }
+    sreq_t *q = calloc(1, sizeof(*q));
+    if (q == NULL) {
+        return enq_fail(e, MPI_ERR_NO_MEM, "out of memory");
+    }
+    q->comm = e->comm;
+    q->inner = MPI_REQUEST_NULL;
+    if (PMPI_Grequest_start(sreq_query, sreq_free, sreq_cancel, q, &q->user) != MPI_SUCCESS) {
+        free(q);
+        return enq_fail(e, MPI_ERR_OTHER, "no generalized request");
+    }
+    /* an irecv's data goes back to the device at its wait */
+    q->out = e->out;
+    q->user_out = e->user_out;
+    q->out_bytes = e->out_bytes;
+    e->out = NULL;
+    e->o->sreq = q;
+    int rc = enq_commit(e);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (q->out != NULL) {
+        q->out->taken = 1; /* until its wait */
+    }
+    pthread_mutex_lock(&sreq_lock);
+    q->next = sreqs;
+    sreqs = q;
+    pthread_mutex_unlock(&sreq_lock);
+    *request = q->user;
+    return MPI_SUCCESS;
+}
+
+PICOLL_EXPORT int MPIX_Isend_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest,
+                                     int tag, MPI_Comm comm, MPI_Request *request)
+{
+    enq_t e;
+    int rc = enq_p2p(&e, "MPIX_Isend_enqueue", OP_ISEND, comm, dest, tag);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = enq_buffers(&e, buf, count, datatype, NULL, 0, datatype, 0);
+    return rc != MPI_SUCCESS ? rc : enq_start(&e, request);
+}
+
+PICOLL_EXPORT int MPIX_Irecv_enqueue(void *buf, int count, MPI_Datatype datatype, int source,
+                                     int tag, MPI_Comm comm, MPI_Request *request)
+{
+    enq_t e;
+    int rc = enq_p2p(&e, "MPIX_Irecv_enqueue", OP_IRECV, comm, source, tag);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = enq_buffers(&e, NULL, 0, datatype, buf, count, datatype, 1);
+    return rc != MPI_SUCCESS ? rc : enq_start(&e, request);
+}
+
+PICOLL_EXPORT int MPIX_Wait_enqueue(MPI_Request *request, MPI_Status *status)
+{
+    sreq_t *q = NULL, **link;
+    enq_t e;
+    if (request == NULL || *request == MPI_REQUEST_NULL) {
+        return MPI_SUCCESS; /* as MPI_Wait */
+    }
+    pthread_mutex_lock(&sreq_lock);
+    for (link = &sreqs; *link != NULL; link = &(*link)->next) {
+        if (memcmp(&(*link)->user, request, sizeof(MPI_Request)) == 0) {
+            q = *link;
+            *link = q->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sreq_lock);
+    if (q == NULL) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_REQUEST,
+                                   "picoll: MPIX_Wait_enqueue: not a request of "
+                                   "MPIX_Isend_enqueue or MPIX_Irecv_enqueue (or waited for "
+                                   "already)");
+    }
+    int rc = enq_begin(&e, "MPIX_Wait_enqueue", q->comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (e.o->captured) {
+        return enq_fail(&e, MPI_ERR_OTHER, "not capturable in a CUDA graph");
+    }
+    e.o->kind = OP_WAIT;
+    e.o->sreq = q;
+    e.o->status = status;
+    if (q->out != NULL) { /* the irecv's data back to the device, after the wait */
+        e.out = q->out;
+        e.user_out = q->user_out;
+        e.out_bytes = q->out_bytes;
+        e.staged = 1;
+    }
+    *request = MPI_REQUEST_NULL;
+    return enq_commit(&e);
+}
+
+PICOLL_EXPORT int MPIX_Waitall_enqueue(int count, MPI_Request array_of_requests[],
+                                       MPI_Status array_of_statuses[])
+{
+    for (int i = 0; i < count; i++) {
+        int rc = MPIX_Wait_enqueue(&array_of_requests[i], array_of_statuses == MPI_STATUSES_IGNORE
+                                                               ? MPI_STATUS_IGNORE
+                                                               : &array_of_statuses[i]);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
 }
 
 #endif /* PICOLL_MPIX_STREAM */

@@ -7,7 +7,9 @@
  *     asynchronous copy) and overwrites just after (an asynchronous memset): the call must see
  *     the first and not the second, both ways of stream order;
  *   - in place allreduce, allgather, alltoall, reduce_scatter_block, bcast from the last rank,
- *     send/recv between ranks 0 and 1, an allreduce of host buffers;
+ *     send/recv between ranks 0 and 1, isend/irecv between them completed by one waitall (the
+ *     send buffer overwritten on the stream right after the isend), an allreduce of host
+ *     buffers;
  * all queued while rank 0's stream is held by a host function that waits for the main thread to
  * finish enqueuing (so an enqueue that waited for its stream would never return), then one
  * stream synchronise, and every output compared with a plain loop's result. Also a second stream
@@ -42,6 +44,9 @@ static struct {
     int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
     int (*send)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
     int (*recv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+    int (*irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+    int (*waitall)(int, MPI_Request *, MPI_Status *);
     int (*query)(stream_t, long *, long *, long *, long *);
 } mx;
 
@@ -124,7 +129,10 @@ int main(int argc, char **argv)
     MX(send, "MPIX_Send_enqueue");
     MX(recv, "MPIX_Recv_enqueue");
     MX(query, "picoll_stream_query");
-    if (mx.query == NULL || mx.recv == NULL) {
+    MX(isend, "MPIX_Isend_enqueue");
+    MX(irecv, "MPIX_Irecv_enqueue");
+    MX(waitall, "MPIX_Waitall_enqueue");
+    if (mx.query == NULL || mx.recv == NULL || mx.waitall == NULL) {
         mt_fail("picoll's MPIX_Stream calls are not there (is libpicoll.so preloaded?)");
         return mt_finish("enqueue");
     }
@@ -230,6 +238,21 @@ int main(int argc, char **argv)
     } else if (r == 1) {
         MT_CHECK(mx.recv((void *)(uintptr_t)dp2p, N, MPI_INT, 0, 42, scomm, &st) == MPI_SUCCESS,
                  "MPIX_Recv_enqueue");
+    }
+    /* nonblocking point to point: 0 and 1 exchange device blocks, both waited for at once */
+    cu_ptr_t dx_in = dalloc(blk), dx_out = dalloc(blk);
+    MPI_Request rq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status xst[2];
+    if (r <= 1 && p >= 2) {
+        CK(drv.memcpy_htod_async(dx_in, src + N, blk, cs)); /* block 1: value(r, 11, e) */
+        MT_CHECK(mx.irecv((void *)(uintptr_t)dx_out, N, MPI_INT, 1 - r, 7, scomm, &rq[0]) ==
+                     MPI_SUCCESS && rq[0] != MPI_REQUEST_NULL, "MPIX_Irecv_enqueue");
+        MT_CHECK(mx.isend((void *)(uintptr_t)dx_in, N, MPI_INT, 1 - r, 7, scomm, &rq[1]) ==
+                     MPI_SUCCESS && rq[1] != MPI_REQUEST_NULL, "MPIX_Isend_enqueue");
+        CK(drv.memset_d8_async(dx_in, 0x5a, blk, cs)); /* the isend took its data before */
+        MT_CHECK(mx.waitall(2, rq, xst) == MPI_SUCCESS &&
+                     rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL,
+                 "MPIX_Waitall_enqueue");
     }
     /* host buffers: the call reads and writes them in place, in stream order */
     int *hsend = malloc(blk), *hrecv = calloc(N, sizeof(int));
@@ -337,6 +360,18 @@ int main(int argc, char **argv)
         MT_CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 42, "recv status: source %d tag %d",
                  st.MPI_SOURCE, st.MPI_TAG);
     }
+    if (r <= 1 && p >= 2) {
+        get(hout, dx_out, blk);
+        for (int e = 0; e < N; e++) {
+            if (hout[e] != value(1 - r, 11, e)) {
+                mt_fail("irecv/isend/waitall: element %d is %d, want %d", e, hout[e],
+                        value(1 - r, 11, e));
+                break;
+            }
+        }
+        MT_CHECK(xst[0].MPI_SOURCE == 1 - r && xst[0].MPI_TAG == 7,
+                 "irecv's status: source %d tag %d", xst[0].MPI_SOURCE, xst[0].MPI_TAG);
+    }
     for (int e = 0; e < N; e++) {
         long long want = 0;
         for (int q = 0; q < p; q++) {
@@ -368,10 +403,12 @@ int main(int argc, char **argv)
     /* every device-buffer call was staged, the host one used in place */
     long staged = -1, host = -1, captured = -1, runs = -1;
     MT_CHECK(mx.query(s, &staged, &host, &captured, &runs) == MPI_SUCCESS, "picoll_stream_query");
-    long want_staged = ROUNDS + 1 + 3 + 1 + (r <= 1 ? 1 : 0) + 1;
-    MT_CHECK(staged == want_staged && host == 1 && captured == 0 && runs == staged + host,
-             "stream calls: %ld staged, %ld host, %ld captured, %ld run; want %ld, 1, 0, %ld",
-             staged, host, captured, runs, want_staged, want_staged + 1);
+    long want_staged = ROUNDS + 1 + 3 + 1 + (r <= 1 ? 1 + 3 : 0) + 1;
+    long want_host = 1 + (r <= 1 ? 1 : 0); /* the host buffers; the isend's wait */
+    MT_CHECK(staged == want_staged && host == want_host && captured == 0 &&
+                 runs == staged + host,
+             "stream calls: %ld staged, %ld host, %ld captured, %ld run; want %ld, %ld, 0, %ld",
+             staged, host, captured, runs, want_staged, want_host, want_staged + want_host);
 
     /* ---- a CUDA graph: an allreduce captured once, launched GRAPH_RUNS times, its input written
      * on the stream before each launch ---- */
@@ -426,7 +463,8 @@ int main(int argc, char **argv)
     MT_CHECK(mx.free_(&s2) == MPI_SUCCESS && s2 == NULL, "MPIX_Stream_free (second)");
     if (mt_rank == 0 && mt_failures == 0) {
         printf("enqueue: %d allreduce rounds in stream order, in place, allgather, alltoall, "
-               "reduce_scatter_block, bcast, send/recv, host buffers, two streams: right; "
+               "reduce_scatter_block, bcast, send/recv, isend/irecv/waitall, host buffers, two "
+               "streams: right; "
                "%ld calls staged, no synchronisation in the enqueues\n", ROUNDS, staged);
     }
     return mt_finish("enqueue");
