@@ -85,10 +85,29 @@ typedef struct {
     baseline_t baseline;       /* --baseline; AUTO until parsed: STAGED with -d cuda, else MPI */
     int corrupt;               /* --test-corrupt */
     int nccl;                  /* --nccl: a C column, NCCL on the same buffers */
+    int enqueue;               /* --enqueue: MPIX_*_enqueue on the benchmark's stream */
+    int graph;                 /* --graph: the same call captured into a CUDA graph, replayed */
 } options_t;
 
 /* The --nccl column: not asked for, timed, or skipped (one line says why). */
 typedef enum { NCCL_OFF, NCCL_ON, NCCL_SKIPPED } nccl_state_t;
+
+/* The stream-ordered columns (--enqueue, --graph): index of each in the arrays below. */
+enum { STREAM_ENQUEUE, STREAM_GRAPH, STREAM_COLUMNS };
+static const char *const stream_column_name[STREAM_COLUMNS] = {"enqueue", "graph"};
+
+/* picoll's MPIX_Stream calls (include/picoll.h), found at run time in the preloaded library: the
+ * programs are plain MPI programs and build without picoll's header. */
+typedef struct {
+    int (*info_set_hex)(MPI_Info info, const char *key, const void *value, int size);
+    int (*create)(MPI_Info info, void **stream);
+    int (*free_)(void **stream);
+    int (*comm_create)(MPI_Comm comm, void *stream, MPI_Comm *newcomm);
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*query)(void *stream, long *staged, long *host, long *captured, long *runs);
+} mpix_api_t;
 
 /* picoll's public functions, found at run time in the preloaded library (--ab). */
 typedef struct {
@@ -135,6 +154,21 @@ typedef struct {
     long calls_timed;
     int counting; /* 1 while the loop being timed is one whose driver calls are counted */
     const char *path; /* what picoll ran the last timed call of device buffers with, or NULL */
+    /* --enqueue, --graph: each column's state (and why it was skipped); the benchmark's CUDA
+     * stream, picoll's stream object of it and the stream communicator; the graph of the current
+     * size (one call captured) and its count; the column a call goes to while one runs (-1: none);
+     * per column, the calls issued (enqueued or launched) and those the stream's progress thread
+     * ran, over one size (picoll_stream_query), so that a row shows every call ran. */
+    int thread_level;
+    nccl_state_t stream_state[STREAM_COLUMNS];
+    char stream_why[STREAM_COLUMNS][256];
+    mpix_api_t mpix;
+    void *cstream, *mpix_stream;
+    MPI_Comm scomm;
+    void *graph_exec;
+    size_t graph_count;
+    int in_stream;
+    long stream_issued[STREAM_COLUMNS], stream_ran[STREAM_COLUMNS];
 } bench_t;
 
 /* ------------------------------------------------------------------ values */
@@ -237,6 +271,18 @@ static void print_usage(const bench_coll_t *coll)
            "                                each timed call the NCCL call then cuStreamSynchronize;\n"
            "                                skipped with one \"# nccl: skipped: ...\" line where\n"
            "                                NCCL or a GPU is missing\n"
+           "      --enqueue                 with -d cuda and libpicoll.so preloaded: an Enqueue(us)\n"
+           "                                column, per size N (-i) MPIX_<coll>_enqueue calls on a\n"
+           "                                stream communicator of the benchmark's CUDA stream\n"
+           "                                enqueued back to back, then one cuStreamSynchronize:\n"
+           "                                the time per call (a column of each --ab round)\n"
+           "      --graph                   a Graph(us) column: one such call captured into a CUDA\n"
+           "                                graph per size, launched N times back to back, then one\n"
+           "                                cuStreamSynchronize: the time per launch (= per call).\n"
+           "                                Either one initialises MPI with MPI_THREAD_MULTIPLE\n"
+           "                                (stream communicators need it); each column is skipped\n"
+           "                                with one \"# enqueue: skipped: ...\" (\"# graph: ...\")\n"
+           "                                line without picoll, a CUDA stream or that thread level\n"
            "      --factor F                ratio of successive sizes (default 2)\n"
            "      --test-corrupt            testing only: damage one result so that -c must fail\n",
            coll->name, coll->title, PACKAGE_VERSION, BENCH_MAX_SIZE_DEFAULT, BENCH_ITERS_SMALL,
@@ -334,6 +380,8 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
         {"test-corrupt", no_argument, NULL, 'C'},
         {"baseline", required_argument, NULL, 'B'},
         {"nccl", no_argument, NULL, 'N'},
+        {"enqueue", no_argument, NULL, 'E'},
+        {"graph", no_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     const char *bad = NULL;
@@ -419,6 +467,10 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
             break;
         case 'N':
             opt->nccl = 1;
+            break;
+        case 'E': /* --enqueue */
+        case 'G': /* --graph */
+            *(c == 'E' ? &opt->enqueue : &opt->graph) = 1;
             break;
         case 'h':
             if (rank == 0) {
@@ -664,6 +716,115 @@ static int nccl_call(bench_t *b, const message_t *m)
     return MPI_SUCCESS;
 }
 
+/* ------------------------------------------------------------------ stream-ordered calls */
+
+/* The collective's MPIX_*_enqueue on the stream communicator: returns at once. */
+static int mpix_enqueue(const bench_t *b, const bench_call_t *c)
+{
+    switch (b->coll->nccl) {
+    case BENCH_NCCL_ALLREDUCE:
+        return b->mpix.allreduce(c->sendbuf, c->recvbuf, c->count, c->type, b->coll->op, b->scomm);
+    case BENCH_NCCL_ALLGATHER:
+        return b->mpix.allgather(c->sendbuf, c->count, c->type, c->recvbuf, c->count, c->type,
+                                 b->scomm);
+    case BENCH_NCCL_ALLTOALL:
+        return b->mpix.alltoall(c->sendbuf, c->count, c->type, c->recvbuf, c->count, c->type,
+                                b->scomm);
+    case BENCH_NCCL_NONE:
+        break;
+    }
+    return MPI_ERR_OTHER;
+}
+
+/* An MPI call's result: 0 on MPI_SUCCESS, else -1 and "WHAT: the error's text" in why. */
+static int mpi_why(int rc, const char *what, char *why, size_t len)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int n = 0;
+    if (rc == MPI_SUCCESS) {
+        return 0;
+    }
+    PMPI_Error_string(rc, msg, &n);
+    snprintf(why, len, "%s: %.200s", what, msg);
+    return -1;
+}
+
+/* An error of the stream columns after their set-up is a failure of the run, as an MPI error of
+ * the blocking call is. */
+static void stream_fail(const bench_t *b, int col, const char *why)
+{
+    fprintf(stderr, "osu_%s: rank %d: %s column: %s\n", b->coll->name, b->rank,
+            stream_column_name[col], why);
+    MPI_Abort(b->comm, 1);
+}
+
+/* The calls picoll's progress thread of the stream has run so far, a graph's replays included. */
+static long stream_runs(const bench_t *b)
+{
+    long staged = 0, host = 0, captured = 0, runs = 0;
+    b->mpix.query(b->mpix_stream, &staged, &host, &captured, &runs);
+    return runs;
+}
+
+/* One call of column col on the stream, returning at once: the collective enqueued, or the
+ * size's graph (its one captured call) launched. */
+static void stream_issue(bench_t *b, const message_t *m, int col)
+{
+    char why[256];
+    if (col == STREAM_GRAPH) {
+        if (bench_cuda_graph_launch(b->graph_exec, b->cstream, why, sizeof(why)) != 0) {
+            stream_fail(b, col, why);
+        }
+    } else {
+        if (mpi_why(mpix_enqueue(b, &m->call), "the enqueue", why, sizeof(why)) != 0) {
+            stream_fail(b, col, why);
+        }
+    }
+    b->stream_issued[col]++;
+}
+
+static void stream_synchronize(const bench_t *b, int col)
+{
+    char why[256];
+    if (bench_cuda_stream_synchronize(b->cstream, why, sizeof(why)) != 0) {
+        stream_fail(b, col, why);
+    }
+}
+
+/* --graph: the graph of the message, one call enqueued while the stream captures, instantiated
+ * once per size and launched for every call of it. */
+static void graph_prepare(bench_t *b, const message_t *m)
+{
+    char why[256];
+    int rc;
+    if (b->graph_exec != NULL && b->graph_count == (size_t)m->call.count) {
+        return;
+    }
+    bench_cuda_graph_destroy(b->graph_exec);
+    b->graph_exec = NULL;
+    if (bench_cuda_graph_begin(b->cstream, why, sizeof(why)) != 0) {
+        stream_fail(b, STREAM_GRAPH, why);
+    }
+    rc = mpix_enqueue(b, &m->call);
+    if (bench_cuda_graph_end(b->cstream, &b->graph_exec, why, sizeof(why)) != 0) {
+        stream_fail(b, STREAM_GRAPH, why);
+    }
+    if (mpi_why(rc, "the enqueue while capturing", why, sizeof(why)) != 0) {
+        stream_fail(b, STREAM_GRAPH, why);
+    }
+    b->graph_count = (size_t)m->call.count;
+}
+
+/* One call of the stream column b->in_stream, waited for (validation). */
+static void stream_call(bench_t *b, const message_t *m)
+{
+    int col = b->in_stream;
+    long runs = stream_runs(b);
+    stream_issue(b, m, col);
+    stream_synchronize(b, col);
+    b->stream_ran[col] += stream_runs(b) - runs;
+}
+
 /* One call of the collective, timed or validated as a whole. While b->staging, it is what an
  * application does on an MPI that cannot read its buffers: the input copied to host buffers
  * (with -l the receive buffer), the collective on those, the result copied back. */
@@ -673,6 +834,10 @@ static int message_call(bench_t *b, const message_t *m)
     int rc;
     if (b->in_nccl) {
         return nccl_call(b, m);
+    }
+    if (b->in_stream >= 0) {
+        stream_call(b, m);
+        return MPI_SUCCESS;
     }
     if (!b->staging) {
         return b->coll->call(&m->call);
@@ -711,11 +876,10 @@ static void count_stop(bench_t *b, int iters)
     b->calls_timed += iters;
 }
 
-/* This rank's mean latency (us) over iters calls, after warmup untimed ones. */
-static double time_calls(bench_t *b, size_t count, int iters, int warmup)
+/* The message of count elements with its inputs written, for the timed calls. */
+static message_t timed_message(bench_t *b, size_t count)
 {
     message_t m = make_message(b, count);
-    double total = 0.0;
     if (b->opt.in_place) {
         /* in place, results feed the next call: start from zeros so that sums stay finite */
         memset(b->hrecv, 0, m.recv_bytes);
@@ -723,6 +887,42 @@ static double time_calls(bench_t *b, size_t count, int iters, int warmup)
     } else {
         fill_inputs(b, count);
     }
+    return m;
+}
+
+/* --enqueue, --graph: this rank's time per call (us) of iters calls of column col issued back to
+ * back on the stream and one synchronise, after warmup untimed ones (issued, synchronised). The
+ * stream's progress thread must have run every call issued (counted for the row). */
+static double time_stream_calls(bench_t *b, size_t count, int iters, int warmup, int col)
+{
+    message_t m = timed_message(b, count);
+    long runs;
+    double t0, t1;
+    if (col == STREAM_GRAPH) {
+        graph_prepare(b, &m);
+    }
+    runs = stream_runs(b);
+    for (int i = 0; i < warmup; i++) {
+        stream_issue(b, &m, col);
+    }
+    stream_synchronize(b, col);
+    PMPI_Barrier(b->comm);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        stream_issue(b, &m, col);
+    }
+    stream_synchronize(b, col);
+    t1 = MPI_Wtime();
+    b->stream_ran[col] += stream_runs(b) - runs;
+    PMPI_Barrier(b->comm);
+    return (t1 - t0) * 1e6 / iters;
+}
+
+/* This rank's mean latency (us) over iters calls, after warmup untimed ones. */
+static double time_calls(bench_t *b, size_t count, int iters, int warmup)
+{
+    message_t m = timed_message(b, count);
+    double total = 0.0;
     PMPI_Barrier(b->comm);
     for (int i = 0; i < warmup + iters; i++) {
         if (i == warmup) {
@@ -834,6 +1034,48 @@ static void print_nccl_line(const bench_t *b)
     }
 }
 
+/* --enqueue, --graph: what each column asked for is, or the one line saying why there is none. */
+static void print_stream_lines(const bench_t *b)
+{
+    static const char *const what[STREAM_COLUMNS] = {
+        "each call enqueued, back to back",
+        "one call captured into a CUDA graph (cuStreamBeginCapture), the graph launched "
+        "for each call, back to back",
+    };
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] == NCCL_SKIPPED) {
+            printf("# %s: skipped: %s\n", stream_column_name[col], b->stream_why[col]);
+        } else if (b->stream_state[col] == NCCL_ON) {
+            printf("# %s: MPIX_%c%s_enqueue on a stream communicator of the benchmark's CUDA stream "
+                   "(cuStreamCreate), through picoll: per size, %s, then one cuStreamSynchronize; "
+                   "latency is the time per call, each rank's averaged over ranks\n",
+                   stream_column_name[col], b->coll->name[0] - 'a' + 'A', b->coll->name + 1,
+                   what[col]);
+        }
+    }
+}
+
+/* The column names of the stream columns that run. */
+static void print_stream_header(const bench_t *b)
+{
+    static const char *const head[STREAM_COLUMNS] = {"Enqueue(us)", "Graph(us)"};
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] == NCCL_ON) {
+            printf("%*s", COL_FIELD, head[col]);
+        }
+    }
+}
+
+/* A row's fields of the stream columns that run: lat[col]. */
+static void print_stream_fields(const bench_t *b, const double *lat)
+{
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] == NCCL_ON) {
+            printf("%*.2f", COL_FIELD, lat[col]);
+        }
+    }
+}
+
 static void print_header(const bench_t *b)
 {
     const options_t *o = &b->opt;
@@ -856,6 +1098,7 @@ static void print_header(const bench_t *b)
                b->picoll.version != NULL ? b->picoll.version() : "?",
                b->picoll.active != NULL ? b->picoll.active() : -1);
         print_nccl_line(b);
+        print_stream_lines(b);
         snprintf(a_lat, sizeof(a_lat), "%s(us)", a);
         snprintf(a_bw, sizeof(a_bw), "%s BusBW(MB/s)", a);
         printf("%-*s%*s%*s%*s%*s%*s", COL_SIZE, "# Size", COL_FIELD, a_lat, COL_FIELD,
@@ -866,12 +1109,14 @@ static void print_header(const bench_t *b)
                    "NCCL BusBW(MB/s)");
         }
     } else {
+        print_stream_lines(b);
         printf("%-*s%*s", COL_SIZE, "# Size", COL_FIELD, "Avg Latency(us)");
         if (o->full) {
             printf("%*s%*s%*s%*s", COL_FIELD, "Min Latency(us)", COL_FIELD, "Max Latency(us)",
                    COL_ITERS, "Iterations", COL_FIELD, "Bus BW(MB/s)");
         }
     }
+    print_stream_header(b);
     if (o->validate) {
         printf("%*s", COL_FIELD, "Validation");
     }
@@ -1006,11 +1251,77 @@ static void size_iterations(const options_t *o, size_t size, int *iters, int *wa
     *warmup = o->warmup >= 0 ? o->warmup : large ? BENCH_WARMUP_LARGE : BENCH_WARMUP_SMALL;
 }
 
+/* Every rank learns whether all succeeded. */
+static int all_ranks(const bench_t *b, int ok)
+{
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, b->comm);
+    return all;
+}
+
+/* The stream columns that run (--enqueue, --graph), after the others of a size or of a round of
+ * --ab: each one's latency (OSU's average over ranks, on rank 0) into lat[col], and when validate_now
+ * its result checked after its timed calls (always, -c or not: a broken enqueue must not give a
+ * fast figure; once per size). Returns 1 when every check passed. */
+static int run_stream_columns(bench_t *b, size_t count, int iters, int warmup, int validate_now,
+                              double *lat)
+{
+    int ok = 1;
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] != NCCL_ON) {
+            continue;
+        }
+        lat[col] = gather_latency(b, time_stream_calls(b, count, iters, warmup, col)).avg;
+        if (validate_now) {
+            b->in_stream = col;
+            ok &= validate(b, count, stream_column_name[col]);
+            b->in_stream = -1;
+        }
+    }
+    return ok;
+}
+
+/* Whether the stream's progress thread ran every call the stream columns of a size issued (an
+ * enqueue that queued nothing would be fast), on every rank. Collective. */
+static int stream_check(const bench_t *b)
+{
+    int ok = 1;
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] == NCCL_ON && b->stream_ran[col] != b->stream_issued[col]) {
+            fprintf(stderr, "osu_%s: rank %d: %s column: %ld calls issued, %ld ran on the stream\n",
+                    b->coll->name, b->rank, stream_column_name[col], b->stream_issued[col],
+                    b->stream_ran[col]);
+            ok = 0;
+        }
+    }
+    return all_ranks(b, ok);
+}
+
+/* Under a row: "# stream calls ran: enqueue N of N, graph N of N" (rank 0's calls issued, those
+ * its stream ran), then the next size counts from zero. */
+static void print_stream_calls(bench_t *b)
+{
+    const char *sep = "# stream calls ran: ";
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] == NCCL_ON && b->rank == 0) {
+            printf("%s%s %ld of %ld", sep, stream_column_name[col], b->stream_ran[col],
+                   b->stream_issued[col]);
+            sep = ", ";
+        }
+        b->stream_ran[col] = b->stream_issued[col] = 0;
+    }
+    if (sep[0] == ',') {
+        printf("\n");
+        fflush(stdout);
+    }
+}
+
 /* OSU's output: one row per size. Returns 1 when every validation passed. */
 static int run_osu(bench_t *b, size_t count)
 {
     size_t size = count * b->opt.type->size;
     int iters, warmup, ok = 1;
+    double slat[STREAM_COLUMNS] = {0.0, 0.0};
     latency_t l;
     size_iterations(&b->opt, size, &iters, &warmup);
     b->counting = b->ncounted > 0;
@@ -1020,18 +1331,22 @@ static int run_osu(bench_t *b, size_t count)
     if (b->opt.validate) {
         ok = validate(b, count, "");
     }
+    ok &= run_stream_columns(b, count, iters, warmup, 1, slat);
+    ok &= stream_check(b);
     if (b->rank == 0) {
         printf("%-*zu%*.2f", COL_SIZE, size, COL_FIELD, l.avg);
         if (b->opt.full) {
             printf("%*.2f%*.2f%*d%*.2f", COL_FIELD, l.min, COL_FIELD, l.max, COL_ITERS, iters,
                    COL_FIELD, busbw(b, size, l.avg));
         }
+        print_stream_fields(b, slat);
         print_validation(b, ok);
     }
     if (b->ncounted > 0) {
         report_driver_calls(b);
     }
     print_path(b);
+    print_stream_calls(b);
     return ok;
 }
 
@@ -1066,6 +1381,29 @@ static void print_rounds(const double *raw, int rounds, int columns)
     fflush(stdout);
 }
 
+/* Under an A/B row, after its "# rounds A/B" line, the stream columns' rounds in the order they
+ * ran: "# rounds enqueue/graph (us): E1/G1 E2/G2 ..." (or one of the two). slat: [round][column]. */
+static void print_stream_rounds(const bench_t *b, const double *slat, int rounds)
+{
+    int on[STREAM_COLUMNS], n = 0;
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (b->stream_state[col] == NCCL_ON) {
+            on[n++] = col;
+        }
+    }
+    if (n == 0) {
+        return;
+    }
+    printf("# rounds %s (us):", n == 2 ? "enqueue/graph" : stream_column_name[on[0]]);
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < n; i++) {
+            printf("%s%.3f", i == 0 ? " " : "/", slat[r * STREAM_COLUMNS + on[i]]);
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
 /* A/B: rounds of the baseline (plain or staged MPI, bypass on) then picoll, then with --nccl
  * NCCL (C), on every rank between the same barriers. Each round's latency is OSU's (each rank's
  * mean averaged over ranks); a row reports the median over rounds of each, and a "# rounds" line
@@ -1078,7 +1416,9 @@ static int run_ab(bench_t *b, size_t count, int first)
     /* [baseline rounds, picoll rounds, NCCL rounds], then the same in round order (median()
      * sorts the first) */
     double *lat = malloc(2 * (size_t)columns * (size_t)rounds * sizeof(*lat));
-    if (lat == NULL) {
+    /* the stream columns: [round][column], then the same sorted by column for the medians */
+    double *slat = calloc(2 * STREAM_COLUMNS * (size_t)rounds, sizeof(*slat));
+    if (lat == NULL || slat == NULL) {
         fprintf(stderr, "osu_%s: out of memory\n", b->coll->name);
         MPI_Abort(b->comm, 1);
     }
@@ -1100,11 +1440,18 @@ static int run_ab(bench_t *b, size_t count, int first)
                 ok &= validate(b, count, col == 2 ? "NCCL" : on ? "picoll" : baseline_name(&b->opt));
             }
         }
+        /* the stream columns, with picoll on: it runs them */
+        PMPI_Barrier(b->comm);
+        b->picoll.set_bypass(0);
+        b->staging = 0;
+        b->in_nccl = 0;
+        ok &= run_stream_columns(b, count, iters, warmup, round == 0, slat + round * STREAM_COLUMNS);
     }
     PMPI_Barrier(b->comm);
     b->staging = 0;
     b->in_nccl = 0;
     b->picoll.set_bypass(0);
+    ok &= stream_check(b);
     if (b->rank == 0) {
         double mpi, pic;
         memcpy(lat + columns * rounds, lat, (size_t)columns * (size_t)rounds * sizeof(*lat));
@@ -1121,6 +1468,17 @@ static int run_ab(bench_t *b, size_t count, int first)
             printf("%*.2f%*.3f%*.2f", COL_FIELD, nc, COL_FIELD, pic > 0.0 ? nc / pic : 0.0,
                    COL_BUSBW, busbw(b, size, nc));
         }
+        if (b->opt.enqueue || b->opt.graph) {
+            double med[STREAM_COLUMNS];
+            double *by_col = slat + STREAM_COLUMNS * (size_t)rounds;
+            for (int col = 0; col < STREAM_COLUMNS; col++) {
+                for (int r = 0; r < rounds; r++) {
+                    by_col[col * rounds + r] = slat[r * STREAM_COLUMNS + col];
+                }
+                med[col] = median(by_col + col * rounds, rounds);
+            }
+            print_stream_fields(b, med);
+        }
         print_validation(b, ok);
     }
     if (b->ncounted > 0) {
@@ -1129,8 +1487,11 @@ static int run_ab(bench_t *b, size_t count, int first)
     print_path(b);
     if (b->rank == 0) {
         print_rounds(lat + columns * rounds, rounds, columns);
+        print_stream_rounds(b, slat, rounds);
     }
+    print_stream_calls(b);
     free(lat);
+    free(slat);
     return ok;
 }
 
@@ -1142,14 +1503,6 @@ static int picoll_lookup(picoll_api_t *api)
     *(void **)&api->version = dlsym(RTLD_DEFAULT, "picoll_version");
     *(void **)&api->comm_query = dlsym(RTLD_DEFAULT, "picoll_comm_query");
     return api->set_bypass != NULL ? 0 : -1;
-}
-
-/* Every rank learns whether all succeeded. */
-static int all_ranks(const bench_t *b, int ok)
-{
-    int all = 0;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, b->comm);
-    return all;
 }
 
 /* Driver calls are counted where every rank's driver counts the same entry points (the reports
@@ -1197,6 +1550,117 @@ static void nccl_setup(bench_t *b)
     if (bench_nccl_open(b->comm, b->type, b->coll->op, b->nccl_why, sizeof(b->nccl_why)) == 0) {
         b->nccl = NCCL_ON;
     }
+}
+
+/* picoll's MPIX_Stream calls in the process (picoll_stream_query tells picoll's from those of an
+ * MPI that has its own): 0, or -1 where one is missing. */
+static int mpix_lookup(mpix_api_t *x)
+{
+    *(void **)&x->info_set_hex = dlsym(RTLD_DEFAULT, "MPIX_Info_set_hex");
+    *(void **)&x->create = dlsym(RTLD_DEFAULT, "MPIX_Stream_create");
+    *(void **)&x->free_ = dlsym(RTLD_DEFAULT, "MPIX_Stream_free");
+    *(void **)&x->comm_create = dlsym(RTLD_DEFAULT, "MPIX_Stream_comm_create");
+    *(void **)&x->allreduce = dlsym(RTLD_DEFAULT, "MPIX_Allreduce_enqueue");
+    *(void **)&x->allgather = dlsym(RTLD_DEFAULT, "MPIX_Allgather_enqueue");
+    *(void **)&x->alltoall = dlsym(RTLD_DEFAULT, "MPIX_Alltoall_enqueue");
+    *(void **)&x->query = dlsym(RTLD_DEFAULT, "picoll_stream_query");
+    return x->info_set_hex && x->create && x->free_ && x->comm_create && x->allreduce &&
+                   x->allgather && x->alltoall && x->query
+               ? 0
+               : -1;
+}
+
+/* This rank's part of the stream columns' set-up: the benchmark's CUDA stream and picoll's stream
+ * object of it. Returns 0, or -1 and why. */
+static int stream_open_local(bench_t *b, char *why, size_t len)
+{
+    MPI_Info info;
+    int rc;
+    if (b->thread_level < MPI_THREAD_MULTIPLE) {
+        snprintf(why, len, "MPI gave thread level %d, not MPI_THREAD_MULTIPLE, which stream "
+                 "communicators need", b->thread_level);
+        return -1;
+    }
+    if (mpix_lookup(&b->mpix) != 0) {
+        snprintf(why, len, "picoll's MPIX_Stream calls not found: run with libpicoll.so preloaded "
+                 "(LD_PRELOAD=/path/to/libpicoll.so)");
+        return -1;
+    }
+    if (bench_cuda_stream_create(&b->cstream, why, len) != 0) {
+        return -1;
+    }
+    PMPI_Info_create(&info);
+    PMPI_Info_set(info, "type", "cudaStream_t");
+    rc = b->mpix.info_set_hex(info, "value", &b->cstream, (int)sizeof(b->cstream));
+    if (rc == MPI_SUCCESS) {
+        rc = b->mpix.create(info, &b->mpix_stream);
+    }
+    PMPI_Info_free(&info);
+    return mpi_why(rc, "MPIX_Stream_create", why, len);
+}
+
+/* --enqueue, --graph: the stream columns asked for, each on where it can run, else skipped with
+ * why (rank 0 prints it). Collective. */
+static void stream_setup(bench_t *b)
+{
+    const options_t *o = &b->opt;
+    int asked[STREAM_COLUMNS] = {o->enqueue, o->graph};
+    char why[256] = "", gwhy[256] = "";
+    int ok;
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        b->stream_state[col] = asked[col] ? NCCL_ON : NCCL_OFF;
+    }
+    if (o->mem != MEM_CUDA) {
+        snprintf(why, sizeof(why), "needs -d cuda (the calls are ordered on a CUDA stream): ignored");
+        ok = 0;
+    } else if (b->coll->nccl == BENCH_NCCL_NONE) {
+        snprintf(why, sizeof(why), "no stream-ordered counterpart of this collective");
+        ok = 0;
+    } else {
+        /* errors come back as codes, to be a skip line rather than an abort */
+        PMPI_Comm_set_errhandler(b->comm, MPI_ERRORS_RETURN);
+        ok = all_ranks(b, stream_open_local(b, why, sizeof(why)) == 0);
+        if (ok) {
+            int rc = b->mpix.comm_create(b->comm, b->mpix_stream, &b->scomm);
+            if (mpi_why(rc, "MPIX_Stream_comm_create", why, sizeof(why)) != 0) {
+                b->scomm = MPI_COMM_NULL;
+            }
+            ok = all_ranks(b, rc == MPI_SUCCESS);
+        }
+        PMPI_Comm_set_errhandler(b->comm, MPI_ERRORS_ARE_FATAL);
+        if (ok) {
+            PMPI_Comm_set_errhandler(b->scomm, MPI_ERRORS_RETURN);
+        }
+    }
+    if (!ok && why[0] == '\0') {
+        snprintf(why, sizeof(why), "the set-up failed on another rank");
+    }
+    if (ok && o->graph && !all_ranks(b, bench_cuda_graph_check(gwhy, sizeof(gwhy)) == 0)) {
+        b->stream_state[STREAM_GRAPH] = NCCL_SKIPPED;
+        snprintf(b->stream_why[STREAM_GRAPH], sizeof(b->stream_why[0]), "%s",
+                 gwhy[0] ? gwhy : "no graph calls in another rank's CUDA driver");
+    }
+    for (int col = 0; col < STREAM_COLUMNS; col++) {
+        if (asked[col] && !ok) {
+            b->stream_state[col] = NCCL_SKIPPED;
+            snprintf(b->stream_why[col], sizeof(b->stream_why[col]), "%s", why);
+        }
+    }
+}
+
+/* The stream columns' graph, stream communicator and streams (before the buffers are freed). */
+static void stream_close(bench_t *b)
+{
+    bench_cuda_graph_destroy(b->graph_exec);
+    b->graph_exec = NULL;
+    if (b->scomm != MPI_COMM_NULL) {
+        MPI_Comm_free(&b->scomm);
+    }
+    if (b->mpix_stream != NULL) {
+        b->mpix.free_(&b->mpix_stream);
+    }
+    bench_cuda_stream_destroy(b->cstream);
+    b->cstream = NULL;
 }
 
 static int bench_run(bench_t *b)
@@ -1253,6 +1717,9 @@ static int bench_run(bench_t *b)
     if (o->nccl) {
         nccl_setup(b);
     }
+    if (o->enqueue || o->graph) {
+        stream_setup(b);
+    }
     if (b->rank == 0) {
         print_header(b);
         print_counting(b);
@@ -1274,6 +1741,7 @@ static int bench_run(bench_t *b)
     if (b->nccl == NCCL_ON) {
         bench_nccl_close();
     }
+    stream_close(b);
     buffers_free(b);
     free(b->calls_start);
     return status;
@@ -1287,7 +1755,21 @@ int bench_main(const bench_coll_t *coll, int argc, char **argv)
     memset(&b, 0, sizeof(b));
     b.coll = coll;
     b.comm = MPI_COMM_WORLD;
-    MPI_Init(&argc, &argv);
+    b.scomm = MPI_COMM_NULL;
+    b.in_stream = -1;
+    /* stream communicators (--enqueue, --graph) need MPI_THREAD_MULTIPLE: asked for only then, so
+     * that the other runs measure MPI as OSU's programs initialise it */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--enqueue") == 0 || strcmp(argv[i], "--graph") == 0) {
+            b.thread_level = -1;
+        }
+    }
+    if (b.thread_level < 0) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &b.thread_level);
+    } else {
+        MPI_Init(&argc, &argv);
+        PMPI_Query_thread(&b.thread_level);
+    }
     PMPI_Comm_rank(b.comm, &b.rank);
     PMPI_Comm_size(b.comm, &b.np);
     status = parse_options(coll, argc, argv, b.rank, &b.opt);

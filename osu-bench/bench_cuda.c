@@ -72,7 +72,21 @@ typedef struct {
     cu_result_t (*destroy)(void *stream);
 } cu_streams_t;
 
+/* The graph calls of --graph, looked up when first asked for, as the stream calls. */
+typedef struct {
+    cu_result_t (*begin_capture)(void *stream, int mode);
+    cu_result_t (*end_capture)(void *stream, void **graph);
+    cu_result_t (*instantiate)(void **exec, void *graph, unsigned long long flags);
+    cu_result_t (*launch)(void *exec, void *stream);
+    cu_result_t (*graph_destroy)(void *graph);
+    cu_result_t (*exec_destroy)(void *exec);
+} cu_graphs_t;
+
+/* CU_STREAM_CAPTURE_MODE_RELAXED */
+#define CU_CAPTURE_RELAXED 2
+
 static cu_table_t cu;
+static cu_graphs_t graphs;
 static cu_hooks_t hooks;
 static cu_streams_t streams;
 static void *cu_lib;
@@ -84,6 +98,16 @@ static const char *error_string(cu_result_t rc)
         return "unknown error";
     }
     return s;
+}
+
+/* "NAME: error" of a failed driver call into why; returns rc's verdict, 0 or -1. */
+static int driver_result(cu_result_t rc, const char *name, char *why, size_t len)
+{
+    if (rc != 0) {
+        snprintf(why, len, "%s: %s", name, error_string(rc));
+        return -1;
+    }
+    return 0;
 }
 
 /* Fills the table from the driver library; the library stays loaded for the process's life. */
@@ -202,12 +226,7 @@ int bench_cuda_copy(void *device, void *host, size_t bytes, int to_device, char 
 {
     cu_deviceptr_t d = (cu_deviceptr_t)(uintptr_t)device;
     cu_result_t rc = to_device ? cu.memcpy_htod(d, host, bytes) : cu.memcpy_dtoh(host, d, bytes);
-    if (rc != 0) {
-        snprintf(why, len, "%s: %s", to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH",
-                 error_string(rc));
-        return -1;
-    }
-    return 0;
+    return driver_result(rc, to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", why, len);
 }
 
 /* ------------------------------------------------------------------ streams */
@@ -220,7 +239,6 @@ int bench_cuda_test_driver(void)
 
 int bench_cuda_stream_create(void **stream, char *why, size_t len)
 {
-    cu_result_t rc;
     if (cu_lib == NULL) {
         snprintf(why, len, "no CUDA driver loaded");
         return -1;
@@ -236,28 +254,79 @@ int bench_cuda_stream_create(void **stream, char *why, size_t len)
             return -1;
         }
     }
-    rc = streams.create(stream, 0); /* CU_STREAM_DEFAULT, as cudaStreamCreate */
-    if (rc != 0) {
-        snprintf(why, len, "cuStreamCreate: %s", error_string(rc));
-        return -1;
-    }
-    return 0;
+    /* CU_STREAM_DEFAULT, as cudaStreamCreate */
+    return driver_result(streams.create(stream, 0), "cuStreamCreate", why, len);
 }
 
 int bench_cuda_stream_synchronize(void *stream, char *why, size_t len)
 {
-    cu_result_t rc = streams.synchronize(stream);
-    if (rc != 0) {
-        snprintf(why, len, "cuStreamSynchronize: %s", error_string(rc));
-        return -1;
-    }
-    return 0;
+    return driver_result(streams.synchronize(stream), "cuStreamSynchronize", why, len);
 }
 
 void bench_cuda_stream_destroy(void *stream)
 {
     if (stream != NULL && streams.destroy != NULL) {
         streams.destroy(stream);
+    }
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+int bench_cuda_graph_check(char *why, size_t len)
+{
+    if (graphs.launch != NULL) {
+        return 0;
+    }
+    if (cu_lib == NULL) {
+        snprintf(why, len, "no CUDA driver loaded");
+        return -1;
+    }
+    *(void **)&graphs.begin_capture = dlsym(cu_lib, "cuStreamBeginCapture_v2");
+    *(void **)&graphs.end_capture = dlsym(cu_lib, "cuStreamEndCapture");
+    *(void **)&graphs.instantiate = dlsym(cu_lib, "cuGraphInstantiateWithFlags");
+    *(void **)&graphs.graph_destroy = dlsym(cu_lib, "cuGraphDestroy");
+    *(void **)&graphs.exec_destroy = dlsym(cu_lib, "cuGraphExecDestroy");
+    *(void **)&graphs.launch = dlsym(cu_lib, "cuGraphLaunch");
+    if (graphs.begin_capture == NULL || graphs.end_capture == NULL || graphs.instantiate == NULL ||
+        graphs.graph_destroy == NULL || graphs.exec_destroy == NULL || graphs.launch == NULL) {
+        graphs = (cu_graphs_t){NULL, NULL, NULL, NULL, NULL, NULL};
+        snprintf(why, len, "the CUDA driver lacks the graph calls (cuStreamBeginCapture_v2, "
+                 "cuStreamEndCapture, cuGraphInstantiateWithFlags, cuGraphLaunch, ...)");
+        return -1;
+    }
+    return 0;
+}
+
+int bench_cuda_graph_begin(void *stream, char *why, size_t len)
+{
+    if (bench_cuda_graph_check(why, len) != 0) {
+        return -1;
+    }
+    return driver_result(graphs.begin_capture(stream, CU_CAPTURE_RELAXED),
+                         "cuStreamBeginCapture_v2", why, len);
+}
+
+int bench_cuda_graph_end(void *stream, void **exec, char *why, size_t len)
+{
+    void *graph = NULL;
+    int rc = driver_result(graphs.end_capture(stream, &graph), "cuStreamEndCapture", why, len);
+    if (rc == 0) {
+        rc = driver_result(graphs.instantiate(exec, graph, 0), "cuGraphInstantiateWithFlags",
+                           why, len);
+        graphs.graph_destroy(graph);
+    }
+    return rc;
+}
+
+int bench_cuda_graph_launch(void *exec, void *stream, char *why, size_t len)
+{
+    return driver_result(graphs.launch(exec, stream), "cuGraphLaunch", why, len);
+}
+
+void bench_cuda_graph_destroy(void *exec)
+{
+    if (exec != NULL && graphs.exec_destroy != NULL) {
+        graphs.exec_destroy(exec);
     }
 }
 

@@ -33,6 +33,15 @@ int bench_cuda_stream_create(void **stream, char *why, size_t len);
 int bench_cuda_stream_synchronize(void *stream, char *why, size_t len);
 void bench_cuda_stream_destroy(void *stream);
 
+/* CUDA graphs (--graph): whether the driver has the graph calls; capture of the stream's work begun (relaxed mode: the calls captured may
+ * allocate) and ended, the graph instantiated into *exec (the graph itself freed); launched on a
+ * stream; freed. Each returns 0, or -1 and why (the driver lacking the graph calls included). */
+int bench_cuda_graph_check(char *why, size_t len);
+int bench_cuda_graph_begin(void *stream, char *why, size_t len);
+int bench_cuda_graph_end(void *stream, void **exec, char *why, size_t len);
+int bench_cuda_graph_launch(void *exec, void *stream, char *why, size_t len);
+void bench_cuda_graph_destroy(void *exec);
+
 /* How many entry points the loaded driver counts the calls of (the test driver's emulated GPU
  * exports fakecuda_call_counts and fakecuda_call_name): 0 where it counts none (a real driver). */
 int bench_cuda_counted_calls(void);

@@ -37,6 +37,14 @@ Checks (all by default on a successful run):
   --nccl-skipped RE   --nccl skipped its column: one line "# nccl: skipped: " matching RE, no
                       NCCL column and two latencies per round (with --driver: the line printed
                       and in results.md, and the CSV's NCCL fields empty)
+  --enqueue, --graph  the stream-ordered columns ran: one "# enqueue: MPIX_..." ("# graph: ...")
+                      line, the columns Enqueue(us) (Graph(us)) before Validation, and under every
+                      row "# stream calls ran: enqueue N of N, graph N of N" (every call issued
+                      ran); with --ab, a "# rounds enqueue/graph (us): E/G ..." line whose medians
+                      are the row's
+  --stream-calls N    each of those columns issued N calls per size (warm-up, timed, validation)
+  --stream-skipped RE the stream columns asked for were skipped: "# enqueue: skipped: RE" and/or
+                      "# graph: skipped: RE" lines (at least one), no such column, no calls line
 """
 
 import argparse
@@ -163,6 +171,72 @@ def check_nccl_line(a, lines, header, out, err):
         fail("an NCCL column although NCCL did not run: %r" % header, out, err)
 
 
+STREAM_CALLS = re.compile(r"# stream calls ran: (\w+ \d+ of \d+(?:, \w+ \d+ of \d+)*)$")
+
+
+def stream_columns(a):
+    return [c for c, on in (("enqueue", a.enqueue), ("graph", a.graph)) if on]
+
+
+def check_stream(a, lines, header, columns, out, err):
+    """--enqueue/--graph: the columns' lines, their calls all run under every row, and with --ab
+    their rounds; --stream-skipped: only skip lines."""
+    said = [l for l in lines if re.match(r"# (enqueue|graph): ", l)]
+    if a.stream_skipped is not None:
+        if not said or not all(re.match(r"# (enqueue|graph): skipped: " + a.stream_skipped, l)
+                               for l in said):
+            fail("expected '# enqueue|graph: skipped: %s' lines, got %r" % (a.stream_skipped, said),
+                 out, err)
+        if "Enqueue(us)" in header or "Graph(us)" in header or \
+                any(l.startswith("# stream calls ran") for l in lines):
+            fail("a stream column although it was skipped", out, err)
+        for l in said:
+            print(l)
+        return
+    cols = stream_columns(a)
+    for c in cols:
+        if len([l for l in said if l.startswith("# %s: MPIX_" % c)]) != 1:
+            fail("expected one '# %s: MPIX_...' line, got %r" % (c, said), out, err)
+    if not cols:
+        if "Enqueue(us)" in header or "Graph(us)" in header:
+            fail("a stream column although none was asked for: %r" % header, out, err)
+        return
+    for i, row in enumerate(lines):
+        if not row.strip() or row.startswith("#"):
+            continue
+        below = []
+        for l in lines[i + 1:]:
+            if not l.startswith("#"):
+                break
+            below.append(l)
+        m = [STREAM_CALLS.match(l) for l in below if l.startswith("# stream calls ran")]
+        if not m or not m[0]:
+            fail("row %r has no '# stream calls ran: ...' line under it" % row, out, err)
+        got = {}
+        for part in m[0].group(1).split(", "):
+            name, ran, _, issued = part.split()
+            got[name] = (int(ran), int(issued))
+        if sorted(got) != sorted(cols):
+            fail("row %r: calls of %s, expected %s" % (row, sorted(got), cols), out, err)
+        for name, (ran, issued) in got.items():
+            if ran != issued or issued == 0 or (a.stream_calls and issued != a.stream_calls):
+                fail("row %r: %s ran %d of %d calls (expected %s issued, all run)"
+                     % (row, name, ran, issued, a.stream_calls or "some"), out, err)
+        f = row.split()
+        if a.ab:
+            tag = "/".join(cols)
+            r = [l for l in below if l.startswith("# rounds %s (us):" % tag)]
+            if len(r) != 1:
+                fail("row %r has no '# rounds %s (us):' line under it" % (row, tag), out, err)
+            rounds = [[float(x) for x in p.split("/")] for p in r[0].split(":", 1)[1].split()]
+            for k, c in enumerate(cols):
+                want = float(f[1 + columns.index(c.capitalize() + "(us)")])
+                if any(len(p) != len(cols) for p in rounds) or \
+                        abs(median([p[k] for p in rounds]) - want) > 0.011 + 0.001 * want:
+                    fail("row %r: the median of its %s rounds is not the row's" % (row, c), out, err)
+    print("stream columns %s: every call issued ran, under each row" % "/".join(cols))
+
+
 def check_format(a, out, err):
     lines = out.splitlines()
     if not lines:
@@ -195,6 +269,8 @@ def check_format(a, out, err):
         columns = ["Avg Latency(us)"]
         if a.full:
             columns += ["Min Latency(us)", "Max Latency(us)", "Iterations", "Bus BW(MB/s)"]
+    if a.stream_skipped is None:
+        columns += [c.capitalize() + "(us)" for c in stream_columns(a)]
     if a.validate:
         columns.append("Validation")
     if not header.startswith("# Size       Avg Latency(us)") and not a.ab:
@@ -235,6 +311,8 @@ def check_format(a, out, err):
             fail("sizes %s, expected %s" % (sizes, want), out, err)
     if a.ab and rows:
         check_rounds(lines, a.nccl, out, err)
+    if rows:
+        check_stream(a, lines, header, columns, out, err)
     # the path first: a count is only meaningful on the path it was expected on
     if a.expect_path:
         check_paths(a, lines, out, err)
@@ -371,6 +449,10 @@ def main():
     p.add_argument("--expect-path")
     p.add_argument("--nccl", action="store_true")
     p.add_argument("--nccl-skipped")
+    p.add_argument("--enqueue", action="store_true")
+    p.add_argument("--graph", action="store_true")
+    p.add_argument("--stream-calls", type=int)
+    p.add_argument("--stream-skipped")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
