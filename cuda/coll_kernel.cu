@@ -146,7 +146,11 @@ __device__ int dev_arrived(const picoll_cuda_kparams_t &p)
 
 /* Arrive at epoch (unless an earlier attempt did) and wait for block blockIdx.x of every peer.
  * Returns true when some peer did not arrive within spin_ns: the block has told the host and
- * returns; its arrival stays stored, so the peers go on, and a relaunch waits again at epoch. */
+ * returns; its arrival stays stored, so the peers go on, and a relaunch waits again at epoch.
+ * Also true, at once, when the host vetoed the call (a hot-path call, veto_at, that some rank
+ * said no to: that rank never arrives, so no block of any rank gets past the wait that needs
+ * it, nor writes dst): the halt word stops the launches queued behind, the host is told through
+ * quit only (not halted: nothing is resumed). */
 __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, bool arrive)
 {
     DEV_SHARED(int, gave_up);
@@ -170,6 +174,10 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
         for (unsigned spins = 1; DEV_FLAG_LOAD(3, f) < epoch; spins++) {
             if ((spins & 63) != 0) { /* the clock often enough for a spin of a few ms */
                 continue;
+            }
+            if (p.veto_at != 0 && dev_flag_load((const uint64_t *)&p.status->veto) == p.veto_at) {
+                gave_up = 2;
+                break;
             }
             uint64_t now = dev_globaltimer();
             if (since == 0) {
@@ -195,7 +203,9 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
         /* the halt word first: the launches queued behind this one read it when they start (the
          * release of halted orders it before; a fence between adds nothing) */
         dev_flag_store(p.flags[p.me] + PICOLL_CUDA_HALT_WORD, p.seq);
-        dev_flag_store((uint64_t *)&p.status->halted, p.seq);
+        if (gave_up == 1) {
+            dev_flag_store((uint64_t *)&p.status->halted, p.seq);
+        }
         DEV_FLAG_STORE(5, (uint64_t *)&p.status->quit[blockIdx.x], p.seq);
     }
     return gave_up != 0;

@@ -15,8 +15,15 @@
  *
  * Driver calls per call, on the hot path: one pointer attribute per buffer (the memory-kind cache,
  * src/memkind.c), one current-context query and one stream-capture query (the vote), one launch
- * per chunk; four more where the caller's current context is not the buffers' (a push and a pop
- * around the capture query, a switch and a switch back around the launches). */
+ * per chunk: 5 for an allreduce, allgather or alltoall of one chunk, 4 in place; four more where
+ * the caller's current context is not the buffers' (a push and a pop around the capture query, a
+ * switch and a switch back around the launches). No fewer: each guards against what the
+ * application may change between calls (a buffer freed and its address reused, another context
+ * made current, a graph capture begun: docs/cuda.md). No host barrier after a communicator's
+ * first device call: a call armed for the hot path (picoll_cuda_hot_arm) launches without one,
+ * and a rank that said no to it never arrives, so no block gets past the wait that needs it; the
+ * host reads that no in the node workspace while it polls, vetoes its kernels through the
+ * host-mapped status (coll_veto) and returns PICOLL_ERR_VETOED for the full vote. */
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
 #include "util/config.h"
@@ -96,6 +103,22 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
     return 1;
 }
 
+void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, const picoll_shm_t *shm, uint64_t call)
+{
+    ws->veto_at = call;
+    ws->veto_shm = shm;
+}
+
+/* A vetoed call's arrivals: at most the first launch's first two epochs (no block passes a wait
+ * that needs the rank that said no), so every rank goes on two epochs on, launched or not. */
+#define COLL_VETO_EPOCHS 2
+
+void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws)
+{
+    ws->epoch += COLL_VETO_EPOCHS;
+    ws->veto_at = 0;
+}
+
 /* Past the agreement a rank cannot fall back alone: a CUDA failure ends the job. */
 static void coll_fatal(const char *coll, const char *call, int rc)
 {
@@ -133,6 +156,23 @@ typedef struct {
     uint64_t first;        /* epoch of chunk 0's first arrival */
     picoll_cuda_kparams_t p;
 } coll_call_t;
+
+/* A hot-path call: whether a peer said no to it (its dev_no word; picoll_cuda_hot_arm). No peer
+ * that said no ever launches for it: its kernels give up waiting, or are vetoed (coll_veto). */
+static int coll_said_no(const picoll_cuda_ws_t *ws, const coll_call_t *c)
+{
+    const picoll_shm_t *shm = ws->veto_shm;
+    if (c->p.veto_at == 0) {
+        return 0;
+    }
+    for (int r = 0; r < shm->nlocal; r++) {
+        if (r != shm->me &&
+            atomic_load_explicit(&shm->flags[r].dev_no, memory_order_acquire) == c->p.veto_at) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /* Sets the parameters of chunk i; returns its blocks. */
 static int coll_chunk(coll_call_t *c, size_t i)
@@ -223,8 +263,8 @@ static void coll_late_tick(picoll_cuda_ws_t *ws, const char *coll, coll_late_t *
  * that gave up (resumed: its finished blocks return, the others go on from their last arrival)
  * and every chunk after it. No driver call but the launches: nothing that could wait behind a
  * kernel of this rank. Updates *from, *floor and *blocks (of the attempt's last launch). */
-static void coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late, size_t *from,
-                        uint64_t *floor, int *blocks)
+static int coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late, size_t *from,
+                       uint64_t *floor, int *blocks)
 {
     volatile picoll_cuda_status_t *st = ws->status;
     uint64_t last = c->first + (uint64_t)c->nchunks * (uint64_t)c->arrivals - 1;
@@ -244,6 +284,9 @@ static void coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late,
         picoll_wait(&w, 0);
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (coll_said_no(ws, c)) {
+        return 1;
+    }
     size_t k = *from + (size_t)(st->halted - *floor);
     int nb = coll_chunk(c, k);
     uint64_t k_last = c->p.epoch + (uint64_t)c->arrivals - 1;
@@ -282,10 +325,16 @@ static void coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late,
     double until = now + late->pause;
     picoll_wait_init(&w, 0.0, picoll_spin_max());
     while (now < until) {
+        if (coll_said_no(ws, c)) {
+            return 1;
+        }
         coll_late_tick(ws, c->coll, late, now);
         if (picoll_wait(&w, 0) != PICOLL_WAIT_POLL) {
             now = w.now;
         }
+    }
+    if (coll_said_no(ws, c)) {
+        return 1;
     }
     coll_late_tick(ws, c->coll, late, now);
 
@@ -295,18 +344,53 @@ static void coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late,
     for (size_t i = k + 1; i < c->nchunks; i++) {
         *blocks = coll_launch(ws, c, i, *floor, 0, 0);
     }
+    return 0;
+}
+
+/* A peer said no to this hot-path call: stop this rank's kernels (status->veto, which their waits
+ * read), wait until the last launch's blocks all quit (stream order: every launch before it
+ * ended too), and leave the workspace where every rank's is (picoll_cuda_hot_skip). No block
+ * wrote the receive buffer: each waits, before it writes it, for the rank that said no. */
+static void coll_veto(picoll_cuda_ws_t *ws, coll_call_t *c, int blocks)
+{
+    volatile picoll_cuda_status_t *st = ws->status;
+    uint64_t last = c->first + (uint64_t)c->nchunks * (uint64_t)c->arrivals - 1;
+    picoll_wait_t w;
+
+    __atomic_store_n(&st->veto, c->p.veto_at, __ATOMIC_RELEASE);
+    picoll_wait_init(&w, 0.0, picoll_spin_max());
+    for (;;) {
+        int b = 0;
+        while (b < blocks && st->quit[b] >= ws->seq) {
+            b++;
+        }
+        if (b == blocks) {
+            break;
+        }
+        if (st->done[b] >= last) {
+            picoll_fatal("%s on the device: finished although a rank said no", c->coll);
+        }
+        picoll_wait(&w, 0);
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    for (int r = 0; r < ws->nlocal; r++) {
+        st->missing[r] = 0;
+    }
+    st->halted = 0;
+    ws->epoch = c->first - 1 + COLL_VETO_EPOCHS;
+    picoll_debug("%s on the device: a rank said no: every rank falls back", c->coll);
 }
 
 /* Wait for the call's last launch by polling the host-mapped status: no driver call. A launch of
  * this rank that does not start (the GPU still runs work queued before the call) is waited for
  * with a warning; a kernel that gave up waiting for a peer is resumed (coll_resume). */
-static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_call_t *c,
-                     uint64_t floor, int blocks)
+static picoll_status_t coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev,
+                                coll_call_t *c, uint64_t floor, int blocks)
 {
     volatile picoll_cuda_status_t *st = ws->status;
     uint64_t last = c->first + (uint64_t)c->nchunks * (uint64_t)c->arrivals - 1;
     double began = 0.0, asked = picoll_clock_now();
-    int warned = 0;
+    int warned = 0, vetoed = 0;
     size_t from = 0;
     coll_late_t late;
     picoll_wait_t w;
@@ -323,8 +407,15 @@ static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_ca
             break;
         }
         if (st->halted != 0) {
-            coll_resume(ws, c, &late, &from, &floor, &blocks);
+            if (coll_resume(ws, c, &late, &from, &floor, &blocks)) {
+                vetoed = 1;
+                break;
+            }
             continue;
+        }
+        if (coll_said_no(ws, c)) {
+            vetoed = 1;
+            break;
         }
         if (picoll_wait(&w, 0) == PICOLL_WAIT_POLL) {
             continue;
@@ -343,11 +434,14 @@ static void coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_ca
             warned = 1;
         }
     }
-    if (late.start != 0.0) {
+    if (vetoed) {
+        coll_veto(ws, c, blocks);
+    } else if (late.start != 0.0) {
         picoll_debug("%s on the device: done after waiting %.1f s for late peers", c->coll,
                      picoll_clock_now() - late.start);
     }
     picoll_cuda_leave(&prev);
+    return vetoed ? PICOLL_ERR_VETOED : PICOLL_OK;
 }
 
 /* The parameters every launch on ws shares. */
@@ -360,6 +454,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->max_blocks = ws->max_blocks;
     p->spin_ns = (uint64_t)((ws->spin < 0.001 ? 0.001 : ws->spin) * 1e9);
     p->status = ws->status_dev;
+    p->veto_at = ws->veto_at;
     p->type = PICOLL_CUDA_T_NONE;
     p->esize = 1;
     p->root = -1;
@@ -379,7 +474,8 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
 }
 
 /* Launch every chunk of c, then wait for the last (resuming the call where a kernel gave up). */
-static void coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_call_t *c)
+static picoll_status_t coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev,
+                                coll_call_t *c)
 {
     uint64_t floor = ws->seq + 1;
     int blocks = 0;
@@ -391,9 +487,14 @@ static void coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev, coll_ca
     ws->epoch += (uint64_t)c->nchunks * (uint64_t)c->arrivals;
     if (c->nchunks == 0) {
         picoll_cuda_leave(&prev);
-        return;
+        if (c->p.veto_at != 0) {
+            /* no launch to carry a no: every rank takes the vote (nchunks is the same on all) */
+            picoll_cuda_hot_skip(ws);
+            return PICOLL_ERR_VETOED;
+        }
+        return PICOLL_OK;
     }
-    coll_end(ws, prev, c, floor, blocks);
+    return coll_end(ws, prev, c, floor, blocks);
 }
 
 /* The parameters of a reduction of dtype under op. */
@@ -415,8 +516,8 @@ static picoll_status_t coll_call(picoll_cuda_ws_t *ws, coll_call_t *c, const voi
     c->total = total;
     c->step = step;
     c->arrivals = c->arrivals != 0 ? c->arrivals : 1;
-    coll_run(ws, prev, c);
-    return PICOLL_OK;
+    ws->veto_at = 0; /* armed for one call */
+    return coll_run(ws, prev, c);
 }
 
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,

@@ -59,12 +59,22 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
 void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
                            picoll_shm_t *shm, const picoll_config_t *cfg, picoll_cu_context_t ctx);
 
+/* The device hot path (coll/dispatch.c): the next device call on ws runs without a barrier
+ * before it, as call number call (the same on every rank, never 0): every rank that said yes
+ * launches; one that said no publishes it in shm (dev_no) instead and calls
+ * picoll_cuda_hot_skip. Then every yes rank's call returns PICOLL_ERR_VETOED, having written
+ * nothing the caller sees, and every rank's workspace is at the same epoch. */
+void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, const picoll_shm_t *shm, uint64_t call);
+void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws);
+
 /* Selection inputs: the node's reach and one data buffer's size. */
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
 size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
 
-/* The device collectives, run after every rank agreed to (they cannot fall back any more). The
- * result is in the receive buffer when they return; a peer that never arrives ends the job.
+/* The device collectives, run after every rank agreed to (they cannot fall back any more), or
+ * armed for the hot path (picoll_cuda_hot_arm: PICOLL_ERR_VETOED when a rank said no). The
+ * result is in the receive buffer when they return PICOLL_OK; a peer that never arrives ends the
+ * job.
  * sendbuf may be MPI_IN_PLACE. Allreduce runs kernel mode PICOLL_CUDA_K_ONESHOT, _TWOSHOT or _HCM
  * (the algorithm layer chooses); block: bytes one rank contributes (allgather) or sends to each
  * rank (alltoall). */
@@ -131,6 +141,17 @@ static inline void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, M
     (void)shm;
     (void)cfg;
     (void)ctx;
+}
+static inline void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, const picoll_shm_t *shm,
+                                       uint64_t call)
+{
+    (void)ws;
+    (void)shm;
+    (void)call;
+}
+static inline void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws)
+{
+    (void)ws;
 }
 static inline picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws)
 {

@@ -100,6 +100,10 @@ typedef struct {
                                                         * (the host clears it) */
     volatile uint8_t missing[PICOLL_CUDA_MAX_LOCAL];   /* a local rank given up on: 2 if its
                                                         * launch had not started, else 1 */
+    volatile uint64_t veto;                            /* written by the host: the veto_at of a
+                                                        * call some rank said no to (a peer
+                                                        * that never arrives): its blocks leave
+                                                        * their waits (quit[b]) */
 } picoll_cuda_status_t;
 
 typedef struct {
@@ -125,6 +129,8 @@ typedef struct {
     uint64_t done_mask; /* resume: blocks that finished in an earlier attempt (they return) */
     int resume;         /* relaunch of the launch that gave up: each block goes on from where its
                          * own flag says it arrived */
+    uint64_t veto_at;   /* a call on the hot path (no host barrier before it): its number, which
+                         * status->veto takes when a rank said no; 0: the ranks agreed before */
     size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer;
                          * reduce-scatter, allgatherv: the chunk of the largest piece */
     size_t chunk_off;   /* offset of this chunk in the call's operands (of each block, each piece) */

@@ -43,14 +43,23 @@ typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path
  * (CUDA-pinned memory is left to the workspace); *cuda_alg: the device algorithm when PATH_CUDA.
  * agree: NULL, or AGREE_N sizes that a rank knows only of its own (alltoallv's pieces): this
  * rank's on the way in, the largest of every rank's on the way out, carried in the barrier lines
- * of the vote (no barrier more); a selection that needs them is made after the vote only. */
+ * of the vote (no barrier more); a selection that needs them is made after the vote only.
+ *
+ * The hot path (hot: the call's first pick): where the last vote agreed on the device
+ * (ctx->cuda_hot, the same on every rank), the workspace's algorithm is known and the call needs
+ * no agreement on sizes (agree NULL), there is no barrier: a rank whose own vote is yes, in the
+ * workspace's context, returns PATH_CUDA with the device call armed (picoll_cuda_hot_arm): its
+ * kernels wait for every rank's as always; a rank whose vote is no says so in the node workspace
+ * (dev_no) and takes the full vote, and the yes ranks' device calls then stop their kernels before
+ * any wrote the receive buffer and return PICOLL_ERR_VETOED: the caller picks again with hot 0,
+ * and every rank meets in the full vote. */
 enum { AGREE_N = 2 };
 
 static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbuf, const void *recvbuf,
                         picoll_dtype_t dt, int eligible, const char *coll,
                         int (*select_cuda)(const picoll_cuda_ws_t *, const void *),
                         const void *select_arg, size_t *agree, int *vote, int *direct,
-                        int *cuda_alg)
+                        int *cuda_alg, int hot)
 {
     picoll_meminfo_t s, r;
     int in_place = sendbuf == MPI_IN_PLACE;
@@ -89,6 +98,16 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
     if (dev && !home && bufctx == ctx->cuda_failed) {
         dev = 0; /* no device kernels in that context (e.g. no kernel image for this GPU) */
     }
+    if (hot && agree == NULL && ctx->cuda_hot && ctx->cuda != NULL &&
+        *cuda_alg != PICOLL_ALG_FALLBACK) {
+        uint64_t call = ++ctx->hot_calls;
+        if (dev && home) {
+            picoll_cuda_hot_arm(ctx->cuda, ctx->shm, call);
+            return PATH_CUDA;
+        }
+        atomic_store_explicit(&ctx->shm->flags[ctx->shm->me].dev_no, call, memory_order_release);
+        picoll_cuda_hot_skip(ctx->cuda);
+    }
     uint32_t mine = (host_ok ? PATH_HOST : 0u) | (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
     picoll_shm_t *shm = ctx->shm;
     const size_t agree_bytes = AGREE_N * sizeof(size_t);
@@ -111,9 +130,11 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
                               bufctx);
         ctx->cuda_failed = ctx->cuda == NULL ? (void *)bufctx : NULL;
     }
+    ctx->cuda_hot = 0;
     if ((all & PATH_CUDA) && ctx->cuda != NULL) {
         *cuda_alg = select_cuda(ctx->cuda, select_arg);
         if (*cuda_alg != PICOLL_ALG_FALLBACK) {
+            ctx->cuda_hot = 1;
             return PATH_CUDA;
         }
     }
@@ -197,12 +218,20 @@ int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args
     }
     alg = picoll_select_allreduce(&picoll_cfg, shm->slot_size, ctx->size, bytes, shm->cma);
     picoll_reentry++;
-    switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
-                      select_cuda_allreduce, &bytes, NULL, &vote, &direct, &cuda_alg)) {
+    path_t path;
+    int hot = 1;
+    do { /* again after a veto on the hot path, with the full vote */
+        path = pick_path(ctx, alg, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce",
+                         select_cuda_allreduce, &bytes, NULL, &vote, &direct, &cuda_alg, hot);
+        status = path != PATH_CUDA ? PICOLL_OK
+                                   : picoll_cuda_allreduce(ctx->cuda, cuda_kmode(cuda_alg),
+                                                           args->sendbuf, args->recvbuf,
+                                                           args->count, args->dtype, args->op);
+        hot = 0;
+    } while (status == PICOLL_ERR_VETOED);
+    switch (path) {
     case PATH_CUDA:
         alg = cuda_alg;
-        status = picoll_cuda_allreduce(ctx->cuda, cuda_kmode(alg), args->sendbuf, args->recvbuf,
-                                       args->count, args->dtype, args->op);
         break;
     case PATH_HOST:
         if (alg == PICOLL_ALLREDUCE_ONESHOT) {
@@ -312,11 +341,19 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
     alg = c->select(&picoll_cfg, ctx->size, args->block_bytes, shm->cma);
     blocks_select_t sel = {.c = c, .size = ctx->size, .block_bytes = args->block_bytes};
     picoll_reentry++;
-    switch (pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
-                      c->name, select_cuda_blocks, &sel, NULL, &vote, &direct, &cuda_alg)) {
+    path_t path;
+    int hot = 1;
+    do { /* again after a veto on the hot path, with the full vote */
+        path = pick_path(ctx, alg, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
+                         c->name, select_cuda_blocks, &sel, NULL, &vote, &direct, &cuda_alg, hot);
+        status = path != PATH_CUDA ? PICOLL_OK
+                                   : c->run_cuda(ctx->cuda, args->sendbuf, args->recvbuf,
+                                                 args->block_bytes);
+        hot = 0;
+    } while (status == PICOLL_ERR_VETOED);
+    switch (path) {
     case PATH_CUDA:
         alg = cuda_alg;
-        status = c->run_cuda(ctx->cuda, args->sendbuf, args->recvbuf, args->block_bytes);
         break;
     case PATH_HOST:
         status = run_blocks_host(shm, args, c, vote, direct, &alg);
@@ -431,26 +468,31 @@ int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args,
         send = MPI_IN_PLACE;
     }
     picoll_reentry++;
-    if (pick_path(ctx, PICOLL_ALG_FALLBACK, send, recv, args->dtype, args->eligible,
-                  names[args->coll], select_cuda_device_only, &sel,
-                  args->coll == PICOLL_COLL_ALLTOALLV ? agree : NULL, &vote, &direct,
-                  &cuda_alg) != PATH_CUDA) {
-        status = PICOLL_ERR_DISABLED;
-    } else if (args->coll == PICOLL_COLL_BCAST) {
-        status = picoll_cuda_bcast(ctx->cuda, args->recvbuf, args->count, args->root);
-    } else if (args->coll == PICOLL_COLL_ALLTOALLV) {
-        status = picoll_cuda_alltoallv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
-                                       args->displs, args->rcounts, args->rdispls, agree[0]);
-    } else if (args->coll == PICOLL_COLL_ALLGATHERV) {
-        status = picoll_cuda_allgatherv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
-                                        args->displs);
-    } else if (args->coll == PICOLL_COLL_REDUCE) {
-        status = picoll_cuda_reduce(ctx->cuda, args->sendbuf, args->recvbuf, args->count,
-                                    args->dtype, args->op, args->root);
-    } else {
-        status = picoll_cuda_reduce_scatter(ctx->cuda, names[args->coll], args->sendbuf,
-                                            args->recvbuf, args->counts, args->dtype, args->op);
-    }
+    int hot = 1;
+    do { /* again after a veto on the hot path, with the full vote */
+        if (pick_path(ctx, PICOLL_ALG_FALLBACK, send, recv, args->dtype, args->eligible,
+                      names[args->coll], select_cuda_device_only, &sel,
+                      args->coll == PICOLL_COLL_ALLTOALLV ? agree : NULL, &vote, &direct,
+                      &cuda_alg, hot) != PATH_CUDA) {
+            status = PICOLL_ERR_DISABLED;
+        } else if (args->coll == PICOLL_COLL_BCAST) {
+            status = picoll_cuda_bcast(ctx->cuda, args->recvbuf, args->count, args->root);
+        } else if (args->coll == PICOLL_COLL_ALLTOALLV) {
+            status = picoll_cuda_alltoallv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
+                                           args->displs, args->rcounts, args->rdispls, agree[0]);
+        } else if (args->coll == PICOLL_COLL_ALLGATHERV) {
+            status = picoll_cuda_allgatherv(ctx->cuda, args->sendbuf, args->recvbuf,
+                                            args->counts, args->displs);
+        } else if (args->coll == PICOLL_COLL_REDUCE) {
+            status = picoll_cuda_reduce(ctx->cuda, args->sendbuf, args->recvbuf, args->count,
+                                        args->dtype, args->op, args->root);
+        } else {
+            status = picoll_cuda_reduce_scatter(ctx->cuda, names[args->coll], args->sendbuf,
+                                                args->recvbuf, args->counts, args->dtype,
+                                                args->op);
+        }
+        hot = 0;
+    } while (status == PICOLL_ERR_VETOED);
     picoll_reentry--;
     return finish(args->coll, cuda_alg, status, sel.bytes, mpi_rc);
 }

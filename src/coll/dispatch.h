@@ -29,6 +29,9 @@ typedef struct {
                                context from then on, so the set-up is not tried on every call */
     picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
                                set up on every rank */
+    int cuda_hot;           /* the last vote on the node agreed on the device (in cuda): the next
+                               device call may take the hot path (coll/dispatch.c) */
+    uint64_t hot_calls;     /* calls that took the hot path so far (the same on every rank) */
 } picoll_coll_ctx_t;
 
 typedef struct {

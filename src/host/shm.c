@@ -3,6 +3,7 @@
 #include "topo/cpu.h"
 #include "util/fatal.h"
 #include "util/config.h"
+#include "util/export.h"
 #include "util/log.h"
 #include "util/proc.h"
 #include "util/wait.h"
@@ -242,12 +243,21 @@ static void shm_wait_tick(picoll_shm_t *shm, uint64_t epoch, const char *coll,
                         nunwatched, expired, w->now - w->start, shm->timeout);
 }
 
+static _Atomic unsigned long long shm_barriers;
+
+PICOLL_EXPORT unsigned long long picoll_test_shm_barriers(void);
+unsigned long long picoll_test_shm_barriers(void)
+{
+    return atomic_load_explicit(&shm_barriers, memory_order_relaxed);
+}
+
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
 {
     uint64_t epoch = ++shm->epoch;
     picoll_shm_line_t *mine = &shm->flags[shm->me].line[epoch & 1];
     uint32_t all = vote;
 
+    atomic_fetch_add_explicit(&shm_barriers, 1, memory_order_relaxed);
     atomic_store_explicit(&mine->vote, vote, memory_order_relaxed);
     atomic_store_explicit(&mine->arrived, epoch, memory_order_release);
     for (int r = 0; r < shm->nlocal; r++) {

@@ -33,7 +33,10 @@ typedef struct {
                                     which the peers read after the reduction's barrier */
     uint64_t pid;                /* this rank's process and its start time (util/proc.h), written */
     uint64_t start;              /* at set-up: a peer that waits for it can tell late from gone */
-    char pad[PICOLL_CACHE_LINE - 4 * sizeof(uint64_t)];
+    _Atomic uint64_t dev_no;     /* the device hot path (coll/dispatch.c): the number of the last
+                                    hot call this rank said no to; its peers' kernels wait for it
+                                    in vain, their hosts read this and stop them */
+    char pad[PICOLL_CACHE_LINE - 5 * sizeof(uint64_t)];
 } picoll_shm_flag_t;
 
 typedef struct {
@@ -104,5 +107,7 @@ static inline char *picoll_shm_small(picoll_shm_t *shm, int rank, uint64_t buf, 
 int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll);
 /* The same barrier with a vote of several bits: returns the bitwise AND of every rank's vote. */
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll);
+/* Exported for the tests, which count the barriers of a call: picoll_test_shm_barriers(), the
+ * barriers this process has entered (every node workspace, every thread). */
 
 #endif

@@ -1,5 +1,6 @@
-/* The one mark of what libpicoll.so exports: the MPI wrappers, the public API of include/picoll.h
- * and the MPIX_* extensions. Everything else is built with -fvisibility=hidden. */
+/* The one mark of what libpicoll.so exports: the MPI wrappers, the public API of include/picoll.h,
+ * the MPIX_* extensions and the tests' counters (picoll_test_*). Everything else is built with
+ * -fvisibility=hidden. */
 #ifndef PICOLL_EXPORT_H
 #define PICOLL_EXPORT_H
 

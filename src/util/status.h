@@ -15,7 +15,8 @@
     X(PICOLL_ERR_UCX, "UCX error")                                             \
     X(PICOLL_ERR_TOPOLOGY, "topology error")                                   \
     X(PICOLL_ERR_PEER_FAILED, "a peer rank failed")                            \
-    X(PICOLL_ERR_DISABLED, "picoll is disabled on this communicator")
+    X(PICOLL_ERR_DISABLED, "picoll is disabled on this communicator")          \
+    X(PICOLL_ERR_VETOED, "a rank said no to the call on the device hot path")
 
 typedef enum {
 #define PICOLL_STATUS_ENUM(name, text) name,

@@ -160,6 +160,34 @@ cu_ctx_t drv_current(void)
     return ctx;
 }
 
+int drv_counts(long *counts, int n)
+{
+    if (drv.call_counts == NULL || drv.call_name == NULL) {
+        return -1;
+    }
+    return drv.call_counts(counts, n);
+}
+
+long drv_calls_since(const long *counts, int n, char *names, size_t len)
+{
+    long now[1024], total = 0;
+    size_t at = 0;
+    int m = drv_counts(now, 1024);
+
+    names[0] = '\0';
+    for (int i = 0; i < m && i < n && i < 1024; i++) {
+        long d = now[i] - counts[i];
+        if (d == 0) {
+            continue;
+        }
+        total += d;
+        int w = snprintf(names + at, len - at, "%s%s x%ld", at > 0 ? ", " : "",
+                         drv.call_name(i) ? drv.call_name(i) : "?", d);
+        at = w > 0 && (size_t)w < len - at ? at + (size_t)w : at;
+    }
+    return total;
+}
+
 long drv_calls(const char *name)
 {
     long counts[1024];

@@ -97,6 +97,12 @@ cu_ctx_t drv_current(void);
 /* How many times this process called the driver's entry point name (emulated GPU only; -1 where
  * the driver does not count). */
 long drv_calls(const char *name);
+/* Every entry point's count so far into counts[0..n) (emulated GPU only): how many were written,
+ * -1 where the driver does not count. */
+int drv_counts(long *counts, int n);
+/* The calls made since drv_counts wrote counts (n entries): their total, and "name xN, ..." of
+ * each entry point called into names. */
+long drv_calls_since(const long *counts, int n, char *names, size_t len);
 
 /* A failed driver call ends the job (MPI_Abort once MPI is initialised, else exit 2), naming the
  * call, where it was made and the driver's error string. */

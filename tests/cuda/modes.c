@@ -10,7 +10,9 @@
  *   ptds         the input is written on the per-thread default stream (and on the legacy one)
  *                behind 100 ms of other work, right before the call: the result includes it
  *   mixed        some ranks pass host buffers, some device ones (or a host send buffer with a
- *                device receive buffer): every rank falls back, right results
+ *                device receive buffer): every rank falls back, right results. Each such call
+ *                follows a device call, so it takes the hot path (no vote before it): the ranks
+ *                with device buffers launch (counted), the others say no, and all fall back
  *   commfree     20 communicators duplicated, used on the device and freed at once (defect 2:
  *                the emulated GPU aborts when memory is freed while a peer maps it)
  *   finalize     device calls on a fresh communicator, then MPI_Finalize at once (defect 2)
@@ -44,12 +46,15 @@
  *                others' kernels give up and their hosts wait for it without the GPU and resume
  *                the call; right results, the device path, and the call overlapped the delay.
  *                With PICOLL_CUDA_SPIN >= 1 s, then the hot path again: one launch per chunk,
- *                not one more, no synchronisation (counted by the emulated GPU).
+ *                not one more, no synchronisation (counted by the emulated GPU); and every
+ *                driver call and host barrier of a second allreduce, allgather and alltoall of
+ *                one chunk on the same buffers (hot_path_counts).
  *                C = allreduce-small: an allreduce of one chunk. C = kill: rank R's process is killed (SIGKILL) by the host
  *                function after S seconds, inside an allreduce (the others must name it) */
 #include "cases.h"
 #include "modes.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
@@ -249,6 +254,36 @@ static mem_t mixed_mem(int p, int r)
     }
 }
 
+/* A device call on every rank, so that the mixed call after it takes the hot path (no vote
+ * before it): the ranks with device buffers launch, the others say no, and all fall back
+ * together. Returns the launches so far. */
+static long mixed_after_device(size_t i)
+{
+    if (i % 2 == 0) {
+        allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0);
+    } else {
+        blocks_case((int)(i / 2 % 2), 1000, 0, 0);
+    }
+    return drv_calls("cuLaunchKernel");
+}
+
+/* The mixed call took the hot path: a rank with device buffers launched (and its kernels were
+ * stopped: the call's path is checked as a fallback), one with host memory did not. */
+static void mixed_vetoed(mem_t mem, long before, const char *what, size_t bytes)
+{
+    long launches = drv_calls("cuLaunchKernel") - before;
+    if (before < 0) {
+        return;
+    }
+    if (mem == MEM_DEVICE) {
+        MT_CHECK(launches > 0, "mixed %s of %zu bytes after a device call: no launch on the hot "
+                 "path", what, bytes);
+    } else {
+        MT_CHECK(launches == 0, "mixed %s of %zu bytes: %ld launches from a rank with host "
+                 "memory", what, bytes, launches);
+    }
+}
+
 int mode_mixed(int argc, char **argv)
 {
     static const int tis[] = {T_INT8, T_INT32, T_FLOAT, T_DOUBLE, T_CDOUBLE};
@@ -273,7 +308,9 @@ int mode_mixed(int argc, char **argv)
                 ar_case_t k = {.ti = tis[i], .t = t, .op = SUM, .count = counts[c],
                                .in_place = p != 2 && c == 1, .off = c, .mem = mem, .exact = 1};
                 ar_prepare(&k);
+                long launches = mixed_after_device(c);
                 ar_call(&k, "fallback");
+                mixed_vetoed(mem, launches, "allreduce", k.bytes);
                 ar_check(&k);
             }
         }
@@ -281,7 +318,9 @@ int mode_mixed(int argc, char **argv)
             for (size_t block = 1000; block < 3 * SLOT; block += SLOT + 1) {
                 bl_case_t k = {.alltoall = a, .block = block, .off = (size_t)a, .mem = mem};
                 bl_prepare(&k);
+                long launches = mixed_after_device(block);
                 bl_call(&k, "fallback");
+                mixed_vetoed(mem, launches, a ? "alltoall" : "allgather", block);
                 bl_check(&k);
             }
         }
@@ -790,6 +829,81 @@ int mode_backlog(int argc, char **argv)
     return mt_finish("cuda_coll backlog");
 }
 
+/* ---------------------------------------------------------------- the hot path, counted */
+
+/* A device call after the first on the same buffers, counted: its driver calls (the emulated
+ * GPU's counts) and picoll's host barriers (picoll_test_shm_barriers). */
+typedef struct {
+    long drv[1024];
+    int ndrv;
+    unsigned long long barriers;
+} hot_count_t;
+
+static unsigned long long (*hot_barriers)(void);
+
+static void hot_begin(hot_count_t *h, void *rb, size_t len, const void *input)
+{
+    /* the receive buffer overwritten first (with the input in place): the counted call must write
+     * the result itself */
+    unsigned char *fill = calloc(len, 1);
+    dbuf_put(rb, 0, input != NULL ? input : fill, len);
+    free(fill);
+    h->ndrv = drv_counts(h->drv, 1024);
+    h->barriers = hot_barriers();
+}
+
+static void hot_end(const hot_count_t *h, const char *what, long max_calls)
+{
+    char names[512];
+    unsigned long long barriers = hot_barriers() - h->barriers;
+    long calls = drv_calls_since(h->drv, h->ndrv, names, sizeof(names));
+    MT_CHECK(calls <= max_calls, "hot path: %s after the first call: %ld driver calls (%s), more "
+             "than %ld", what, calls, names, max_calls);
+    MT_CHECK(barriers == 0, "hot path: %s after the first call: %llu host barriers", what,
+             barriers);
+    if (mt_rank == 0) {
+        printf("hot path: %s: %ld driver calls (%s), %llu host barriers\n", what, calls, names,
+               barriers);
+    }
+}
+
+/* Allreduce (in place and not), allgather and alltoall of one chunk on device buffers, each
+ * called twice on the same buffers: the second call makes at most HOT_CALLS driver calls (one
+ * buffer) or HOT_CALLS + 1 (two: a send and a receive buffer), and no host barrier: one memory
+ * kind query per buffer (the cache's validation: a freed buffer's address may come back as
+ * another allocation), the thread's current context and its per-thread stream's capture status
+ * (the application may change either between calls), the launch. */
+#define HOT_CALLS 4
+static void hot_path_counts(void)
+{
+    *(void **)&hot_barriers = dlsym(RTLD_DEFAULT, "picoll_test_shm_barriers");
+    MT_CHECK(hot_barriers != NULL, "hot path: picoll_test_shm_barriers not found");
+    if (hot_barriers == NULL) {
+        return;
+    }
+    hot_count_t h;
+    for (int in_place = 0; in_place < 2; in_place++) {
+        ar_case_t k = {.ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM, .count = 1000,
+                       .in_place = in_place};
+        ar_prepare(&k);
+        ar_call(&k, NULL);
+        hot_begin(&h, &k.rb, k.bytes, in_place ? k.mine : NULL);
+        ar_call(&k, NULL);
+        hot_end(&h, in_place ? "MPI_Allreduce in place" : "MPI_Allreduce",
+                in_place ? HOT_CALLS : HOT_CALLS + 1);
+        ar_check(&k);
+    }
+    for (int a = 0; a < 2; a++) {
+        bl_case_t k = {.alltoall = a, .block = 1000};
+        bl_prepare(&k);
+        bl_call(&k, NULL);
+        hot_begin(&h, &k.rb, k.total, NULL);
+        bl_call(&k, NULL);
+        hot_end(&h, a ? "MPI_Alltoall" : "MPI_Allgather", HOT_CALLS + 1);
+        bl_check(&k);
+    }
+}
+
 /* ---------------------------------------------------------------- late */
 
 static void kill_host_fn(void *arg)
@@ -884,6 +998,7 @@ int mode_late(int argc, char **argv)
                  "hot-path allreduce: a synchronisation or a copy by picoll");
     }
     dbuf_free(&hb);
+    hot_path_counts();
     ncases++;
     return mt_finish("cuda_coll late");
 }
