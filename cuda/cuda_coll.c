@@ -13,9 +13,10 @@
  * so). The call returns once the host-mapped status says every block of the last launch finished:
  * the result is in the receive buffer.
  *
- * Driver calls per call, on the hot path: one pointer attribute per buffer (the memory-kind cache,
- * src/memkind.c), one current-context query and one stream-capture query (the vote), one launch
- * per chunk: 5 for an allreduce, allgather or alltoall of one chunk, 4 in place; four more where
+ * Driver calls per call, on the hot path: one pointer attribute per buffer, or per allocation where
+ * both lie in one (the memory-kind cache, src/mem/memkind.c), one current-context query and one
+ * stream-capture query (the vote), one launch per chunk: 5 for an allreduce, allgather or alltoall
+ * of one chunk, 4 in place or in one allocation; four more where
  * the caller's current context is not the buffers' (a push and a pop around the capture query, a
  * switch and a switch back around the launches). No fewer: each guards against what the
  * application may change between calls (a buffer freed and its address reused, another context

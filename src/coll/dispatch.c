@@ -32,7 +32,8 @@ static int finish(picoll_coll_t coll, int alg, picoll_status_t status, size_t by
 typedef enum { PATH_NONE = 0, PATH_HOST = 1, PATH_CUDA = 2, PATH_HOME = 4 } path_t;
 
 /* Which executor runs the call. The host algorithm (host_alg) is the same on every rank; the votes
- * are not (memory kinds may differ between ranks). Each buffer's memory kind is looked up once.
+ * are not (memory kinds may differ between ranks). Each buffer's memory kind is looked up once
+ * (both with one query where they lie in one allocation).
  * Where only the host executor is possible its algorithm votes itself, as before. Where the device
  * one is, one barrier on the node carries both votes as bits and every rank takes the path all
  * voted for: device, host (whose algorithm then votes again, yes), or the underlying MPI. The
@@ -79,12 +80,7 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
             return PATH_NONE;
         }
     }
-    picoll_memkind_query(recvbuf, &r);
-    if (in_place) {
-        s = r;
-    } else {
-        picoll_memkind_query(sendbuf, &s);
-    }
+    picoll_memkind_query_pair(recvbuf, in_place ? NULL : sendbuf, &r, &s);
     int host_ok = host_possible && (s.kind == PICOLL_MEM_HOST || s.kind == PICOLL_MEM_PINNED) &&
                   (r.kind == PICOLL_MEM_HOST || r.kind == PICOLL_MEM_PINNED);
     *direct = host_ok && s.kind == PICOLL_MEM_HOST && r.kind == PICOLL_MEM_HOST;

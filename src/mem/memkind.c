@@ -7,7 +7,9 @@
 
 static const picoll_meminfo_t host_info = {.kind = PICOLL_MEM_HOST, .device = -1};
 
-void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src,
+/* picoll_memcache_query; returns the entry that holds ptr's allocation as it is now (its buffer id
+ * asked in this call), or -1. */
+static int memcache_lookup(picoll_memcache_t *cache, const picoll_memsource_t *src,
                            const void *ptr, picoll_meminfo_t *out)
 {
     uintptr_t p = (uintptr_t)ptr, start = 0;
@@ -17,20 +19,20 @@ void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *s
 
     if (id == 0) {
         *out = host_info;
-        return;
+        return -1;
     }
     for (slot = 0; slot < PICOLL_MEMCACHE_ENTRIES; slot++) {
         if (p >= cache->entry[slot].start && p < cache->entry[slot].end) {
             if (cache->entry[slot].info.buffer_id == id) {
                 *out = cache->entry[slot].info;
-                return;
+                return (int)slot;
             }
             break; /* stale: freed, and the range given to another allocation; replace it */
         }
     }
     src->attributes(ptr, out, &start, &size, src->arg);
     if (size == 0 || out->buffer_id != id || p < start || p - start >= size) {
-        return; /* nothing sound to cache */
+        return -1; /* nothing sound to cache */
     }
     if (slot == PICOLL_MEMCACHE_ENTRIES) {
         slot = cache->next;
@@ -39,6 +41,30 @@ void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *s
     cache->entry[slot].start = start;
     cache->entry[slot].end = start + size;
     cache->entry[slot].info = *out;
+    return (int)slot;
+}
+
+void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src,
+                           const void *ptr, picoll_meminfo_t *out)
+{
+    memcache_lookup(cache, src, ptr, out);
+}
+
+void picoll_memcache_query_pair(picoll_memcache_t *cache, const picoll_memsource_t *src,
+                                const void *a, const void *b, picoll_meminfo_t *out_a,
+                                picoll_meminfo_t *out_b)
+{
+    int slot = memcache_lookup(cache, src, a, out_a);
+    uintptr_t q = (uintptr_t)b;
+    if (b == NULL) {
+        *out_b = *out_a;
+    } else if (slot >= 0 && q >= cache->entry[slot].start && q < cache->entry[slot].end) {
+        /* a's allocation is alive (its id just asked), and an allocation's range does not change
+         * while it lives: b lies in the same one */
+        *out_b = cache->entry[slot].info;
+    } else {
+        memcache_lookup(cache, src, b, out_b);
+    }
 }
 
 /* ---- the real source: the CUDA driver ---- */
@@ -141,9 +167,16 @@ int picoll_cuda_driver_present(void)
 
 void picoll_memkind_query(const void *ptr, picoll_meminfo_t *out)
 {
+    picoll_memkind_query_pair(ptr, NULL, out, out);
+}
+
+void picoll_memkind_query_pair(const void *a, const void *b, picoll_meminfo_t *out_a,
+                               picoll_meminfo_t *out_b)
+{
     if (!picoll_cuda_driver_present()) {
-        *out = host_info;
+        *out_a = host_info;
+        *out_b = host_info;
         return;
     }
-    picoll_memcache_query(&memcache, &cuda_source, ptr, out);
+    picoll_memcache_query_pair(&memcache, &cuda_source, a, b, out_a, out_b);
 }

@@ -25,6 +25,10 @@ typedef struct {
 
 /* Kind, device, buffer id and context of ptr, through this thread's cache. */
 void picoll_memkind_query(const void *ptr, picoll_meminfo_t *out);
+/* Both of a call's buffers (b NULL: in place, *out_b = *out_a): one buffer-id query where b lies
+ * in a's allocation (picoll_memcache_query_pair), two otherwise. */
+void picoll_memkind_query_pair(const void *a, const void *b, picoll_meminfo_t *out_a,
+                               picoll_meminfo_t *out_b);
 /* 1 when the CUDA driver loaded, initialised and sees at least one device. */
 int picoll_cuda_driver_present(void);
 
@@ -54,5 +58,12 @@ typedef struct {
 
 void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src,
                            const void *ptr, picoll_meminfo_t *out);
+/* The same for a and b (b NULL: *out_b = *out_a). Where b lies in the range of a's allocation,
+ * just validated by its buffer id, b's answer is that entry's, with no query of its own: an
+ * allocation's range never changes while it lives (send and receive buffers of one caching
+ * allocator's segment cost one query). */
+void picoll_memcache_query_pair(picoll_memcache_t *cache, const picoll_memsource_t *src,
+                                const void *a, const void *b, picoll_meminfo_t *out_a,
+                                picoll_meminfo_t *out_b);
 
 #endif

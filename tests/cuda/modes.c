@@ -853,12 +853,12 @@ typedef struct {
 
 static unsigned long long (*hot_barriers)(void);
 
-static void hot_begin(hot_count_t *h, void *rb, size_t len, const void *input)
+static void hot_begin(hot_count_t *h, dbuf_t *rb, size_t at, size_t len, const void *input)
 {
     /* the receive buffer overwritten first (with the input in place): the counted call must write
      * the result itself */
     unsigned char *fill = calloc(len, 1);
-    dbuf_put(rb, 0, input != NULL ? input : fill, len);
+    dbuf_put(rb, at, input != NULL ? input : fill, len);
     free(fill);
     h->ndrv = drv_counts(h->drv, 1024);
     h->barriers = hot_barriers();
@@ -879,12 +879,13 @@ static void hot_end(const hot_count_t *h, const char *what, long max_calls)
     }
 }
 
-/* Allreduce (in place and not), allgather and alltoall of one chunk on device buffers, each
- * called twice on the same buffers: the second call makes at most HOT_CALLS driver calls (one
- * buffer) or HOT_CALLS + 1 (two: a send and a receive buffer), and no host barrier: one memory
- * kind query per buffer (the cache's validation: a freed buffer's address may come back as
- * another allocation), the thread's current context and its per-thread stream's capture status
- * (the application may change either between calls), the launch. */
+/* Allreduce (in place, not, and with both buffers in one allocation), allgather and alltoall of
+ * one chunk on device buffers, each called twice on the same buffers: the second call makes at
+ * most HOT_CALLS driver calls (one allocation) or HOT_CALLS + 1 (two: a send and a receive
+ * buffer), and no host barrier: one memory kind query per allocation (the cache's validation: a
+ * freed buffer's address may come back as another allocation), the thread's current context and
+ * its per-thread stream's capture status (the application may change either between calls), the
+ * launch. */
 #define HOT_CALLS 4
 static void hot_path_counts(void)
 {
@@ -899,17 +900,40 @@ static void hot_path_counts(void)
                        .in_place = in_place};
         ar_prepare(&k);
         ar_call(&k, NULL);
-        hot_begin(&h, &k.rb, k.bytes, in_place ? k.mine : NULL);
+        hot_begin(&h, &k.rb, 0, k.bytes, in_place ? k.mine : NULL);
         ar_call(&k, NULL);
         hot_end(&h, in_place ? "MPI_Allreduce in place" : "MPI_Allreduce",
                 in_place ? HOT_CALLS : HOT_CALLS + 1);
         ar_check(&k);
     }
+    /* send and receive buffer in one allocation (a caching allocator's segment): one memory
+     * kind query validates both */
+    ar_case_t k = {.ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM, .count = 1000};
+    ar_prepare(&k);
+    dbuf_t one;
+    dbuf_alloc(&one, 2 * k.bytes, 0, 0);
+    dbuf_put(&one, 0, k.mine, k.bytes);
+    char *send = one.p, *recv = one.p + k.bytes;
+    call_allreduce(send, recv, k.count, MPI_FLOAT, MPI_SUM, want_allreduce(k.t, k.bytes),
+                   "MPI_Allreduce in one allocation");
+    hot_begin(&h, &one, k.bytes, k.bytes, NULL);
+    call_allreduce(send, recv, k.count, MPI_FLOAT, MPI_SUM, want_allreduce(k.t, k.bytes),
+                   "MPI_Allreduce in one allocation");
+    hot_end(&h, "MPI_Allreduce, send and receive buffer in one allocation", HOT_CALLS);
+    dbuf_get(&one, k.bytes, k.got, k.bytes);
+    check_bytes("allreduce in one allocation", k.t->name, op_names[k.op], k.count, k.t->size,
+                k.got, k.want);
+    dbuf_free(&one);
+    dbuf_free(&k.sb); /* (ar_prepare's own buffers, unused) */
+    dbuf_free(&k.rb);
+    free(k.mine);
+    free(k.want);
+    free(k.got);
     for (int a = 0; a < 2; a++) {
         bl_case_t k = {.alltoall = a, .block = 1000};
         bl_prepare(&k);
         bl_call(&k, NULL);
-        hot_begin(&h, &k.rb, k.total, NULL);
+        hot_begin(&h, &k.rb, 0, k.total, NULL);
         bl_call(&k, NULL);
         hot_end(&h, a ? "MPI_Alltoall" : "MPI_Allgather", HOT_CALLS + 1);
         bl_check(&k);

@@ -18,6 +18,7 @@ typedef struct {
     fake_alloc_t a[32];
     unsigned long long next_id;
     int attribute_calls;
+    int id_calls;
 } fake_t;
 
 static fake_alloc_t *fake_find(fake_t *f, uintptr_t p)
@@ -33,6 +34,7 @@ static fake_alloc_t *fake_find(fake_t *f, uintptr_t p)
 static unsigned long long fake_buffer_id(const void *ptr, void *arg)
 {
     fake_alloc_t *a = fake_find(arg, (uintptr_t)ptr);
+    ((fake_t *)arg)->id_calls++;
     return a ? a->info.buffer_id : 0;
 }
 
@@ -117,6 +119,37 @@ int main(void)
     picoll_memcache_query(&cache, &src, (void *)(A + 8000), &info);
     CHECK(info.kind == PICOLL_MEM_MANAGED && f.attribute_calls == 2,
           "the new allocation is cached in place of the stale one (%d queries)", f.attribute_calls);
+
+    /* a pair in one allocation: one buffer-id query, the second answered from the entry just
+     * validated; a pair across two: two; the second buffer freed and its address given to device
+     * memory elsewhere while the first lives: its own query tells */
+    const uintptr_t C = 0x7f0000200000, D = 0x7f0000300000;
+    picoll_meminfo_t other;
+    fake_alloc(&f, C, 65536, PICOLL_MEM_DEVICE, 1);
+    picoll_memcache_query(&cache, &src, (void *)C, &info);
+    f.id_calls = 0;
+    f.attribute_calls = 0;
+    picoll_memcache_query_pair(&cache, &src, (void *)(C + 32768), (void *)(C + 16), &info, &other);
+    CHECK(info.kind == PICOLL_MEM_DEVICE && other.kind == PICOLL_MEM_DEVICE &&
+              other.buffer_id == info.buffer_id && f.id_calls == 1 && f.attribute_calls == 0,
+          "a pair in one cached allocation: kinds %d %d, %d id and %d attribute queries", info.kind,
+          other.kind, f.id_calls, f.attribute_calls);
+    picoll_memcache_query_pair(&cache, &src, (void *)C, NULL, &info, &other);
+    CHECK(other.kind == PICOLL_MEM_DEVICE && f.id_calls == 2, "in place: %d id queries in all, "
+          "expected 2", f.id_calls);
+    fake_alloc(&f, D, 4096, PICOLL_MEM_MANAGED, 0);
+    picoll_memcache_query_pair(&cache, &src, (void *)C, (void *)D, &info, &other);
+    CHECK(info.kind == PICOLL_MEM_DEVICE && other.kind == PICOLL_MEM_MANAGED && f.id_calls == 4,
+          "a pair in two allocations: kinds %d %d, %d id queries in all, expected 4", info.kind,
+          other.kind, f.id_calls);
+    picoll_memcache_query_pair(&cache, &src, (void *)(C + 65536), (void *)C, &info, &other);
+    CHECK(info.kind == PICOLL_MEM_HOST && other.kind == PICOLL_MEM_DEVICE,
+          "a pair whose first lies past an allocation: kinds %d %d", info.kind, other.kind);
+    fake_free(&f, C);
+    picoll_memcache_query_pair(&cache, &src, (void *)D, (void *)(C + 8), &info, &other);
+    CHECK(info.kind == PICOLL_MEM_MANAGED && other.kind == PICOLL_MEM_HOST,
+          "a pair whose second was freed: kinds %d %d", info.kind, other.kind);
+    fake_free(&f, D);
 
     /* freed and not reallocated: host memory (buffer id 0), whatever the cache holds */
     fake_free(&f, A);
