@@ -346,8 +346,9 @@ template <> struct dev_is_complex<double2> : std::true_type {};
 
 /* x op y with the C semantics of src/reduce/reduce.c: integer sums and products in unsigned
  * arithmetic (wraparound), logical ops give 0 or 1, MAX/MIN as x > y ? x : y, complex products
- * as (ac - bd) + (ad + bc)i, half types through float. Floating-point results are those of the
- * host loops, bit for bit. */
+ * as (ac - bd) + (ad + bc)i, half types compared through float (their sums and products are
+ * accumulated in float: dev_reduce). Floating-point results are those of the host loops, bit for
+ * bit. */
 template <typename T>
 __device__ __forceinline__ T dev_apply(int op, T x, T y)
 {
@@ -362,14 +363,8 @@ __device__ __forceinline__ T dev_apply(int op, T x, T y)
         }
         return z;
     } else if constexpr (dev_is_half<T>::value) {
-        float a = dev_to_float(x), b = dev_to_float(y);
-        T z;
-        switch (op) {
-        case PICOLL_OP_SUM: dev_from_float(dev_add(a, b), &z); return z;
-        case PICOLL_OP_PROD: dev_from_float(dev_mul(a, b), &z); return z;
-        case PICOLL_OP_MAX: return a > b ? x : y;
-        default: return a < b ? x : y;
-        }
+        float a = dev_to_float(x), b = dev_to_float(y); /* MAX, MIN: sums go through float */
+        return op == PICOLL_OP_MAX ? (a > b ? x : y) : (a < b ? x : y);
     } else if constexpr (std::is_floating_point<T>::value) {
         switch (op) {
         case PICOLL_OP_SUM: return dev_add(x, y);
@@ -395,56 +390,112 @@ __device__ __forceinline__ T dev_apply(int op, T x, T y)
     }
 }
 
+/* The accumulator of a lane: float where WIDE (float16 and bfloat16 sums and products: every
+ * rank's value summed in float, rounded to the half format once), the element type otherwise. */
+template <typename T, bool WIDE>
+using dev_acc_t = typename std::conditional<WIDE, float, T>::type;
+
+template <typename A, typename T>
+__device__ __forceinline__ A dev_widen(T x)
+{
+    if constexpr (std::is_same<A, T>::value) {
+        return x;
+    } else {
+        return dev_to_float(x);
+    }
+}
+
 /* Peer loads a thread issues before it uses any (dev_reduce): 4 ranks' vectors in one round trip
  * over NVLink instead of 4 dependent ones (8 ranks: 2 round trips, not 7). 8 at once spills
- * registers in this kernel of every type and op (1640 bytes at sm_90, 64 registers a thread); 4
- * does not (CTest cuda.kernel.usage). */
+ * registers in this kernel (1640 bytes at sm_90, 64 registers a thread); 4 does not (CTest
+ * cuda.kernel.usage). */
 #define DEV_BATCH 4
+#define DEV_BATCH_WIDE 2 /* float16 and bfloat16 sums and products (a float accumulator) */
 
-/* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off.
- * The sources are workspace buffers: 16-byte aligned (off is a multiple of 16), with at least the
- * rest of the 16-byte line readable, so every load is a 16-byte vector; lanes past nelem are read
- * but never stored. dst may have any alignment. The loads of up to DEV_BATCH sources are issued
- * together, then reduced in rank order. */
-template <typename T>
+/* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off,
+ * WIDE: in a float accumulator (float16 and bfloat16 sums and products: in rank order, rounded to
+ * the format once). The sources are workspace buffers: 16-byte
+ * aligned (off is a multiple of 16), with at least the rest of the 16-byte line readable, so every
+ * load is a 16-byte vector; lanes past nelem are read but never stored. dst may have any
+ * alignment. The loads of up to DEV_BATCH sources are issued together, then reduced in rank
+ * order. */
+template <typename T, bool WIDE>
 __device__ void dev_reduce(char *dst, char *const *base, int n, size_t off, size_t nelem, int op)
 {
+    typedef dev_acc_t<T, WIDE> A;
     constexpr int L = 16 / sizeof(T);
+    /* loads in flight: the float accumulator takes 8 registers more */
+    constexpr int B = WIDE ? DEV_BATCH_WIDE : DEV_BATCH;
     union lanes {
         uint4 v;
         T e[L];
     };
+    struct wide {
+        A e[L];
+    };
+    /* the element type's accumulator packed in a vector (4 registers), float lanes apart */
+    typedef typename std::conditional<std::is_same<A, T>::value, lanes, wide>::type acc_t;
     size_t nv = (nelem + L - 1) / L;
     for (size_t i = threadIdx.x; i < nv; i += blockDim.x) {
-        lanes acc;
-        uint4 in[DEV_BATCH];
-        for (int r0 = 0; r0 < n; r0 += DEV_BATCH) {
-            int m = n - r0 < DEV_BATCH ? n - r0 : DEV_BATCH;
+        acc_t acc;
+        uint4 in[B];
+        for (int r0 = 0; r0 < n; r0 += B) {
+            int m = n - r0 < B ? n - r0 : B;
 #pragma unroll
-            for (int k = 0; k < DEV_BATCH; k++) {
+            for (int k = 0; k < B; k++) {
                 if (k < m) {
                     in[k] = __ldcg((const uint4 *)(base[r0 + k] + off) + i);
                 }
             }
 #pragma unroll
-            for (int k = 0; k < DEV_BATCH; k++) {
+            for (int k = 0; k < B; k++) {
                 if (k < m) {
                     lanes x;
                     x.v = in[k];
                     if (r0 + k == 0) {
-                        acc = x;
+                        if constexpr (WIDE) {
+#pragma unroll
+                            for (int l = 0; l < L; l++) {
+                                acc.e[l] = dev_to_float(x.e[l]);
+                            }
+                        } else {
+                            acc = x;
+                        }
                         continue;
                     }
 #pragma unroll
                     for (int l = 0; l < L; l++) {
-                        acc.e[l] = dev_apply<T>(op, acc.e[l], x.e[l]);
+                        acc.e[l] = dev_apply<A>(op, acc.e[l], dev_widen<A>(x.e[l]));
                     }
                 }
             }
         }
+        lanes out;
+        if constexpr (WIDE) {
+#pragma unroll
+            for (int l = 0; l < L; l++) {
+                dev_from_float(acc.e[l], &out.e[l]);
+            }
+        } else {
+            out = acc;
+        }
         size_t left = nelem - i * L;
-        dev_store_part(dst + i * 16, acc.v, left >= (size_t)L ? 16 : (int)(left * sizeof(T)));
+        dev_store_part(dst + i * 16, out.v, left >= (size_t)L ? 16 : (int)(left * sizeof(T)));
     }
+}
+
+/* The instance for T and op: half sums and products in float. */
+template <typename T>
+__device__ __forceinline__ void dev_reduce_type(int op, char *dst, char *const *base, int n,
+                                                size_t off, size_t nelem)
+{
+    if constexpr (dev_is_half<T>::value) {
+        if (op == PICOLL_OP_SUM || op == PICOLL_OP_PROD) {
+            dev_reduce<T, true>(dst, base, n, off, nelem, op);
+            return;
+        }
+    }
+    dev_reduce<T, false>(dst, base, n, off, nelem, op);
 }
 
 /* dst = base[0] op ... op base[n-1] at off, n elements of p's type. */
@@ -452,9 +503,9 @@ __device__ void dev_reduce_any(const picoll_cuda_kparams_t &p, char *dst, char *
                                size_t off, size_t nelem)
 {
     switch (p.type) {
-#define DEV_REDUCE_CASE(e, dtype)                                                                 \
-    case e:                                                                                   \
-        dev_reduce<dtype>(dst, base, n, off, nelem, p.op);                                    \
+#define DEV_REDUCE_CASE(e, dtype)                               \
+    case e:                                                     \
+        dev_reduce_type<dtype>(p.op, dst, base, n, off, nelem); \
         break;
         PICOLL_CUDA_TYPE_LIST(DEV_REDUCE_CASE)
 #undef DEV_REDUCE_CASE

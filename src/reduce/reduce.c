@@ -151,6 +151,57 @@ static const reduce_pair_t reduce_table[PICOLL_DT_COUNT][PICOLL_OP_COUNT] = {
 /* Reduce in blocks that stay in L1 while every source is folded in. */
 #define REDUCE_BLOCK_BYTES 8192
 
+/* float16 and bfloat16 sums and products of more than two sources: every source converted to
+ * float (exact) and folded into a float accumulator in source order, then rounded to the format
+ * once, as the device kernel does (cuda/coll_kernel.cu, dev_reduce). Two sources give the same
+ * bits as the pairwise loops. n elements from element off, at most HALF_WIDE_BLOCK. */
+#define HALF_WIDE_BLOCK 2048
+#define HALF_WIDE(tname, TO_F, FROM_F)                                                       \
+    static void reduce_wide_##tname(picoll_op_t op, uint16_t *dst, const void *const *srcs,  \
+                                    int nsrc, size_t off, size_t n)                         \
+    {                                                                                        \
+        float acc[HALF_WIDE_BLOCK];                                                          \
+        const uint16_t *a = (const uint16_t *)srcs[0] + off;                                 \
+        for (size_t i = 0; i < n; i++) {                                                     \
+            acc[i] = TO_F(a[i]);                                                             \
+        }                                                                                    \
+        for (int s = 1; s < nsrc; s++) {                                                     \
+            const uint16_t *b = (const uint16_t *)srcs[s] + off;                             \
+            if (op == PICOLL_OP_SUM) {                                                       \
+                for (size_t i = 0; i < n; i++) {                                             \
+                    acc[i] += TO_F(b[i]);                                                    \
+                }                                                                            \
+            } else {                                                                         \
+                for (size_t i = 0; i < n; i++) {                                             \
+                    acc[i] *= TO_F(b[i]);                                                    \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        for (size_t i = 0; i < n; i++) {                                                     \
+            dst[off + i] = FROM_F(acc[i]);                                                   \
+        }                                                                                    \
+    }
+HALF_WIDE(f16, picoll_f16_to_float, picoll_float_to_f16)
+HALF_WIDE(bf16, picoll_bf16_to_float, picoll_float_to_bf16)
+
+static int reduce_half_wide(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *const *srcs,
+                            int nsrc, size_t count)
+{
+    if (nsrc <= 2 || (op != PICOLL_OP_SUM && op != PICOLL_OP_PROD) ||
+        (dt != PICOLL_DT_FLOAT16 && dt != PICOLL_DT_BFLOAT16)) {
+        return 0;
+    }
+    for (size_t off = 0; off < count; off += HALF_WIDE_BLOCK) {
+        size_t n = count - off < HALF_WIDE_BLOCK ? count - off : HALF_WIDE_BLOCK;
+        if (dt == PICOLL_DT_FLOAT16) {
+            reduce_wide_f16(op, dst, srcs, nsrc, off, n);
+        } else {
+            reduce_wide_bf16(op, dst, srcs, nsrc, off, n);
+        }
+    }
+    return 1;
+}
+
 void picoll_reduce(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *const *srcs, int nsrc,
                    size_t count)
 {
@@ -160,6 +211,9 @@ void picoll_reduce(picoll_dtype_t dt, picoll_op_t op, void *dst, const void *con
 
     if (nsrc == 1) {
         memcpy(dst, srcs[0], count * esize);
+        return;
+    }
+    if (reduce_half_wide(dt, op, dst, srcs, nsrc, count)) {
         return;
     }
     for (size_t off = 0; off < count; off += block) {

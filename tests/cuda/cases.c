@@ -1,10 +1,10 @@
 /* The cases of tests/cuda/cuda_coll (see cases.h). Every reference is the left-to-right
  * reduction, in rank order, with the C operations of picoll's host reduction, over every rank's
  * input (each rank regenerates the others'): the device must give exactly those bytes.
- * MPIX_C_FLOAT16 (where the MPI defines it and the compiler has _Float16) is reduced in the
- * reference with _Float16 arithmetic, MPIX_BFLOAT16 (where defined) in float rounded to bfloat16
- * here: both are correctly rounded results, which the device's float arithmetic rounded once to
- * the half format must equal. Inputs avoid NaN (whose payload a GPU does not propagate as the CPU
+ * MPIX_C_FLOAT16 (where the MPI defines it and the compiler has _Float16) and MPIX_BFLOAT16
+ * (where defined) are summed and multiplied in float in rank order and rounded to the format once
+ * (_Float16's conversion, and bfloat16 rounding by value here), as the device kernel does; their
+ * MAX and MIN compare values (reference()). Inputs avoid NaN (whose payload a GPU does not propagate as the CPU
  * does). */
 #include "cases.h"
 
@@ -279,19 +279,60 @@ void check_bytes(const char *what, const char *tname, const char *opname, size_t
     }
 }
 
+/* float16 and bfloat16 as float (exact), and float rounded to the format (to nearest even). */
+static float half_value(const type_t *t, const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+#ifdef HAVE_FLOAT16
+    if (t->kind == K_F16) {
+        _Float16 x;
+        memcpy(&x, &h, 2);
+        return (float)x;
+    }
+#endif
+    (void)t;
+    return bf16_to_float(h);
+}
+
+static void half_round(const type_t *t, float f, void *p)
+{
+    uint16_t h = bf16_from_double((double)f);
+    (void)t;
+#ifdef HAVE_FLOAT16
+    if (t->kind == K_F16) {
+        _Float16 x = (_Float16)f;
+        memcpy(&h, &x, 2);
+    }
+#endif
+    memcpy(p, &h, 2);
+}
+
 /* Element i of the result: left to right over the ranks; with --groups G, left to right within
  * each group of G consecutive ranks, then over the groups' results (the hybrid cube mesh's order
- * with its quads 0-3 and 4-7). */
+ * with its quads 0-3 and 4-7). float16 and bfloat16 sums and products as the device kernel does
+ * them: each group's values accumulated in float and rounded to the format once; the groups'
+ * results (in half precision: the hybrid cube mesh's quad results pass through a workspace
+ * buffer) combined with one rounding each. */
 void reference(const type_t *t, op_t op, uint64_t seed, size_t i, int exact,
                       unsigned char *want)
 {
     unsigned char elem[16], part[16];
     int g = groups > 0 ? groups : mt_size;
+    int wide = (t->kind == K_F16 || t->kind == K_BF16) && (op == SUM || op == PROD);
     for (int lo = 0; lo < mt_size; lo += g) {
         gen(t, op, seed, lo, i, exact, part);
+        float acc = wide ? half_value(t, part) : 0;
         for (int r = lo + 1; r < lo + g && r < mt_size; r++) {
             gen(t, op, seed, r, i, exact, elem);
-            combine(t, op, part, elem);
+            if (wide) {
+                acc = op == SUM ? acc + half_value(t, elem) : acc * half_value(t, elem);
+            } else {
+                combine(t, op, part, elem);
+            }
+        }
+        if (wide) {
+            half_round(t, acc, part);
         }
         if (lo == 0) {
             memcpy(want, part, t->size);

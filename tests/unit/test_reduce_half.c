@@ -183,6 +183,83 @@ static void check_all(picoll_dtype_t dt, ref_fn ref, const uint16_t *edges, size
     free(e);
 }
 
+/* The half format's value of bits h as a float, and float f rounded to the format: the
+ * references' own conversions (bfloat16 by value, float16 through _Float16). */
+static float half_value(picoll_dtype_t dt, uint16_t h)
+{
+#ifdef __FLT16_MAX__
+    if (dt == PICOLL_DT_FLOAT16) {
+        _Float16 x;
+        memcpy(&x, &h, 2);
+        return (float)x;
+    }
+#endif
+    (void)dt;
+    return (float)bf16_value(h);
+}
+
+static uint16_t half_round(picoll_dtype_t dt, float f)
+{
+#ifdef __FLT16_MAX__
+    if (dt == PICOLL_DT_FLOAT16) {
+        _Float16 x = (_Float16)f;
+        uint16_t h;
+        memcpy(&h, &x, 2);
+        return h;
+    }
+#endif
+    return bf16_round((double)f);
+}
+
+/* picoll_reduce of nsrc > 2 sources: sums and products accumulated in float in source order and
+ * rounded once (the device kernel's rule), which differs from rounding at every step (the pairwise
+ * picoll_reduce_acc) in some elements of random inputs. */
+static void check_wide(picoll_dtype_t dt, int nsrc)
+{
+    enum { N = 5000, MAXSRC = 8 };
+    static uint16_t in[MAXSRC][N], got[N], step[N];
+    const void *srcs[MAXSRC];
+    srand(777 + nsrc);
+    for (int s = 0; s < nsrc; s++) {
+        for (size_t i = 0; i < N; i++) {
+            /* finite values of moderate size: sign, exponent near the middle, any mantissa */
+            uint16_t r = (uint16_t)(rand() & 0xffff);
+            in[s][i] = dt == PICOLL_DT_FLOAT16 ? (uint16_t)((r & 0x83ff) | (0x3400 + (r >> 4 & 0x0c00)))
+                                               : (uint16_t)((r & 0x807f) | (0x3e00 + (r >> 4 & 0x0180)));
+        }
+        srcs[s] = in[s];
+    }
+    for (int k = 0; k < 2; k++) {
+        picoll_op_t op = k == 0 ? PICOLL_OP_SUM : PICOLL_OP_PROD;
+        picoll_reduce(dt, op, got, srcs, nsrc, N);
+        memcpy(step, in[0], sizeof(step));
+        for (int s = 1; s < nsrc; s++) {
+            picoll_reduce_acc(dt, op, step, in[s], N);
+        }
+        size_t bad = 0, differ = 0, first = 0;
+        uint16_t want_first = 0;
+        for (size_t i = 0; i < N; i++) {
+            float acc = half_value(dt, in[0][i]);
+            for (int s = 1; s < nsrc; s++) {
+                float y = half_value(dt, in[s][i]);
+                acc = op == PICOLL_OP_SUM ? acc + y : acc * y;
+            }
+            uint16_t want = half_round(dt, acc);
+            if (got[i] != want && bad++ == 0) {
+                first = i;
+                want_first = want;
+            }
+            differ += step[i] != want;
+        }
+        CHECK(bad == 0, "%s %s of %d sources: %zu of %d wrong, first element %zu: expected "
+              "0x%04x got 0x%04x", picoll_dtype_name(dt), picoll_op_name(op), nsrc, bad, N, first,
+              want_first, got[first]);
+        CHECK(differ > 0, "%s %s of %d sources: rounding once never differs from rounding at "
+              "every step (the check proves nothing)", picoll_dtype_name(dt), picoll_op_name(op),
+              nsrc);
+    }
+}
+
 typedef struct {
     picoll_op_t op;
     uint16_t a, b, want;
@@ -268,6 +345,8 @@ int main(void)
               bf16[i].why);
     }
     check_all(PICOLL_DT_BFLOAT16, ref_bf16, bf16_edges, sizeof(bf16_edges) / sizeof(bf16_edges[0]));
+    check_wide(PICOLL_DT_BFLOAT16, 3);
+    check_wide(PICOLL_DT_BFLOAT16, 8);
 #ifdef __FLT16_MAX__
     for (size_t i = 0; i < sizeof(f16) / sizeof(f16[0]); i++) {
         uint16_t w = 0;
@@ -275,6 +354,8 @@ int main(void)
         CHECK(nan ? f16[i].want == 0x7fff : w == f16[i].want, "float16 reference: %s", f16[i].why);
     }
     check_all(PICOLL_DT_FLOAT16, ref_f16, f16_edges, sizeof(f16_edges) / sizeof(f16_edges[0]));
+    check_wide(PICOLL_DT_FLOAT16, 3);
+    check_wide(PICOLL_DT_FLOAT16, 8);
 #else
     printf("test_reduce_half: no _Float16 in this compiler: float16 checked on the spelled-out "
            "cases only\n");
