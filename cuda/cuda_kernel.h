@@ -17,7 +17,9 @@
 #define PICOLL_CUDA_MAX_BLOCKS 64  /* blocks of a launch: flags per rank */
 #define PICOLL_CUDA_THREADS 512
 #define PICOLL_CUDA_FLAG_STRIDE 8  /* uint64_t per flag: one 64-byte line each */
-#define PICOLL_CUDA_SLICE_MIN 16384 /* bytes per block below which fewer blocks are launched */
+/* bytes per block below which fewer blocks are launched: small messages in small slices, so that
+ * up to max_blocks SMs share them (each block waits on its own flags: one flag line per block) */
+#define PICOLL_CUDA_SLICE_MIN 2048
 
 /* A rank's workspace, one allocation: flag lines (uint64_t words), then two data buffers.
  *   arrive[b]        word b * PICOLL_CUDA_FLAG_STRIDE: written by the owner's block b, polled by
@@ -155,7 +157,8 @@ typedef struct {
 /* The kernel's symbol in the fatbin (cuModuleGetFunction). */
 #define PICOLL_CUDA_KERNEL_NAME "picoll_coll_kernel"
 
-/* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank. */
+/* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank: one per
+ * PICOLL_CUDA_SLICE_MIN bytes, at most max_blocks. */
 static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
 {
     int per_rank = p->mode == PICOLL_CUDA_K_ALLTOALL || p->mode == PICOLL_CUDA_K_REDSCAT ||

@@ -731,6 +731,22 @@ static void mode_kernel(void)
     kernel_env(&k);
     kernel_oneshot(&k, 1, 1, 1000);
     unsigned long switches = cu.block_switches();
+    {
+        /* small messages in 2 KiB slices (PICOLL_CUDA_SLICE_MIN), up to max_blocks (4 here) */
+        picoll_cuda_kparams_t q;
+        kernel_params(&k, 2, 1, &q);
+        static const size_t bytes[] = {0, 1, 2048, 2049, 6144, 8193, 1 << 20};
+        static const int want[] = {1, 1, 1, 2, 3, 4, 4};
+        for (int i = 0; i < 7; i++) {
+            q.bytes = bytes[i];
+            EXPECT(picoll_cuda_kernel_blocks(&q) == want[i], "%zu bytes: %d blocks, expected %d",
+                   bytes[i], picoll_cuda_kernel_blocks(&q), want[i]);
+        }
+        q.mode = PICOLL_CUDA_K_ALLTOALL; /* a piece per rank: 2 x 2048 bytes */
+        q.bytes = 2048;
+        EXPECT(picoll_cuda_kernel_blocks(&q) == 2, "alltoall of 2 x 2048 bytes: %d blocks",
+               picoll_cuda_kernel_blocks(&q));
+    }
     kernel_oneshot(&k, 1, 2, 15001); /* four blocks, a ragged end */
     /* the four blocks ran together, their threads interleaved */
     EXPECT(cu.block_switches() > switches, "the blocks of a launch of four did not interleave");
