@@ -410,7 +410,7 @@ __device__ __forceinline__ A dev_widen(T x)
  * registers in this kernel (1640 bytes at sm_90, 64 registers a thread); 4 does not (CTest
  * cuda.kernel.usage). */
 #define DEV_BATCH 4
-#define DEV_BATCH_WIDE 2 /* float16 and bfloat16 sums and products (a float accumulator) */
+#define DEV_BATCH_WIDE 2 /* float16 and bfloat16 sums and products (a float accumulator): 4 spill */
 
 /* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off,
  * WIDE: in a float accumulator (float16 and bfloat16 sums and products: in rank order, rounded to
