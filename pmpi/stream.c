@@ -138,6 +138,7 @@ struct picoll_mpix_stream {
     int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS */
     long staged, host, captured;   /* calls so far: how their buffers went, and captured ones */
     long runs;                     /* calls the progress thread ran (graph replays included) */
+    pthread_mutex_t enq_lock;      /* one enqueue at a time: the lists below, the staging */
     staging_t *staging;
     slab_t *slabs;
     op_t *kept;                    /* calls not yet freed (the enqueuing threads' list) */
@@ -410,6 +411,7 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
     s->magic = STREAM_MAGIC;
     s->error = MPI_SUCCESS;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->enq_lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     *stream = s;
     return MPI_SUCCESS;
@@ -468,6 +470,7 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
     }
     s->magic = 0;
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->enq_lock);
     pthread_cond_destroy(&s->cond);
     free(s);
     *stream = MPIX_STREAM_NULL;
@@ -649,6 +652,7 @@ static int enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
                                    "picoll: %s: the stream's CUDA context cannot be made current",
                                    fn);
     }
+    pthread_mutex_lock(&e->s->enq_lock); /* until enq_leave */
     if (picoll_cu.stream_is_capturing(e->s->cu, &capture) != 0 ||
         capture > PICOLL_CU_STREAM_CAPTURE_STATUS_ACTIVE) {
         return enq_fail(e, MPI_ERR_OTHER, "the stream's CUDA graph capture was invalidated");
@@ -672,6 +676,7 @@ static int enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
 static void enq_leave(enq_t *e)
 {
     picoll_cu_context_t popped;
+    pthread_mutex_unlock(&e->s->enq_lock);
     if (e->mode_set) {
         picoll_cu.thread_exchange_capture_mode(&e->mode);
     }
@@ -774,9 +779,9 @@ static int enq_commit(enq_t *e)
             } /* else it stays taken: never reused */
         }
     }
-    enq_leave(e);
     o->next_kept = s->kept;
     s->kept = o;
+    enq_leave(e);
     pthread_mutex_lock(&s->lock);
     s->staged += e->staged;
     s->host += !e->staged;
@@ -1008,7 +1013,8 @@ static int enq_start(enq_t *e, MPI_Request *request)
         free(q);
         return enq_fail(e, MPI_ERR_OTHER, "no generalized request");
     }
-    /* an irecv's data goes back to the device at its wait */
+    /* an irecv's data goes back to the device at its wait: its staging stays taken until then
+     * (enq_commit releases only what e names) */
     q->out = e->out;
     q->user_out = e->user_out;
     q->out_bytes = e->out_bytes;
@@ -1017,9 +1023,6 @@ static int enq_start(enq_t *e, MPI_Request *request)
     int rc = enq_commit(e);
     if (rc != MPI_SUCCESS) {
         return rc;
-    }
-    if (q->out != NULL) {
-        q->out->taken = 1; /* until its wait */
     }
     pthread_mutex_lock(&sreq_lock);
     q->next = sreqs;
