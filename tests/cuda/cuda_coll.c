@@ -70,12 +70,12 @@ static size_t edge_counts(size_t esize, size_t *out)
 /* --fast: per type one op (a rotation over its ops; two for every third type), and the counts 1,
  * both sides of the one-shot limit, one past a workspace buffer and the largest (indices into
  * edge_counts). With --groups (the hybrid cube mesh, whose tests lift its one-shot limit out of
- * reach) not the one-shot limit's two. */
+ * reach; 8 ranks) 1 and one past a workspace buffer only: two chunks, the second of one element. */
 static int fast_keeps(size_t ti, op_t op, size_t c)
 {
-    static const size_t keep_all[] = {0, 3, 4, 7, 11}, keep_groups[] = {0, 7, 11};
+    static const size_t keep_all[] = {0, 3, 4, 7, 11}, keep_groups[] = {0, 7};
     const size_t *keep = groups > 0 ? keep_groups : keep_all;
-    size_t nkeep = groups > 0 ? 3 : 5;
+    size_t nkeep = groups > 0 ? 2 : 5;
     int pos = 0, total = 0;
     for (op_t o = 0; o < NOPS; o++) {
         if (op_allowed(&types[ti], o)) {
