@@ -141,7 +141,8 @@ struct picoll_mpix_stream {
     pthread_mutex_t enq_lock;      /* one enqueue at a time: the lists below, the staging */
     staging_t *staging;
     slab_t *slabs;
-    op_t *kept;                    /* calls not yet freed (the enqueuing threads' list) */
+    op_t *kept, **kept_end;        /* calls not yet freed, oldest first (the enqueuing threads'
+                                    * list) */
 };
 
 static int stream_keyval = MPI_KEYVAL_INVALID;
@@ -310,8 +311,9 @@ found:
     return -1;
 }
 
-/* Frees the calls (not captured) whose last step the stream has passed; with wait, waits for
- * every one. Caller holds the stream's context current. */
+/* Frees the calls (not captured) whose last step the stream has passed, oldest first, up to the
+ * first it has not (one query per enqueue in the steady state); with wait, waits for every one.
+ * Caller holds the stream's context current. */
 static void retire(MPIX_Stream s, int wait)
 {
     op_t **link = &s->kept;
@@ -324,12 +326,14 @@ static void retire(MPIX_Stream s, int wait)
         if (wait) {
             picoll_cu.event_synchronize(o->retired);
         } else if (picoll_cu.event_query(o->retired) != 0) {
-            link = &o->next_kept;
-            continue;
+            break; /* the stream passes its calls in order: the later ones are not done either */
         }
         picoll_cu.event_destroy(o->retired);
         o->slab->used[o->cell] = 0;
         *link = o->next_kept;
+        if (*link == NULL) {
+            s->kept_end = link;
+        }
         free(o);
     }
 }
@@ -412,6 +416,7 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
     s->error = MPI_SUCCESS;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->enq_lock, NULL);
+    s->kept_end = &s->kept;
     pthread_cond_init(&s->cond, NULL);
     *stream = s;
     return MPI_SUCCESS;
@@ -779,8 +784,9 @@ static int enq_commit(enq_t *e)
             } /* else it stays taken: never reused */
         }
     }
-    o->next_kept = s->kept;
-    s->kept = o;
+    o->next_kept = NULL;
+    *s->kept_end = o;
+    s->kept_end = &o->next_kept;
     enq_leave(e);
     pthread_mutex_lock(&s->lock);
     s->staged += e->staged;
