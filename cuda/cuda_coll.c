@@ -14,17 +14,19 @@
  * the result is in the receive buffer.
  *
  * Driver calls per call, on the hot path: one pointer attribute per buffer, or per allocation where
- * both lie in one (the memory-kind cache, src/mem/memkind.c), one current-context query and one
- * stream-capture query (the vote), one launch per chunk: 5 for an allreduce, allgather or alltoall
- * of one chunk, 4 in place or in one allocation; four more where
- * the caller's current context is not the buffers' (a push and a pop around the capture query, a
- * switch and a switch back around the launches). No fewer: each guards against what the
- * application may change between calls (a buffer freed and its address reused, another context
- * made current, a graph capture begun: docs/cuda.md). No host barrier after a communicator's
- * first device call: a call armed for the hot path (picoll_cuda_hot_arm) launches without one,
- * and a rank that said no to it never arrives, so no block gets past the wait that needs it; the
- * host reads that no in the node workspace while it polls, vetoes its kernels through the
- * host-mapped status (coll_veto) and returns PICOLL_ERR_VETOED for the full vote. */
+ * both lie in one (the memory-kind cache, src/mem/memkind.c), one stream-capture query (the
+ * quick vote), one launch per chunk: 4 for an allreduce, allgather or alltoall of one chunk, 3 in
+ * place or in one allocation. No current-context query: the buffers' context is taken as current
+ * where it was at the thread's last call, and the launch checks it (refused in another context:
+ * the call then says no). Five more where the caller's current context is not the buffers' (a
+ * query, a push and a pop around the capture query, a switch and a switch back around the
+ * launches). No fewer: each guards against what the application may change between calls (a
+ * buffer freed and its address reused, a graph capture begun: docs/cuda.md). No host barrier
+ * after a communicator's first device call: a call armed for the hot path (picoll_cuda_hot_arm)
+ * launches without one, and a rank that said no to it never arrives, so no block gets past the
+ * wait that needs it; the host reads that no in the node workspace while it polls, vetoes its
+ * kernels through the host-mapped status (coll_veto) and returns PICOLL_ERR_VETOED for the full
+ * vote. */
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
 #include "util/config.h"
@@ -59,18 +61,23 @@ static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
     }
 }
 
-/* The calling thread's current context as its last yes vote found it, for the call that follows
+/* The calling thread's current context as its last full vote found it, for the call that follows
  * (one driver call fewer per collective). */
 static _Thread_local picoll_cu_context_t coll_vote_current;
 static _Thread_local int coll_vote_current_known;
+/* This thread's current context was not the buffers' at its last vote or launch (a thread that
+ * never chose a device, as PyTorch's MPI worker, or one working in another context): its votes
+ * ask for it. */
+static _Thread_local int coll_thread_switches;
 
 int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
                      const picoll_meminfo_t *recv, picoll_dtype_t dt, picoll_cu_context_t *ctx,
-                     int *home)
+                     int *home, int quick)
 {
     int status = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE, rc = 0;
     *ctx = NULL;
     *home = 0;
+    coll_vote_current_known = 0;
     if (recv->kind != PICOLL_MEM_DEVICE || (send != NULL && (send->kind != PICOLL_MEM_DEVICE ||
                                                              send->context != recv->context))) {
         return 0;
@@ -80,23 +87,34 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
     }
     /* a CUDA graph being captured on the stream the kernel would be launched on (this thread's
      * per-thread stream of the buffers' context) would take the launch in, past the point where
-     * this rank could still fall back: ask that stream. The current context found here is the
-     * one coll_begin then switches from (nothing of picoll's runs in this thread in between) */
-    picoll_cu_context_t cur = NULL, popped;
-    if (picoll_cu.ctx_get_current(&cur) != 0) {
-        return 0;
-    }
-    if (cur == recv->context) {
-        rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
-    } else if ((rc = picoll_cu.ctx_push_current(recv->context)) == 0) {
-        rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
-        picoll_cu.ctx_pop_current(&popped);
+     * this rank could still fall back: ask that stream */
+    if (quick && !coll_thread_switches &&
+        picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status) == 0) {
+        /* the buffers' context current, as at the thread's last call: the launch tells if it is
+         * not (coll_launch), and the call then says no. (Refused: no context is current, the
+         * full check below tells.) */
+    } else {
+        status = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE;
+        /* the current context found here is the one coll_call then switches from (nothing of
+         * picoll's runs in this thread in between) */
+        picoll_cu_context_t cur = NULL, popped;
+        if (picoll_cu.ctx_get_current(&cur) != 0) {
+            return 0;
+        }
+        if (cur == recv->context) {
+            rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
+        } else if ((rc = picoll_cu.ctx_push_current(recv->context)) == 0) {
+            rc = picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status);
+            picoll_cu.ctx_pop_current(&popped);
+        }
+        coll_thread_switches = cur != recv->context;
+        coll_vote_current = cur;
+        coll_vote_current_known = 1;
     }
     if (rc != 0 || status != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+        coll_vote_current_known = 0;
         return 0;
     }
-    coll_vote_current = cur;
-    coll_vote_current_known = 1;
     *ctx = recv->context;
     /* the same handle is not the same context after a reset (issue 26, defect 4): the ids, which
      * the memory-kind cache holds, tell */
@@ -104,7 +122,7 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
     return 1;
 }
 
-void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, const picoll_shm_t *shm, uint64_t call)
+void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm, uint64_t call)
 {
     ws->veto_at = call;
     ws->veto_shm = shm;
@@ -129,22 +147,6 @@ static void coll_fatal(const char *coll, const char *call, int rc)
                  s != NULL ? s : "unknown error", rc);
 }
 
-static picoll_cuda_saved_ctx_t coll_begin(picoll_cuda_ws_t *ws, const char *coll)
-{
-    picoll_cuda_saved_ctx_t prev;
-    int rc;
-    if (coll_vote_current_known) {
-        coll_vote_current_known = 0;
-        rc = picoll_cuda_enter_from(ws->ctx, coll_vote_current, &prev);
-    } else {
-        rc = picoll_cuda_enter(ws->ctx, &prev);
-    }
-    if (rc != 0) {
-        coll_fatal(coll, "cuCtxSetCurrent", rc);
-    }
-    return prev;
-}
-
 /* One call: every collective cuts its operands alike, chunk i covering bytes [i * step,
  * min(total, (i + 1) * step)) of the source and the destination (allgather and alltoall: of each
  * block), one launch each, so that a resume can launch any chunk again. */
@@ -155,6 +157,8 @@ typedef struct {
     size_t total, step, nchunks;
     int arrivals;          /* per launch: 1, or 2 for two-shot and HCM */
     uint64_t first;        /* epoch of chunk 0's first arrival */
+    picoll_cuda_saved_ctx_t prev; /* the thread's context before the call */
+    int entered;           /* the call made ws's context current (prev is put back at its end) */
     picoll_cuda_kparams_t p;
 } coll_call_t;
 
@@ -189,7 +193,8 @@ static int coll_chunk(coll_call_t *c, size_t i)
 
 /* Launch chunk i on this thread's per-thread default stream of the buffers' context (see the top
  * of the file): no event record or stream wait; its completion is polled in the host-mapped status
- * (coll_end). floor: the seq of the attempt's first launch. Returns the blocks. */
+ * (coll_end). floor: the seq of the attempt's first launch. Returns the blocks, or -1 where a
+ * hot-path call's first launch found another context current (the call then says no). */
 static int coll_launch(picoll_cuda_ws_t *ws, coll_call_t *c, size_t i, uint64_t floor, int resume,
                        uint64_t done_mask)
 {
@@ -201,6 +206,16 @@ static int coll_launch(picoll_cuda_ws_t *ws, coll_call_t *c, size_t i, uint64_t 
     c->p.done_mask = done_mask;
     int rc = picoll_cu.launch_kernel(ws->kernel, (unsigned)blocks, 1, 1, (unsigned)ws->threads, 1,
                                      1, 0, PICOLL_CU_STREAM_PER_THREAD, params, NULL);
+    if (rc != 0 && !c->entered && c->p.veto_at != 0 && i == 0 && !resume) {
+        /* a hot-path call that took the buffers' context as current (the quick vote): the driver
+         * refuses the launch of a module's kernel in another context than its own
+         * (CUDA_ERROR_INVALID_HANDLE; another context made current since the thread's last
+         * call), and then the capture query went to another context's stream. Nothing was
+         * queued: this rank says no (coll_run), and the full vote that follows finds the
+         * context (or what else made the launch fail) */
+        coll_thread_switches = 1;
+        return -1;
+    }
     if (rc != 0) {
         coll_fatal(c->coll, "cuLaunchKernel", rc);
     }
@@ -385,8 +400,7 @@ static void coll_veto(picoll_cuda_ws_t *ws, coll_call_t *c, int blocks)
 /* Wait for the call's last launch by polling the host-mapped status: no driver call. A launch of
  * this rank that does not start (the GPU still runs work queued before the call) is waited for
  * with a warning; a kernel that gave up waiting for a peer is resumed (coll_resume). */
-static picoll_status_t coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev,
-                                coll_call_t *c, uint64_t floor, int blocks)
+static picoll_status_t coll_end(picoll_cuda_ws_t *ws, coll_call_t *c, uint64_t floor, int blocks)
 {
     volatile picoll_cuda_status_t *st = ws->status;
     uint64_t last = c->first + (uint64_t)c->nchunks * (uint64_t)c->arrivals - 1;
@@ -441,7 +455,7 @@ static picoll_status_t coll_end(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t pr
         picoll_debug("%s on the device: done after waiting %.1f s for late peers", c->coll,
                      picoll_clock_now() - late.start);
     }
-    picoll_cuda_leave(&prev);
+    picoll_cuda_leave(&c->prev);
     return vetoed ? PICOLL_ERR_VETOED : PICOLL_OK;
 }
 
@@ -475,8 +489,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
 }
 
 /* Launch every chunk of c, then wait for the last (resuming the call where a kernel gave up). */
-static picoll_status_t coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t prev,
-                                coll_call_t *c)
+static picoll_status_t coll_run(picoll_cuda_ws_t *ws, coll_call_t *c)
 {
     uint64_t floor = ws->seq + 1;
     int blocks = 0;
@@ -484,10 +497,21 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t pr
     c->first = ws->epoch + 1;
     for (size_t i = 0; i < c->nchunks; i++) {
         blocks = coll_launch(ws, c, i, floor, 0, 0);
+        if (blocks < 0) {
+            /* as a rank that said no in the vote does (dispatch.c): the peers' kernels wait for
+             * this rank's arrival until their hosts see the no, and veto them */
+            atomic_store_explicit(&ws->veto_shm->flags[ws->veto_shm->me].dev_no, c->p.veto_at,
+                                  memory_order_release);
+            ws->seq--;
+            picoll_cuda_hot_skip(ws);
+            picoll_debug("%s on the device: the calling thread's current context changed since "
+                         "its last call: this rank says no", c->coll);
+            return PICOLL_ERR_VETOED;
+        }
     }
     ws->epoch += (uint64_t)c->nchunks * (uint64_t)c->arrivals;
     if (c->nchunks == 0) {
-        picoll_cuda_leave(&prev);
+        picoll_cuda_leave(&c->prev);
         if (c->p.veto_at != 0) {
             /* no launch to carry a no: every rank takes the vote (nchunks is the same on all) */
             picoll_cuda_hot_skip(ws);
@@ -495,7 +519,7 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t pr
         }
         return PICOLL_OK;
     }
-    return coll_end(ws, prev, c, floor, blocks);
+    return coll_end(ws, c, floor, blocks);
 }
 
 /* The parameters of a reduction of dtype under op. */
@@ -511,14 +535,23 @@ static void coll_reduce_params(picoll_dtype_t dtype, picoll_op_t op, picoll_cuda
 static picoll_status_t coll_call(picoll_cuda_ws_t *ws, coll_call_t *c, const void *src, void *dst,
                                  size_t total, size_t step)
 {
-    picoll_cuda_saved_ctx_t prev = coll_begin(ws, c->coll);
+    memset(&c->prev, 0, sizeof(c->prev));
+    c->entered = coll_vote_current_known;
+    if (c->entered) {
+        /* after a full vote: the context it found current */
+        coll_vote_current_known = 0;
+        int rc = picoll_cuda_enter_from(ws->ctx, coll_vote_current, &c->prev);
+        if (rc != 0) {
+            coll_fatal(c->coll, "cuCtxSetCurrent", rc);
+        }
+    }
     c->src = src;
     c->dst = dst;
     c->total = total;
     c->step = step;
     c->arrivals = c->arrivals != 0 ? c->arrivals : 1;
     ws->veto_at = 0; /* armed for one call */
-    return coll_run(ws, prev, c);
+    return coll_run(ws, c);
 }
 
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,

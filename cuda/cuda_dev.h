@@ -47,10 +47,13 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
 /* This rank's vote for running a call on the device (send is NULL in place): every buffer it
  * passes is device memory of one context (*ctx), the type is one the kernels reduce
  * (PICOLL_DT_NONE: copies only), and no CUDA graph capture would make the launch fail. *home: the
- * workspace ws exists and lives in *ctx, the same context still (its id: not one reset since). */
+ * workspace ws exists and lives in *ctx, the same context still (its id: not one reset since).
+ * quick: a call that may go on the hot path (no barrier after it): where the thread's current
+ * context was the buffers' at its last call, taken as still current (one driver call, the capture
+ * query); the launch checks it, and the call says no where it is not. */
 int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
                      const picoll_meminfo_t *recv, picoll_dtype_t dt, picoll_cu_context_t *ctx,
-                     int *home);
+                     int *home, int quick);
 /* When every local rank voted for the device but some workspace is missing or lives in another
  * context than that rank's buffers, every local rank calls this, collectively: the workspaces are
  * made again, each in its rank's buffers' context ctx, or *ws becomes NULL on every rank if that
@@ -64,7 +67,7 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
  * launches; one that said no publishes it in shm (dev_no) instead and calls
  * picoll_cuda_hot_skip. Then every yes rank's call returns PICOLL_ERR_VETOED, having written
  * nothing the caller sees, and every rank's workspace is at the same epoch. */
-void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, const picoll_shm_t *shm, uint64_t call);
+void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm, uint64_t call);
 void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws);
 
 /* Selection inputs: the node's reach and one data buffer's size. */
@@ -121,12 +124,13 @@ static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *sh
 }
 static inline int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
                                    const picoll_meminfo_t *recv, picoll_dtype_t dt,
-                                   picoll_cu_context_t *ctx, int *home)
+                                   picoll_cu_context_t *ctx, int *home, int quick)
 {
     (void)ws;
     (void)send;
     (void)recv;
     (void)dt;
+    (void)quick;
     *ctx = NULL;
     *home = 0;
     return 0;
@@ -142,7 +146,7 @@ static inline void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, M
     (void)cfg;
     (void)ctx;
 }
-static inline void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, const picoll_shm_t *shm,
+static inline void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm,
                                        uint64_t call)
 {
     (void)ws;

@@ -37,7 +37,7 @@ struct picoll_cuda_ws {
     uint64_t seq;               /* launches so far, relaunches included (this rank's own count) */
     uint64_t veto_at;           /* the next call is on the hot path: its number (the same on every
                                  * rank), 0 if not (picoll_cuda_hot_arm) */
-    const picoll_shm_t *veto_shm; /* and the node workspace where a rank says no to it (dev_no) */
+    picoll_shm_t *veto_shm;     /* and the node workspace where a rank says no to it (dev_no) */
     double timeout;             /* seconds, PICOLL_TIMEOUT */
     double spin;                /* seconds a block waits for a peer before it gives up,
                                  * PICOLL_CUDA_SPIN */

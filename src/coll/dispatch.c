@@ -90,12 +90,14 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
     }
     int home = 0;
     picoll_cu_context_t bufctx = NULL;
-    int dev = eligible && picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, dt, &bufctx, &home);
+    int quick = hot && agree == NULL && ctx->cuda_hot && ctx->cuda != NULL &&
+                *cuda_alg != PICOLL_ALG_FALLBACK;
+    int dev = eligible &&
+              picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, dt, &bufctx, &home, quick);
     if (dev && !home && bufctx == ctx->cuda_failed) {
         dev = 0; /* no device kernels in that context (e.g. no kernel image for this GPU) */
     }
-    if (hot && agree == NULL && ctx->cuda_hot && ctx->cuda != NULL &&
-        *cuda_alg != PICOLL_ALG_FALLBACK) {
+    if (quick) {
         uint64_t call = ++ctx->hot_calls;
         if (dev && home) {
             picoll_cuda_hot_arm(ctx->cuda, ctx->shm, call);
@@ -103,6 +105,10 @@ static path_t pick_path(picoll_coll_ctx_t *ctx, int host_alg, const void *sendbu
         }
         atomic_store_explicit(&ctx->shm->flags[ctx->shm->me].dev_no, call, memory_order_release);
         picoll_cuda_hot_skip(ctx->cuda);
+        /* the full vote's answer goes into the barrier: the quick one took the thread's current
+         * context on trust */
+        dev = dev && picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, dt, &bufctx, &home, 0) &&
+              (home || bufctx != ctx->cuda_failed);
     }
     uint32_t mine = (host_ok ? PATH_HOST : 0u) | (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
     picoll_shm_t *shm = ctx->shm;

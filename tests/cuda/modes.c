@@ -48,7 +48,8 @@
  *                With PICOLL_CUDA_SPIN >= 1 s, then the hot path again: one launch per chunk,
  *                not one more, no synchronisation (counted by the emulated GPU); and every
  *                driver call and host barrier of a second allreduce, allgather and alltoall of
- *                one chunk on the same buffers (hot_path_counts).
+ *                one chunk on the same buffers (hot_path_counts), and of calls made after the
+ *                odd ranks' thread changed its current context (hot_context_changed).
  *                C = allreduce-small: an allreduce of one chunk. C = kill: rank R's process is killed (SIGKILL) by the host
  *                function after S seconds, inside an allreduce (the others must name it) */
 #include "cases.h"
@@ -873,9 +874,74 @@ static void hot_end(const hot_count_t *h, const char *what, long max_calls)
              "than %ld", what, calls, names, max_calls);
     MT_CHECK(barriers == 0, "hot path: %s after the first call: %llu host barriers", what,
              barriers);
-    if (mt_rank == 0) {
+    if (mt_rank == 0 || strstr(what, "no context current") != NULL) {
         printf("hot path: %s: %ld driver calls (%s), %llu host barriers\n", what, calls, names,
                barriers);
+    }
+}
+
+/* The odd ranks' thread changes its current context between hot-path calls, the even ranks'
+ * keeps the buffers' one. The hot path takes the buffers' context as still current where it was
+ * at the thread's last call:
+ *   another context made current (a context of the application's own, here): the launch of the
+ *     workspace's kernel is refused there, so the call says no; every rank meets in the full
+ *     vote (a host barrier) and the device path runs;
+ *   no context current (a thread that never chose a device, as PyTorch's MPI worker): the
+ *     capture query is refused, and the call asks for the context then (the query, a push and a
+ *     pop around the capture query, a switch and a switch back around the launch): no barrier;
+ *     the calls after it ask first (HOT_SWITCH_CALLS).
+ * Each call: the device path, right results, the thread's context left as it was. */
+#define HOT_CALLS 3
+#define HOT_SWITCH_CALLS (HOT_CALLS + 5)
+static void hot_context_changed(void)
+{
+    static const char *const what[3] = {"another context current", "no context current",
+                                        "no context current, again"};
+    cu_ctx_t mine = NULL, other = NULL, cur = NULL, popped = NULL;
+    cu_device_t dev;
+    int odd = mt_rank % 2 == 1;
+    hot_count_t h;
+
+    CK(drv.ctx_get_current(&mine));
+    if (odd) {
+        CK(drv.device_get(&dev, my_device));
+        CK(drv.ctx_create(&other, 0, dev)); /* pushed: current */
+        CK(drv.ctx_pop_current(&popped));
+    }
+    for (int round = 0; round < 3; round++) {
+        cu_ctx_t want = odd ? (round == 0 ? other : NULL) : mine;
+        ar_case_t k = {.ti = T_INT32, .t = &types[T_INT32], .op = SUM, .count = 1000,
+                       .in_place = 1};
+        ar_prepare(&k);
+        if (round == 2) { /* the same buffers as the counted call's: one memory kind query */
+            CK(drv.ctx_set_current(want));
+            ar_call(&k, NULL);
+            CK(drv.ctx_set_current(mine));
+            dbuf_put(&k.rb, 0, k.mine, k.bytes);
+        }
+        CK(drv.ctx_set_current(want));
+        h.ndrv = drv_counts(h.drv, 1024);
+        h.barriers = hot_barriers();
+        ar_call(&k, NULL);
+        unsigned long long barriers = hot_barriers() - h.barriers;
+        if (round == 0) {
+            MT_CHECK(barriers >= 1, "hot path, a peer's thread with %s: no host barrier (no "
+                     "full vote)", what[round]);
+        } else if (round == 1) {
+            MT_CHECK(barriers == 0, "hot path, %s: %llu host barriers", what[round], barriers);
+        } else {
+            hot_end(&h, odd ? "MPI_Allreduce in place, no context current"
+                            : "MPI_Allreduce in place, a peer's thread without a context",
+                    odd ? HOT_SWITCH_CALLS : HOT_CALLS);
+        }
+        CK(drv.ctx_get_current(&cur));
+        MT_CHECK(cur == want, "hot path, %s: the thread's current context changed by a device "
+                 "call (%p, was %p)", what[round], (void *)cur, (void *)want);
+        CK(drv.ctx_set_current(mine));
+        ar_check(&k); /* (frees the case) */
+    }
+    if (odd) {
+        CK(drv.ctx_destroy(other));
     }
 }
 
@@ -883,10 +949,9 @@ static void hot_end(const hot_count_t *h, const char *what, long max_calls)
  * one chunk on device buffers, each called twice on the same buffers: the second call makes at
  * most HOT_CALLS driver calls (one allocation) or HOT_CALLS + 1 (two: a send and a receive
  * buffer), and no host barrier: one memory kind query per allocation (the cache's validation: a
- * freed buffer's address may come back as another allocation), the thread's current context and
- * its per-thread stream's capture status (the application may change either between calls), the
- * launch. */
-#define HOT_CALLS 4
+ * freed buffer's address may come back as another allocation), the capture status of the thread's
+ * per-thread stream (the application may begin a capture between calls), the launch (which checks
+ * that the buffers' context is still current). */
 static void hot_path_counts(void)
 {
     *(void **)&hot_barriers = dlsym(RTLD_DEFAULT, "picoll_test_shm_barriers");
@@ -938,6 +1003,7 @@ static void hot_path_counts(void)
         hot_end(&h, a ? "MPI_Alltoall" : "MPI_Allgather", HOT_CALLS + 1);
         bl_check(&k);
     }
+    hot_context_changed();
 }
 
 /* ---------------------------------------------------------------- late */
