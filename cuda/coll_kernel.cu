@@ -159,9 +159,15 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
     /* No fence of each thread before the barrier: the barrier orders their data stores before
      * thread 0's st.release, and a release is cumulative. gave_up is reset before the same
      * barrier, not after it behind a second one: it is 0 wherever an earlier wait's late reader
-     * may still read it (a wait that gave up returns) */
+     * may still read it (a wait that gave up returns), so thread 0 writes it only where it is
+     * not 0 (the launch's first wait): a store of the 0 that is there would race with those
+     * reads. Only thread 0 reads it here, through a volatile load inside its branch: a plain
+     * one the compiler loads in every thread and predicates, which races with thread 0's store
+     * (compute-sanitizer racecheck on an H100, 2026-11-26, reported both) */
     if (threadIdx.x == 0) {
-        gave_up = 0;
+        if (*(volatile int *)&gave_up != 0) {
+            gave_up = 0;
+        }
     }
     DEV_SYNCTHREADS(1);
     if (threadIdx.x == 0 && arrive) {
@@ -175,8 +181,10 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
             if ((spins & 63) != 0) { /* the clock often enough for a spin of a few ms */
                 continue;
             }
+            /* several peers' threads may give up at once: atomicMax, so that a veto (2) wins
+             * over a late peer (1) whatever their order, and the stores do not race */
             if (p.veto_at != 0 && dev_flag_load((const uint64_t *)&p.status->veto) == p.veto_at) {
-                gave_up = 2;
+                atomicMax(&gave_up, 2);
                 break;
             }
             uint64_t now = dev_globaltimer();
@@ -189,7 +197,7 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
                 bool runs = dev_flag_load(started) >= p.epoch ||
                             dev_flag_load(started + line) >= p.epoch;
                 dev_st((uint8_t *)&p.status->missing[t], (uint8_t)(runs ? 1 : 2));
-                gave_up = 1;
+                atomicMax(&gave_up, 1);
                 break;
             }
             __nanosleep(256); /* ranks sharing a GPU: leave the peer's kernel some room */

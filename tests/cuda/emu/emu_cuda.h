@@ -74,6 +74,16 @@ struct alignas(16) double2 {
 inline void __syncthreads() { emu_syncthreads(); }
 inline void __threadfence_system() { emu_fence(); }
 inline void __nanosleep(unsigned) { emu_yield(); }
+/* shared-memory atomics: a block's fibers switch only at the emulation's own points, so a plain
+ * read-modify-write is atomic here */
+inline int atomicMax(int *p, int v)
+{
+    int old = *p;
+    if (v > old) {
+        *p = v;
+    }
+    return old;
+}
 
 /* a load through L2 only: on the CPU a plain load, once the model allows it */
 template <typename T>
