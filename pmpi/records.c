@@ -157,6 +157,13 @@ int picoll_request_free(MPI_Request *request, int *rc)
     if (r == NULL) {
         return 0;
     }
+    if (r->mode != PICOLL_MODE_PERSISTENT && r->copied) {
+        /* complete, and its outputs copied back already (MPI_Request_get_status said so): the
+         * MPI touches the copies no more, and a later copy back would write a buffer that the
+         * application may have freed since (it may, once it knows the request complete) */
+        record_free(r);
+        return 0; /* the MPI frees the request */
+    }
     if (r->mode == PICOLL_MODE_PERSISTENT) {
         /* take it out of the table: the handle dies here */
         picoll_record_t **p;
@@ -202,7 +209,9 @@ void picoll_orphans_poll(int wait)
             keep = r;
             continue;
         }
-        picoll_call_copy_out(&r->call, &st);
+        if (!r->copied) {
+            picoll_call_copy_out(&r->call, &st);
+        }
         if (r->request != MPI_REQUEST_NULL) {
             PMPI_Request_free(&r->request); /* a persistent one */
         }

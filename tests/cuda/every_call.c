@@ -22,6 +22,7 @@
 #include "every.h"
 #include "mpitest.h"
 
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,10 @@ static void on_crash(int sig)
     if (write(STDOUT_FILENO, line, (size_t)n) < 0) {
         /* nothing more to do in a signal handler */
     }
+    /* where: the stack, for a crash seen on one machine only (symbols of the exported functions;
+     * addresses within the libraries otherwise) */
+    void *frames[32];
+    backtrace_symbols_fd(frames, backtrace(frames, 32), STDOUT_FILENO);
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -8,7 +8,8 @@
  * It is stricter than CUDA where that checks picoll: a copy needs a current context (as in CUDA),
  * and the context must be the one of the device buffer's own device (CUDA would copy across
  * devices). Freed ranges are handed out again lowest address first, with a new buffer id, so a
- * free and an allocation of the same size reuse the address.
+ * free and an allocation of the same size reuse the address. A copy with device memory that no
+ * live allocation holds prints a line starting "FAIL fakecuda:" (the tests fail on "FAIL").
  *
  * FAKECUDA_DEVICES=N (default 2) devices; FAKECUDA_DEVICES=0: the driver loads but sees none.
  * fakecuda_attribute_queries() counts cuPointerGetAttributes calls (picoll's cache misses),
@@ -341,6 +342,10 @@ static CUresult translate(uintptr_t p, size_t n, uintptr_t *out)
     pthread_mutex_lock(&lock);
     fake_alloc_t *a = find(p, n);
     if (a == NULL) {
+        /* CUDA answers an error here, or crashes (a copy back into a freed buffer took an H100's
+         * driver down with SIGSEGV, 2026-11-26): a test fails on it, whatever picoll does next */
+        fprintf(stderr, "FAIL fakecuda: a copy with device memory that is not allocated (freed?): "
+                "[%#lx, +%zu)\n", (unsigned long)p, n);
         rc = CUDA_ERROR_INVALID_VALUE;
     } else if (a->kind == 2 && ctx != &contexts[a->device]) {
         rc = CUDA_ERROR_INVALID_CONTEXT;
