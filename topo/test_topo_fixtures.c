@@ -40,7 +40,7 @@ static picoll_topo_reach_t reach_of(const picoll_topo_t *t, int n, const int *gp
 /* bytes: allreduce: the message; allgather, alltoall: one rank's receive buffer (one block) */
 static int ar_cfg(picoll_topo_reach_t r, size_t b, const picoll_config_t *c)
 {
-    return picoll_select_cuda_allreduce(c, r, (size_t)-1, b);
+    return picoll_select_cuda_allreduce(c, r, (size_t)-1, b, 0);
 }
 static int ar(picoll_topo_reach_t r, size_t b) { return ar_cfg(r, b, &cfg); }
 static int ag(picoll_topo_reach_t r, size_t b) { return picoll_select_cuda_allgather(&cfg, r, 1, b); }

@@ -193,7 +193,8 @@ static int hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t 
 static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
 {
     return picoll_select_cuda_allreduce(&picoll_cfg, picoll_cuda_ws_reach(ws),
-                                        picoll_cuda_ws_slot_size(ws), *(const size_t *)arg);
+                                        picoll_cuda_ws_slot_size(ws), *(const size_t *)arg,
+                                        picoll_cuda.staging);
 }
 
 /* The device executor's kernel mode for a device allreduce algorithm. */
@@ -422,7 +423,7 @@ static int select_cuda_device_only(const picoll_cuda_ws_t *ws, const void *arg)
                ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->agree[1])
            : d->coll == PICOLL_COLL_BCAST || d->coll == PICOLL_COLL_ALLGATHERV
                ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->bytes)
-               : picoll_select_cuda_reduce(&picoll_cfg, reach, d->bytes);
+               : picoll_select_cuda_reduce(&picoll_cfg, reach, d->bytes, picoll_cuda.staging);
 }
 
 int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args, int *mpi_rc)

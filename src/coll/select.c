@@ -101,7 +101,10 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
 /* The device executor, by the node's reach (topo/reach.c), PyTorch's intra-node thresholds as
  * defaults:
  *   nvlink  one-shot <= PICOLL_NVLINK_ONESHOT_MAX (256k), two-shot <= PICOLL_NVLINK_TWOSHOT_MAX
- *           (10M), then hand over
+ *           (10M), then hand over to a CUDA-aware MPI; where picoll stages the calls it hands
+ *           over (the MPI is not CUDA-aware), two-shot at every size: a staged 16 MiB allreduce
+ *           took 9.3 ms where two-shot took 53 us at 8 MiB (an H100, 2 ranks under MPS,
+ *           2026-11-26, docs/performance.md)
  *   hcm     HCM one-shot <= PICOLL_HCM_ONESHOT_MAX (256k), then hand over
  *   pcie    one-shot <= PICOLL_PCIE_ONESHOT_MAX (64k), then hand over. Over PCIe a small message
  *           costs latency, not bandwidth: one kernel that reads the n-1 peers' inputs beats an
@@ -115,7 +118,7 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
  * access (across sockets), so those hand over, as does none. A one-shot message larger than a
  * device data buffer runs two-shot, in chunks. */
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
-                                 size_t slot_size, size_t bytes)
+                                 size_t slot_size, size_t bytes, int staged)
 {
     if (bytes == 0) {
         return PICOLL_ALG_FALLBACK;
@@ -125,7 +128,8 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
         if (bytes <= cfg->nvlink_oneshot_max) {
             return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
         }
-        return bytes <= cfg->nvlink_twoshot_max ? PICOLL_ALLREDUCE_CUDA_TWOSHOT : PICOLL_ALG_FALLBACK;
+        return staged || bytes <= cfg->nvlink_twoshot_max ? PICOLL_ALLREDUCE_CUDA_TWOSHOT
+                                                          : PICOLL_ALG_FALLBACK;
     case PICOLL_TOPO_REACH_HCM:
         return bytes <= cfg->hcm_oneshot_max ? PICOLL_ALLREDUCE_CUDA_HCM : PICOLL_ALG_FALLBACK;
     case PICOLL_TOPO_REACH_PCIE:
@@ -141,10 +145,11 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
 
 /* Reduce-scatter and reduce on the device: where an allreduce of the input's bytes would run on
  * it (one-shot or two-shot; HCM's workspaces map only the quad and the relay: handed over). */
-int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes)
+int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes,
+                              int staged)
 {
     if (reach == PICOLL_TOPO_REACH_HCM ||
-        picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes) == PICOLL_ALG_FALLBACK) {
+        picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes, staged) == PICOLL_ALG_FALLBACK) {
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_DEVICE_ONLY_CUDA;

@@ -39,9 +39,11 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
 
 /* The device executor (device buffers on a context with a device workspace): reach is the node's
  * (topo/reach.c), slot_size one device data buffer; the thresholds are the PICOLL_NVLINK_*,
- * PICOLL_HCM_* and PICOLL_PCIE_* variables (select.c has the table). */
+ * PICOLL_HCM_* and PICOLL_PCIE_* variables (select.c has the table). staged: a call handed over
+ * is staged through host memory by picoll (the MPI is not CUDA-aware), which is never the faster
+ * way over NVLink: no upper limit to two-shot there then. */
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
-                                 size_t slot_size, size_t bytes);
+                                 size_t slot_size, size_t bytes, int staged);
 /* block_bytes as above; the tables take one rank's receive bytes. */
 int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                                  size_t block_bytes);
@@ -51,7 +53,8 @@ int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t 
  * and reduce: bytes of one rank's input, under the allreduce limits; bcast (the message),
  * allgatherv (one rank's receive bytes) and alltoallv (the largest receive bytes of a rank): under
  * the IPC limits. */
-int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes);
+int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes,
+                              int staged);
 int picoll_select_cuda_bcast(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes);
 
 #endif

@@ -194,6 +194,15 @@ static int cmp_size(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Whether picoll would stage the calls it hands over (picoll_cuda_state_init's rule, without
+ * loading the driver): PICOLL_CUDA_STAGING=on, or auto with an MPI that is not CUDA-aware. */
+static int info_staged(const picoll_config_t *cfg)
+{
+    const char *how;
+    return cfg->cuda_staging == PICOLL_STAGING_ON ||
+           (cfg->cuda_staging == PICOLL_STAGING_AUTO && !picoll_mpi_cuda_aware(&how));
+}
+
 /* The device algorithm the selection picks for bytes (allreduce, reduce: the message; allgather,
  * alltoall, allgatherv: one rank's receive buffer; alltoallv: the largest of a rank's;
  * reduce-scatter: one rank's input; bcast: the message), by
@@ -201,13 +210,15 @@ static int cmp_size(const void *a, const void *b)
 static const char *device_alg(picoll_coll_t coll, const picoll_config_t *cfg,
                               picoll_topo_reach_t reach, size_t bytes)
 {
-    int alg = coll == PICOLL_COLL_ALLREDUCE ? picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes)
+    int staged = info_staged(cfg);
+    int alg = coll == PICOLL_COLL_ALLREDUCE
+                  ? picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes, staged)
               : coll == PICOLL_COLL_ALLGATHER ? picoll_select_cuda_allgather(cfg, reach, 1, bytes)
               : coll == PICOLL_COLL_ALLTOALL  ? picoll_select_cuda_alltoall(cfg, reach, 1, bytes)
               : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV ||
                       coll == PICOLL_COLL_ALLTOALLV
                   ? picoll_select_cuda_bcast(cfg, reach, bytes)
-                                              : picoll_select_cuda_reduce(cfg, reach, bytes);
+                  : picoll_select_cuda_reduce(cfg, reach, bytes, staged);
     return picoll_coll_desc(coll)->algs[alg].name;
 }
 

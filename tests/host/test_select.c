@@ -202,28 +202,28 @@ int main(void)
      * workspace buffer runs two-shot */
     picoll_config_load(&cfg, env_off);
     size_t dslot = 128u << 10;
-    expect("cuda nvlink 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 8),
+    expect("cuda nvlink 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 8, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda nvlink 200 KiB > buffer",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 200u << 10),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 200u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 1 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 1u << 20),
+    expect("cuda nvlink 1 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 1u << 20, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20),
+    expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 65536),
+    expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB > buffer",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 256u << 10),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 256u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB + 1",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, (256u << 10) + 1),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, (256u << 10) + 1, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65536),
+    expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
-    expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537),
+    expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda none 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 8),
+    expect("cuda none 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 8, 0),
            PICOLL_ALG_FALLBACK);
     expect("cuda allgather pcie 4 x 256 KiB",
            picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, 256u << 10),
@@ -239,16 +239,38 @@ int main(void)
     /* reduce-scatter and reduce: where an allreduce of the input would run on the device, never
      * on the hybrid cube mesh; bcast: up to the IPC limit */
     expect("cuda reduce nvlink 10 MiB",
-           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, 10u << 20),
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, 10u << 20, 0),
            PICOLL_DEVICE_ONLY_CUDA);
     expect("cuda reduce nvlink 10 MiB + 1",
-           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1),
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1, 0),
            PICOLL_ALG_FALLBACK);
     expect("cuda reduce pcie 64 KiB + 1",
-           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_PCIE, 65537), PICOLL_ALG_FALLBACK);
-    expect("cuda reduce hcm 8 B", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_HCM, 8),
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_PCIE, 65537, 0), PICOLL_ALG_FALLBACK);
+    expect("cuda reduce hcm 8 B", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_HCM, 8, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda reduce 0 B", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, 0),
+    expect("cuda reduce 0 B", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, 0, 0),
+           PICOLL_ALG_FALLBACK);
+    /* where picoll stages what it hands over (an MPI that is not CUDA-aware), two-shot over
+     * NVLink has no upper limit (reduce follows); HCM and PCIe hand over as before */
+    expect("cuda nvlink 11 MiB staged",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20, 1),
+           PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    expect("cuda nvlink 1 GiB staged",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 1u << 30, 1),
+           PICOLL_ALLREDUCE_CUDA_TWOSHOT);
+    expect("cuda nvlink 8 B staged",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 8, 1),
+           PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    expect("cuda hcm 256 KiB + 1 staged",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, (256u << 10) + 1, 1),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda pcie 64 KiB + 1 staged",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537, 1),
+           PICOLL_ALG_FALLBACK);
+    expect("cuda reduce nvlink 10 MiB + 1 staged",
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1, 1),
+           PICOLL_DEVICE_ONLY_CUDA);
+    expect("cuda reduce hcm 8 B staged", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_HCM, 8, 1),
            PICOLL_ALG_FALLBACK);
     expect("cuda bcast pcie 1 MiB", picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_PCIE, 1u << 20),
            PICOLL_DEVICE_ONLY_CUDA);
