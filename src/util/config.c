@@ -96,7 +96,7 @@ static const picoll_config_var_t config_vars[] = {
      .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run one-shot on the device"},
     {.name = "PICOLL_NVLINK_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "10M",
      .offset = offsetof(picoll_config_t, nvlink_twoshot_max),
-     .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run two-shot; larger ones are handed over"},
+     .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run two-shot where the MPI is CUDA-aware; larger ones are handed over to it (where picoll stages what it hands over, two-shot runs at every size)"},
     {.name = "PICOLL_HCM_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "256k",
      .offset = offsetof(picoll_config_t, hcm_oneshot_max),
      .doc = "the 8 GPUs of a hybrid cube mesh (DGX-1): largest allreduce (bytes) run as HCM one-shot"},
