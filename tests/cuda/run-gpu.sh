@@ -1,16 +1,20 @@
 #!/bin/sh
-# run-gpu.sh [BUILD_DIR]: the device executor's checks, for a machine with a GPU (CI has none).
+# run-gpu.sh [--no-emu] [BUILD_DIR]: the device executor's checks, for a machine with a GPU (CI has none).
 #   1. the tests/cuda CTests on the real GPU (correctness matrix at np 2, 3, 4, HCM at np 8, the
 #      timeout test, ...), which must pass, not skip, and the emulated-GPU twins (cuda.emu.*) that
 #      CI runs as well;
 #   2. compute-sanitizer memcheck and racecheck on one np=2 run of a few calls of each kind (every rank under the
 #      sanitizer; racecheck covers shared-memory hazards inside the kernel).
 # BUILD_DIR defaults to the current directory (a configured and built picoll build tree).
+# --no-emu leaves out the tests that need no GPU, which CI runs (the emulated-GPU twins cuda.emu.*
+# and cuda.soak.emu, the fake driver's cuda.*.fake*), for a short lease of a GPU machine.
 # With fewer GPUs than ranks, the ranks share GPUs: picoll runs kernels across processes only under
 # MPS (without it they would be time-sliced, and picoll hands the call over), so this script
 # starts an MPS control daemon when none runs (pipe and log in a temporary directory) and stops it
 # at the end. It ends with one line: "run-gpu.sh: passed" or "run-gpu.sh: FAILED (...)".
 set -u
+no_emu=0
+if [ "${1:-}" = --no-emu ]; then no_emu=1; shift; fi
 build=$(cd "${1:-.}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 prog="$build/tests/cuda/cuda_coll"
@@ -37,8 +41,13 @@ if [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && ! pgrep -x nvidia-cuda-mps-control >
 fi
 
 echo "== tests/cuda CTests"
-# skipped by design where a GPU exists: cuda.skip.* (no device) and cuda.query.np2 (no driver)
-skip='^cuda\.skip\.|^cuda\.query\.np2$'
+# skipped by design where a GPU exists: cuda.skip.* (no device) and cuda.query.np2 (no driver);
+# cuda.gpu_bundle packs a build for a GPU machine: nothing to do on one
+skip='^cuda\.skip\.|^cuda\.query\.np2$|^cuda\.gpu_bundle$'
+if [ $no_emu = 1 ]; then
+    skip="$skip|^cuda\.emu\.|^cuda\.soak\.emu$|\.fake"
+    echo "run-gpu.sh: --no-emu: cuda.emu.*, cuda.soak.emu and cuda.*.fake* (no GPU needed) not run"
+fi
 if ! "$prog" --probe 2 > /dev/null; then
     skip="$skip|^cuda\.rehome\.np"
     echo "run-gpu.sh: one GPU: cuda.rehome.np* (2 GPUs or more) not run"

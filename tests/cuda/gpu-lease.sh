@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# gpu-lease.sh BUILD_DIR LOG_DIR SECONDS ARCHIVE [STEP...]: what a short lease of a GPU machine is
+# for, step by step, each under its own time limit, so that a lease cut short still leaves the
+# first steps' logs. The steps, in the order given (default: all, in this order):
+#   tests      run-gpu.sh --no-emu: the GPU tests, then compute-sanitizer memcheck and racecheck
+#   allreduce  the latency table: osu-bench's driver, CUDA buffers, staged MPI / picoll / NCCL
+#              per round, allreduce MPI_FLOAT at np 2 and 4, 8 B to 16 MiB
+#   before     the same allreduce rows with another libpicoll.so preloaded (LEASE_BEFORE_LIB,
+#              e.g. a build of an older commit): before/after figures of a change, same machine
+#   stream     osu_allreduce --enqueue --graph beside the blocking call, np 2 and 4
+#   gather     the driver's table for allgather and alltoall (MPI_CHAR), np 2 and 4, 8 B to 4 MiB
+# First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
+# for ranks sharing the GPU (unless CUDA_MPS_PIPE_DIRECTORY is set), stopped at the end.
+# SECONDS bounds the whole. ARCHIVE is a .tar.gz of LOG_DIR written anew after every step (one
+# file to fetch, however many logs). Made for a machine without MPI: see gpu-bundle.sh.
+set -u
+build=$(cd "$1" && pwd)
+logs=$(mkdir -p "$2" && cd "$2" && pwd)
+budget=$3
+archive=$4
+shift 4
+steps=${*:-tests allreduce before stream gather}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+t0=$(date +%s)
+left() { echo $((budget - ($(date +%s) - t0))); }
+# step NAME SECONDS COMMAND...: runs COMMAND with its output in LOG_DIR/NAME.log, for at most
+# SECONDS or what is left of the budget, whichever is less
+step() {
+    local name=$1 limit=$2; shift 2
+    local l; l=$(left)
+    [ "$l" -lt "$limit" ] && limit=$l
+    if [ "$limit" -le 5 ]; then echo "gpu-lease.sh: $name: no time left" | tee -a "$logs/steps.log"; return; fi
+    local s; s=$(date +%s)
+    echo "== $name (at most $limit s)"
+    timeout -k 5 "$limit" "$@" > "$logs/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc after $(( $(date +%s) - s )) s" | tee -a "$logs/steps.log"
+    tar -czf "$archive" -C "$logs" .
+}
+
+{ date -u; nvidia-smi; nvidia-smi topo -m; cat /etc/os-release; ldd --version | head -1; nproc
+  command -v ctest python3 nvidia-cuda-mps-control; } > "$logs/machine.log" 2>&1
+nvidia-smi -L
+mps_started=0
+if [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/picoll-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/picoll-mps/log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d && mps_started=1 && echo "gpu-lease.sh: MPS control daemon started"
+fi
+export PICOLL_HOST=on
+bench="$build/osu-bench"
+for s in $steps; do
+    case $s in
+    tests)
+        step tests 300 bash "$src/tests/cuda/run-gpu.sh" --no-emu "$build"
+        cp "$build"/run-gpu-*.log "$logs/" 2>/dev/null
+        grep -E "^run-gpu.sh|tests passed|tests failed|\(Failed\)|\*\*\*|Not Run|SUMMARY" "$logs/tests.log" ;;
+    allreduce)
+        step allreduce 150 python3 "$src/osu-bench/driver.py" --build-dir "$build" --np 2,4 \
+            --colls allreduce --mem cuda --sizes 8:16M --factor 4 --rounds 4 --no-osu --no-osu-type \
+            --no-plots --out "$logs/allreduce" ;;
+    before)
+        if [ -z "${LEASE_BEFORE_LIB:-}" ]; then echo "gpu-lease.sh: before: LEASE_BEFORE_LIB unset"; continue; fi
+        for np in 2 4; do
+            step before-np$np 60 "$build/tests/mpirun.sh" $np env LD_PRELOAD="$LEASE_BEFORE_LIB" \
+                "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 8:16M
+        done ;;
+    stream)
+        for np in 2 4; do
+            step stream-np$np 60 "$build/tests/mpirun.sh" $np --preload "$bench/osu_allreduce" -d cuda \
+                --ab=3 --nccl --enqueue --graph -c -T mpi_float -m 8:16M
+        done ;;
+    gather)
+        step gather 150 python3 "$src/osu-bench/driver.py" --build-dir "$build" --np 2,4 \
+            --colls allgather,alltoall --mem cuda --sizes 8:4M --factor 4 --rounds 4 --no-osu \
+            --type mpi_char --no-plots --out "$logs/gather" ;;
+    *) echo "gpu-lease.sh: unknown step '$s'" ;;
+    esac
+done
+if [ $mps_started = 1 ]; then echo quit | nvidia-cuda-mps-control; fi
+tar -czf "$archive" -C "$logs" .
+echo "gpu-lease.sh: $steps: done after $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# gpu_bundle_test.sh SRC BUILD: CTest cuda.gpu_bundle. Packs BUILD with gpu-bundle.sh into a
+# scratch folder and checks what a GPU machine without MPI would get: the build tree without
+# objects, the MPI's launcher, and libraries that all resolve (ldd, with the bundle's folder in
+# LD_LIBRARY_PATH) with the MPI's own from the bundle; unpack.sh parses. Skips (77) without dpkg.
+set -u
+src=$1
+build=$2
+command -v dpkg >/dev/null 2>&1 || { echo "SKIP: no dpkg (gpu-bundle.sh packs Debian's MPI packages)"; exit 77; }
+flavour=$(sed -n 's/^MPI_FLAVOUR = //p' "$build/Makefile")
+pkg=$([ "$flavour" = mpich ] && echo libmpich12 || echo libopenmpi3)
+dpkg -L "$pkg" >/dev/null 2>&1 || { echo "SKIP: $pkg is not installed by dpkg (the MPI of this build is not Debian's)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL gpu_bundle: $*"; exit 1; }
+
+# the fastest xz: the test checks the contents, not the size
+XZ_OPT=-0 bash "$src/tests/cuda/gpu-bundle.sh" "$build" "$tmp/out" > "$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "gpu-bundle.sh failed"; }
+[ -s "$tmp/out/bundle.tar.xz" ] || fail "no bundle.tar.xz"
+bash -n "$tmp/out/unpack.sh" || fail "unpack.sh does not parse"
+grep -q "moved aside" "$tmp/out/unpack.sh" || fail "unpack.sh moves no folder aside"
+mkdir "$tmp/root"
+tar -xJf "$tmp/out/bundle.tar.xz" -C "$tmp/root" || fail "the bundle does not unpack"
+tar -tJf "$tmp/out/bundle.tar.xz" | grep -q '^\./\?$' && fail "the bundle has an entry for / itself"
+
+b="$tmp/root$build"
+lib="$tmp/root/opt/picoll-gpu/lib"
+[ -e "$b/.libs/libpicoll.so" ] || fail "no libpicoll.so in the bundle's build tree"
+[ -x "$b/tests/cuda/cuda_coll" ] || fail "no tests/cuda/cuda_coll"
+[ -f "$b/tests/mpirun.sh" ] || fail "no tests/mpirun.sh"
+[ -z "$(find "$b" -name '*.o' | head -1)" ] || fail "objects in the bundle's build tree"
+launcher=$(sed -n 's/^exec "\(.*\)" "\$@"$/\1/p' "$build/tests/mpirun.sh")
+[ -n "$launcher" ] || fail "no launcher named in $build/tests/mpirun.sh"
+[ -e "$tmp/root$launcher" ] || fail "the launcher $launcher is not in the bundle"
+
+for f in "$b/.libs/libpicoll.so" "$b/tests/cuda/cuda_coll" "$(readlink -f "$tmp/root$launcher")"; do
+    out=$(LD_LIBRARY_PATH="$lib" ldd "$f" 2>&1) || fail "ldd $f: $out"
+    if echo "$out" | grep -q "not found"; then echo "$out"; fail "$f: a library not found"; fi
+done
+out=$(LD_LIBRARY_PATH="$lib" ldd "$b/.libs/libpicoll.so")
+mpilib=$(echo "$out" | awk '$1 ~ /^lib(mpi|mpich)\.so/ {print $3}')
+case $mpilib in
+    "$lib"/*) ;;
+    *) echo "$out"; fail "the MPI library resolves to '$mpilib', not the bundle's" ;;
+esac
+echo "gpu_bundle: passed ($(du -k "$tmp/out/bundle.tar.xz" | cut -f1) KiB, MPI library $(basename "$mpilib"))"
