@@ -89,11 +89,12 @@ int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int re
 int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 
 /* For tests: the calls enqueued on stream so far, by how their buffers went: copied through host
- * memory on the stream (staged) or used in place (host buffers); of them, those recorded into a
- * CUDA graph (captured); and the calls its progress thread ran (a graph's replays included).
- * MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
-int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *captured,
-                        long *runs);
+ * memory on the stream (staged), used in place as host buffers (host), or handed to the blocking
+ * call as device buffers (device: collectives on a stream the application created); of them,
+ * those recorded into a CUDA graph (captured); and the calls its progress thread ran (a graph's
+ * replays included). MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
+int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
+                        long *captured, long *runs);
 #endif
 
 #ifdef __cplusplus

@@ -106,7 +106,8 @@ typedef struct {
     int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-    int (*query)(void *stream, long *staged, long *host, long *captured, long *runs);
+    int (*query)(void *stream, long *staged, long *host, long *device, long *captured,
+                 long *runs);
 } mpix_api_t;
 
 /* picoll's public functions, found at run time in the preloaded library (--ab). */
@@ -761,8 +762,8 @@ static void stream_fail(const bench_t *b, int col, const char *why)
 /* The calls picoll's progress thread of the stream has run so far, a graph's replays included. */
 static long stream_runs(const bench_t *b)
 {
-    long staged = 0, host = 0, captured = 0, runs = 0;
-    b->mpix.query(b->mpix_stream, &staged, &host, &captured, &runs);
+    long staged = 0, host = 0, device = 0, captured = 0, runs = 0;
+    b->mpix.query(b->mpix_stream, &staged, &host, &device, &captured, &runs);
     return runs;
 }
 

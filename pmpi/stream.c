@@ -33,8 +33,19 @@
  * MPIX_Isend/Irecv_enqueue return a generalized request that only MPIX_Wait(all)_enqueue takes
  * (as MPICH's); the irecv's data goes back to the device after its wait. They cannot be captured.
  *
- * Left for later (issue 23): picoll's own device kernels launched on the stream for device
- * buffers on one node (no copies, no host thread). */
+ * Collectives on device buffers skip the copies on a stream the application created: the
+ * progress thread hands the device buffers themselves to the blocking call (picoll's device
+ * kernels where every rank can, else picoll's staging, as for any blocking call), while the
+ * stream waits at the state word, so nothing of the stream touches the buffers meanwhile. The
+ * progress thread's own work goes on its per-thread stream, which synchronises with the legacy
+ * stream only: on the legacy stream (handle 0 or CU_STREAM_LEGACY) or a per-thread stream handle
+ * it would wait behind the wait that waits for it, so there the device buffers are staged on the
+ * stream as above. The progress thread has the stream's context current and its capture mode
+ * relaxed: an application thread that records a graph in the global mode does not forbid it the
+ * driver calls of a collective (an allocation, a copy).
+ *
+ * Left for later (issue 23): picoll's own device kernels launched on the stream itself (no host
+ * thread). */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
@@ -136,7 +147,13 @@ struct picoll_mpix_stream {
     pthread_t thread;
     int ncomms;                    /* stream communicators made with it, not yet freed */
     int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS */
-    long staged, host, captured;   /* calls so far: how their buffers went, and captured ones */
+    int direct_ok;                 /* an application-created stream: device buffers of collectives
+                                    * go to the progress thread as they are */
+    long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
+                                    * host memory, device memory handed over as it is) */
+    long captured;                 /* of them, recorded into a CUDA graph */
+    picoll_cu_deviceptr_t warm;    /* a few device bytes for the stream communicators' first
+                                    * collective (stream_warm); 0: none */
     long runs;                     /* calls the progress thread ran (graph replays included) */
     pthread_mutex_t enq_lock;      /* one enqueue at a time: the lists below, the staging */
     staging_t *staging;
@@ -237,6 +254,13 @@ static void post(void *arg)
 static void *progress(void *arg)
 {
     MPIX_Stream s = arg;
+    /* the stream's context for the device buffers handed over as they are; never forbidden a
+     * driver call by another thread's global-mode capture */
+    picoll_cu.ctx_set_current(s->ctx);
+    if (picoll_cu.thread_exchange_capture_mode != NULL) {
+        int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
+        picoll_cu.thread_exchange_capture_mode(&mode);
+    }
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (s->head == NULL && !s->stop) {
@@ -402,6 +426,7 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
                                    "picoll: MPIX_Stream_create: out of memory");
     }
     s->cu = cu;
+    s->direct_ok = cu != NULL && cu != PICOLL_CU_STREAM_LEGACY && cu != PICOLL_CU_STREAM_PER_THREAD;
     /* the stream's context: the driver says (cuStreamGetCtx), else the current one */
     if (picoll_cu.stream_get_ctx == NULL || picoll_cu.stream_get_ctx(cu, &s->ctx) != 0) {
         picoll_cu.ctx_get_current(&s->ctx);
@@ -471,6 +496,9 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
             picoll_cu.mem_free_host(b->words);
             free(b);
         }
+        if (s->warm != 0) {
+            picoll_cu.mem_free(s->warm);
+        }
         picoll_cu.ctx_pop_current(&popped);
     }
     s->magic = 0;
@@ -480,6 +508,31 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
     free(s);
     *stream = MPIX_STREAM_NULL;
     return err;
+}
+
+/* The first collective of a new stream communicator, on every rank, here on the creating thread:
+ * an allreduce of a few bytes of device memory of the stream's context (host memory where none
+ * could be had, or the stream takes no device buffers as they are: then every rank falls back
+ * together), which makes the communicator's device workspace now. Made by the progress thread at
+ * its first call instead, the workspace's allocations and module load would run while the
+ * application's stream waits at that call's state word, and a driver call that synchronises
+ * implicitly would wait for the stream that waits for it. */
+static void stream_warm(MPIX_Stream s, MPI_Comm comm)
+{
+    unsigned host[4] = {0, 0, 0, 0};
+    void *buf = host;
+    picoll_cu_context_t popped;
+    int entered = s->direct_ok && picoll_cu.ctx_push_current(s->ctx) == 0;
+    if (entered && s->warm == 0 && picoll_cu.mem_alloc(&s->warm, sizeof(host)) != 0) {
+        s->warm = 0;
+    }
+    if (entered && s->warm != 0) {
+        buf = (void *)(uintptr_t)s->warm; /* its bits matter to nobody */
+    }
+    MPI_Allreduce(MPI_IN_PLACE, buf, 4, MPI_UNSIGNED, MPI_BOR, comm);
+    if (entered) {
+        picoll_cu.ctx_pop_current(&popped);
+    }
 }
 
 static int comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
@@ -537,10 +590,11 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI
                                    "picoll: MPIX_Stream_comm_create: the stream's progress thread "
                                    "could not start");
     }
+    stream_warm(stream, *newcomm);
     return MPI_SUCCESS;
 }
 
-PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host,
+PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
                                       long *captured, long *runs)
 {
     if (!stream_valid(stream)) {
@@ -549,6 +603,7 @@ PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *ho
     pthread_mutex_lock(&stream->lock);
     *staged = stream->staged;
     *host = stream->host;
+    *device = stream->device;
     *captured = stream->captured;
     *runs = stream->runs;
     pthread_mutex_unlock(&stream->lock);
@@ -615,6 +670,7 @@ typedef struct {
     void *user_out;       /* the device buffer the receive staging goes back to */
     size_t out_bytes;
     int staged;
+    int device;           /* device memory handed to the progress thread as it is */
     int mode, mode_set;   /* the thread's capture mode, relaxed while a capture is recorded */
 } enq_t;
 
@@ -704,9 +760,24 @@ static int enq_fail(enq_t *e, int code, const char *what)
     return picoll_raise_stream(e->comm, code, "picoll: %s: %s", e->fn, what);
 }
 
-/* The host buffer the MPI call uses for user buffer buf (bytes of it significant): buf itself
- * unless it is device memory, then a staging buffer, filled on the stream from buf where copy_in.
- * Device memory of another context than the stream's is refused. */
+/* Whether e's call takes device buffers as they are (a collective, on a stream the application
+ * created: see the top of this file). */
+static int enq_direct(const enq_t *e)
+{
+    switch (e->o->kind) {
+    case OP_ALLREDUCE:
+    case OP_ALLGATHER:
+    case OP_ALLTOALL:
+    case OP_REDUCE_SCATTER_BLOCK:
+    case OP_BCAST: return e->s->direct_ok;
+    default: return 0;
+    }
+}
+
+/* The buffer the MPI call uses for user buffer buf (bytes of it significant): buf itself unless
+ * it is device memory of a call that does not take it as it is (enq_direct), then a staging
+ * buffer, filled on the stream from buf where copy_in. Device memory of another context than the
+ * stream's is refused. */
 static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, staging_t **g,
                     void **host, const char *arg)
 {
@@ -725,6 +796,10 @@ static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, sta
         snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
                  "stream's", arg, m.device);
         return enq_fail(e, MPI_ERR_BUFFER, why);
+    }
+    if (enq_direct(e)) {
+        e->device = 1; /* the blocking call gets the device buffer itself */
+        return MPI_SUCCESS;
     }
     if (bytes < 0) {
         snprintf(why, sizeof(why), "%s: a datatype with a negative lower bound is not staged",
@@ -790,7 +865,8 @@ static int enq_commit(enq_t *e)
     enq_leave(e);
     pthread_mutex_lock(&s->lock);
     s->staged += e->staged;
-    s->host += !e->staged;
+    s->device += e->device && !e->staged;
+    s->host += !e->staged && !e->device;
     s->captured += o->captured;
     pthread_mutex_unlock(&s->lock);
     return MPI_SUCCESS;

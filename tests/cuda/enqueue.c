@@ -16,8 +16,11 @@
  * communicator on a second stream whose calls each rank enqueues in another interleaving with the
  * first (one progress thread per stream: no rank waits for another's order across streams), the
  * enqueues counted (no stream or context synchronise among the driver calls they made, on the
- * emulated GPU), the staged/host counts of picoll_stream_query, and the errors: an enqueue on a
- * communicator without a stream, a stream of an unknown type, a bad stream handle.
+ * emulated GPU), the staged/host/device counts of picoll_stream_query (collectives' device
+ * buffers handed to the progress thread as they are, point-to-point ones staged), an allreduce on
+ * a stream communicator of the legacy stream (staged there: the progress thread's work would wait
+ * behind it), and the errors: an enqueue on a communicator without a stream, a stream of an
+ * unknown type, a bad stream handle.
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
  * answer an error naming the thread level. */
 #include "drv.h"
@@ -47,7 +50,7 @@ static struct {
     int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
     int (*irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
     int (*waitall)(int, MPI_Request *, MPI_Status *);
-    int (*query)(stream_t, long *, long *, long *, long *);
+    int (*query)(stream_t, long *, long *, long *, long *, long *);
 } mx;
 
 #define N 1000   /* ints per rank's block */
@@ -63,6 +66,21 @@ static cu_ptr_t dalloc(size_t bytes)
     cu_ptr_t p = 0;
     CK(drv.mem_alloc(&p, bytes));
     return p;
+}
+
+/* got[e] must be the sum over the p ranks of value(q, round, e) */
+static void check_sum(const int *got, int round, int p, const char *what)
+{
+    for (int e = 0; e < N; e++) {
+        long long want = 0;
+        for (int q = 0; q < p; q++) {
+            want += value(q, round, e);
+        }
+        if (got[e] != (int)want) {
+            mt_fail("%s: element %d is %d, want %lld", what, e, got[e], want);
+            break;
+        }
+    }
 }
 
 static void get(int *dst, cu_ptr_t src, size_t bytes)
@@ -372,16 +390,7 @@ int main(int argc, char **argv)
         MT_CHECK(xst[0].MPI_SOURCE == 1 - r && xst[0].MPI_TAG == 7,
                  "irecv's status: source %d tag %d", xst[0].MPI_SOURCE, xst[0].MPI_TAG);
     }
-    for (int e = 0; e < N; e++) {
-        long long want = 0;
-        for (int q = 0; q < p; q++) {
-            want += value(q, 20, e);
-        }
-        if (hrecv[e] != (int)want) {
-            mt_fail("allreduce of host buffers: element %d is %d, want %lld", e, hrecv[e], want);
-            break;
-        }
-    }
+    check_sum(hrecv, 20, p, "allreduce of host buffers");
     get(hout, d2out, blk);
     for (int e = 0; e < N; e++) {
         if (hout[e] != value(0, 0, e)) {
@@ -400,15 +409,20 @@ int main(int argc, char **argv)
             break;
         }
     }
-    /* every device-buffer call was staged, the host one used in place */
-    long staged = -1, host = -1, captured = -1, runs = -1;
-    MT_CHECK(mx.query(s, &staged, &host, &captured, &runs) == MPI_SUCCESS, "picoll_stream_query");
-    long want_staged = ROUNDS + 1 + 3 + 1 + (r <= 1 ? 1 + 3 : 0) + 1;
-    long want_host = 1 + (r <= 1 ? 1 : 0); /* the host buffers; the isend's wait */
-    MT_CHECK(staged == want_staged && host == want_host && captured == 0 &&
-                 runs == staged + host,
-             "stream calls: %ld staged, %ld host, %ld captured, %ld run; want %ld, %ld, 0, %ld",
-             staged, host, captured, runs, want_staged, want_host, want_staged + want_host);
+    /* the collectives on device buffers went to the progress thread as they are (the stream is
+     * one the test created), the point-to-point ones were staged on the stream, the host ones
+     * used in place; which path each collective took there is in picoll's statistics (CTest) */
+    long staged = -1, host = -1, device = -1, captured = -1, runs = -1;
+    MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs) == MPI_SUCCESS,
+             "picoll_stream_query");
+    long want_device = ROUNDS + 1 + 3 + 1 + 1; /* rounds, in place, ag/a2a/rsb, bcast, bxor */
+    long want_staged = r <= 1 ? 1 + 3 : 0;     /* send or recv; irecv, isend, the irecv's wait */
+    long want_host = 1 + (r <= 1 ? 1 : 0);     /* the host buffers; the isend's wait */
+    MT_CHECK(staged == want_staged && host == want_host && device == want_device &&
+                 captured == 0 && runs == staged + host + device,
+             "stream calls: %ld staged, %ld host, %ld device, %ld captured, %ld run; want %ld, "
+             "%ld, %ld, 0, %ld", staged, host, device, captured, runs, want_staged, want_host,
+             want_device, want_staged + want_host + want_device);
 
     /* ---- a CUDA graph: an allreduce captured once, launched GRAPH_RUNS times, its input written
      * on the stream before each launch ---- */
@@ -445,16 +459,40 @@ int main(int argc, char **argv)
         }
         CK(drv.graph_exec_destroy(exec));
         long runs2 = -1;
-        MT_CHECK(mx.query(s, &staged, &host, &captured, &runs2) == MPI_SUCCESS && captured == 1 &&
+        MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs2) == MPI_SUCCESS &&
+                     captured == 1 && device == want_device + 1 &&
                      runs2 == runs + GRAPH_RUNS,
-                 "after the graph: %ld captured (want 1), %ld runs (want %ld)", captured, runs2,
-                 runs + GRAPH_RUNS);
+                 "after the graph: %ld captured (want 1), %ld device (want %ld), %ld runs (want "
+                 "%ld)", captured, device, want_device + 1, runs2, runs + GRAPH_RUNS);
         if (mt_rank == 0 && bad == 0) {
             printf("enqueue: a captured allreduce right in %d graph launches of %d\n",
                    GRAPH_RUNS, GRAPH_RUNS);
         }
     } else if (mt_rank == 0) {
         printf("enqueue: no graph test (the driver lacks cuGraphInstantiateWithFlags)\n");
+    }
+
+    /* ---- the legacy stream: the progress thread's own work would wait behind the stream's wait
+     * for it, so device buffers are staged on the stream there, and the result is the same ---- */
+    {
+        stream_t sl = make_stream((cu_stream_t)0);
+        MPI_Comm lcomm = MPI_COMM_NULL;
+        MT_CHECK(mx.comm_create(MPI_COMM_WORLD, sl, &lcomm) == MPI_SUCCESS,
+                 "MPIX_Stream_comm_create (legacy stream)");
+        cu_ptr_t lin = dalloc(blk), lout = dalloc(blk);
+        CK(drv.memcpy_htod_async(lin, pattern, blk, (cu_stream_t)0));
+        MT_CHECK(mx.allreduce((void *)(uintptr_t)lin, (void *)(uintptr_t)lout, N, MPI_INT, MPI_SUM,
+                              lcomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue on the legacy stream");
+        CK(drv.stream_synchronize((cu_stream_t)0));
+        get(hout, lout, blk);
+        check_sum(hout, 0, p, "legacy stream");
+        long ls = -1, lh = -1, ld = -1, lc = -1, lr = -1;
+        MT_CHECK(mx.query(sl, &ls, &lh, &ld, &lc, &lr) == MPI_SUCCESS && ls == 1 && ld == 0 &&
+                     lr == 1,
+                 "legacy stream: %ld staged (want 1), %ld device (want 0), %ld run (want 1)", ls,
+                 ld, lr);
+        MPI_Comm_free(&lcomm);
+        MT_CHECK(mx.free_(&sl) == MPI_SUCCESS, "MPIX_Stream_free (legacy stream)");
     }
 
     MPI_Comm_free(&scomm);
@@ -465,7 +503,8 @@ int main(int argc, char **argv)
         printf("enqueue: %d allreduce rounds in stream order, in place, allgather, alltoall, "
                "reduce_scatter_block, bcast, send/recv, isend/irecv/waitall, host buffers, two "
                "streams: right; "
-               "%ld calls staged, no synchronisation in the enqueues\n", ROUNDS, staged);
+               "%ld collectives on device buffers handed over as they are, %ld calls staged, no "
+               "synchronisation in the enqueues\n", ROUNDS, device, staged);
     }
     return mt_finish("enqueue");
 }
