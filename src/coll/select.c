@@ -102,9 +102,9 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
  * defaults:
  *   nvlink  one-shot <= PICOLL_NVLINK_ONESHOT_MAX (256k), two-shot <= PICOLL_NVLINK_TWOSHOT_MAX
  *           (10M), then hand over to a CUDA-aware MPI; where picoll stages the calls it hands
- *           over (the MPI is not CUDA-aware), two-shot at every size: a staged 16 MiB allreduce
- *           took 9.3 ms where two-shot took 53 us at 8 MiB (an H100, 2 ranks under MPS,
- *           2026-11-26, docs/performance.md)
+ *           over (the MPI is not CUDA-aware), two-shot at every size: a 16 MiB allreduce took
+ *           9.3 ms staged, 99 us two-shot (an H100, 2 ranks under MPS, 2026-11-26,
+ *           docs/performance.md)
  *   hcm     HCM one-shot <= PICOLL_HCM_ONESHOT_MAX (256k), then hand over
  *   pcie    one-shot <= PICOLL_PCIE_ONESHOT_MAX (64k), then hand over. Over PCIe a small message
  *           costs latency, not bandwidth: one kernel that reads the n-1 peers' inputs beats an
