@@ -51,6 +51,7 @@
 #pragma GCC visibility pop
 
 #include "build-config.h"
+#include "util/config.h"
 #include "util/export.h"
 #include "util/log.h"
 #include "mem/cudrv.h"
@@ -426,7 +427,8 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
                                    "picoll: MPIX_Stream_create: out of memory");
     }
     s->cu = cu;
-    s->direct_ok = cu != NULL && cu != PICOLL_CU_STREAM_LEGACY && cu != PICOLL_CU_STREAM_PER_THREAD;
+    s->direct_ok = picoll_cfg.stream_direct && cu != NULL && cu != PICOLL_CU_STREAM_LEGACY &&
+                   cu != PICOLL_CU_STREAM_PER_THREAD;
     /* the stream's context: the driver says (cuStreamGetCtx), else the current one */
     if (picoll_cu.stream_get_ctx == NULL || picoll_cu.stream_get_ctx(cu, &s->ctx) != 0) {
         picoll_cu.ctx_get_current(&s->ctx);

@@ -51,6 +51,8 @@ typedef struct {
     int cuda_staging;          /* picoll_staging_mode_t */
     int cuda;                  /* device executor (cuda/) allowed */
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
+    int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
+                                * handed over as they are (pmpi/stream.c) */
     /* topology (topo/) */
     const char *topo_file;
     int topo_file_gpu;         /* picoll_topo_file_gpu_t */
