@@ -195,12 +195,11 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* Whether picoll would stage the calls it hands over (picoll_cuda_state_init's rule, without
- * loading the driver): PICOLL_CUDA_STAGING=on, or auto with an MPI that is not CUDA-aware. */
+ * loading the driver). */
 static int info_staged(const picoll_config_t *cfg)
 {
     const char *how;
-    return cfg->cuda_staging == PICOLL_STAGING_ON ||
-           (cfg->cuda_staging == PICOLL_STAGING_AUTO && !picoll_mpi_cuda_aware(&how));
+    return picoll_cuda_staging_rule(cfg->cuda_staging, picoll_mpi_cuda_aware(&how));
 }
 
 /* The device algorithm the selection picks for bytes (allreduce, reduce: the message; allgather,

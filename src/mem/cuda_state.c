@@ -40,6 +40,11 @@ int picoll_mpi_cuda_aware(const char **how)
     return 0;
 }
 
+int picoll_cuda_staging_rule(int mode, int mpi_aware)
+{
+    return mode == PICOLL_STAGING_ON || (mode == PICOLL_STAGING_AUTO && !mpi_aware);
+}
+
 void picoll_cuda_state_init(int mode, picoll_cuda_state_t *st)
 {
     const char *how = "";
@@ -57,7 +62,7 @@ void picoll_cuda_state_init(int mode, picoll_cuda_state_t *st)
     st->driver = 1;
     st->devices = picoll_cudrv_device_count();
     st->active = 1;
-    st->staging = mode == PICOLL_STAGING_ON || !st->mpi_aware;
+    st->staging = picoll_cuda_staging_rule(mode, st->mpi_aware);
     snprintf(st->why, sizeof(st->why), "CUDA support active, %d device(s); the MPI is %sCUDA-aware (%s): %s",
              st->devices, st->mpi_aware ? "" : "not ", how,
              st->staging ? "device buffers of calls it runs are staged through pinned host memory"

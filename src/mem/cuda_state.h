@@ -21,6 +21,10 @@ extern picoll_cuda_state_t picoll_cuda;
  * MPIX_GPU_query_support for CUDA; 0 when it has neither. how names what was asked. */
 int picoll_mpi_cuda_aware(const char **how);
 
+/* Whether device buffers of calls handed to the MPI are staged, for a PICOLL_CUDA_STAGING mode
+ * and the MPI's answer (picoll_mpi_cuda_aware), once a driver is loaded. */
+int picoll_cuda_staging_rule(int mode, int mpi_aware);
+
 /* Decides the state for a PICOLL_CUDA_STAGING mode (picoll_staging_mode_t); loads the driver
  * unless the mode is off. */
 void picoll_cuda_state_init(int mode, picoll_cuda_state_t *st);
