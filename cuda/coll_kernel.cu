@@ -102,12 +102,12 @@ __device__ __forceinline__ void dev_st(T *p, T v)
 
 /* Block blockIdx.x starts: tell the peers (a block that gives up names a peer whose launch has
  * not started as the late one) and this rank's host. */
-__device__ void dev_start(const picoll_cuda_kparams_t &p)
+__device__ void dev_start(const picoll_cuda_kparams_t &p, uint64_t first)
 {
     if (threadIdx.x == 0) {
         dev_flag_store(p.flags[p.me] + PICOLL_CUDA_STARTED_WORD +
-                           (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, p.epoch);
-        dev_flag_store((uint64_t *)&p.status->started[blockIdx.x], p.epoch);
+                           (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, first);
+        dev_flag_store((uint64_t *)&p.status->started[blockIdx.x], first);
     }
 }
 
@@ -135,13 +135,13 @@ __device__ bool dev_skip(const picoll_cuda_kparams_t &p)
 
 /* Resumed launch: how many of the launch's arrivals block blockIdx.x made in earlier attempts (its
  * own flag is monotonic and only it writes the line). */
-__device__ int dev_arrived(const picoll_cuda_kparams_t &p)
+__device__ int dev_arrived(const picoll_cuda_kparams_t &p, uint64_t first)
 {
     if (!p.resume) {
         return 0;
     }
     uint64_t mine = dev_flag_load(p.flags[p.me] + (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE);
-    return mine >= p.epoch + 1 ? 2 : mine >= p.epoch ? 1 : 0;
+    return mine >= first + 1 ? 2 : mine >= first ? 1 : 0;
 }
 
 /* Arrive at epoch (unless an earlier attempt did) and wait for block blockIdx.x of every peer.
@@ -151,7 +151,8 @@ __device__ int dev_arrived(const picoll_cuda_kparams_t &p)
  * said no to: that rank never arrives, so no block of any rank gets past the wait that needs
  * it, nor writes dst): the halt word stops the launches queued behind, the host is told through
  * quit only (not halted: nothing is resumed). */
-__device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, bool arrive)
+__device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t first, uint64_t epoch,
+                                bool arrive)
 {
     DEV_SHARED(int, gave_up);
     const size_t line = (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE;
@@ -194,9 +195,16 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
                 /* late, or running and waiting for somebody else (its block 0 or this block
                  * started this launch)? */
                 const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD;
-                bool runs = dev_flag_load(started) >= p.epoch ||
-                            dev_flag_load(started + line) >= p.epoch;
+                bool runs = dev_flag_load(started) >= first ||
+                            dev_flag_load(started + line) >= first;
                 dev_st((uint8_t *)&p.status->missing[t], (uint8_t)(runs ? 1 : 2));
+                if (p.epoch_word != nullptr) {
+                    /* on a stream nobody relaunches: the block waits on, naming the peer to the
+                     * host's watch (picoll_cuda_stream_watch) every spin, until the peer arrives
+                     * or the host aborts the stream's calls (the veto word) */
+                    since = now;
+                    continue;
+                }
                 atomicMax(&gave_up, 1);
                 break;
             }
@@ -221,9 +229,27 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t epoch, 
 
 /* The block is done: the host is told, with every thread's writes visible system-wide (thread 0's
  * release after the barrier covers them, as at an arrival: no fence per thread). */
-__device__ void dev_finish(const picoll_cuda_kparams_t &p, uint64_t epoch)
+__device__ void dev_finish(const picoll_cuda_kparams_t &p, uint64_t first, uint64_t epoch)
 {
     DEV_SYNCTHREADS(6);
+    if (p.epoch_word != nullptr && blockIdx.x == 0) {
+        /* on a stream, block 0 advances the epoch word to this launch's last epoch, for the next
+         * launch on the workspace (stream order: it starts after this one ended). Every block
+         * read the word before its first arrival: the word changes only once each of this
+         * rank's blocks arrived (its own flag lines), or the host aborted the stream's calls */
+        int t = (int)threadIdx.x;
+        if (t > 0 && t < (int)gridDim.x) {
+            const uint64_t *f = p.flags[p.me] + (size_t)t * PICOLL_CUDA_FLAG_STRIDE;
+            while (dev_flag_load(f) < first &&
+                   dev_flag_load((const uint64_t *)&p.status->veto) != p.veto_at) {
+                __nanosleep(64);
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            dev_flag_store(p.epoch_word, epoch);
+        }
+    }
     if (threadIdx.x == 0) {
         DEV_FLAG_STORE(7, (uint64_t *)&p.status->done[blockIdx.x], epoch);
     }
@@ -569,31 +595,34 @@ extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
 picoll_coll_kernel(const picoll_cuda_kparams_t p)
 {
     size_t lo, hi, plo, phi;
-    char *const *in = p.slot[p.epoch & 1];
-    char *const *out = p.slot[(p.epoch + 1) & 1];
+    /* the launch's first epoch: the host's count, or on a stream (epoch_word) the last epoch of
+     * this rank's previous launch there, + 1 (dev_finish advances it) */
+    const uint64_t ep = p.epoch_word != nullptr ? dev_flag_load(p.epoch_word) + 1 : p.epoch;
+    char *const *in = p.slot[ep & 1];
+    char *const *out = p.slot[(ep + 1) & 1];
 
     dev_part(0, p.bytes, (int)gridDim.x, (int)blockIdx.x, &lo, &hi);
     if (dev_skip(p)) {
         return;
     }
-    dev_start(p);
+    dev_start(p, ep);
     /* a resumed block skips what it did before it gave up: its copy in (and, past the second
      * arrival, its reduction), whose results the peers may be reading; dst is written only after
      * the last wait, so nothing it did was lost */
-    const int arrived = dev_arrived(p);
+    const int arrived = dev_arrived(p, ep);
     switch (p.mode) {
     case PICOLL_CUDA_K_ONESHOT:
     case PICOLL_CUDA_K_REDUCE:
         if (arrived < 1) {
             dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         if (p.mode == PICOLL_CUDA_K_ONESHOT || p.me == p.root) {
             dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_REDSCAT:
         /* piece r of this chunk is [lo, hi) of its bytes [chunk_off, chunk_off + bytes), cut to
@@ -602,7 +631,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         if (arrived < 1) {
             dev_pieces_in(p, in[p.me], lo, hi);
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         plo = dev_piece_end(p, p.me, hi);
@@ -610,7 +639,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
             dev_reduce_any(p, p.dst + lo, in, p.nranks, (size_t)p.me * p.slot_stride + lo,
                            (plo - lo) / (size_t)p.esize);
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_ALLGATHERV:
         /* as allgather, each rank's block cut to its length (dev_piece_end) */
@@ -618,7 +647,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         if (arrived < 1 && plo > lo) {
             dev_copy(in[p.me] + lo, p.src + lo, plo - lo);
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
@@ -627,7 +656,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
                 dev_copy(p.dst + p.piece_off[r] + lo, in[r] + lo, end - lo);
             }
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_BCAST:
         /* every rank arrives (a rank writes its slot again two epochs on only once every peer
@@ -635,33 +664,33 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         if (arrived < 1 && p.me == p.root) {
             dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         if (p.me != p.root) {
             dev_copy(p.dst + lo, in[p.root] + lo, hi - lo);
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_TWOSHOT:
         if (arrived < 1) {
             dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
         if (arrived < 2) {
-            if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
                 return;
             }
             dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
             dev_reduce_any(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
         }
-        if (dev_arrive_wait(p, p.epoch + 1, arrived < 2)) {
+        if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
             dev_part(lo, hi, p.nranks, r, &plo, &phi);
             dev_copy(p.dst + plo, out[r] + plo, phi - plo);
         }
-        dev_finish(p, p.epoch + 1);
+        dev_finish(p, ep, ep + 1);
         break;
     case PICOLL_CUDA_K_HCM: {
         /* every block reduces its slice of its quad's inputs (read over the quad's NVLinks) into
@@ -677,25 +706,25 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
             dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
         if (arrived < 2) {
-            if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
                 return;
             }
             dev_reduce_any(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
         }
-        if (dev_arrive_wait(p, p.epoch + 1, arrived < 2)) {
+        if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
             return;
         }
         pair[p.quad_first ? 0 : 1] = out[p.me];
         pair[p.quad_first ? 1 : 0] = out[p.relay];
         dev_reduce_any(p, p.dst + lo, pair, 2, lo, (hi - lo) / (size_t)p.esize);
-        dev_finish(p, p.epoch + 1);
+        dev_finish(p, ep, ep + 1);
         break;
     }
     case PICOLL_CUDA_K_ALLGATHER:
         if (arrived < 1) {
             dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
@@ -703,7 +732,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
                 dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + lo, hi - lo);
             }
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_ALLTOALL:
         if (arrived < 1) {
@@ -712,14 +741,14 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
                          p.src + (size_t)r * p.src_stride + lo, hi - lo);
             }
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
             dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
                      hi - lo);
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_ALLTOALLV:
         /* as reduce-scatter's copy in: the piece for rank r at slot offset r * slot_stride, cut
@@ -728,7 +757,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         if (arrived < 1) {
             dev_pieces_in(p, in[p.me], lo, hi);
         }
-        if (dev_arrive_wait(p, p.epoch, arrived < 1)) {
+        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
             return;
         }
         for (int r = 0; r < p.nranks; r++) {
@@ -738,7 +767,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
                          in[r] + (size_t)p.me * p.slot_stride + lo, end - lo);
             }
         }
-        dev_finish(p, p.epoch);
+        dev_finish(p, ep, ep);
         break;
     default:
         break;

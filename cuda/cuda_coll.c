@@ -35,6 +35,7 @@
 #include "util/proc.h"
 #include "util/wait.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
@@ -59,6 +60,11 @@ static picoll_cuda_type_t coll_type(picoll_dtype_t dt)
     case PICOLL_DT_BYTE: return PICOLL_CUDA_T_U8;
     default: return PICOLL_CUDA_T_NONE; /* long double: no device arithmetic for it */
     }
+}
+
+int picoll_cuda_dtype_ok(picoll_dtype_t dt)
+{
+    return coll_type(dt) != PICOLL_CUDA_T_NONE;
 }
 
 /* The calling thread's current context as its last full vote found it, for the call that follows
@@ -486,6 +492,76 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     }
     p->relay = ws->relay;
     p->quad_first = ws->quad_first;
+    if (ws->on_stream) {
+        p->epoch_word = (uint64_t *)(void *)ws->base + PICOLL_CUDA_EPOCH_WORD;
+        p->veto_at = PICOLL_CUDA_STREAM_ABORT;
+    }
+}
+
+/* A call on a workspace of an application's stream: every chunk launched there, and nothing
+ * waited for. The kernels take their epochs from the workspace's epoch word and advance it, so
+ * that the host's count does not matter and a CUDA graph that captured the launches replays them
+ * with new epochs each time. A launch the driver refuses (past the point where this rank could
+ * still agree with the others to do something else) ends the job, as a failure after the vote
+ * does. */
+static picoll_status_t coll_enqueue(picoll_cuda_ws_t *ws, coll_call_t *c)
+{
+    void *params[] = {&c->p};
+    for (size_t i = 0; i < c->nchunks; i++) {
+        int blocks = coll_chunk(c, i);
+        c->p.seq = ++ws->seq;
+        c->p.seq_floor = c->p.seq; /* nothing gives up here (the halt word stays 0) */
+        int rc = picoll_cu.launch_kernel(ws->kernel, (unsigned)blocks, 1, 1,
+                                         (unsigned)ws->threads, 1, 1, 0, ws->stream, params, NULL);
+        if (rc != 0) {
+            coll_fatal(c->coll, "cuLaunchKernel on the communicator's stream", rc);
+        }
+    }
+    return PICOLL_OK;
+}
+
+/* One look at a stream workspace: a launch that runs (block 0 started, not finished) and whose
+ * blocks name peers they have waited for past PICOLL_CUDA_SPIN is a late call, treated as the
+ * blocking call's (coll_late_tick): the peers' processes looked at once a second, a gone one ends
+ * the job naming it, past PICOLL_TIMEOUT the ranks waited for are named. */
+static void watch_one(picoll_cuda_ws_t *ws)
+{
+    volatile picoll_cuda_status_t *st = ws->status;
+    uint64_t started = st->started[0], done = st->done[0];
+    coll_late_t *late = ws->watch_late;
+    int named = 0;
+
+    for (int r = 0; r < ws->nlocal; r++) {
+        named |= st->missing[r] != 0;
+    }
+    if (done >= started || !named) {
+        if (late != NULL && late->start != 0.0 && (done >= started || started != ws->watch_first)) {
+            late->start = 0.0; /* it went on */
+        }
+        return;
+    }
+    if (late == NULL && (late = ws->watch_late = calloc(1, sizeof(*late))) == NULL) {
+        return;
+    }
+    double now = picoll_clock_now();
+    if (late->start == 0.0 || started != ws->watch_first) {
+        memset(late, 0, sizeof(*late));
+        late->start = now;
+        late->expire = ws->timeout;
+        late->look = now;
+        ws->watch_first = started;
+    }
+    /* the kernel names them again every spin while it waits: a peer that arrived drops out */
+    for (int r = 0; r < ws->nlocal; r++) {
+        late->missing[r] = st->missing[r];
+        st->missing[r] = 0;
+    }
+    coll_late_tick(ws, "a collective enqueued on a stream", late, now);
+}
+
+void picoll_cuda_stream_watch(void)
+{
+    picoll_cuda_ws_each_stream(watch_one);
 }
 
 /* Launch every chunk of c, then wait for the last (resuming the call where a kernel gave up). */
@@ -495,6 +571,9 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, coll_call_t *c)
     int blocks = 0;
     c->nchunks = (c->total + c->step - 1) / c->step;
     c->first = ws->epoch + 1;
+    if (ws->on_stream) {
+        return coll_enqueue(ws, c);
+    }
     for (size_t i = 0; i < c->nchunks; i++) {
         blocks = coll_launch(ws, c, i, floor, 0, 0);
         if (blocks < 0) {
@@ -536,7 +615,8 @@ static picoll_status_t coll_call(picoll_cuda_ws_t *ws, coll_call_t *c, const voi
                                  size_t total, size_t step)
 {
     memset(&c->prev, 0, sizeof(c->prev));
-    c->entered = coll_vote_current_known;
+    /* on a stream the caller has the stream's context current (no vote before) */
+    c->entered = !ws->on_stream && coll_vote_current_known;
     if (c->entered) {
         /* after a full vote: the context it found current */
         coll_vote_current_known = 0;

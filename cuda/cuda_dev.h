@@ -70,6 +70,21 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
 void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm, uint64_t call);
 void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws);
 
+/* 1 where the kernels reduce elements of dt (not long double). */
+int picoll_cuda_dtype_ok(picoll_dtype_t dt);
+
+/* Makes ws (just made, collectively, for a stream communicator) a workspace of the application's
+ * stream: the collectives below then launch their kernels on that stream and return at once, the
+ * epochs counted in device memory (a graph that captured them replays them correctly), and the
+ * workspace is watched by picoll_cuda_stream_watch. picoll_cuda_ws_destroy synchronises the
+ * stream first (its kernels read the workspace). */
+void picoll_cuda_ws_set_stream(picoll_cuda_ws_t *ws, picoll_cu_stream_t stream);
+/* Looks once at every stream workspace's running launch (a stream's progress thread calls it about
+ * once a second): a launch waiting for a peer past PICOLL_CUDA_SPIN is a late call, as the
+ * blocking call's: the peers' processes are looked at, a gone one ends the job naming it, and
+ * past PICOLL_TIMEOUT the ranks waited for are named (or the job ends, PICOLL_TIMEOUT_ACTION). */
+void picoll_cuda_stream_watch(void);
+
 /* Selection inputs: the node's reach and one data buffer's size. */
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
 size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
@@ -115,6 +130,12 @@ picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf,
 static inline int picoll_cuda_device_present(const picoll_config_t *cfg)
 {
     (void)cfg;
+    return 0;
+}
+static inline void picoll_cuda_stream_watch(void) {}
+static inline int picoll_cuda_dtype_ok(picoll_dtype_t dt)
+{
+    (void)dt;
     return 0;
 }
 static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)

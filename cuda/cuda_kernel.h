@@ -38,7 +38,15 @@
 #define PICOLL_CUDA_STARTED_WORD (PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
 #define PICOLL_CUDA_HALT_WORD (PICOLL_CUDA_HELLO_WORD + PICOLL_CUDA_FLAG_STRIDE)
 #define PICOLL_CUDA_HELLO_WORD (2 * PICOLL_CUDA_MAX_BLOCKS * PICOLL_CUDA_FLAG_STRIDE)
+/*   epoch            word PICOLL_CUDA_EPOCH_WORD: a workspace of a stream (launches whose
+ *                    epoch_word points here): the last epoch of the owner's latest launch,
+ *                    advanced by the kernel itself (dev_finish), so that a launch captured in a
+ *                    CUDA graph and replayed takes the next epochs at each replay */
+#define PICOLL_CUDA_EPOCH_WORD (PICOLL_CUDA_HALT_WORD + PICOLL_CUDA_FLAG_STRIDE)
 #define PICOLL_CUDA_FLAGS_BYTES 12288 /* the words above, rounded up to 4 KiB */
+/* The veto_at of every launch on a stream: the host's watch stores it in status->veto to end
+ * the waits of a stream whose peer is gone (the call's data is lost then: the job ends) */
+#define PICOLL_CUDA_STREAM_ABORT (~0ull)
 
 typedef enum {
     PICOLL_CUDA_K_ONESHOT,   /* copy in, arrive, reduce every rank's slot into dst */
@@ -124,6 +132,10 @@ typedef struct {
     int relay;          /* hcm: the rank whose quad result completes mine */
     int quad_first;     /* hcm: my quad's result is the left operand of the final combination */
     uint64_t epoch;     /* of the launch's first arrival; a two-shot also arrives at epoch + 1 */
+    uint64_t *epoch_word; /* a launch on an application's stream: the first epoch is this word
+                           * (PICOLL_CUDA_EPOCH_WORD of my flags) + 1, read when the launch runs,
+                           * and the launch advances it; a wait past spin_ns names the peer in
+                           * status->missing and waits on. NULL: epoch, as the host counts */
     uint64_t spin_ns;   /* a wait for a peer's block gives up after this long (PICOLL_CUDA_SPIN) */
     uint64_t seq;       /* this launch, numbered by the host (relaunches get new numbers) */
     uint64_t seq_floor; /* the first launch of this attempt at the call: a halt word in

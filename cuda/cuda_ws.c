@@ -612,6 +612,43 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
     }
 }
 
+/* The stream workspaces, for their watch (picoll_cuda_stream_watch). */
+static picoll_cuda_ws_t *watch_list;
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void picoll_cuda_ws_set_stream(picoll_cuda_ws_t *ws, picoll_cu_stream_t stream)
+{
+    ws->stream = stream;
+    ws->on_stream = 1;
+    pthread_mutex_lock(&watch_lock);
+    ws->watch_next = watch_list;
+    watch_list = ws;
+    pthread_mutex_unlock(&watch_lock);
+}
+
+void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws))
+{
+    pthread_mutex_lock(&watch_lock);
+    for (picoll_cuda_ws_t *ws = watch_list; ws != NULL; ws = ws->watch_next) {
+        fn(ws);
+    }
+    pthread_mutex_unlock(&watch_lock);
+}
+
+static void ws_unwatch(picoll_cuda_ws_t *ws)
+{
+    pthread_mutex_lock(&watch_lock);
+    for (picoll_cuda_ws_t **link = &watch_list; *link != NULL; link = &(*link)->watch_next) {
+        if (*link == ws) {
+            *link = ws->watch_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&watch_lock);
+    free(ws->watch_late);
+    ws->watch_late = NULL;
+}
+
 /* CUDA leaves freeing memory that another process still maps undefined: every rank closes its
  * mappings, all pass a barrier (after which no rank maps anything, and no kernel can run: each
  * rank's last call ended with its own kernel's completion), then each frees its own. */
@@ -631,6 +668,14 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
                      "mappings went with it");
     }
     entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, &saved) == 0;
+    if (ws->on_stream) {
+        ws_unwatch(ws);
+        /* the kernels enqueued on the application's stream read the workspace until they end
+         * (the stream must still exist: MPIX_Stream_free comes after the communicators') */
+        if (entered) {
+            picoll_cudrv_check(picoll_cu.stream_synchronize(ws->stream), "cuStreamSynchronize");
+        }
+    }
     for (int r = 0; r < ws->nlocal && r < PICOLL_CUDA_MAX_LOCAL; r++) {
         if (entered && ws->mapped[r]) {
             picoll_cudrv_check(picoll_cu.ipc_close_mem_handle((picoll_cu_deviceptr_t)(uintptr_t)ws->peer[r]),

@@ -47,6 +47,13 @@ struct picoll_cuda_ws {
     picoll_topo_reach_t reach;
     uint32_t peers;             /* local ranks mapped and waited for (not me) */
     int hcm;                    /* reach hcm with a plan: allreduce runs the HCM kernel */
+    picoll_cu_stream_t stream;  /* a workspace of an application's stream (on_stream): its
+                                 * launches go there, the epoch in device memory
+                                 * (PICOLL_CUDA_EPOCH_WORD), and the call returns at once */
+    int on_stream;
+    struct picoll_cuda_ws *watch_next; /* on_stream: the list picoll_cuda_stream_watch reads */
+    uint64_t watch_first;       /* the first epoch of the launch the watch found waiting */
+    void *watch_late;           /* and its wait (coll_late_t, cuda_coll.c); NULL: none */
     int quad[4], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
 };
 
@@ -71,6 +78,10 @@ int picoll_cuda_enter_from(picoll_cu_context_t ctx, picoll_cu_context_t cur,
  * mode, in any thread) does not make those calls fail. */
 int picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved);
 void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved);
+
+/* Calls fn on every stream workspace (picoll_cuda_ws_set_stream), none of them destroyed
+ * meanwhile. */
+void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws));
 
 static inline char *picoll_cuda_slot(const picoll_cuda_ws_t *ws, int rank, uint64_t parity)
 {

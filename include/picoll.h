@@ -91,10 +91,12 @@ int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
 /* For tests: the calls enqueued on stream so far, by how their buffers went: copied through host
  * memory on the stream (staged), used in place as host buffers (host), or handed to the blocking
  * call as device buffers (device: collectives on a stream the application created); of them,
- * those recorded into a CUDA graph (captured); and the calls its progress thread ran (a graph's
- * replays included). MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
+ * those recorded into a CUDA graph (captured); the calls its progress thread ran (a graph's
+ * replays included); and, apart from all these, the collectives that went to picoll's kernels on
+ * the stream itself (kernels; their graph replays are not counted: nothing of the host sees
+ * them). Any pointer may be NULL. MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
 int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
-                        long *captured, long *runs);
+                        long *captured, long *runs, long *kernels);
 #endif
 
 #ifdef __cplusplus

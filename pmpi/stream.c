@@ -56,7 +56,10 @@
 #include "util/log.h"
 #include "mem/cudrv.h"
 #include "mem/memkind.h"
+#include "pmpi/classify.h"
 #include "pmpi/errors.h"
+#include "core/comm.h"
+#include "coll/algs.h"
 
 #include <picoll.h>
 
@@ -65,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef PICOLL_MPIX_STREAM
 
@@ -102,8 +106,13 @@ typedef struct staging {
     void *buf;
     size_t size;
     picoll_cu_event_t last_use;
+    void *user;  /* a pinned hop of a kernel call (pageable host memory): the application's
+                  * buffer its host functions copy from or to (hop_in, hop_out), and the bytes */
+    size_t n;
     int pending; /* last_use recorded: busy until it completes */
     int taken;   /* handed to an enqueue not yet committed, or to a captured call */
+    int device;  /* device memory of the stream's context (a kernel call's copy of a buffer of
+                  * another kind), not pinned host memory */
 } staging_t;
 
 /* State words: pinned, mapped memory, one 8-byte word a call, in slabs of a page. */
@@ -153,6 +162,7 @@ struct picoll_mpix_stream {
     long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
                                     * host memory, device memory handed over as it is) */
     long captured;                 /* of them, recorded into a CUDA graph */
+    long kernels;                  /* of them, picoll's kernels launched on the stream itself */
     picoll_cu_deviceptr_t warm;    /* a few device bytes for the stream communicators' first
                                     * collective (stream_warm); 0: none */
     long runs;                     /* calls the progress thread ran (graph replays included) */
@@ -265,7 +275,16 @@ static void *progress(void *arg)
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (s->head == NULL && !s->stop) {
-            pthread_cond_wait(&s->cond, &s->lock);
+            /* about once a second, a look at the kernels of the stream communicators (every
+             * stream's: cheap) for a peer that never arrives */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0) {
+                pthread_mutex_unlock(&s->lock);
+                picoll_cuda_stream_watch();
+                pthread_mutex_lock(&s->lock);
+            }
         }
         if (s->head == NULL) {
             break;
@@ -361,6 +380,17 @@ static void retire(MPIX_Stream s, int wait)
         }
         free(o);
     }
+}
+
+/* Frees a staging buffer's memory and the buffer (its event destroyed by the caller). */
+static void staging_release(staging_t *g, int device)
+{
+    if (g->buf != NULL && device) {
+        picoll_cu.mem_free((picoll_cu_deviceptr_t)(uintptr_t)g->buf);
+    } else if (g->buf != NULL) {
+        picoll_cu.mem_free_host(g->buf);
+    }
+    free(g);
 }
 
 /* ---- stream objects ---- */
@@ -490,8 +520,7 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
             next = g->next;
             picoll_cu.event_synchronize(g->last_use);
             picoll_cu.event_destroy(g->last_use);
-            picoll_cu.mem_free_host(g->buf);
-            free(g);
+            staging_release(g, g->device);
         }
         for (slab_t *b = s->slabs, *next; b != NULL; b = next) {
             next = b->next;
@@ -593,22 +622,30 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI
                                    "could not start");
     }
     stream_warm(stream, *newcomm);
+#ifdef PICOLL_HAVE_CUDA
+    /* collective: every rank asks, a rank that cannot says no (a legacy or per-thread stream
+     * handle: kernels there would be ordered with every thread's work of the process) */
+    picoll_comm_stream_enable(*newcomm, stream->direct_ok ? stream->ctx : NULL, stream->cu);
+#endif
     return MPI_SUCCESS;
 }
 
 PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
-                                      long *captured, long *runs)
+                                      long *captured, long *runs, long *kernels)
 {
     if (!stream_valid(stream)) {
         return MPI_ERR_ARG;
     }
+    long *out[] = {staged, host, device, captured, runs, kernels};
     pthread_mutex_lock(&stream->lock);
-    *staged = stream->staged;
-    *host = stream->host;
-    *device = stream->device;
-    *captured = stream->captured;
-    *runs = stream->runs;
+    long val[] = {stream->staged, stream->host, stream->device, stream->captured, stream->runs,
+                  stream->kernels};
     pthread_mutex_unlock(&stream->lock);
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+        if (out[i] != NULL) {
+            *out[i] = val[i];
+        }
+    }
     return MPI_SUCCESS;
 }
 
@@ -631,12 +668,12 @@ static long long type_span(int count, MPI_Datatype type)
     return last;
 }
 
-/* A pinned buffer of at least bytes, free now (its last copies done); NULL on failure. Caller
+/* A pinned buffer (device: device memory) of at least bytes, free now (its last copies done); NULL on failure. Caller
  * holds the stream's context current. */
-static staging_t *staging_get(MPIX_Stream s, size_t bytes)
+static staging_t *staging_get(MPIX_Stream s, size_t bytes, int device)
 {
     for (staging_t *g = s->staging; g != NULL; g = g->next) {
-        if (!g->taken && g->size >= bytes &&
+        if (!g->taken && g->size >= bytes && g->device == device &&
             (!g->pending || picoll_cu.event_query(g->last_use) == 0)) {
             g->pending = 0;
             g->taken = 1;
@@ -648,14 +685,17 @@ static staging_t *staging_get(MPIX_Stream s, size_t bytes)
         return NULL;
     }
     size_t size = bytes < 4096 ? 4096 : bytes;
-    if (picoll_cu.mem_host_alloc(&g->buf, size, PICOLL_CU_MEMHOSTALLOC_PORTABLE) != 0 ||
-        picoll_cu.event_create(&g->last_use, PICOLL_CU_EVENT_DISABLE_TIMING) != 0) {
-        if (g->buf != NULL) {
-            picoll_cu.mem_free_host(g->buf);
-        }
-        free(g);
+    picoll_cu_deviceptr_t d = 0;
+    int rc = device ? picoll_cu.mem_alloc(&d, size)
+                    : picoll_cu.mem_host_alloc(&g->buf, size, PICOLL_CU_MEMHOSTALLOC_PORTABLE);
+    if (device && rc == 0) {
+        g->buf = (void *)(uintptr_t)d;
+    }
+    if (rc != 0 || picoll_cu.event_create(&g->last_use, PICOLL_CU_EVENT_DISABLE_TIMING) != 0) {
+        staging_release(g, device);
         return NULL;
     }
+    g->device = device;
     g->size = size;
     g->taken = 1;
     g->next = s->staging;
@@ -674,6 +714,14 @@ typedef struct {
     int staged;
     int device;           /* device memory handed to the progress thread as it is */
     int mode, mode_set;   /* the thread's capture mode, relaxed while a capture is recorded */
+    struct {              /* a kernel call's sides that are not device memory of the stream's
+                           * context (enq_kernel_side) */
+        staging_t *d, *h; /* their copy in device memory; the pinned hop of pageable memory */
+        void *user;
+        size_t bytes;
+        int out;          /* copied back after the kernels */
+    } ks[2];
+    int nks;
 } enq_t;
 
 static int enq_fail(enq_t *e, int code, const char *what);
@@ -808,7 +856,7 @@ static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, sta
                  arg);
         return enq_fail(e, MPI_ERR_TYPE, why);
     }
-    if ((*g = staging_get(e->s, (size_t)bytes)) == NULL) {
+    if ((*g = staging_get(e->s, (size_t)bytes, 0)) == NULL) {
         return enq_fail(e, MPI_ERR_NO_MEM, "no pinned staging memory");
     }
     if (copy_in && picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)(*g)->buf,
@@ -874,6 +922,183 @@ static int enq_commit(enq_t *e)
     return MPI_SUCCESS;
 }
 
+/* ---- picoll's kernels on the stream itself ---- */
+
+/* Host functions of a kernel call on pageable host memory: the copies between the application's
+ * buffer and the pinned hop (no CUDA call). */
+static void hop_in(void *arg)
+{
+    staging_t *h = arg;
+    memcpy(h->buf, h->user, h->n);
+}
+
+static void hop_out(void *arg)
+{
+    staging_t *h = arg;
+    memcpy(h->user, h->buf, h->n);
+}
+
+/* The device buffer a kernel call uses for user buffer buf (bytes of it): buf itself where it is
+ * device memory of the stream's context, else a device copy of the stream's, filled on the stream
+ * first where in (pinned or managed memory by a copy, pageable memory through a pinned hop that a
+ * host function fills) and copied back after the kernels where out (enq_kernel_back). */
+static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, void **dev,
+                           const char *arg)
+{
+    picoll_meminfo_t m;
+    char why[160];
+    MPIX_Stream s = e->s;
+    *dev = buf;
+    if (buf == MPI_IN_PLACE || buf == NULL || bytes == 0) {
+        return MPI_SUCCESS;
+    }
+    picoll_memkind_query(buf, &m);
+    if (m.kind == PICOLL_MEM_DEVICE && m.context == (void *)s->ctx) {
+        return MPI_SUCCESS;
+    }
+    if (m.kind == PICOLL_MEM_DEVICE) {
+        snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
+                 "stream's", arg, m.device);
+        return enq_fail(e, MPI_ERR_BUFFER, why);
+    }
+    int k = e->nks++;
+    memset(&e->ks[k], 0, sizeof(e->ks[k]));
+    e->ks[k].user = buf;
+    e->ks[k].bytes = bytes;
+    e->ks[k].out = out;
+    if ((e->ks[k].d = staging_get(s, bytes, 1)) == NULL ||
+        (m.kind == PICOLL_MEM_HOST && (e->ks[k].h = staging_get(s, bytes, 0)) == NULL)) {
+        return enq_fail(e, MPI_ERR_NO_MEM, "no device memory for a copy of a host buffer");
+    }
+    picoll_cu_deviceptr_t d = (picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].d->buf;
+    staging_t *h = e->ks[k].h;
+    int rc = 0;
+    if (h != NULL) {
+        h->user = buf;
+        h->n = bytes;
+    }
+    if (in && h != NULL) {
+        rc = picoll_cu.launch_host_func(s->cu, hop_in, h);
+        if (rc == 0) {
+            rc = picoll_cu.memcpy_async(d, (picoll_cu_deviceptr_t)(uintptr_t)h->buf, bytes, s->cu);
+        }
+    } else if (in) {
+        rc = picoll_cu.memcpy_async(d, (picoll_cu_deviceptr_t)(uintptr_t)buf, bytes, s->cu);
+    }
+    if (rc != 0) {
+        return enq_fail(e, MPI_ERR_OTHER, "a copy on the stream failed");
+    }
+    *dev = e->ks[k].d->buf;
+    return MPI_SUCCESS;
+}
+
+/* After the kernels: the copies back, the copies' memory free again once the stream passed them
+ * (a captured call keeps its own); the call's state word and record are not needed. */
+static int enq_kernel_back(enq_t *e)
+{
+    MPIX_Stream s = e->s;
+    int captured = e->o->captured;
+    for (int k = 0; k < e->nks; k++) {
+        picoll_cu_deviceptr_t d = (picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].d->buf;
+        staging_t *h = e->ks[k].h;
+        int rc = 0;
+        if (e->ks[k].out && h != NULL) {
+            rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)h->buf, d,
+                                        e->ks[k].bytes, s->cu);
+            if (rc == 0) {
+                rc = picoll_cu.launch_host_func(s->cu, hop_out, h);
+            }
+        } else if (e->ks[k].out) {
+            rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].user, d,
+                                        e->ks[k].bytes, s->cu);
+        }
+        if (rc != 0) {
+            /* the kernels are queued: the peers go on; this rank's result is lost */
+            return enq_fail(e, MPI_ERR_OTHER, "the copy back on the stream failed");
+        }
+    }
+    for (int k = 0; k < e->nks && !captured; k++) {
+        staging_t *used[2] = {e->ks[k].d, e->ks[k].h};
+        for (int i = 0; i < 2; i++) {
+            if (used[i] != NULL && picoll_cu.event_record(used[i]->last_use, s->cu) == 0) {
+                used[i]->pending = 1;
+                used[i]->taken = 0;
+            }
+        }
+    }
+    e->o->slab->used[e->o->cell] = 0;
+    free(e->o);
+    e->o = NULL;
+    enq_leave(e);
+    pthread_mutex_lock(&s->lock);
+    s->kernels++;
+    s->captured += captured;
+    pthread_mutex_unlock(&s->lock);
+    return MPI_SUCCESS;
+}
+
+/* Bytes of count elements of type where they lie contiguously from the buffer's start; -1 where
+ * they do not (holes, a lower bound or extent of their own). */
+static long long contig_bytes(int count, MPI_Datatype type)
+{
+    int size = 0;
+    MPI_Aint lb, extent, tlb, textent;
+    if (count <= 0) {
+        return 0;
+    }
+    PMPI_Type_size(type, &size);
+    PMPI_Type_get_extent(type, &lb, &extent);
+    PMPI_Type_get_true_extent(type, &tlb, &textent);
+    if (tlb != 0 || textent != size || extent != size) {
+        return -1;
+    }
+    return (long long)count * size;
+}
+
+/* Runs e's collective on picoll's kernels on the stream where its communicator has them and they
+ * take the call (picoll_enq_select: the same answer on every rank); returns 1 and *rc then, 0
+ * where the call goes on the usual way. a: the call (its buffers the application's); sbytes and
+ * rbytes: the send and receive buffers' bytes (-1: not contiguous); recv_in: the receive buffer is
+ * also read (in place); send_out: bcast's root, whose buffer is only read. */
+static int enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
+                       int recv_in, int *rc)
+{
+    picoll_comm_t *ctx = picoll_g.active ? picoll_comm_get(e->comm) : NULL;
+    if (ctx == NULL || ctx->coll.cuda_enq == NULL) {
+        return 0;
+    }
+    int alg = picoll_enq_select(&ctx->coll, a);
+    if (alg == PICOLL_ALG_FALLBACK) {
+        return 0;
+    }
+    if (sbytes < 0 || rbytes < 0) {
+        /* the others launch: this rank cannot follow */
+        *rc = enq_fail(e, MPI_ERR_TYPE, "a datatype that is not contiguous, where the stream "
+                                        "communicator runs picoll's kernels (set "
+                                        "PICOLL_STREAM_KERNELS=0 on every rank)");
+        return 1;
+    }
+    void *sdev = (void *)a->sendbuf, *rdev = a->recvbuf;
+    if (a->sendbuf != MPI_IN_PLACE &&
+        (*rc = enq_kernel_side(e, (void *)a->sendbuf, (size_t)sbytes, 1, 0, &sdev, "sendbuf")) !=
+            MPI_SUCCESS) {
+        return 1;
+    }
+    int recv_out = !(a->coll == PICOLL_COLL_BCAST && recv_in);
+    if ((*rc = enq_kernel_side(e, a->recvbuf, (size_t)rbytes, recv_in, recv_out, &rdev,
+                               "recvbuf")) != MPI_SUCCESS) {
+        return 1;
+    }
+    a->sendbuf = sdev;
+    a->recvbuf = rdev;
+    if (picoll_enq_run(&ctx->coll, a, alg) != PICOLL_OK) {
+        *rc = enq_fail(e, MPI_ERR_INTERN, "picoll's kernels could not be queued");
+        return 1;
+    }
+    *rc = enq_kernel_back(e);
+    return 1;
+}
+
 /* The buffers of the call: a send side (sendbuf, scount elements of stype; MPI_IN_PLACE
  * allowed) and a receive side (recvbuf, rcount of rtype, read in first where recv_in says);
  * sets the call's buffers, types and counts (which the caller may then change for the MPI call:
@@ -913,6 +1138,14 @@ PICOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int
     }
     e.o->kind = OP_ALLREDUCE;
     e.o->mop = op;
+    picoll_enq_args_t a = {.coll = PICOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                           .count = (size_t)(count < 0 ? 0 : count),
+                           .dtype = picoll_classify_dtype(datatype), .op = picoll_classify_op(op)};
+    long long bytes = (long long)a.count * (long long)picoll_dtype_size(a.dtype);
+    if (a.dtype != PICOLL_DT_NONE &&
+        enq_kernels(&e, &a, bytes, bytes, sendbuf == MPI_IN_PLACE, &rc)) {
+        return rc;
+    }
     rc = enq_buffers(&e, sendbuf, count, datatype, recvbuf, count, datatype,
                      sendbuf == MPI_IN_PLACE);
     return rc != MPI_SUCCESS ? rc : enq_commit(&e);
@@ -933,6 +1166,14 @@ PICOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *r
     e.o->mop = op;
     /* in place: the input (recvcount * size elements) is in recvbuf */
     int in_place = sendbuf == MPI_IN_PLACE;
+    picoll_enq_args_t a = {.coll = PICOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .count = (size_t)(recvcount < 0 ? 0 : recvcount),
+                           .dtype = picoll_classify_dtype(datatype), .op = picoll_classify_op(op)};
+    long long piece = (long long)a.count * (long long)picoll_dtype_size(a.dtype);
+    if (a.dtype != PICOLL_DT_NONE &&
+        enq_kernels(&e, &a, piece * size, in_place ? piece * size : piece, in_place, &rc)) {
+        return rc;
+    }
     rc = enq_buffers(&e, sendbuf, in_place ? 0 : recvcount * size, datatype, recvbuf,
                      in_place ? recvcount * size : recvcount, datatype, in_place);
     if (rc != MPI_SUCCESS) {
@@ -957,6 +1198,20 @@ static int enq_blocks(const char *fn, op_kind_t kind, const void *sendbuf, int s
     e.o->kind = kind;
     int in_place = sendbuf == MPI_IN_PLACE;
     int sblocks = kind == OP_ALLTOALL ? size : 1;
+    /* the path by the block's bytes (the same on every rank: the type signatures match); a
+     * type that is not contiguous here (-1) cannot follow the others onto the kernels */
+    int tsize = 0;
+    PMPI_Type_size(recvtype, &tsize);
+    long long block = contig_bytes(recvcount, recvtype);
+    picoll_enq_args_t a = {.coll = kind == OP_ALLTOALL ? PICOLL_COLL_ALLTOALL
+                                                       : PICOLL_COLL_ALLGATHER,
+                           .sendbuf = sendbuf, .recvbuf = recvbuf,
+                           .count = recvcount < 0 ? 0 : (size_t)recvcount * (size_t)tsize,
+                           .dtype = PICOLL_DT_NONE};
+    long long sb = in_place ? 0 : contig_bytes(sendcount * sblocks, sendtype);
+    if (enq_kernels(&e, &a, sb, block < 0 ? -1 : block * size, in_place, &rc)) {
+        return rc;
+    }
     rc = enq_buffers(&e, sendbuf, in_place ? 0 : sendcount * sblocks, sendtype, recvbuf,
                      recvcount * size, recvtype, in_place);
     if (rc != MPI_SUCCESS) {
@@ -996,6 +1251,15 @@ PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datat
     PMPI_Comm_rank(comm, &me);
     e.o->kind = OP_BCAST;
     e.o->peer = root;
+    int tsize = 0;
+    PMPI_Type_size(datatype, &tsize);
+    long long bytes = contig_bytes(count, datatype);
+    picoll_enq_args_t a = {.coll = PICOLL_COLL_BCAST, .sendbuf = MPI_IN_PLACE, .recvbuf = buffer,
+                           .count = count < 0 ? 0 : (size_t)count * (size_t)tsize,
+                           .dtype = PICOLL_DT_NONE, .root = root};
+    if (enq_kernels(&e, &a, 0, bytes, me == root, &rc)) {
+        return rc;
+    }
     /* the root's buffer is read (copied in, not back); the others' written (copied back) */
     rc = me == root ? enq_buffers(&e, buffer, count, datatype, NULL, 0, datatype, 0)
                     : enq_buffers(&e, NULL, 0, datatype, buffer, count, datatype, 0);

@@ -32,6 +32,10 @@ typedef struct {
     int cuda_hot;           /* the last vote on the node agreed on the device (in cuda): the next
                                device call may take the hot path (coll/dispatch.c) */
     uint64_t hot_calls;     /* calls that took the hot path so far (the same on every rank) */
+    picoll_cuda_ws_t *cuda_enq; /* a stream communicator's workspace on the application's stream
+                                 * (MPIX_Stream_comm_create, on one node): its enqueued
+                                 * collectives' kernels (picoll_enq_run); NULL: none, on every
+                                 * rank */
 } picoll_coll_ctx_t;
 
 typedef struct {
@@ -70,6 +74,32 @@ typedef struct {
     int root, me;          /* bcast, reduce: the root's rank and mine (one node: local ranks) */
     int eligible;          /* this rank's arguments allow the device path (voted on) */
 } picoll_device_args_t;
+
+/* A collective enqueued on a stream communicator's CUDA stream (MPIX_*_enqueue, pmpi/stream.c),
+ * for picoll's kernels on that stream (ctx->cuda_enq). Buffers: device memory of the stream's
+ * context (the caller copies any other kind through device memory of its own). */
+typedef struct {
+    picoll_coll_t coll;   /* PICOLL_COLL_ALLREDUCE, _ALLGATHER, _ALLTOALL, _REDUCE_SCATTER_BLOCK,
+                           * _BCAST */
+    const void *sendbuf;  /* MPI_IN_PLACE allowed; bcast: unused */
+    void *recvbuf;        /* bcast: the buffer */
+    size_t count;         /* allreduce: elements; reduce-scatter block: elements of each rank's
+                           * piece; allgather, alltoall: bytes of a block; bcast: bytes */
+    picoll_dtype_t dtype; /* the reductions' (others: PICOLL_DT_NONE) */
+    picoll_op_t op;
+    int root;             /* bcast */
+} picoll_enq_args_t;
+
+/* The device algorithm that runs args on the stream, or PICOLL_ALG_FALLBACK where none does (the
+ * caller then hands the call to the stream's progress thread). It depends only on what every
+ * rank passes alike (the collective, the type and op of a reduction, the message's size) and on
+ * the workspace (the same reach everywhere), so every rank gets the same answer without a word
+ * exchanged. */
+int picoll_enq_select(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *args);
+/* Launches the kernels of args on the stream with algorithm alg (picoll_enq_select's): returns at
+ * once, the result is there once the stream gets past them. Counted in PICOLL_STATS and
+ * picoll_last_algorithm() as the blocking call's device algorithm. */
+picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *args, int alg);
 
 int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc);
 int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args, int *mpi_rc);

@@ -76,6 +76,8 @@ static void comm_destroy(picoll_comm_t *ctx)
     /* collective over the node (MPI_Comm_free and MPI_Finalize are) */
     picoll_cuda_ws_destroy(ctx->coll.cuda, ctx->coll.shm);
     ctx->coll.cuda = NULL;
+    picoll_cuda_ws_destroy(ctx->coll.cuda_enq, ctx->coll.shm);
+    ctx->coll.cuda_enq = NULL;
     if (ctx->coll.shm != NULL) {
         picoll_shm_destroy(ctx->coll.shm);
         free(ctx->coll.shm);
@@ -226,3 +228,38 @@ int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info)
     snprintf(info->reason, sizeof(info->reason), "%s", ctx->reason);
     return MPI_SUCCESS;
 }
+
+#ifdef PICOLL_HAVE_CUDA
+picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_ctx,
+                                         picoll_cu_stream_t stream)
+{
+    picoll_comm_t *ctx = picoll_g.active ? picoll_comm_get(comm) : NULL;
+    /* what decides is the same on every rank (the context's agreed set-up), but for the
+     * variable, which a rank's environment may set otherwise: agreed below with the outcome */
+    int ok = ctx != NULL && ctx->enabled && ctx->coll.shm != NULL && ctx->coll.cuda_possible &&
+             ctx->num_nodes == 1 && ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL &&
+             picoll_cfg.stream_kernels && cu_ctx != NULL;
+    int all = 0;
+    picoll_reentry++;
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        all = 0;
+    }
+    if (all) {
+        picoll_cuda_ws_t *ws = NULL;
+        ok = picoll_cuda_ws_create(comm, ctx->coll.node_comm, &picoll_cfg, cu_ctx, &ws) == PICOLL_OK;
+        if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+            all = 0;
+        }
+        if (all) {
+            picoll_cuda_ws_set_stream(ws, stream);
+            ctx->coll.cuda_enq = ws;
+        } else {
+            picoll_cuda_ws_destroy(ws, ctx->coll.shm);
+            picoll_info("stream communicator: the device workspace on its stream failed on some "
+                        "rank: its enqueued collectives run on the stream's thread");
+        }
+    }
+    picoll_reentry--;
+    return all ? ctx : NULL;
+}
+#endif

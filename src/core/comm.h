@@ -35,6 +35,16 @@ static inline picoll_comm_t *picoll_comm_get(MPI_Comm comm);
 picoll_comm_t *picoll_comm_create(MPI_Comm comm);
 picoll_comm_t *picoll_comm_lookup(MPI_Comm comm);
 
+#ifdef PICOLL_HAVE_CUDA
+/* MPIX_Stream_comm_create (pmpi/stream.c), collective over comm, after its first collective:
+ * where comm lies on one node with a device workspace on every rank (and PICOLL_STREAM_KERNELS),
+ * makes a second workspace in cu_ctx whose kernels go on stream (ctx->coll.cuda_enq, for
+ * picoll_enq_run). Returns comm's context where that succeeded on every rank, else NULL on every
+ * rank. */
+picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_ctx,
+                                         picoll_cu_stream_t stream);
+#endif
+
 #include <stdatomic.h>
 #include "core/core.h"
 

@@ -53,6 +53,8 @@ typedef struct {
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
                                 * handed over as they are (pmpi/stream.c) */
+    int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the stream
+                                * (pmpi/stream.c) */
     /* topology (topo/) */
     const char *topo_file;
     int topo_file_gpu;         /* picoll_topo_file_gpu_t */

@@ -51,7 +51,7 @@ static struct {
     int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
     int (*irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
     int (*waitall)(int, MPI_Request *, MPI_Status *);
-    int (*query)(stream_t, long *, long *, long *, long *, long *);
+    int (*query)(stream_t, long *, long *, long *, long *, long *, long *);
 } mx;
 
 #define N 1000   /* ints per rank's block */
@@ -70,6 +70,8 @@ static cu_ptr_t dalloc(size_t bytes)
 }
 
 static int staged_only; /* --staged */
+static int on_thread;   /* --thread: PICOLL_STREAM_KERNELS=0, the collectives go to the progress
+                         * thread; else to picoll's kernels on the stream */
 
 /* got[e] must be the sum over the p ranks of value(q, round, e) */
 static void check_sum(const int *got, int round, int p, const char *what)
@@ -126,10 +128,42 @@ static void expect_error(int rc, const char *what, const char *text)
     }
 }
 
+/* --late (CTest sets PICOLL_TIMEOUT=1): the last rank enqueues its allreduce 3 s after the
+ * others, whose kernels wait for it on their streams, nobody's host waiting: picoll's watch of the
+ * stream names it as late past PICOLL_TIMEOUT (CTest looks for the line), and the call ends right
+ * once it comes (late is not dead). */
+static int late(MPI_Comm scomm, cu_stream_t cs, stream_t s, stream_t s2)
+{
+    int p = mt_size, r = mt_rank;
+    size_t blk = N * sizeof(int);
+    int *src = malloc(blk), *got = malloc(blk);
+    cu_ptr_t in = dalloc(blk), out = dalloc(blk);
+    for (int e = 0; e < N; e++) {
+        src[e] = value(r, 0, e);
+    }
+    CK(drv.memcpy_htod(in, src, blk));
+    if (r == p - 1) {
+        struct timespec ts = {3, 0};
+        nanosleep(&ts, NULL);
+    }
+    MT_CHECK(mx.allreduce((void *)(uintptr_t)in, (void *)(uintptr_t)out, N, MPI_INT, MPI_SUM,
+                          scomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue");
+    CK(drv.stream_synchronize(cs));
+    get(got, out, blk);
+    check_sum(got, 0, p, "late rank's allreduce");
+    long kernels = 0;
+    MT_CHECK(mx.query(s, NULL, NULL, NULL, NULL, NULL, &kernels) == MPI_SUCCESS && kernels == 1,
+             "the call went to the stream's kernels (%ld)", kernels);
+    MPI_Comm_free(&scomm);
+    MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
+    return mt_finish("enqueue --late");
+}
+
 int main(int argc, char **argv)
 {
     int provided, single = mt_flag(argc, argv, "--thread-single");
     staged_only = mt_flag(argc, argv, "--staged");
+    on_thread = staged_only || mt_flag(argc, argv, "--thread");
     char why[256];
 
     if (single) {
@@ -186,6 +220,9 @@ int main(int argc, char **argv)
         return mt_finish("enqueue --thread-single");
     }
     MT_CHECK(rc == MPI_SUCCESS, "MPIX_Stream_comm_create: %d", rc);
+    if (mt_flag(argc, argv, "--late")) {
+        return late(scomm, cs, s, s2);
+    }
     MT_CHECK(mx.comm_create(MPI_COMM_WORLD, s2, &scomm2) == MPI_SUCCESS,
              "MPIX_Stream_comm_create (second stream)");
     MPI_Comm_set_errhandler(scomm, MPI_ERRORS_RETURN);
@@ -208,6 +245,7 @@ int main(int argc, char **argv)
     int p = mt_size, r = mt_rank;
     size_t blk = N * sizeof(int);
     long calls0 = drv.call_counts != NULL ? drv_calls("cuStreamSynchronize") : -1;
+    long waits0 = drv.call_counts != NULL ? drv_calls("cuStreamWaitValue64_v2") : -1;
     long ctxsync0 = drv.call_counts != NULL ? drv_calls("cuCtxSynchronize") : -1;
     if (r == 0) {
         CK(drv.launch_host_func(cs, hold, NULL));
@@ -300,6 +338,7 @@ int main(int argc, char **argv)
     }
     /* every enqueue has returned: rank 0's stream may go on */
     long syncs = calls0 >= 0 ? drv_calls("cuStreamSynchronize") - calls0 : 0;
+    long waits = waits0 >= 0 ? drv_calls("cuStreamWaitValue64_v2") - waits0 : -1;
     long ctxsyncs = ctxsync0 >= 0 ? drv_calls("cuCtxSynchronize") - ctxsync0 : 0;
     MT_CHECK(syncs == 0 && ctxsyncs == 0,
              "the enqueues synchronised: %ld cuStreamSynchronize, %ld cuCtxSynchronize", syncs,
@@ -416,21 +455,35 @@ int main(int argc, char **argv)
     /* the collectives on device buffers went to the progress thread as they are (the stream is
      * one the test created), the point-to-point ones were staged on the stream, the host ones
      * used in place; which path each collective took there is in picoll's statistics (CTest) */
-    long staged = -1, host = -1, device = -1, captured = -1, runs = -1;
-    MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs) == MPI_SUCCESS,
+    long staged = -1, host = -1, device = -1, captured = -1, runs = -1, kernels = -1;
+    MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs, &kernels) == MPI_SUCCESS,
              "picoll_stream_query");
     long want_device = ROUNDS + 1 + 3 + 1 + 1; /* rounds, in place, ag/a2a/rsb, bcast, bxor */
     long want_staged = r <= 1 ? 1 + 3 : 0;     /* send or recv; irecv, isend, the irecv's wait */
+    long want_host = 1 + (r <= 1 ? 1 : 0);     /* the host buffers; the isend's wait */
+    long want_kernels = 0;
     if (staged_only) {
         want_staged += want_device;
         want_device = 0;
+    } else if (!on_thread) {
+        /* every collective, the one on host buffers too (copied to the device on the stream) */
+        want_kernels = want_device + 1;
+        want_device = 0;
+        want_host -= 1;
     }
-    long want_host = 1 + (r <= 1 ? 1 : 0);     /* the host buffers; the isend's wait */
     MT_CHECK(staged == want_staged && host == want_host && device == want_device &&
-                 captured == 0 && runs == staged + host + device,
-             "stream calls: %ld staged, %ld host, %ld device, %ld captured, %ld run; want %ld, "
-             "%ld, %ld, 0, %ld", staged, host, device, captured, runs, want_staged, want_host,
-             want_device, want_staged + want_host + want_device);
+                 kernels == want_kernels && captured == 0 && runs == staged + host + device,
+             "stream calls: %ld staged, %ld host, %ld device, %ld on the stream's kernels, %ld "
+             "captured, %ld run; want %ld, %ld, %ld, %ld, 0, %ld", staged, host, device, kernels,
+             captured, runs, want_staged, want_host, want_device, want_kernels,
+             want_staged + want_host + want_device);
+    /* the stream waits for the progress thread once per call it runs, never for a kernel call:
+     * no wait on the host for those (emulated GPU: every driver call counted) */
+    /* (and the second stream's call) */
+    long want_waits = want_staged + want_host + want_device + on_thread;
+    MT_CHECK(waits < 0 || waits == want_waits,
+             "%ld cuStreamWaitValue64 in the enqueues, want %ld (one per call the progress "
+             "threads run)", waits, want_waits);
 
     /* ---- a CUDA graph: an allreduce captured once, launched GRAPH_RUNS times, its input written
      * on the stream before each launch ---- */
@@ -466,12 +519,16 @@ int main(int argc, char **argv)
             }
         }
         CK(drv.graph_exec_destroy(exec));
-        long runs2 = -1;
-        MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs2) == MPI_SUCCESS &&
-                     captured == 1 && device == want_device + !staged_only &&
-                     runs2 == runs + GRAPH_RUNS,
-                 "after the graph: %ld captured (want 1), %ld device (want %ld), %ld runs (want "
-                 "%ld)", captured, device, want_device + !staged_only, runs2, runs + GRAPH_RUNS);
+        long runs2 = -1, kernels2 = -1;
+        MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs2, &kernels2) ==
+                         MPI_SUCCESS &&
+                     captured == 1 && device == want_device + (on_thread && !staged_only) &&
+                     kernels2 == want_kernels + !on_thread &&
+                     runs2 == runs + (on_thread ? GRAPH_RUNS : 0),
+                 "after the graph: %ld captured (want 1), %ld device (want %ld), %ld on the "
+                 "stream's kernels (want %ld), %ld runs (want %ld)", captured, device,
+                 want_device + (on_thread && !staged_only), kernels2, want_kernels + !on_thread,
+                 runs2, runs + (on_thread ? GRAPH_RUNS : 0));
         if (mt_rank == 0 && bad == 0) {
             printf("enqueue: a captured allreduce right in %d graph launches of %d\n",
                    GRAPH_RUNS, GRAPH_RUNS);
@@ -495,7 +552,8 @@ int main(int argc, char **argv)
         get(hout, lout, blk);
         check_sum(hout, 0, p, "legacy stream");
         long ls = -1, lh = -1, ld = -1, lc = -1, lr = -1;
-        MT_CHECK(mx.query(sl, &ls, &lh, &ld, &lc, &lr) == MPI_SUCCESS && ls == 1 && ld == 0 &&
+        MT_CHECK(mx.query(sl, &ls, &lh, &ld, &lc, &lr, NULL) == MPI_SUCCESS && ls == 1 &&
+                     ld == 0 &&
                      lr == 1,
                  "legacy stream: %ld staged (want 1), %ld device (want 0), %ld run (want 1)", ls,
                  ld, lr);
@@ -511,8 +569,9 @@ int main(int argc, char **argv)
         printf("enqueue: %d allreduce rounds in stream order, in place, allgather, alltoall, "
                "reduce_scatter_block, bcast, send/recv, isend/irecv/waitall, host buffers, two "
                "streams: right; "
-               "%ld collectives on device buffers handed over as they are, %ld calls staged, no "
-               "synchronisation in the enqueues\n", ROUNDS, device, staged);
+               "%ld collectives on device buffers handed over as they are, %ld on picoll's "
+               "kernels on the stream, %ld calls staged, no synchronisation in the enqueues\n",
+               ROUNDS, device, kernels, staged);
     }
     return mt_finish("enqueue");
 }

@@ -7,6 +7,8 @@
 #              per round, allreduce MPI_FLOAT at np 2 and 4, 8 B to 16 MiB
 #   before     the same allreduce rows with another libpicoll.so preloaded (LEASE_BEFORE_LIB,
 #              e.g. a build of an older commit): before/after figures of a change, same machine
+#   enqueue    the stream-ordered tests alone (ctest -R '^cuda\.enqueue\.'), kernels on the
+#              stream and the progress thread's path
 #   stream     osu_allreduce --enqueue --graph beside the blocking call, np 2 and 4
 #   gather     the driver's table for allgather and alltoall (MPI_CHAR), np 2 and 4, 8 B to 4 MiB
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -65,6 +67,8 @@ for s in $steps; do
             step before-np$np 60 "$build/tests/mpirun.sh" $np env LD_PRELOAD="$LEASE_BEFORE_LIB" \
                 "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 8:16M
         done ;;
+    enqueue)
+        step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
     stream)
         for np in 2 4; do
             step stream-np$np 60 "$build/tests/mpirun.sh" $np --preload "$bench/osu_allreduce" -d cuda \
