@@ -157,6 +157,8 @@ struct picoll_mpix_stream {
     pthread_t thread;
     int ncomms;                    /* stream communicators made with it, not yet freed */
     int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS */
+    int created;                   /* a stream the application created (not the legacy or a
+                                    * per-thread stream's handle): picoll's kernels may go there */
     int direct_ok;                 /* an application-created stream: device buffers of collectives
                                     * go to the progress thread as they are */
     long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
@@ -457,8 +459,8 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
                                    "picoll: MPIX_Stream_create: out of memory");
     }
     s->cu = cu;
-    s->direct_ok = picoll_cfg.stream_direct && cu != NULL && cu != PICOLL_CU_STREAM_LEGACY &&
-                   cu != PICOLL_CU_STREAM_PER_THREAD;
+    s->created = cu != NULL && cu != PICOLL_CU_STREAM_LEGACY && cu != PICOLL_CU_STREAM_PER_THREAD;
+    s->direct_ok = picoll_cfg.stream_direct && s->created;
     /* the stream's context: the driver says (cuStreamGetCtx), else the current one */
     if (picoll_cu.stream_get_ctx == NULL || picoll_cu.stream_get_ctx(cu, &s->ctx) != 0) {
         picoll_cu.ctx_get_current(&s->ctx);
@@ -625,7 +627,7 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI
 #ifdef PICOLL_HAVE_CUDA
     /* collective: every rank asks, a rank that cannot says no (a legacy or per-thread stream
      * handle: kernels there would be ordered with every thread's work of the process) */
-    picoll_comm_stream_enable(*newcomm, stream->direct_ok ? stream->ctx : NULL, stream->cu);
+    picoll_comm_stream_enable(*newcomm, stream->created ? stream->ctx : NULL, stream->cu);
 #endif
     return MPI_SUCCESS;
 }

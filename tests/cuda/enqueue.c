@@ -16,12 +16,17 @@
  * communicator on a second stream whose calls each rank enqueues in another interleaving with the
  * first (one progress thread per stream: no rank waits for another's order across streams), the
  * enqueues counted (no stream or context synchronise among the driver calls they made, on the
- * emulated GPU), the staged/host/device counts of picoll_stream_query (collectives' device
- * buffers handed to the progress thread as they are, point-to-point ones staged), an allreduce on
- * a stream communicator of the legacy stream (staged there: the progress thread's work would wait
- * behind it), and the errors: an enqueue on a communicator without a stream, a stream of an
- * unknown type, a bad stream handle.
- * --staged: run with PICOLL_STREAM_DIRECT=0: every device buffer is staged on the stream.
+ * emulated GPU; and no cuStreamWaitValue64 but for the calls the progress threads run), the
+ * counts of picoll_stream_query (every collective on picoll's kernels on the stream, those of host
+ * buffers too; point-to-point ones staged), an allreduce on a stream communicator of the legacy
+ * stream (staged there: neither kernels nor the progress thread's work may go there), and the
+ * errors: an enqueue on a communicator without a stream, a stream of an unknown type, a bad
+ * stream handle.
+ * --thread: run with PICOLL_STREAM_KERNELS=0 PICOLL_STREAM_DIRECT=1: the collectives' device
+ * buffers go to the progress thread as they are.
+ * --staged: run with PICOLL_STREAM_KERNELS=0 PICOLL_STREAM_DIRECT=0: every device buffer is
+ * staged on the stream.
+ * --late: see late().
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
  * answer an error naming the thread level. */
 #include "drv.h"
