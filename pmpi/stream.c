@@ -33,8 +33,17 @@
  * MPIX_Isend/Irecv_enqueue return a generalized request that only MPIX_Wait(all)_enqueue takes
  * (as MPICH's); the irecv's data goes back to the device after its wait. They cannot be captured.
  *
- * Collectives on device buffers skip the copies on a stream the application created: the
- * progress thread hands the device buffers themselves to the blocking call (picoll's device
+ * Before all that, a collective of a stream communicator on one node, on a stream the application
+ * created, goes to picoll's kernels on the stream itself where picoll's device selection takes it
+ * (enq_kernels, src/coll/enqueue.c, the workspace made at MPIX_Stream_comm_create): only launches
+ * on the stream (buffers of other kinds copied through device memory of picoll's on the stream
+ * first), no host function, no wait, no state word; a graph replays them with new epochs (the
+ * kernels count them in device memory). The progress thread watches those kernels about once a
+ * second for a peer that never comes (picoll_cuda_stream_watch).
+ *
+ * With PICOLL_STREAM_DIRECT=1 (default 0: it hung on an H100, docs/cuda.md), collectives on device
+ * buffers skip the copies on a stream the application created: the progress thread hands the
+ * device buffers themselves to the blocking call (picoll's device
  * kernels where every rank can, else picoll's staging, as for any blocking call), while the
  * stream waits at the state word, so nothing of the stream touches the buffers meanwhile. The
  * progress thread's own work goes on its per-thread stream, which synchronises with the legacy
@@ -43,9 +52,7 @@
  * stream as above. The progress thread has the stream's context current and its capture mode
  * relaxed: an application thread that records a graph in the global mode does not forbid it the
  * driver calls of a collective (an allocation, a copy).
- *
- * Left for later (issue 23): picoll's own device kernels launched on the stream itself (no host
- * thread). */
+ */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
