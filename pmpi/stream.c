@@ -287,7 +287,7 @@ static void *progress(void *arg)
             /* about once a second, a look at the kernels of the stream communicators (every
              * stream's: cheap) for a peer that never arrives */
             struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
+            timespec_get(&until, TIME_UTC); /* C11: the realtime clock the wait takes */
             until.tv_sec += 1;
             if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0) {
                 pthread_mutex_unlock(&s->lock);
