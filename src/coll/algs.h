@@ -61,6 +61,10 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
                                       const picoll_allreduce_args_t *args, int vote, int ring);
 picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *h,
                                               const picoll_allreduce_args_t *args, int vote);
+/* Bytes of the chunks the hierarchical allreduce works through one at a time (oneshot: the whole
+ * message): a staging pipeline's chunks (args->pipe). */
+size_t picoll_allreduce_hier_chunk_bytes(const picoll_shm_t *shm,
+                                         const picoll_allreduce_args_t *args, int oneshot);
 /* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
  * block that the allgather / alltoall workspace holds (0: none). */
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,

@@ -2,6 +2,7 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 #include "util/config.h"
+#include "util/log.h"
 #include "util/reentry.h"
 #include "cuda/cuda_kernel.h"
 #include "cuda/cuda_dev.h"
@@ -178,16 +179,33 @@ static int hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t 
     if (alg == PICOLL_ALG_FALLBACK) {
         return alg;
     }
-    picoll_stage_pair_t st;
+    /* device buffers (where picoll stages): copied to the host and back chunk by chunk, beside
+     * the chunks' node and network steps (mem/stage.h) */
+    picoll_stage_pipe_t pipe;
     picoll_allreduce_args_t a = *args;
+    int oneshot = alg == PICOLL_ALLREDUCE_HIER_ONESHOT;
     picoll_reentry++;
-    int vote = picoll_stage_pair_in(&st, picoll_cuda.staging, &a.sendbuf, &a.recvbuf, bytes, bytes);
+    int vote = picoll_stage_pipe_in(&pipe, picoll_cuda.staging, &a.sendbuf, &a.recvbuf, bytes,
+                                    picoll_allreduce_hier_chunk_bytes(shm, args, oneshot),
+                                    picoll_cfg.stage_depth);
+    a.pipe = pipe.piped ? &pipe : NULL;
     picoll_status_t status =
-        alg == PICOLL_ALLREDUCE_HIER_ONESHOT
-            ? picoll_allreduce_hier_oneshot(shm, ctx->hier, &a, vote)
-            : picoll_allreduce_hier(shm, ctx->hier, &a, vote, alg == PICOLL_ALLREDUCE_HIER_RING);
+        oneshot ? picoll_allreduce_hier_oneshot(shm, ctx->hier, &a, vote)
+                : picoll_allreduce_hier(shm, ctx->hier, &a, vote, alg == PICOLL_ALLREDUCE_HIER_RING);
     picoll_reentry--;
-    return hier_finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, &st, mpi_rc);
+    int rc = picoll_stage_pipe_out(&pipe, status == PICOLL_OK) == PICOLL_OK ? MPI_SUCCESS
+                                                                             : MPI_ERR_OTHER;
+    if (pipe.piped || pipe.host_bytes > 0) {
+        picoll_debug("MPI_Allreduce between nodes: %zu bytes staged in %zu chunk(s)%s, up to %d "
+                     "copies in ahead of the chunk at work, %.2f bytes through host memory per "
+                     "byte", bytes, pipe.nchunks, pipe.piped ? " (pipelined)" : "",
+                     pipe.ahead_max, bytes ? (double)pipe.host_bytes / (double)bytes : 0.0);
+    }
+    alg = finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, mpi_rc);
+    if (alg != PICOLL_ALG_FALLBACK) {
+        *mpi_rc = rc;
+    }
+    return alg;
 }
 
 static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)

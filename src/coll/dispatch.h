@@ -9,6 +9,7 @@
 #include "coll/coll.h"
 #include "cuda/cuda_dev.h"
 #include "host/shm.h"
+#include "mem/stage.h"
 #include "net/hier.h"
 #include "util/dtype.h"
 
@@ -44,6 +45,9 @@ typedef struct {
     size_t count;
     picoll_dtype_t dtype;
     picoll_op_t op;
+    picoll_stage_pipe_t *pipe; /* the hierarchical algorithms: the buffers are host copies of
+                                * device buffers, filled and emptied chunk by chunk (mem/stage.h);
+                                * NULL: none */
 } picoll_allreduce_args_t;
 
 typedef struct {

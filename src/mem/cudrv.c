@@ -250,3 +250,79 @@ picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_c
     (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
     return status;
 }
+
+picoll_status_t picoll_cudrv_pipe_open(picoll_cudrv_pipe_t *p, picoll_cu_context_t ctx, int nev)
+{
+    picoll_cu_context_t popped;
+    int capture = 0;
+    p->nev = 0;
+    p->exchanged = 0;
+    if (picoll_cu.event_create == NULL || picoll_cu.event_record == NULL ||
+        picoll_cu.event_synchronize == NULL || picoll_cu.event_destroy == NULL ||
+        nev > PICOLL_CUDRV_PIPE_MAX) {
+        return PICOLL_ERR_NOT_SUPPORTED;
+    }
+    picoll_status_t status = picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
+    if (status != PICOLL_OK) {
+        return status;
+    }
+    p->mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
+    p->exchanged = picoll_cu.thread_exchange_capture_mode(&p->mode) == 0;
+    /* the stream of picoll_cudrv_copy, for the same reasons */
+    p->stream = PICOLL_CU_STREAM_PER_THREAD;
+    if (picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &capture) != 0 ||
+        capture != PICOLL_CU_STREAM_CAPTURE_STATUS_NONE) {
+        p->stream = cudrv_own_stream(ctx);
+        status = p->stream == NULL ? PICOLL_ERR_CUDA : PICOLL_OK;
+    }
+    while (status == PICOLL_OK && p->nev < nev) {
+        status = picoll_cudrv_check(picoll_cu.event_create(&p->ev[p->nev],
+                                                           PICOLL_CU_EVENT_DISABLE_TIMING),
+                                    "cuEventCreate");
+        p->nev += status == PICOLL_OK;
+    }
+    if (status != PICOLL_OK) {
+        for (int i = 0; i < p->nev; i++) {
+            picoll_cu.event_destroy(p->ev[i]);
+        }
+        if (p->exchanged) {
+            picoll_cu.thread_exchange_capture_mode(&p->mode);
+        }
+        picoll_cu.ctx_pop_current(&popped);
+    }
+    return status;
+}
+
+picoll_status_t picoll_cudrv_pipe_copy(picoll_cudrv_pipe_t *p, void *dst, const void *src,
+                                       size_t n, int ev)
+{
+    picoll_status_t status = picoll_cudrv_check(
+        picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)dst,
+                               (picoll_cu_deviceptr_t)(uintptr_t)src, n, p->stream),
+        "cuMemcpyAsync");
+    if (status == PICOLL_OK && ev >= 0) {
+        status = picoll_cudrv_check(picoll_cu.event_record(p->ev[ev], p->stream), "cuEventRecord");
+    }
+    return status;
+}
+
+picoll_status_t picoll_cudrv_pipe_wait(picoll_cudrv_pipe_t *p, int ev)
+{
+    return picoll_cudrv_check(picoll_cu.event_synchronize(p->ev[ev]), "cuEventSynchronize");
+}
+
+picoll_status_t picoll_cudrv_pipe_close(picoll_cudrv_pipe_t *p)
+{
+    picoll_cu_context_t popped;
+    picoll_status_t status =
+        picoll_cudrv_check(picoll_cu.stream_synchronize(p->stream), "cuStreamSynchronize");
+    for (int i = 0; i < p->nev; i++) {
+        picoll_cu.event_destroy(p->ev[i]);
+    }
+    p->nev = 0;
+    if (p->exchanged) {
+        picoll_cu.thread_exchange_capture_mode(&p->mode);
+    }
+    (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
+    return status;
+}

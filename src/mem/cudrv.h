@@ -157,4 +157,23 @@ picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call);
  * recorded, not run), on a stream of picoll's own instead, which waits for nothing. */
 picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_cu_context_t ctx);
 
+/* Asynchronous copies in ctx on the stream picoll_cudrv_copy would use, with up to
+ * PICOLL_CUDRV_PIPE_MAX events to wait for some of them (mem/stage.c's pipelined staging). From
+ * open to close ctx is the calling thread's current context and its capture mode relaxed. */
+#define PICOLL_CUDRV_PIPE_MAX 8
+typedef struct {
+    picoll_cu_stream_t stream;
+    picoll_cu_event_t ev[PICOLL_CUDRV_PIPE_MAX];
+    int nev, mode, exchanged;
+} picoll_cudrv_pipe_t;
+/* PICOLL_ERR_NOT_SUPPORTED where the driver lacks events; then nothing is left to close. */
+picoll_status_t picoll_cudrv_pipe_open(picoll_cudrv_pipe_t *p, picoll_cu_context_t ctx, int nev);
+/* Queues the copy of n bytes; ev >= 0: event ev then marks its end. */
+picoll_status_t picoll_cudrv_pipe_copy(picoll_cudrv_pipe_t *p, void *dst, const void *src,
+                                       size_t n, int ev);
+/* Waits until the copies queued before event ev's last mark have ended. */
+picoll_status_t picoll_cudrv_pipe_wait(picoll_cudrv_pipe_t *p, int ev);
+/* Waits for every copy, frees the events, puts the thread's context and mode back. */
+picoll_status_t picoll_cudrv_pipe_close(picoll_cudrv_pipe_t *p);
+
 #endif

@@ -10,6 +10,7 @@
 #define PICOLL_MEM_STAGE_H
 
 #include <stddef.h>
+#include "mem/cudrv.h"
 #include "mem/memkind.h"
 #include "util/status.h"
 
@@ -46,5 +47,41 @@ int picoll_stage_pair_in(picoll_stage_pair_t *st, int staging, const void **send
 /* When ok, copies the receive copy back; frees both. Returns PICOLL_OK or the failed copy's
  * status. */
 picoll_status_t picoll_stage_pair_out(picoll_stage_pair_t *st, int ok);
+
+/* The pair above for an algorithm that works through its buffers chunk by chunk (the
+ * hierarchical allreduce): the device input is copied to the host chunk by chunk, up to depth
+ * chunks ahead of the one the algorithm works on, and each result chunk goes back to the device as
+ * soon as it is final, all on one stream while the algorithm runs the node and network steps of
+ * the chunk between: device-to-host copies of the chunks ahead, the algorithm's chunk and the
+ * host-to-device copy of the chunk before overlap. Where the driver has no events, or the two
+ * buffers are in two contexts, or depth is 0, the whole input is copied at once as
+ * picoll_stage_pair_in does (piped 0). */
+typedef struct {
+    picoll_stage_pair_t pair;
+    picoll_cudrv_pipe_t pipe;
+    int piped;
+    const char *in_user;   /* the device input and its host copy (piped, NULL: the input is host
+                            * memory) */
+    char *in_host;
+    char *out_host;        /* the result's host copy (NULL: the receive buffer is host memory) */
+    void *out_user;
+    size_t total, chunk, nchunks, queued; /* queued: chunks whose copy in is queued */
+    int depth;
+    int ahead_max;         /* the most copies in that were queued and not waited for at once */
+    size_t host_bytes;     /* bytes copied between device and host, both ways */
+} picoll_stage_pipe_t;
+
+/* As picoll_stage_pair_in (the same vote), for bytes bytes each way (allreduce) in chunks of chunk
+ * bytes; the first copies in are queued. */
+int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendbuf,
+                         void **recvbuf, size_t bytes, size_t chunk, int depth);
+/* The input's bytes [off, off + n) (one chunk, in order) are on the host now; the next copy in is
+ * queued. */
+void picoll_stage_pipe_ready(picoll_stage_pipe_t *p, size_t off, size_t n);
+/* The result's bytes [off, off + n) are final on the host: queued back to the device. */
+void picoll_stage_pipe_done(picoll_stage_pipe_t *p, size_t off, size_t n);
+/* Waits for every copy (when ok, the result's are all queued: piped, or copied back now); frees.
+ * Returns PICOLL_OK or the failed copy's status. */
+picoll_status_t picoll_stage_pipe_out(picoll_stage_pipe_t *p, int ok);
 
 #endif

@@ -53,6 +53,7 @@ typedef struct {
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
                                 * handed over as they are (pmpi/stream.c) */
+    long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
     int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the stream
                                 * (pmpi/stream.c) */
     /* topology (topo/) */

@@ -118,6 +118,13 @@ static size_t hier_chunk(const picoll_shm_t *shm, size_t esize)
     return (shm->slot_size < HIER_CHUNK_MAX ? shm->slot_size : HIER_CHUNK_MAX) / esize;
 }
 
+size_t picoll_allreduce_hier_chunk_bytes(const picoll_shm_t *shm,
+                                         const picoll_allreduce_args_t *args, int oneshot)
+{
+    size_t esize = picoll_dtype_size(args->dtype);
+    return oneshot ? args->count * esize : hier_chunk(shm, esize) * esize;
+}
+
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,
                                         const picoll_allreduce_args_t *args)
 {
@@ -140,6 +147,9 @@ picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *
     uint64_t in = shm->epoch + 1;
     char *mine = picoll_shm_slot(shm, shm->me, shm->epoch + 2);
 
+    if (args->pipe != NULL) {
+        picoll_stage_pipe_ready(args->pipe, 0, bytes);
+    }
     if (vote) {
         memcpy(picoll_shm_slot(shm, shm->me, in), src, bytes);
     }
@@ -156,6 +166,9 @@ picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *
         return PICOLL_ERR_DISABLED;
     }
     memcpy(args->recvbuf, mine, bytes);
+    if (args->pipe != NULL) {
+        picoll_stage_pipe_done(args->pipe, 0, bytes);
+    }
     return PICOLL_OK;
 }
 
@@ -179,6 +192,10 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
 
         if (on_rail) {
             picoll_split_block(cnt, esize, nrails, me, &lo, &hi);
+        }
+        if (args->pipe != NULL) {
+            /* the device input's chunk is on the host (the next ones are on their way) */
+            picoll_stage_pipe_ready(args->pipe, off * esize, cnt * esize);
         }
         if (vote) {
             /* all but my own block: the others never read it */
@@ -215,6 +232,10 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
                 memcpy(dst + (off + lo) * esize, picoll_shm_slot(shm, r, out) + lo * esize,
                        (hi - lo) * esize);
             }
+        }
+        if (args->pipe != NULL) {
+            /* back to the device while the next chunk runs */
+            picoll_stage_pipe_done(args->pipe, off * esize, cnt * esize);
         }
     }
     return PICOLL_OK;
