@@ -5,7 +5,6 @@
 #include "util/fatal.h"
 
 #include <mpi.h>
-#include <stdint.h>
 #include <string.h>
 
 picoll_status_t picoll_hostcopy_get(picoll_hostcopy_t *h, const void *user, size_t bytes,
@@ -87,6 +86,8 @@ picoll_status_t picoll_stage_pair_out(picoll_stage_pair_t *st, int ok)
     return status;
 }
 
+static void pipe_queue(picoll_stage_pipe_t *p, size_t k);
+
 int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendbuf,
                          void **recvbuf, size_t bytes, size_t chunk, int depth)
 {
@@ -136,8 +137,9 @@ int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendb
     }
     for (; p->in_host != NULL && p->queued < p->nchunks && p->queued < (size_t)p->depth;
          p->queued++) {
-        picoll_stage_pipe_ready(p, SIZE_MAX, p->queued);
+        pipe_queue(p, p->queued);
     }
+    p->ahead_max = (int)p->queued;
     return vote;
 }
 
@@ -156,12 +158,6 @@ static void pipe_queue(picoll_stage_pipe_t *p, size_t k)
 
 void picoll_stage_pipe_ready(picoll_stage_pipe_t *p, size_t off, size_t n)
 {
-    if (off == SIZE_MAX) { /* picoll_stage_pipe_in: queue chunk n */
-        pipe_queue(p, n);
-        int ahead = (int)(n + 1);
-        p->ahead_max = ahead > p->ahead_max ? ahead : p->ahead_max;
-        return;
-    }
     (void)n;
     if (!p->piped || p->in_host == NULL) {
         return;
