@@ -23,7 +23,8 @@ enum {
     PICOLL_ALLREDUCE_HIER_RING = 6,
     PICOLL_ALLREDUCE_HIER_ONESHOT = 7,
     PICOLL_ALLREDUCE_CUDA_HCM = 8,
-    PICOLL_ALLREDUCE_CMA = 9
+    PICOLL_ALLREDUCE_CMA = 9,
+    PICOLL_ALLREDUCE_HIER_CUDA = 10
 };
 enum {
     PICOLL_ALLGATHER_SHM = 1,
@@ -65,6 +66,16 @@ picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *
  * message): a staging pipeline's chunks (args->pipe). */
 size_t picoll_allreduce_hier_chunk_bytes(const picoll_shm_t *shm,
                                          const picoll_allreduce_args_t *args, int oneshot);
+/* The device hierarchy's network step (every rank on a rail: nodes of equal size). rail_and: the
+ * AND of mask over my rail (every rail carries the same where each node's ranks agree on theirs:
+ * the vote between nodes). rails: allreduce of count elements of buf (host memory; args gives the
+ * type, the op and the staging pipe, whose chunks are rails_chunk bytes) with the members of my
+ * rail, chunk by chunk, recursive doubling or, for chunks over rd_max on more than two nodes, a
+ * ring. */
+uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask);
+size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize);
+picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
+                                            char *buf, size_t count, size_t rd_max);
 /* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
  * block that the allgather / alltoall workspace holds (0: none). */
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,

@@ -2,6 +2,7 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 #include "util/config.h"
+#include "util/fatal.h"
 #include "util/log.h"
 #include "util/reentry.h"
 #include "cuda/cuda_kernel.h"
@@ -167,9 +168,112 @@ static int hier_finish(picoll_coll_t coll, int alg, picoll_status_t status, size
     return alg;
 }
 
+/* Between nodes on device buffers (ctx->cuda_hier: nodes of equal size, every rank on a rail):
+ * the node's reduce-scatter on the device (picoll_cuda_reduce_scatter, block l of the vector to
+ * local rank l, into its place in the receive buffer), block l's allreduce on rail l over the
+ * network through pinned host memory, copied there and back chunk by chunk beside the network
+ * step (the staging pipe), then the node's allgatherv on the device. Every rank of the
+ * communicator takes it or none does: each node's ranks agree in one node barrier (their
+ * buffers are device memory of the workspace's context, the type is one the kernels reduce, the
+ * node's ranks reach each other), then the rails carry the nodes' answers (the AND of a word),
+ * so every rail, and every rank, ends with the same. Returns PICOLL_ALG_FALLBACK, before any
+ * buffer was touched, where some rank said no: the caller's path (host hierarchy, staged or
+ * not, or the MPI) takes the call. */
+static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args,
+                               size_t bytes, int *mpi_rc)
+{
+    picoll_shm_t *shm = ctx->shm;
+    picoll_hier_t *h = ctx->hier;
+    int in_place = args->sendbuf == MPI_IN_PLACE, home = 0, n = shm->nlocal, me = shm->me;
+    picoll_meminfo_t s, r;
+    picoll_cu_context_t bufctx = NULL;
+
+    picoll_memkind_query_pair(args->recvbuf, in_place ? NULL : args->sendbuf, &r, &s);
+    int dev = picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, args->dtype, &bufctx, &home, 0);
+    if (dev && !home && bufctx == ctx->cuda_failed) {
+        dev = 0;
+    }
+    picoll_reentry++;
+    uint32_t all = picoll_shm_barrier_mask(shm, (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u),
+                                           "MPI_Allreduce");
+    if ((all & PATH_CUDA) && !(all & PATH_HOME)) {
+        picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, shm, &picoll_cfg, bufctx);
+        ctx->cuda_failed = ctx->cuda == NULL ? (void *)bufctx : NULL;
+    }
+    picoll_topo_reach_t reach = ctx->cuda != NULL ? picoll_cuda_ws_reach(ctx->cuda)
+                                                  : PICOLL_TOPO_REACH_NONE;
+    /* reduce-scatter and allgatherv over the node's IPC mappings: NVLink or PCIe peer access
+     * between every pair (the hybrid cube mesh maps only the quad and the relay) */
+    int node_yes = (all & PATH_CUDA) && ctx->cuda != NULL &&
+                   (reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE);
+    if (!picoll_allreduce_hier_rail_and(h, node_yes ? 1u : 0u)) {
+        picoll_reentry--;
+        return PICOLL_ALG_FALLBACK;
+    }
+    /* block l: [lo_l, hi_l) of the vector, as the host hierarchy splits a chunk */
+    size_t esize = picoll_dtype_size(args->dtype), counts[PICOLL_CUDA_MAX_LOCAL];
+    size_t pbytes[PICOLL_CUDA_MAX_LOCAL], displs[PICOLL_CUDA_MAX_LOCAL], lo = 0, hi = 0;
+    for (int l = 0; l < n; l++) {
+        picoll_split_block(args->count, esize, n, l, &lo, &hi);
+        counts[l] = hi - lo;
+        pbytes[l] = counts[l] * esize;
+        displs[l] = lo * esize;
+    }
+    char *block = (char *)args->recvbuf + displs[me];
+    picoll_status_t status = picoll_cuda_reduce_scatter(
+        ctx->cuda, "MPI_Allreduce", in_place ? args->recvbuf : args->sendbuf, block, counts,
+        args->dtype, args->op);
+    picoll_stage_pipe_t pipe = {0};
+    int rc = MPI_SUCCESS;
+    if (status == PICOLL_OK && counts[me] > 0) {
+        /* my block to the host and back, in the network step's chunks */
+        picoll_allreduce_args_t a = *args;
+        a.sendbuf = MPI_IN_PLACE;
+        a.recvbuf = block;
+        if (!picoll_stage_pipe_in(&pipe, 1, &a.sendbuf, &a.recvbuf, pbytes[me],
+                                  picoll_allreduce_hier_rails_chunk(h, esize),
+                                  picoll_cfg.stage_depth)) {
+            /* past the vote: the other ranks are in the call */
+            picoll_fatal("MPI_Allreduce between nodes: no pinned host memory for %zu bytes of "
+                         "the device hierarchy's network step: aborting the job", pbytes[me]);
+        }
+        a.pipe = pipe.piped ? &pipe : NULL;
+        status = picoll_allreduce_hier_rails(h, &a, a.recvbuf, counts[me],
+                                             (size_t)picoll_cfg.net_rd_max);
+        rc = picoll_stage_pipe_out(&pipe, status == PICOLL_OK) == PICOLL_OK ? MPI_SUCCESS
+                                                                            : MPI_ERR_OTHER;
+    }
+    if (status == PICOLL_OK) {
+        /* the thread's current context again for the launch (the first call took it) */
+        picoll_cuda_vote(ctx->cuda, NULL, &r, args->dtype, &bufctx, &home, 0);
+        status = picoll_cuda_allgatherv(ctx->cuda, MPI_IN_PLACE, args->recvbuf, pbytes, displs);
+    }
+    picoll_reentry--;
+    picoll_debug("MPI_Allreduce between nodes on the device: %zu bytes, node steps on the device, "
+                 "my block of %zu bytes through host memory in %zu chunk(s)%s, up to %d copies "
+                 "in ahead, %.2f bytes through host memory per byte", bytes, pbytes[me],
+                 pipe.nchunks, pipe.piped ? " (pipelined)" : "", pipe.ahead_max,
+                 bytes ? (double)pipe.host_bytes / (double)bytes : 0.0);
+    if (status != PICOLL_OK) {
+        /* the device calls end the job where a peer is gone: this is a local failure past the
+         * vote */
+        picoll_fatal("MPI_Allreduce between nodes on the device failed (%s): aborting the job",
+                     picoll_status_string(status));
+    }
+    int alg = finish(PICOLL_COLL_ALLREDUCE, PICOLL_ALLREDUCE_HIER_CUDA, status, bytes, mpi_rc);
+    *mpi_rc = rc;
+    return alg;
+}
+
 static int hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, size_t bytes,
                           int *mpi_rc)
 {
+    if (ctx->cuda_hier) {
+        int alg = hier_cuda_allreduce(ctx, args, bytes, mpi_rc);
+        if (alg != PICOLL_ALG_FALLBACK) {
+            return alg;
+        }
+    }
     picoll_shm_t *shm = ctx->shm;
     picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
                                  .even = ctx->hier->even,

@@ -38,6 +38,12 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                                "rank reduces its node's inputs, then recursive "
                                                "doubling of the whole vector on its rail over UCX "
                                                "(up to PICOLL_ALLREDUCE_ONESHOT_MAX)"},
+    [PICOLL_ALLREDUCE_HIER_CUDA] = {.name = "hier_cuda",
+                                    .desc = "between nodes, device buffers, nodes of equal size: "
+                                            "device reduce-scatter over CUDA IPC, each rank's "
+                                            "block through pinned host memory in pipelined "
+                                            "chunks to its rail (recursive doubling or ring over "
+                                            "UCX), device all-gather (PICOLL_HIER_CUDA)"},
     [PICOLL_ALLREDUCE_HIER_RING] = {.name = "hier_ring",
                                     .desc = "between nodes: node reduce-scatter, ring allreduce "
                                             "on each rail over UCX, node all-gather"},

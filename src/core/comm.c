@@ -175,6 +175,9 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
         picoll_hier_destroy(ctx->coll.hier);
         ctx->coll.hier = NULL;
     }
+    if (ctx->coll.hier == NULL) {
+        ctx->coll.cuda_hier = 0;
+    }
     /* between nodes the workspace serves only the hierarchical algorithms */
     int shm_used = ctx->num_nodes > 1 ? ctx->coll.hier != NULL
                                       : picoll_cfg.host != PICOLL_HOST_OFF || ctx->coll.cuda_possible;

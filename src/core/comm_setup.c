@@ -155,6 +155,10 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
                         picoll_status_string(st));
         }
         *hier_ok = st == PICOLL_OK;
+        picoll_hier_t *h = ctx->coll.hier;
+        /* the device node steps need a workspace of the node's ranks (made at the first call) */
+        ctx->coll.cuda_hier = *hier_ok && picoll_cfg.hier_cuda && sums[1] == 0 && h->even &&
+                              h->nrails >= 2 && h->nrails <= PICOLL_CUDA_MAX_LOCAL;
     }
     return ok;
 }

@@ -54,6 +54,8 @@ typedef struct {
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
                                 * handed over as they are (pmpi/stream.c) */
     long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
+    int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the allreduce between
+                                * nodes (coll/dispatch.c) */
     int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the stream
                                 * (pmpi/stream.c) */
     /* topology (topo/) */

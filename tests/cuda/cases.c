@@ -19,6 +19,7 @@
 MPI_Comm test_comm = MPI_COMM_WORLD;
 int groups;
 int expect_fallback;
+int hier;
 unsigned long long ncases;
 
 #if defined(MPIX_C_FLOAT16) && defined(__FLT16_MAX__)
@@ -467,8 +468,21 @@ void check_path(const char *call, size_t count, const char *want)
     }
 }
 
+/* --hier: what the host hierarchy takes (device buffers staged through host memory: the emulated
+ * GPU's MPI is not CUDA-aware) */
+#define HIER_STAGED "hier_oneshot|hier_rd|hier_ring"
+
+const char *want_staged_allreduce(void)
+{
+    return hier > 0 ? HIER_STAGED : "fallback";
+}
+
 const char *want_allreduce(const type_t *t, size_t bytes)
 {
+    if (hier > 0) {
+        /* long double: no device arithmetic, the host hierarchy on host copies */
+        return t->kind == K_LDOUBLE ? HIER_STAGED : "hier_cuda";
+    }
     if (t->kind == K_LDOUBLE || expect_fallback) {
         return "fallback"; /* no device arithmetic for long double */
     }
@@ -486,6 +500,9 @@ const char *want_allreduce(const type_t *t, size_t bytes)
 const char *want_blocks(void)
 {
     /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */
+    if (hier > 0) {
+        return "hier"; /* the host hierarchy, staged */
+    }
     return expect_fallback || groups > 0 ? "fallback" : "cuda_ipc";
 }
 

@@ -53,6 +53,9 @@ typedef enum { MEM_DEVICE, MEM_HOST, MEM_HOST_SEND } mem_t;
 /* The setting of the cases. */
 extern MPI_Comm test_comm;    /* the communicator they run on (MPI_COMM_WORLD by default) */
 extern int groups;            /* --groups G: the reference reduces within groups of G ranks first */
+extern int hier;              /* --hier G: virtual nodes of G ranks: the allreduce between them
+                                 takes the device hierarchy (hier_cuda), the reference reduces
+                                 within groups of G first */
 extern int expect_fallback;   /* every device call must fall back (ranks time-slice one GPU...) */
 extern unsigned long long ncases;
 
@@ -121,6 +124,7 @@ void call_blocks(int alltoall, const void *send, void *recv, size_t block, const
 int dbuf_read(const dbuf_t *b, void *dst);
 
 /* The path a device call should take: "a|b" lists the accepted names of picoll_last_algorithm(). */
+const char *want_staged_allreduce(void);
 const char *want_allreduce(const type_t *t, size_t bytes);
 const char *want_blocks(void);
 

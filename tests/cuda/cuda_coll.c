@@ -17,6 +17,10 @@
  *                          (MPIX_Query_cuda_support), a rank with host buffers and long double
  *                          (both fall back)
  *   cuda_coll matrix --groups G   the same with the reference reduced within groups of G ranks
+ *   cuda_coll matrix --hier G   between virtual nodes of G ranks (PICOLL_VNODE_SIZE=G, 2 nodes):
+ *                          the allreduce on the device hierarchy (hier_cuda), the reference
+ *                          reduced within each node first; allgather and alltoall on the host
+ *                          hierarchy, staged
  *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
  *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
  *   cuda_coll devcoll      MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
@@ -74,8 +78,8 @@ static size_t edge_counts(size_t esize, size_t *out)
 static int fast_keeps(size_t ti, op_t op, size_t c)
 {
     static const size_t keep_all[] = {0, 3, 4, 7, 11}, keep_groups[] = {0, 7};
-    const size_t *keep = groups > 0 ? keep_groups : keep_all;
-    size_t nkeep = groups > 0 ? 2 : 5;
+    const size_t *keep = groups > 0 && hier == 0 ? keep_groups : keep_all;
+    size_t nkeep = groups > 0 && hier == 0 ? 2 : 5;
     int pos = 0, total = 0;
     for (op_t o = 0; o < NOPS; o++) {
         if (op_allowed(&types[ti], o)) {
@@ -237,7 +241,7 @@ static void fallback_cases(void)
                        .op = op_allowed(&types[ti], SUM) ? SUM : BXOR,
                        .mem = mt_rank == mt_size - 1 ? MEM_HOST : MEM_DEVICE};
         ar_prepare(&c);
-        ar_call(&c, "fallback");
+        ar_call(&c, want_staged_allreduce());
         ar_check(&c);
     }
 }
@@ -401,6 +405,8 @@ int main(int argc, char **argv)
         return probe(argc, argv);
     }
     groups = atoi(mt_option(argc, argv, "--groups", "0"));
+    hier = atoi(mt_option(argc, argv, "--hier", "0"));
+    groups = hier > 0 ? hier : groups;
     fast = mt_flag(argc, argv, "--fast");
     expect_fallback = mt_flag(argc, argv, "--expect-fallback");
     thresholds_set();

@@ -240,3 +240,47 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
     }
     return PICOLL_OK;
 }
+
+/* ---- the network step of the device hierarchy (coll/dispatch.c's hier_cuda_allreduce) ---- */
+
+uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask)
+{
+    picoll_allreduce_args_t a = {.count = 1, .dtype = PICOLL_DT_UINT32, .op = PICOLL_OP_BAND};
+    picoll_net_next(h->net);
+    if (!rail_rd(h, &a, (char *)&mask, 1, 1)) {
+        return 0;
+    }
+    return mask;
+}
+
+size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize)
+{
+    size_t c = h->scratch_size < HIER_CHUNK_MAX ? h->scratch_size : HIER_CHUNK_MAX;
+    return c / esize * esize;
+}
+
+picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
+                                            char *buf, size_t count, size_t rd_max)
+{
+    size_t esize = picoll_dtype_size(args->dtype);
+    size_t chunk = picoll_allreduce_hier_rails_chunk(h, esize) / esize;
+    int ring = picoll_net_size(h->net) > 2;
+
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t cnt = count - off < chunk ? count - off : chunk;
+        if (args->pipe != NULL) {
+            picoll_stage_pipe_ready(args->pipe, off * esize, cnt * esize);
+        }
+        picoll_net_next(h->net);
+        /* the same on every member of the rail: they all hold this rank's block of the vector */
+        int ok = ring && cnt * esize > rd_max ? rail_ring(h, args, buf + off * esize, cnt, 1)
+                                              : rail_rd(h, args, buf + off * esize, cnt, 1);
+        if (!ok) {
+            return PICOLL_ERR_UCX;
+        }
+        if (args->pipe != NULL) {
+            picoll_stage_pipe_done(args->pipe, off * esize, cnt * esize);
+        }
+    }
+    return PICOLL_OK;
+}
