@@ -268,7 +268,7 @@ static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_ar
 static int hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, size_t bytes,
                           int *mpi_rc)
 {
-    if (ctx->cuda_hier) {
+    if (ctx->cuda_hier && bytes >= picoll_cfg.hier_cuda_min) {
         int alg = hier_cuda_allreduce(ctx, args, bytes, mpi_rc);
         if (alg != PICOLL_ALG_FALLBACK) {
             return alg;

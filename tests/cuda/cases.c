@@ -481,7 +481,9 @@ const char *want_allreduce(const type_t *t, size_t bytes)
 {
     if (hier > 0) {
         /* long double: no device arithmetic, the host hierarchy on host copies */
-        return t->kind == K_LDOUBLE ? HIER_STAGED : "hier_cuda";
+        const char *min = getenv("PICOLL_HIER_CUDA_MIN"); /* cuda_coll sets 0, in bytes */
+        return t->kind == K_LDOUBLE || bytes < strtoull(min ? min : "0", NULL, 10) ? HIER_STAGED
+                                                                               : "hier_cuda";
     }
     if (t->kind == K_LDOUBLE || expect_fallback) {
         return "fallback"; /* no device arithmetic for long double */

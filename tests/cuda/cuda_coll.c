@@ -18,7 +18,8 @@
  *                          (both fall back)
  *   cuda_coll matrix --groups G   the same with the reference reduced within groups of G ranks
  *   cuda_coll matrix --hier G   between virtual nodes of G ranks (PICOLL_VNODE_SIZE=G, 2 nodes):
- *                          the allreduce on the device hierarchy (hier_cuda), the reference
+ *                          the allreduce on the device hierarchy (hier_cuda; PICOLL_HIER_CUDA_MIN
+ *                          0 unless set, in bytes), the reference
  *                          reduced within each node first; allgather and alltoall on the host
  *                          hierarchy, staged
  *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
@@ -407,6 +408,11 @@ int main(int argc, char **argv)
     groups = atoi(mt_option(argc, argv, "--groups", "0"));
     hier = atoi(mt_option(argc, argv, "--hier", "0"));
     groups = hier > 0 ? hier : groups;
+    if (hier > 0) {
+        /* every size on the device hierarchy unless the caller says otherwise (want_allreduce
+         * follows the value) */
+        setenv("PICOLL_HIER_CUDA_MIN", "0", 0);
+    }
     fast = mt_flag(argc, argv, "--fast");
     expect_fallback = mt_flag(argc, argv, "--expect-fallback");
     thresholds_set();

@@ -11,6 +11,9 @@
 #              stream and the progress thread's path
 #   stream     osu_allreduce --enqueue --graph beside the blocking call, np 2 and 4
 #   gather     the driver's table for allgather and alltoall (MPI_CHAR), np 2 and 4, 8 B to 4 MiB
+#   hier       between virtual nodes of 2 ranks at np 4 (issue 24): cuda_coll's matrix on the device
+#              hierarchy, then osu_allreduce A/B (staged MPI / picoll) with the device hierarchy,
+#              the staged host hierarchy pipelined, and the same copying the whole buffer first
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
 # for ranks sharing the GPU (unless CUDA_MPS_PIPE_DIRECTORY is set), stopped at the end.
 # SECONDS bounds the whole. ARCHIVE is a .tar.gz of LOG_DIR written anew after every step (one
@@ -78,6 +81,15 @@ for s in $steps; do
         step gather 150 python3 "$src/osu-bench/driver.py" --build-dir "$build" --np 2,4 \
             --colls allgather,alltoall --mem cuda --sizes 8:4M --factor 4 --rounds 4 --no-osu \
             --type mpi_char --no-plots --out "$logs/gather" ;;
+    hier)
+        step hier-matrix 120 env PICOLL_VNODE_SIZE=2 PICOLL_STATS=1 "$build/tests/mpirun.sh" 4 \
+            --preload "$build/tests/cuda/cuda_coll" matrix --hier 2 --fast
+        for variant in 1:2 0:2 0:0; do
+            step "hier-ab-cuda${variant%:*}-depth${variant#*:}" 100 env PICOLL_VNODE_SIZE=2 \
+                PICOLL_HIER_CUDA="${variant%:*}" PICOLL_STAGE_DEPTH="${variant#*:}" PICOLL_STATS=1 \
+                "$build/tests/mpirun.sh" 4 --preload "$bench/osu_allreduce" -d cuda --ab=3 -c \
+                -T mpi_float -m 8:16M
+        done ;;
     *) echo "gpu-lease.sh: unknown step '$s'" ;;
     esac
 done
