@@ -30,7 +30,8 @@ enum {
     PICOLL_ALLGATHER_SHM = 1,
     PICOLL_ALLGATHER_CUDA_IPC = 2,
     PICOLL_ALLGATHER_HIER = 3,
-    PICOLL_ALLGATHER_CMA = 4
+    PICOLL_ALLGATHER_CMA = 4,
+    PICOLL_ALLGATHER_HIER_CUDA = 5
 };
 enum {
     PICOLL_ALLTOALL_SHM = 1,
@@ -76,6 +77,11 @@ uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask);
 size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize);
 picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
                                             char *buf, size_t count, size_t rd_max);
+/* The device hierarchy's allgather network step: buf holds len bytes per node, mine at my node's
+ * index (my rank on the rail); the others arrive in ring order, arrived(k, arg) called for each
+ * node k as its bytes are in. */
+picoll_status_t picoll_allgather_hier_rails(picoll_hier_t *h, char *buf, size_t len,
+                                            void (*arrived)(int k, void *arg), void *arg);
 /* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
  * block that the allgather / alltoall workspace holds (0: none). */
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,

@@ -9,6 +9,7 @@
 #include "cuda/cuda_dev.h"
 #include "mem/cuda_state.h"
 #include "mem/memkind.h"
+#include "mem/pinned.h"
 #include "mem/stage.h"
 #include "coll/select.h"
 #include "coll/stats.h"
@@ -168,45 +169,65 @@ static int hier_finish(picoll_coll_t coll, int alg, picoll_status_t status, size
     return alg;
 }
 
-/* Between nodes on device buffers (ctx->cuda_hier: nodes of equal size, every rank on a rail):
- * the node's reduce-scatter on the device (picoll_cuda_reduce_scatter, block l of the vector to
- * local rank l, into its place in the receive buffer), block l's allreduce on rail l over the
- * network through pinned host memory, copied there and back chunk by chunk beside the network
- * step (the staging pipe), then the node's allgatherv on the device. Every rank of the
- * communicator takes it or none does: each node's ranks agree in one node barrier (their
- * buffers are device memory of the workspace's context, the type is one the kernels reduce, the
- * node's ranks reach each other), then the rails carry the nodes' answers (the AND of a word),
- * so every rail, and every rank, ends with the same. Returns PICOLL_ALG_FALLBACK, before any
- * buffer was touched, where some rank said no: the caller's path (host hierarchy, staged or
- * not, or the MPI) takes the call. */
-static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args,
-                               size_t bytes, int *mpi_rc)
+/* The device hierarchy's agreement (ctx->cuda_hier: nodes of equal size, every rank on a rail):
+ * each node's ranks agree in one node barrier (their buffers are device memory of the
+ * workspace's context, the type is one the kernels take, the node's ranks reach each other: the
+ * workspace is made or moved there), then the rails carry the nodes' answers (the AND of a word),
+ * so every rail, and every rank, ends with the same. Returns 1 where every rank of the
+ * communicator said yes; *r: the receive buffer's memory kind. */
+static int hier_cuda_vote(picoll_coll_ctx_t *ctx, const void *sendbuf, void *recvbuf,
+                          picoll_dtype_t dt, int eligible, const char *coll, picoll_meminfo_t *r)
 {
     picoll_shm_t *shm = ctx->shm;
-    picoll_hier_t *h = ctx->hier;
-    int in_place = args->sendbuf == MPI_IN_PLACE, home = 0, n = shm->nlocal, me = shm->me;
-    picoll_meminfo_t s, r;
+    int in_place = sendbuf == MPI_IN_PLACE, home = 0;
+    picoll_meminfo_t s;
     picoll_cu_context_t bufctx = NULL;
 
-    picoll_memkind_query_pair(args->recvbuf, in_place ? NULL : args->sendbuf, &r, &s);
-    int dev = picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, &r, args->dtype, &bufctx, &home, 0);
+    picoll_memkind_query_pair(recvbuf, in_place ? NULL : sendbuf, r, &s);
+    int dev = eligible && picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, r, dt, &bufctx, &home, 0);
     if (dev && !home && bufctx == ctx->cuda_failed) {
         dev = 0;
     }
-    picoll_reentry++;
     uint32_t all = picoll_shm_barrier_mask(shm, (dev ? PATH_CUDA : 0u) | (home ? PATH_HOME : 0u),
-                                           "MPI_Allreduce");
+                                           coll);
     if ((all & PATH_CUDA) && !(all & PATH_HOME)) {
         picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, shm, &picoll_cfg, bufctx);
         ctx->cuda_failed = ctx->cuda == NULL ? (void *)bufctx : NULL;
     }
     picoll_topo_reach_t reach = ctx->cuda != NULL ? picoll_cuda_ws_reach(ctx->cuda)
                                                   : PICOLL_TOPO_REACH_NONE;
-    /* reduce-scatter and allgatherv over the node's IPC mappings: NVLink or PCIe peer access
-     * between every pair (the hybrid cube mesh maps only the quad and the relay) */
+    /* the node steps over the node's IPC mappings: NVLink or PCIe peer access between every pair
+     * (the hybrid cube mesh maps only the quad and the relay) */
     int node_yes = (all & PATH_CUDA) && ctx->cuda != NULL &&
                    (reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE);
-    if (!picoll_allreduce_hier_rail_and(h, node_yes ? 1u : 0u)) {
+    return picoll_allreduce_hier_rail_and(ctx->hier, node_yes ? 1u : 0u) != 0;
+}
+
+/* Before a device call of the device hierarchy after the first: the thread's current context
+ * again for the launch (picoll_cuda_vote notes it; the first call took it). */
+static void hier_cuda_relaunch(picoll_coll_ctx_t *ctx, const picoll_meminfo_t *r)
+{
+    picoll_cu_context_t bufctx;
+    int home;
+    picoll_cuda_vote(ctx->cuda, NULL, r, PICOLL_DT_NONE, &bufctx, &home, 0);
+}
+
+/* Between nodes on device buffers (ctx->cuda_hier): the node's reduce-scatter on the device
+ * (picoll_cuda_reduce_scatter, block l of the vector to local rank l, into its place in the
+ * receive buffer), block l's allreduce on rail l over the network through pinned host memory,
+ * copied there and back chunk by chunk beside the network step (the staging pipe), then the
+ * node's allgatherv on the device. Every rank takes it or none does (hier_cuda_vote). Returns
+ * PICOLL_ALG_FALLBACK, before any buffer was touched, where some rank said no: the caller's path
+ * (host hierarchy, staged or not, or the MPI) takes the call. */
+static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args,
+                               size_t bytes, int *mpi_rc)
+{
+    picoll_hier_t *h = ctx->hier;
+    int in_place = args->sendbuf == MPI_IN_PLACE, n = ctx->shm->nlocal, me = ctx->shm->me;
+    picoll_meminfo_t r;
+
+    picoll_reentry++;
+    if (!hier_cuda_vote(ctx, args->sendbuf, args->recvbuf, args->dtype, 1, "MPI_Allreduce", &r)) {
         picoll_reentry--;
         return PICOLL_ALG_FALLBACK;
     }
@@ -244,8 +265,7 @@ static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_ar
                                                                             : MPI_ERR_OTHER;
     }
     if (status == PICOLL_OK) {
-        /* the thread's current context again for the launch (the first call took it) */
-        picoll_cuda_vote(ctx->cuda, NULL, &r, args->dtype, &bufctx, &home, 0);
+        hier_cuda_relaunch(ctx, &r);
         status = picoll_cuda_allgatherv(ctx->cuda, MPI_IN_PLACE, args->recvbuf, pbytes, displs);
     }
     picoll_reentry--;
@@ -421,6 +441,101 @@ static int hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
     return hier_finish(c->coll, alg, status, total, &st, mpi_rc);
 }
 
+/* The allgather's network step: node k's slice, just received into the host buffer, goes to
+ * its place in the receive buffer while the ring goes on. */
+typedef struct {
+    picoll_cudrv_pipe_t *pipe; /* NULL: copied at once */
+    picoll_cu_context_t ctx;
+    char *host, *dev;          /* slice k at host + k * len, to dev + k * stride */
+    size_t len, stride;
+    picoll_status_t status;
+} ag_back_t;
+
+static void ag_arrived(int k, void *arg)
+{
+    ag_back_t *b = arg;
+    char *dst = b->dev + (size_t)k * b->stride;
+    const char *src = b->host + (size_t)k * b->len;
+    picoll_status_t st = b->pipe != NULL ? picoll_cudrv_pipe_copy(b->pipe, dst, src, b->len, -1)
+                                         : picoll_cudrv_copy(dst, src, b->len, b->ctx);
+    b->status = b->status != PICOLL_OK ? b->status : st;
+}
+
+/* Allgather between nodes on device buffers (ctx->cuda_hier, ranks placed by node: node x holds
+ * ranks x * n to x * n + n - 1, so its part of the receive buffer is one piece): the node's
+ * allgather on the device into its part; slice l of that part (a 1/n share) round the ring of
+ * the nodes on rail l through pinned host memory, each node's slice copied into place as it
+ * arrives; then, for each other node, the node's allgatherv of its slices on the device. Every
+ * rank takes it or none does (hier_cuda_vote); PICOLL_ALG_FALLBACK before any buffer was
+ * touched where some rank said no. */
+static int hier_cuda_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                               int *mpi_rc)
+{
+    picoll_hier_t *h = ctx->hier;
+    int n = ctx->shm->nlocal, me = ctx->shm->me, nodes = h->num_nodes;
+    size_t part = args->block_bytes * (size_t)n, total = args->block_bytes * (size_t)ctx->size;
+    picoll_meminfo_t r;
+
+    for (int i = 0; i < ctx->size; i++) {
+        if (h->rank_of[i] != i) {
+            return PICOLL_ALG_FALLBACK; /* the same on every rank: the shape is */
+        }
+    }
+    picoll_reentry++;
+    if (!hier_cuda_vote(ctx, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
+                        "MPI_Allgather", &r)) {
+        picoll_reentry--;
+        return PICOLL_ALG_FALLBACK;
+    }
+    char *recv = args->recvbuf, *mine = recv + (size_t)h->node * part;
+    picoll_status_t status = picoll_cuda_allgather(ctx->cuda, args->sendbuf, mine,
+                                                   args->block_bytes);
+    /* slice l of a part: [lo_l, hi_l), 64-byte multiples but the last */
+    size_t lens[PICOLL_CUDA_MAX_LOCAL], offs[PICOLL_CUDA_MAX_LOCAL], lo, hi;
+    for (int l = 0; l < n; l++) {
+        picoll_split_block(part, 1, n, l, &lo, &hi);
+        lens[l] = hi - lo;
+        offs[l] = lo;
+    }
+    size_t len = lens[me];
+    void *host = NULL;
+    picoll_cudrv_pipe_t pipe;
+    ag_back_t back = {.ctx = r.context, .dev = recv + offs[me], .len = len, .stride = part};
+    if (status == PICOLL_OK && len > 0) {
+        if (picoll_pinned_get(len * (size_t)nodes, r.context, &host) != PICOLL_OK) {
+            picoll_fatal("MPI_Allgather between nodes: no host memory for %zu bytes of the "
+                         "device hierarchy's network step: aborting the job",
+                         len * (size_t)nodes);
+        }
+        back.host = host;
+        back.pipe = picoll_cudrv_pipe_open(&pipe, r.context, 1) == PICOLL_OK ? &pipe : NULL;
+        status = picoll_cudrv_copy(back.host + (size_t)h->node * len, mine + offs[me], len,
+                                   r.context);
+        if (status == PICOLL_OK) {
+            status = picoll_allgather_hier_rails(h, back.host, len, ag_arrived, &back);
+        }
+        picoll_status_t closed = back.pipe != NULL ? picoll_cudrv_pipe_close(back.pipe) : PICOLL_OK;
+        status = status != PICOLL_OK ? status : back.status != PICOLL_OK ? back.status : closed;
+        picoll_pinned_put(host);
+    }
+    for (int x = 0; x < nodes && status == PICOLL_OK; x++) {
+        if (x != h->node) {
+            hier_cuda_relaunch(ctx, &r);
+            status = picoll_cuda_allgatherv(ctx->cuda, MPI_IN_PLACE, recv + (size_t)x * part, lens,
+                                            offs);
+        }
+    }
+    picoll_reentry--;
+    picoll_debug("MPI_Allgather between nodes on the device: %zu bytes, node steps on the device, "
+                 "a slice of %zu bytes of each of %d nodes' parts through host memory", total, len,
+                 nodes);
+    if (status != PICOLL_OK) {
+        picoll_fatal("MPI_Allgather between nodes on the device failed (%s): aborting the job",
+                     picoll_status_string(status));
+    }
+    return finish(PICOLL_COLL_ALLGATHER, PICOLL_ALLGATHER_HIER_CUDA, status, total, mpi_rc);
+}
+
 typedef struct {
     const blocks_coll_t *c;
     int size;
@@ -461,6 +576,13 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
         return PICOLL_ALG_FALLBACK;
     }
     if (ctx->hier != NULL) {
+        if (c->coll == PICOLL_COLL_ALLGATHER && ctx->cuda_hier &&
+            args->block_bytes * (size_t)ctx->size >= picoll_cfg.hier_cuda_min) {
+            int alg = hier_cuda_allgather(ctx, args, mpi_rc);
+            if (alg != PICOLL_ALG_FALLBACK) {
+                return alg;
+            }
+        }
         return hier_blocks(ctx, args, c, mpi_rc);
     }
     alg = c->select(&picoll_cfg, ctx->size, args->block_bytes, shm->cma);

@@ -59,6 +59,13 @@ static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALLGATHER_HIER] = {.name = "hier",
                                .desc = "between nodes: blocks into the node's workspace, node "
                                        "parts round a ring on each rail over UCX, copied out"},
+    [PICOLL_ALLGATHER_HIER_CUDA] = {.name = "hier_cuda",
+                                    .desc = "between nodes, device buffers, nodes of equal size, "
+                                            "ranks placed by node: the node's blocks gathered on "
+                                            "the device, a slice of the node's part per rank "
+                                            "round the ring of nodes on its rail through pinned "
+                                            "host memory, the slices gathered on the device "
+                                            "(PICOLL_HIER_CUDA)"},
     [PICOLL_ALLGATHER_CMA] = {.name = "cma",
                               .desc = "single copy: each rank reads every peer's block straight "
                                       "into its receive buffer with process_vm_readv, between two "

@@ -499,12 +499,15 @@ const char *want_allreduce(const type_t *t, size_t bytes)
     return bytes <= SLOT ? "cuda_oneshot|cuda_twoshot" : "cuda_twoshot";
 }
 
-const char *want_blocks(void)
+const char *want_blocks(int alltoall, size_t total)
 {
-    /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */
     if (hier > 0) {
-        return "hier"; /* the host hierarchy, staged */
+        /* alltoall: the host hierarchy, staged; allgather: the device hierarchy from
+         * PICOLL_HIER_CUDA_MIN bytes received on */
+        const char *min = getenv("PICOLL_HIER_CUDA_MIN");
+        return alltoall || total < strtoull(min ? min : "0", NULL, 10) ? "hier" : "hier_cuda";
     }
+    /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */
     return expect_fallback || groups > 0 ? "fallback" : "cuda_ipc";
 }
 
@@ -641,6 +644,9 @@ void ar_prepare(ar_case_t *c)
 {
     const type_t *t = c->t;
     uint64_t seed = seed_of(c->ti, (int)c->op, c->count, (int)(c->off * 2 + (size_t)c->in_place));
+    /* the MPI's order, or recursive doubling over more than two nodes (the node folded in first
+     * is not the next one): inputs whose sums are exact in any order */
+    c->exact = c->exact || (hier > 0 && mt_size > 2 * hier);
     int exact = c->exact || expect_fallback;
 
     c->bytes = c->count * t->size;
@@ -787,7 +793,7 @@ void bl_call(bl_case_t *c, const char *want_path)
         .recv = c->rb.p,
         .count = (int)c->block,
         .dt = MPI_BYTE,
-        .want = want_path ? want_path : want_blocks(),
+        .want = want_path ? want_path : want_blocks(c->alltoall, c->block * (size_t)mt_size),
     };
     snprintf(k.name, sizeof(k.name), "%s MPI_BYTE%s", c->alltoall ? "MPI_Alltoall" : "MPI_Allgather",
              c->in_place ? " in place" : "");

@@ -85,3 +85,25 @@ picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
     }
     return PICOLL_OK;
 }
+
+/* The device hierarchy's network step (coll/dispatch.c): a ring of the nodes on my rail, each
+ * passing on the piece it received last; arrived(k) as soon as node k's piece is in, so that its
+ * copy back to the device overlaps the next step. */
+picoll_status_t picoll_allgather_hier_rails(picoll_hier_t *h, char *buf, size_t len,
+                                            void (*arrived)(int k, void *arg), void *arg)
+{
+    picoll_net_t *net = h->net;
+    int n = picoll_net_size(net), me = picoll_net_rank(net);
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+
+    picoll_net_next(net);
+    for (int s = 0; s < n - 1; s++) {
+        int out = (me - s + n) % n, in = (me - s - 1 + n) % n;
+        if (!picoll_net_sendrecv(net, (unsigned)s, right, buf + (size_t)out * len, len, left,
+                                 buf + (size_t)in * len, len, 1, COLL_NAME)) {
+            return PICOLL_ERR_UCX;
+        }
+        arrived(in, arg);
+    }
+    return PICOLL_OK;
+}
