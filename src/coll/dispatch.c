@@ -577,7 +577,7 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
     }
     if (ctx->hier != NULL) {
         if (c->coll == PICOLL_COLL_ALLGATHER && ctx->cuda_hier &&
-            args->block_bytes * (size_t)ctx->size >= picoll_cfg.hier_cuda_min) {
+            args->block_bytes * (size_t)shm->nlocal >= picoll_cfg.hier_cuda_min) {
             int alg = hier_cuda_allgather(ctx, args, mpi_rc);
             if (alg != PICOLL_ALG_FALLBACK) {
                 return alg;

@@ -56,7 +56,7 @@ typedef struct {
     long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
     int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the allreduce between
                                 * nodes (coll/dispatch.c) */
-    size_t hier_cuda_min;      /* PICOLL_HIER_CUDA_MIN: smallest allreduce (bytes) it takes */
+    size_t hier_cuda_min;      /* PICOLL_HIER_CUDA_MIN: smallest call (bytes) it takes */
     int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the stream
                                 * (pmpi/stream.c) */
     /* topology (topo/) */

@@ -503,9 +503,11 @@ const char *want_blocks(int alltoall, size_t total)
 {
     if (hier > 0) {
         /* alltoall: the host hierarchy, staged; allgather: the device hierarchy from
-         * PICOLL_HIER_CUDA_MIN bytes received on */
+         * PICOLL_HIER_CUDA_MIN bytes in a node's part on */
         const char *min = getenv("PICOLL_HIER_CUDA_MIN");
-        return alltoall || total < strtoull(min ? min : "0", NULL, 10) ? "hier" : "hier_cuda";
+        return alltoall || total / (size_t)mt_size * (size_t)hier < strtoull(min ? min : "0", NULL, 10)
+                   ? "hier"
+                   : "hier_cuda";
     }
     /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */
     return expect_fallback || groups > 0 ? "fallback" : "cuda_ipc";
