@@ -37,7 +37,8 @@ enum {
     PICOLL_ALLTOALL_SHM = 1,
     PICOLL_ALLTOALL_CUDA_IPC = 2,
     PICOLL_ALLTOALL_HIER = 3,
-    PICOLL_ALLTOALL_CMA = 4
+    PICOLL_ALLTOALL_CMA = 4,
+    PICOLL_ALLTOALL_HIER_CUDA = 5
 };
 /* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only. */
 enum { PICOLL_DEVICE_ONLY_CUDA = 1 };
@@ -82,6 +83,11 @@ picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allre
  * node k as its bytes are in. */
 picoll_status_t picoll_allgather_hier_rails(picoll_hier_t *h, char *buf, size_t len,
                                             void (*arrived)(int k, void *arg), void *arg);
+/* The device hierarchy's alltoall network step: sbuf and rbuf hold len bytes per node, by node
+ * index (rank on the rail); the piece for node k goes to it, node k's comes into rbuf, one node
+ * at a time, arrived(k, arg) called as each is in. */
+picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, char *rbuf,
+                                           size_t len, void (*arrived)(int k, void *arg), void *arg);
 /* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
  * block that the allgather / alltoall workspace holds (0: none). */
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,

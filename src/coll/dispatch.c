@@ -441,19 +441,19 @@ static int hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
     return hier_finish(c->coll, alg, status, total, &st, mpi_rc);
 }
 
-/* The allgather's network step: node k's slice, just received into the host buffer, goes to
- * its place in the receive buffer while the ring goes on. */
+/* The allgather's and alltoall's network steps: node k's piece, just received into the host
+ * buffer, goes to its place in the receive buffer while the next exchange runs. */
 typedef struct {
     picoll_cudrv_pipe_t *pipe; /* NULL: copied at once */
     picoll_cu_context_t ctx;
     char *host, *dev;          /* slice k at host + k * len, to dev + k * stride */
     size_t len, stride;
     picoll_status_t status;
-} ag_back_t;
+} hier_back_t;
 
-static void ag_arrived(int k, void *arg)
+static void hier_arrived(int k, void *arg)
 {
-    ag_back_t *b = arg;
+    hier_back_t *b = arg;
     char *dst = b->dev + (size_t)k * b->stride;
     const char *src = b->host + (size_t)k * b->len;
     picoll_status_t st = b->pipe != NULL ? picoll_cudrv_pipe_copy(b->pipe, dst, src, b->len, -1)
@@ -500,7 +500,7 @@ static int hier_cuda_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_
     size_t len = lens[me];
     void *host = NULL;
     picoll_cudrv_pipe_t pipe;
-    ag_back_t back = {.ctx = r.context, .dev = recv + offs[me], .len = len, .stride = part};
+    hier_back_t back = {.ctx = r.context, .dev = recv + offs[me], .len = len, .stride = part};
     if (status == PICOLL_OK && len > 0) {
         if (picoll_pinned_get(len * (size_t)nodes, r.context, &host) != PICOLL_OK) {
             picoll_fatal("MPI_Allgather between nodes: no host memory for %zu bytes of the "
@@ -512,7 +512,7 @@ static int hier_cuda_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_
         status = picoll_cudrv_copy(back.host + (size_t)h->node * len, mine + offs[me], len,
                                    r.context);
         if (status == PICOLL_OK) {
-            status = picoll_allgather_hier_rails(h, back.host, len, ag_arrived, &back);
+            status = picoll_allgather_hier_rails(h, back.host, len, hier_arrived, &back);
         }
         picoll_status_t closed = back.pipe != NULL ? picoll_cudrv_pipe_close(back.pipe) : PICOLL_OK;
         status = status != PICOLL_OK ? status : back.status != PICOLL_OK ? back.status : closed;
@@ -534,6 +534,82 @@ static int hier_cuda_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_
                      picoll_status_string(status));
     }
     return finish(PICOLL_COLL_ALLGATHER, PICOLL_ALLGATHER_HIER_CUDA, status, total, mpi_rc);
+}
+
+/* Alltoall between nodes on device buffers (ctx->cuda_hier, ranks placed by node, not in
+ * place): for each other node y, one alltoall kernel within the node gathers in local rank l's
+ * receive buffer, at node y's part (scratch until y's piece arrives), the pieces its node holds
+ * for rank l of node y; those parts go to pinned host memory, then rail l exchanges them pairwise
+ * with the other nodes, each arriving piece (the pieces from node y's ranks for me) copied
+ * straight into node y's part of the receive buffer; the kernel of my own node's part gives the
+ * pieces within the node. Every rank takes it or none does (hier_cuda_vote; in place votes no);
+ * PICOLL_ALG_FALLBACK before any buffer was touched where some rank said no. */
+static int hier_cuda_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                              int *mpi_rc)
+{
+    picoll_hier_t *h = ctx->hier;
+    int nodes = h->num_nodes, x = h->node;
+    size_t part = args->block_bytes * (size_t)ctx->shm->nlocal;
+    size_t total = args->block_bytes * (size_t)ctx->size;
+    picoll_meminfo_t r;
+
+    for (int i = 0; i < ctx->size; i++) {
+        if (h->rank_of[i] != i) {
+            return PICOLL_ALG_FALLBACK; /* the same on every rank: the shape is */
+        }
+    }
+    picoll_reentry++;
+    /* in place: the parts of the receive buffer hold the input until the last kernel */
+    if (!hier_cuda_vote(ctx, args->sendbuf, args->recvbuf, PICOLL_DT_NONE,
+                        args->eligible && args->sendbuf != MPI_IN_PLACE, "MPI_Alltoall", &r)) {
+        picoll_reentry--;
+        return PICOLL_ALG_FALLBACK;
+    }
+    const char *send = args->sendbuf;
+    char *recv = args->recvbuf;
+    picoll_status_t status = PICOLL_OK;
+    void *host = NULL;
+    picoll_cudrv_pipe_t pipe;
+    hier_back_t back = {.ctx = r.context, .dev = recv, .len = part, .stride = part};
+    if (picoll_pinned_get(2 * part * (size_t)nodes, r.context, &host) != PICOLL_OK) {
+        picoll_fatal("MPI_Alltoall between nodes: no host memory for %zu bytes of the device "
+                     "hierarchy's network step: aborting the job", 2 * part * (size_t)nodes);
+    }
+    char *hsend = host, *hrecv = hsend + part * (size_t)nodes;
+    for (int k = 1; k < nodes && status == PICOLL_OK; k++) {
+        int y = (x + k) % nodes;
+        if (k > 1) {
+            hier_cuda_relaunch(ctx, &r);
+        }
+        status = picoll_cuda_alltoall(ctx->cuda, send + (size_t)y * part, recv + (size_t)y * part,
+                                      args->block_bytes);
+        if (status == PICOLL_OK) {
+            status = picoll_cudrv_copy(hsend + (size_t)y * part, recv + (size_t)y * part, part,
+                                       r.context);
+        }
+    }
+    if (status == PICOLL_OK) {
+        back.host = hrecv;
+        back.pipe = picoll_cudrv_pipe_open(&pipe, r.context, 1) == PICOLL_OK ? &pipe : NULL;
+        status = picoll_alltoall_hier_rails(h, hsend, hrecv, part, hier_arrived, &back);
+        picoll_status_t closed = back.pipe != NULL ? picoll_cudrv_pipe_close(back.pipe) : PICOLL_OK;
+        status = status != PICOLL_OK ? status : back.status != PICOLL_OK ? back.status : closed;
+    }
+    picoll_pinned_put(host);
+    if (status == PICOLL_OK) {
+        hier_cuda_relaunch(ctx, &r);
+        status = picoll_cuda_alltoall(ctx->cuda, send + (size_t)x * part, recv + (size_t)x * part,
+                                      args->block_bytes);
+    }
+    picoll_reentry--;
+    picoll_debug("MPI_Alltoall between nodes on the device: %zu bytes, node steps on the device, "
+                 "%zu bytes to and from each of %d other nodes through host memory", total, part,
+                 nodes - 1);
+    if (status != PICOLL_OK) {
+        picoll_fatal("MPI_Alltoall between nodes on the device failed (%s): aborting the job",
+                     picoll_status_string(status));
+    }
+    return finish(PICOLL_COLL_ALLTOALL, PICOLL_ALLTOALL_HIER_CUDA, status, total, mpi_rc);
 }
 
 typedef struct {
@@ -576,9 +652,9 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
         return PICOLL_ALG_FALLBACK;
     }
     if (ctx->hier != NULL) {
-        if (c->coll == PICOLL_COLL_ALLGATHER && ctx->cuda_hier &&
-            args->block_bytes * (size_t)shm->nlocal >= picoll_cfg.hier_cuda_min) {
-            int alg = hier_cuda_allgather(ctx, args, mpi_rc);
+        if (ctx->cuda_hier && args->block_bytes * (size_t)shm->nlocal >= picoll_cfg.hier_cuda_min) {
+            int alg = c->coll == PICOLL_COLL_ALLGATHER ? hier_cuda_allgather(ctx, args, mpi_rc)
+                                                       : hier_cuda_alltoall(ctx, args, mpi_rc);
             if (alg != PICOLL_ALG_FALLBACK) {
                 return alg;
             }

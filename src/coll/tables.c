@@ -84,6 +84,13 @@ static const picoll_alg_desc_t alltoall_algs[] = {
                               .desc = "between nodes: pieces into the node's workspace, pairwise "
                                       "exchange of node parts on each rail over UCX "
                                       "(PICOLL_NET_INFLIGHT peers at a time), copied out"},
+    [PICOLL_ALLTOALL_HIER_CUDA] = {.name = "hier_cuda",
+                                   .desc = "between nodes, device buffers, nodes of equal size, "
+                                           "ranks placed by node: for each other node, the "
+                                           "node's pieces for its ranks on my rail gathered on "
+                                           "the device (one alltoall kernel per node), exchanged "
+                                           "pairwise on the rail through pinned host memory and "
+                                           "copied straight into place (PICOLL_HIER_CUDA)"},
     [PICOLL_ALLTOALL_CMA] = {.name = "cma",
                              .desc = "single copy: each rank reads its piece of every peer's send "
                                      "buffer straight into its receive buffer with "

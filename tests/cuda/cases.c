@@ -499,13 +499,14 @@ const char *want_allreduce(const type_t *t, size_t bytes)
     return bytes <= SLOT ? "cuda_oneshot|cuda_twoshot" : "cuda_twoshot";
 }
 
-const char *want_blocks(int alltoall, size_t total)
+const char *want_blocks(int alltoall, int in_place, size_t total)
 {
     if (hier > 0) {
-        /* alltoall: the host hierarchy, staged; allgather: the device hierarchy from
-         * PICOLL_HIER_CUDA_MIN bytes in a node's part on */
+        /* the device hierarchy from PICOLL_HIER_CUDA_MIN bytes in a node's part on (a block times
+         * the ranks of a node), but for alltoall in place; else the host hierarchy, staged */
         const char *min = getenv("PICOLL_HIER_CUDA_MIN");
-        return alltoall || total / (size_t)mt_size * (size_t)hier < strtoull(min ? min : "0", NULL, 10)
+        return (alltoall && in_place) ||
+                       total / (size_t)mt_size * (size_t)hier < strtoull(min ? min : "0", NULL, 10)
                    ? "hier"
                    : "hier_cuda";
     }
@@ -795,7 +796,7 @@ void bl_call(bl_case_t *c, const char *want_path)
         .recv = c->rb.p,
         .count = (int)c->block,
         .dt = MPI_BYTE,
-        .want = want_path ? want_path : want_blocks(c->alltoall, c->block * (size_t)mt_size),
+        .want = want_path ? want_path : want_blocks(c->alltoall, c->in_place, c->block * (size_t)mt_size),
     };
     snprintf(k.name, sizeof(k.name), "%s MPI_BYTE%s", c->alltoall ? "MPI_Alltoall" : "MPI_Allgather",
              c->in_place ? " in place" : "");

@@ -126,7 +126,7 @@ int dbuf_read(const dbuf_t *b, void *dst);
 /* The path a device call should take: "a|b" lists the accepted names of picoll_last_algorithm(). */
 const char *want_staged_allreduce(void);
 const char *want_allreduce(const type_t *t, size_t bytes);
-const char *want_blocks(int alltoall, size_t total);
+const char *want_blocks(int alltoall, int in_place, size_t total);
 
 /* Checks the calling thread's picoll_last_algorithm() against want ("a|b"): on a mismatch, one
  * line "FAIL [rank r] <call> count=<n>: path <got>, expected <want>". */

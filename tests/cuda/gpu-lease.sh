@@ -13,8 +13,9 @@
 #   gather     the driver's table for allgather and alltoall (MPI_CHAR), np 2 and 4, 8 B to 4 MiB
 #   hier       between virtual nodes of 2 ranks at np 4 (issue 24): cuda_coll's matrix on the device
 #              hierarchy, then osu_allreduce A/B (staged MPI / picoll) with the device hierarchy,
-#              the staged host hierarchy pipelined, and the same copying the whole buffer first;
-#              osu_allgather A/B with the device hierarchy and with the staged host hierarchy
+#              the staged host hierarchy pipelined, and the same copying the whole buffer first
+#   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
+#              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
 # for ranks sharing the GPU (unless CUDA_MPS_PIPE_DIRECTORY is set), stopped at the end.
 # SECONDS bounds the whole. ARCHIVE is a .tar.gz of LOG_DIR written anew after every step (one
@@ -90,11 +91,16 @@ for s in $steps; do
                 PICOLL_HIER_CUDA="${variant%:*}" PICOLL_STAGE_DEPTH="${variant#*:}" PICOLL_STATS=1 \
                 "$build/tests/mpirun.sh" 4 --preload "$bench/osu_allreduce" -d cuda --ab=3 -c \
                 -T mpi_float -m 8:16M
-        done
+        done ;;
+    hierblocks)
+        step hier-matrix-np6 120 env PICOLL_VNODE_SIZE=3 PICOLL_STATS=1 "$build/tests/mpirun.sh" 6 \
+            --preload "$build/tests/cuda/cuda_coll" matrix --hier 3 --fast
         for variant in 1 0; do
-            step "hier-allgather-cuda$variant" 100 env PICOLL_VNODE_SIZE=2 PICOLL_HIER_CUDA=$variant \
-                PICOLL_STATS=1 "$build/tests/mpirun.sh" 4 --preload "$bench/osu_allgather" -d cuda \
-                --ab=3 -c -m 8:4M
+            for coll in allgather alltoall; do
+                step "hier-$coll-cuda$variant" 100 env PICOLL_VNODE_SIZE=2 PICOLL_HIER_CUDA=$variant \
+                    PICOLL_STATS=1 "$build/tests/mpirun.sh" 4 --preload "$bench/osu_$coll" -d cuda \
+                    --ab=3 -c -m 8:4M
+            done
         done ;;
     *) echo "gpu-lease.sh: unknown step '$s'" ;;
     esac

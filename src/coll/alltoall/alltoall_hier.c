@@ -131,3 +131,25 @@ picoll_status_t picoll_alltoall_hier(picoll_shm_t *shm, picoll_hier_t *h,
     }
     return PICOLL_OK;
 }
+
+/* The device hierarchy's network step (coll/dispatch.c): pairwise exchange with the other nodes
+ * on my rail, node x + k then x + 2k..., one pair at a time (each exchange is a whole piece);
+ * arrived(k) as soon as node k's piece is in, so that its copy to the device overlaps the next
+ * exchange. */
+picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, char *rbuf,
+                                           size_t len, void (*arrived)(int k, void *arg), void *arg)
+{
+    picoll_net_t *net = h->net;
+    int n = picoll_net_size(net), me = picoll_net_rank(net);
+
+    picoll_net_next(net);
+    for (int k = 1; k < n; k++) {
+        int to = (me + k) % n, from = (me - k + n) % n;
+        if (!picoll_net_sendrecv(net, (unsigned)k, to, sbuf + (size_t)to * len, len, from,
+                                 rbuf + (size_t)from * len, len, 1, COLL_NAME)) {
+            return PICOLL_ERR_UCX;
+        }
+        arrived(from, arg);
+    }
+    return PICOLL_OK;
+}
