@@ -24,6 +24,8 @@
  *                          hierarchy, staged
  *                          first (the hybrid cube mesh's order, run on a recorded DGX-1)
  *   cuda_coll quick        a few calls of each kind (for compute-sanitizer)
+ *   cuda_coll loop [S]     allreduce, allgather and alltoall, checked, for S seconds (the faults
+ *                          of tests/net/hosts.sh)
  *   cuda_coll devcoll      MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast, MPI_Reduce,
  *                          MPI_Allgatherv and MPI_Alltoallv likewise (tests/cuda/devcoll.c), and
  *                          their fallbacks
@@ -277,6 +279,35 @@ static int mode_quick(int argc, char **argv)
     return mt_finish("cuda_coll quick");
 }
 
+/* loop S: allreduce (several chunks), allgather and alltoall on device buffers, each checked,
+ * until rank 0 has run S seconds; "loop running" once 10 rounds have passed (tests/net/hosts.sh
+ * starts its fault there), then the longest round. */
+static int mode_loop(int argc, char **argv)
+{
+    double secs = argc > 2 ? atof(argv[2]) : 10.0, start = MPI_Wtime(), longest = 0.0;
+    long it;
+    for (it = 0;; it++) {
+        double t0 = MPI_Wtime();
+        int stop = mt_rank == 0 && t0 - start > secs, any;
+        MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            break;
+        }
+        allreduce_case(T_FLOAT, &types[T_FLOAT], SUM, 2 * SLOT / 4 * 3 + 5, (int)(it & 1), 0);
+        blocks_case(0, SLOT + 100, 0, 0);
+        blocks_case(1, SLOT + 100, 0, 0);
+        longest = MPI_Wtime() - t0 > longest ? MPI_Wtime() - t0 : longest;
+        if (it == 10 && mt_rank == 0) {
+            printf("cuda_coll loop: loop running\n");
+            fflush(stdout);
+        }
+    }
+    if (mt_rank == 0) {
+        printf("cuda_coll loop: %ld rounds, the longest took %.1f s\n", it, longest);
+    }
+    return mt_finish("cuda_coll loop");
+}
+
 /* Rank R sleeps before an allreduce (after a first one made the workspace): the others must end
  * the job with picoll's timeout error naming it. */
 static int mode_stall(int argc, char **argv)
@@ -309,6 +340,7 @@ static const struct {
 } modes[] = {
     {"matrix", mode_matrix, 0},
     {"quick", mode_quick, 0},
+    {"loop", mode_loop, 0},
     {"stall", mode_stall, 0},
     {"rehome", mode_rehome, 1},
     {"thread", mode_thread, 0},
