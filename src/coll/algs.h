@@ -70,14 +70,16 @@ size_t picoll_allreduce_hier_chunk_bytes(const picoll_shm_t *shm,
                                          const picoll_allreduce_args_t *args, int oneshot);
 /* The device hierarchy's network step (every rank on a rail: nodes of equal size). rail_and: the
  * AND of mask over my rail (every rail carries the same where each node's ranks agree on theirs:
- * the vote between nodes). rails: allreduce of count elements of buf (host memory; args gives the
- * type, the op and the staging pipe, whose chunks are rails_chunk bytes) with the members of my
- * rail, chunk by chunk, recursive doubling or, for chunks over rd_max on more than two nodes, a
- * ring. */
+ * the vote between nodes). rails_chunk: the chunk, whole elements of esize bytes, at most max
+ * bytes and what the network step's scratch buffers hold. rails: allreduce of count elements of
+ * buf (host memory; args gives the type, the op and the staging pipe, whose chunks must be
+ * chunk_bytes, from rails_chunk) with the members of my rail, chunk by chunk, recursive doubling
+ * or, for chunks over rd_max on more than two nodes, a ring. */
 uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask);
-size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize);
+size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize, size_t max);
 picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
-                                            char *buf, size_t count, size_t rd_max);
+                                            char *buf, size_t count, size_t chunk_bytes,
+                                            size_t rd_max);
 /* The device hierarchy's allgather network step: buf holds len bytes per node, mine at my node's
  * index (my rank on the rail); the others arrive in ring order, arrived(k, arg) called for each
  * node k as its bytes are in. */

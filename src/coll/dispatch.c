@@ -251,15 +251,15 @@ static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_ar
         picoll_allreduce_args_t a = *args;
         a.sendbuf = MPI_IN_PLACE;
         a.recvbuf = block;
-        if (!picoll_stage_pipe_in(&pipe, 1, &a.sendbuf, &a.recvbuf, pbytes[me],
-                                  picoll_allreduce_hier_rails_chunk(h, esize),
+        size_t chunk = picoll_allreduce_hier_rails_chunk(h, esize, picoll_cfg.hier_cuda_chunk);
+        if (!picoll_stage_pipe_in(&pipe, 1, &a.sendbuf, &a.recvbuf, pbytes[me], chunk,
                                   picoll_cfg.stage_depth)) {
             /* past the vote: the other ranks are in the call */
             picoll_fatal("MPI_Allreduce between nodes: no pinned host memory for %zu bytes of "
                          "the device hierarchy's network step: aborting the job", pbytes[me]);
         }
         a.pipe = pipe.piped ? &pipe : NULL;
-        status = picoll_allreduce_hier_rails(h, &a, a.recvbuf, counts[me],
+        status = picoll_allreduce_hier_rails(h, &a, a.recvbuf, counts[me], chunk,
                                              (size_t)picoll_cfg.net_rd_max);
         rc = picoll_stage_pipe_out(&pipe, status == PICOLL_OK) == PICOLL_OK ? MPI_SUCCESS
                                                                             : MPI_ERR_OTHER;

@@ -57,6 +57,7 @@ typedef struct {
     int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the allreduce between
                                 * nodes (coll/dispatch.c) */
     size_t hier_cuda_min;      /* PICOLL_HIER_CUDA_MIN: smallest call (bytes) it takes */
+    size_t hier_cuda_chunk;    /* PICOLL_HIER_CUDA_CHUNK: its allreduce's network-step chunk */
     int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the stream
                                 * (pmpi/stream.c) */
     /* topology (topo/) */

@@ -468,9 +468,15 @@ void check_path(const char *call, size_t count, const char *want)
     }
 }
 
-/* --hier: what the host hierarchy takes (device buffers staged through host memory: the emulated
- * GPU's MPI is not CUDA-aware) */
-#define HIER_STAGED "hier_oneshot|hier_rd|hier_ring"
+/* --hier: what the host hierarchy takes: device buffers staged through host memory (the emulated
+ * GPU's MPI is not CUDA-aware), or, where picoll does not stage (PICOLL_CUDA_STAGING=off: as on
+ * a CUDA-aware MPI), the MPI */
+static const char *hier_staged(const char *path)
+{
+    const char *staging = getenv("PICOLL_CUDA_STAGING");
+    return staging != NULL && strcmp(staging, "off") == 0 ? "fallback" : path;
+}
+#define HIER_STAGED hier_staged("hier_oneshot|hier_rd|hier_ring")
 
 const char *want_staged_allreduce(void)
 {
@@ -507,7 +513,7 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
         const char *min = getenv("PICOLL_HIER_CUDA_MIN");
         return (alltoall && in_place) ||
                        total / (size_t)mt_size * (size_t)hier < strtoull(min ? min : "0", NULL, 10)
-                   ? "hier"
+                   ? hier_staged("hier")
                    : "hier_cuda";
     }
     /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */

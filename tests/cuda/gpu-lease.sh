@@ -14,6 +14,8 @@
 #   hier       between virtual nodes of 2 ranks at np 4 (issue 24): cuda_coll's matrix on the device
 #              hierarchy, then osu_allreduce A/B (staged MPI / picoll) with the device hierarchy,
 #              the staged host hierarchy pipelined, and the same copying the whole buffer first
+#   hierchunk  the device hierarchy's allreduce at 4 and 16 MiB (np 4, virtual nodes of 2) for
+#              PICOLL_HIER_CUDA_CHUNK 256k, 1M, 4M x PICOLL_STAGE_DEPTH 0, 1, 2, 4
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -100,6 +102,15 @@ for s in $steps; do
                 step "hier-$coll-cuda$variant" 100 env PICOLL_VNODE_SIZE=2 PICOLL_HIER_CUDA=$variant \
                     PICOLL_STATS=1 "$build/tests/mpirun.sh" 4 --preload "$bench/osu_$coll" -d cuda \
                     --ab=3 -c -m 8:4M
+            done
+        done ;;
+    hierchunk)
+        # the device hierarchy's pipeline: chunk x depth, one 4 MiB and 16 MiB allreduce job each
+        for chunk in 256k 1M 4M; do
+            for depth in 0 1 2 4; do
+                step "hierchunk-$chunk-d$depth" 40 env PICOLL_VNODE_SIZE=2 PICOLL_HIER_CUDA_CHUNK=$chunk \
+                    PICOLL_STAGE_DEPTH=$depth "$build/tests/mpirun.sh" 4 --preload \
+                    "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 4M:16M
             done
         done ;;
     *) echo "gpu-lease.sh: unknown step '$s'" ;;

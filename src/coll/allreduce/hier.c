@@ -253,17 +253,20 @@ uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask)
     return mask;
 }
 
-size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize)
+size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize, size_t max)
 {
-    size_t c = h->scratch_size < HIER_CHUNK_MAX ? h->scratch_size : HIER_CHUNK_MAX;
-    return c / esize * esize;
+    /* the network step's scratch buffers hold a chunk */
+    size_t c = h->scratch_size < max ? h->scratch_size : max;
+    c = c / esize * esize;
+    return c > 0 ? c : esize;
 }
 
 picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
-                                            char *buf, size_t count, size_t rd_max)
+                                            char *buf, size_t count, size_t chunk_bytes,
+                                            size_t rd_max)
 {
     size_t esize = picoll_dtype_size(args->dtype);
-    size_t chunk = picoll_allreduce_hier_rails_chunk(h, esize) / esize;
+    size_t chunk = chunk_bytes / esize;
     int ring = picoll_net_size(h->net) > 2;
 
     for (size_t off = 0; off < count; off += chunk) {
