@@ -283,7 +283,7 @@ int main(void)
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     checks++;
-    if (ar->count != 10 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 11 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_TWOSHOT].name, "cuda_twoshot") != 0 ||
@@ -291,8 +291,19 @@ int main(void)
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_HCM].name, "cuda_hcm") != 0 ||
-        strcmp(ar->algs[PICOLL_ALLREDUCE_CMA].name, "cma") != 0) {
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CMA].name, "cma") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_CUDA].name, "hier_cuda") != 0) {
         fprintf(stderr, "the allreduce table does not name every algorithm selection returns\n");
+        failures++;
+    }
+    /* and the blocks collectives' device hierarchy */
+    const picoll_coll_desc_t *ag = picoll_coll_desc(PICOLL_COLL_ALLGATHER);
+    const picoll_coll_desc_t *aa = picoll_coll_desc(PICOLL_COLL_ALLTOALL);
+    checks++;
+    if (ag->count != 6 || aa->count != 6 ||
+        strcmp(ag->algs[PICOLL_ALLGATHER_HIER_CUDA].name, "hier_cuda") != 0 ||
+        strcmp(aa->algs[PICOLL_ALLTOALL_HIER_CUDA].name, "hier_cuda") != 0) {
+        fprintf(stderr, "the allgather and alltoall tables do not name their device hierarchy\n");
         failures++;
     }
     printf("%d passed, %d failed\n", checks - failures, failures);
