@@ -16,6 +16,9 @@
 #              the staged host hierarchy pipelined, and the same copying the whole buffer first
 #   hierchunk  the device hierarchy's allreduce at 4 and 16 MiB (np 4, virtual nodes of 2) for
 #              PICOLL_HIER_CUDA_CHUNK 256k, 1M, 4M x PICOLL_STAGE_DEPTH 0, 1, 2, 4
+#   hierhosts  the same allreduce A/B between the two network-namespace hosts of tests/net/hosts.sh
+#              (2+2 ranks, the GPU shared under MPS, the network step over the veth): the device
+#              hierarchy and the whole-buffer staging it replaced, 1 to 16 MiB
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -112,6 +115,21 @@ for s in $steps; do
                     PICOLL_STAGE_DEPTH=$depth "$build/tests/mpirun.sh" 4 --preload \
                     "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 4M:16M
             done
+        done ;;
+    hierhosts)
+        # the two network-namespace hosts of tests/net/hosts.sh on this machine, 2+2 ranks sharing
+        # the GPU under MPS (namespaces do not hide it), the network step over the veth: the
+        # device hierarchy, then the whole-buffer staging it replaced, each against the staged MPI
+        flavour=$(sed -n 's/^MPI_FLAVOUR = //p' "$build/Makefile")
+        mpiexec=$(sed -n 's/^MPIEXEC = //p' "$build/Makefile")
+        for variant in 1:2 0:0; do
+            step "hierhosts-cuda${variant%:*}-depth${variant#*:}" 140 sh "$src/tests/net/hosts.sh" \
+                --mpi "$flavour" --mpiexec "$mpiexec" --np 2+2 --limit 130 \
+                --preload "$build/.libs/libpicoll.so" --env PICOLL_HOST=on --env PICOLL_STATS=1 \
+                --env PICOLL_HIER_CUDA="${variant%:*}" --env PICOLL_STAGE_DEPTH="${variant#*:}" \
+                --env CUDA_MPS_PIPE_DIRECTORY="${CUDA_MPS_PIPE_DIRECTORY:-}" \
+                --env CUDA_MPS_LOG_DIRECTORY="${CUDA_MPS_LOG_DIRECTORY:-}" \
+                -- "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 1M:16M --factor 4
         done ;;
     *) echo "gpu-lease.sh: unknown step '$s'" ;;
     esac
