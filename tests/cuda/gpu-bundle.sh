@@ -5,7 +5,7 @@
 # tree:
 #     . OUT_DIR/unpack.sh        # unpacks, sets PATH and LD_LIBRARY_PATH
 #     bash tests/cuda/run-gpu.sh BUILD_DIR
-# What goes in:
+# What goes in (and iproute2's ip and tc, for tests/net/hosts.sh, last on PATH):
 #   - BUILD_DIR without objects (at its absolute path: CTest's files name it and the source tree);
 #   - the MPI's own packages' files (Open MPI: openmpi-bin, libopenmpi3, openmpi-common, libpmix2;
 #     MPICH: mpich, libmpich12) at their absolute paths: where the machine has folders of the same
@@ -40,6 +40,21 @@ done
 # ctest, for a machine without one (unpack.sh puts it last on PATH)
 mkdir -p "$stage/opt/picoll-gpu/bin"
 cp -L "$(command -v ctest)" "$stage/opt/picoll-gpu/bin/"
+
+# iproute2's ip and tc, for tests/net/hosts.sh on a machine without them (a GPU machine without
+# iproute2 skipped the two-host runs, 2026-11-26): each with its own libraries, reached through
+# the dynamic loader for it alone (nothing it runs, as ip netns exec does, inherits them)
+mkdir -p "$stage/opt/picoll-gpu/iproute/lib"
+for t in ip tc; do
+    tp=$(command -v $t || true)
+    [ -n "$tp" ] || continue
+    cp -L "$tp" "$stage/opt/picoll-gpu/iproute/$t.real"
+    ldd "$tp" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
+        grep -v -E '/(libc|ld-linux-x86-64)\.so' |
+        while read -r lib; do cp -L "$lib" "$stage/opt/picoll-gpu/iproute/lib/"; done
+    printf '#!/bin/sh\nexec /lib64/ld-linux-x86-64.so.2 --library-path /opt/picoll-gpu/iproute/lib /opt/picoll-gpu/iproute/%s.real "$@"\n' "$t" > "$stage/opt/picoll-gpu/bin/$t"
+    chmod +x "$stage/opt/picoll-gpu/bin/$t"
+done
 
 # the libraries they and the build need, less those every Linux with a CUDA driver has
 elfs=$( (sed 's|^|/|' "$files"; command -v ctest; find "$build" -type f \( -perm -u+x -o -name '*.so*' \)) |

@@ -2,7 +2,8 @@
 # gpu_bundle_test.sh SRC BUILD: CTest cuda.gpu_bundle. Packs BUILD with gpu-bundle.sh into a
 # scratch folder and checks what a GPU machine without MPI would get: the build tree without
 # objects, the MPI's launcher, and libraries that all resolve (ldd, with the bundle's folder in
-# LD_LIBRARY_PATH) with the MPI's own from the bundle; unpack.sh parses. Skips (77) without dpkg.
+# LD_LIBRARY_PATH) with the MPI's own from the bundle; iproute2's ip and tc run; unpack.sh
+# parses. Skips (77) without dpkg.
 set -u
 src=$1
 build=$2
@@ -37,6 +38,15 @@ launcher=$(sed -n 's/^exec "\(.*\)" "\$@"$/\1/p' "$build/tests/mpirun.sh")
 for f in "$b/.libs/libpicoll.so" "$b/tests/cuda/cuda_coll" "$(readlink -f "$tmp/root$launcher")"; do
     out=$(LD_LIBRARY_PATH="$lib" ldd "$f" 2>&1) || fail "ldd $f: $out"
     if echo "$out" | grep -q "not found"; then echo "$out"; fail "$f: a library not found"; fi
+done
+# iproute2's ip and tc (tests/net/hosts.sh), run through the loader with their own libraries
+for t in ip tc; do
+    command -v $t >/dev/null 2>&1 || continue
+    w="$tmp/root/opt/picoll-gpu/bin/$t"
+    [ -x "$w" ] || fail "no $t in the bundle"
+    r="$tmp/root/opt/picoll-gpu/iproute"
+    /lib64/ld-linux-x86-64.so.2 --library-path "$r/lib" "$r/$t.real" -V >/dev/null 2>&1 ||
+        fail "the bundle's $t does not run with its libraries"
 done
 out=$(LD_LIBRARY_PATH="$lib" ldd "$b/.libs/libpicoll.so")
 mpilib=$(echo "$out" | awk '$1 ~ /^lib(mpi|mpich)\.so/ {print $3}')
