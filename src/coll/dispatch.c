@@ -169,11 +169,11 @@ static int hier_finish(picoll_coll_t coll, int alg, picoll_status_t status, size
     return alg;
 }
 
-/* The device hierarchy's agreement (ctx->cuda_hier: nodes of equal size, every rank on a rail):
- * each node's ranks agree in one node barrier (their buffers are device memory of the
- * workspace's context, the type is one the kernels take, the node's ranks reach each other: the
- * workspace is made or moved there), then the rails carry the nodes' answers (the AND of a word),
- * so every rail, and every rank, ends with the same. Returns 1 where every rank of the
+/* The device hierarchy's agreement (ctx->cuda_hier): each node's ranks agree in one node barrier
+ * (their buffers are device memory of the workspace's context, the type is one the kernels take,
+ * the node's ranks reach each other: the workspace is made or moved there), then the rails carry
+ * the nodes' answers (the AND of a word), so every rail ends with the same; on nodes of unequal
+ * size a second node barrier gives it to the ranks off the rails. Returns 1 where every rank of the
  * communicator said yes; *r: the receive buffer's memory kind. */
 static int hier_cuda_vote(picoll_coll_ctx_t *ctx, const void *sendbuf, void *recvbuf,
                           picoll_dtype_t dt, int eligible, const char *coll, picoll_meminfo_t *r)
@@ -184,7 +184,8 @@ static int hier_cuda_vote(picoll_coll_ctx_t *ctx, const void *sendbuf, void *rec
     picoll_cu_context_t bufctx = NULL;
 
     picoll_memkind_query_pair(recvbuf, in_place ? NULL : sendbuf, r, &s);
-    int dev = eligible && picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, r, dt, &bufctx, &home, 0);
+    int dev = eligible &&
+              picoll_cuda_vote(ctx->cuda, in_place ? NULL : &s, r, dt, &bufctx, &home, 0);
     if (dev && !home && bufctx == ctx->cuda_failed) {
         dev = 0;
     }
@@ -200,7 +201,14 @@ static int hier_cuda_vote(picoll_coll_ctx_t *ctx, const void *sendbuf, void *rec
      * (the hybrid cube mesh maps only the quad and the relay) */
     int node_yes = (all & PATH_CUDA) && ctx->cuda != NULL &&
                    (reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE);
-    return picoll_allreduce_hier_rail_and(ctx->hier, node_yes ? 1u : 0u) != 0;
+    picoll_hier_t *h = ctx->hier;
+    uint32_t yes = shm->me < h->nrails ? picoll_allreduce_hier_rail_and(h, node_yes ? 1u : 0u)
+                                       : 1u;
+    if (!h->even) {
+        /* the ranks off the rails learn it from the node's rails (rail 0 is on every node) */
+        yes = picoll_shm_barrier_mask(shm, yes, coll);
+    }
+    return yes != 0;
 }
 
 /* Before a device call of the device hierarchy after the first: the thread's current context
@@ -213,8 +221,8 @@ static void hier_cuda_relaunch(picoll_coll_ctx_t *ctx, const picoll_meminfo_t *r
 }
 
 /* Between nodes on device buffers (ctx->cuda_hier): the node's reduce-scatter on the device
- * (picoll_cuda_reduce_scatter, block l of the vector to local rank l, into its place in the
- * receive buffer), block l's allreduce on rail l over the network through pinned host memory,
+ * (picoll_cuda_reduce_scatter, block l of the vector to local rank l < nrails, into its place
+ * in the receive buffer), block l's allreduce on rail l over the network through pinned host memory,
  * copied there and back chunk by chunk beside the network step (the staging pipe), then the
  * node's allgatherv on the device. Every rank takes it or none does (hier_cuda_vote). Returns
  * PICOLL_ALG_FALLBACK, before any buffer was touched, where some rank said no: the caller's path
@@ -231,11 +239,16 @@ static int hier_cuda_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_ar
         picoll_reentry--;
         return PICOLL_ALG_FALLBACK;
     }
-    /* block l: [lo_l, hi_l) of the vector, as the host hierarchy splits a chunk */
+    /* block l: [lo_l, hi_l) of the vector, as the host hierarchy splits a chunk, for rail l; the
+     * local ranks off the rails (nodes of unequal size) get none (at offset 0: a pointer into
+     * the buffer, never written) */
     size_t esize = picoll_dtype_size(args->dtype), counts[PICOLL_CUDA_MAX_LOCAL];
     size_t pbytes[PICOLL_CUDA_MAX_LOCAL], displs[PICOLL_CUDA_MAX_LOCAL], lo = 0, hi = 0;
     for (int l = 0; l < n; l++) {
-        picoll_split_block(args->count, esize, n, l, &lo, &hi);
+        lo = hi = 0;
+        if (l < h->nrails) {
+            picoll_split_block(args->count, esize, h->nrails, l, &lo, &hi);
+        }
         counts[l] = hi - lo;
         pbytes[l] = counts[l] * esize;
         displs[l] = lo * esize;
@@ -652,7 +665,8 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
         return PICOLL_ALG_FALLBACK;
     }
     if (ctx->hier != NULL) {
-        if (ctx->cuda_hier && args->block_bytes * (size_t)shm->nlocal >= picoll_cfg.hier_cuda_min) {
+        if (ctx->cuda_hier && ctx->hier->even &&
+            args->block_bytes * (size_t)shm->nlocal >= picoll_cfg.hier_cuda_min) {
             int alg = c->coll == PICOLL_COLL_ALLGATHER ? hier_cuda_allgather(ctx, args, mpi_rc)
                                                        : hier_cuda_alltoall(ctx, args, mpi_rc);
             if (alg != PICOLL_ALG_FALLBACK) {

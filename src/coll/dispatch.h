@@ -25,9 +25,10 @@ typedef struct {
     picoll_cuda_ws_t *cuda; /* device executor workspace; NULL when not set up on every rank */
     int cuda_possible;      /* every rank has a CUDA device, on one node: a call on device
                                buffers may make the workspace (the same on every rank) */
-    int cuda_hier;          /* every rank has a CUDA device, on nodes of equal size of at least 2
-                               ranks, PICOLL_HIER_CUDA: an allreduce on device buffers between
-                               nodes may run its node steps on the device (the same everywhere) */
+    int cuda_hier;          /* every rank has a CUDA device, on nodes of at least 2 ranks,
+                               PICOLL_HIER_CUDA: a collective on device buffers between nodes may
+                               run its node steps on the device (allgather and alltoall: nodes of
+                               equal size); the same everywhere */
     void *cuda_failed;      /* this rank's buffers' context when making the workspace there last
                                failed (on some rank): this rank votes no for buffers of that
                                context from then on, so the set-up is not tried on every call */

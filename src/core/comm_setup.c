@@ -156,9 +156,14 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
         }
         *hier_ok = st == PICOLL_OK;
         picoll_hier_t *h = ctx->coll.hier;
-        /* the device node steps need a workspace of the node's ranks (made at the first call) */
-        ctx->coll.cuda_hier = *hier_ok && picoll_cfg.hier_cuda && sums[1] == 0 && h->even &&
-                              h->nrails >= 2 && h->nrails <= PICOLL_CUDA_MAX_LOCAL;
+        /* the device node steps need a workspace of the node's ranks (made at the first call):
+         * at least 2 on every node, at most what a workspace serves */
+        int largest = 0;
+        for (int x = 0; *hier_ok && x < h->num_nodes; x++) {
+            largest = h->node_size[x] > largest ? h->node_size[x] : largest;
+        }
+        ctx->coll.cuda_hier = *hier_ok && picoll_cfg.hier_cuda && sums[1] == 0 &&
+                              h->nrails >= 2 && largest <= PICOLL_CUDA_MAX_LOCAL;
     }
     return ok;
 }

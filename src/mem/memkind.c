@@ -21,19 +21,32 @@ static int memcache_lookup(picoll_memcache_t *cache, const picoll_memsource_t *s
         *out = host_info;
         return -1;
     }
+    /* every entry that holds ptr: one of them may be stale (freed, its range given to other
+     * allocations) and still hold it, beside the live one */
     for (slot = 0; slot < PICOLL_MEMCACHE_ENTRIES; slot++) {
-        if (p >= cache->entry[slot].start && p < cache->entry[slot].end) {
-            if (cache->entry[slot].info.buffer_id == id) {
-                *out = cache->entry[slot].info;
-                return (int)slot;
-            }
-            break; /* stale: freed, and the range given to another allocation; replace it */
+        if (p >= cache->entry[slot].start && p < cache->entry[slot].end &&
+            cache->entry[slot].info.buffer_id == id) {
+            *out = cache->entry[slot].info;
+            return (int)slot;
         }
     }
     src->attributes(ptr, out, &start, &size, src->arg);
     if (size == 0 || out->buffer_id != id || p < start || p - start >= size) {
         return -1; /* nothing sound to cache */
     }
+    /* live allocations do not overlap: an entry that overlaps this one is stale; emptied, its
+     * slot takes the new entry */
+    unsigned free_slot = PICOLL_MEMCACHE_ENTRIES;
+    for (unsigned k = 0; k < PICOLL_MEMCACHE_ENTRIES; k++) {
+        if (cache->entry[k].end != 0 && cache->entry[k].start < start + size &&
+            start < cache->entry[k].end) {
+            cache->entry[k].end = 0;
+        }
+        if (cache->entry[k].end == 0 && free_slot == PICOLL_MEMCACHE_ENTRIES) {
+            free_slot = k;
+        }
+    }
+    slot = free_slot;
     if (slot == PICOLL_MEMCACHE_ENTRIES) {
         slot = cache->next;
         cache->next = (cache->next + 1) % PICOLL_MEMCACHE_ENTRIES;

@@ -509,9 +509,10 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
 {
     if (hier > 0) {
         /* the device hierarchy from PICOLL_HIER_CUDA_MIN bytes in a node's part on (a block times
-         * the ranks of a node), but for alltoall in place; else the host hierarchy, staged */
+         * the ranks of a node), on nodes of equal size, but for alltoall in place; else the host
+         * hierarchy, staged */
         const char *min = getenv("PICOLL_HIER_CUDA_MIN");
-        return (alltoall && in_place) ||
+        return (alltoall && in_place) || mt_size % hier != 0 /* nodes of unequal size */ ||
                        total / (size_t)mt_size * (size_t)hier < strtoull(min ? min : "0", NULL, 10)
                    ? hier_staged("hier")
                    : "hier_cuda";

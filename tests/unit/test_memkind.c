@@ -161,6 +161,32 @@ int main(void)
     picoll_memcache_query(&cache, &src, (void *)B, &info);
     CHECK(info.kind == PICOLL_MEM_PINNED, "pinned host memory: kind %d", info.kind);
 
+    /* stale entries that overlap live ones (the emulated GPU hands the same addresses out again
+     * in other sizes): E freed, then F in its first half and G in its second; once both are
+     * cached, both hit, whatever stale entry still covers their addresses (the first cache let a
+     * stale entry met first shadow the live one: a miss on a hot buffer, cuda.emu staged tests) */
+    {
+        const uintptr_t E = 0x7d0000000000;
+        fake_alloc(&f, E, 0x200, PICOLL_MEM_DEVICE, 0);
+        picoll_memcache_query(&cache, &src, (void *)E, &info);
+        fake_free(&f, E);
+        fake_alloc(&f, E + 0x100, 0x200, PICOLL_MEM_DEVICE, 0); /* overlaps E's stale entry */
+        picoll_memcache_query(&cache, &src, (void *)(E + 0x100), &info);
+        fake_free(&f, E + 0x100);
+        fake_alloc(&f, E + 0x100, 0x100, PICOLL_MEM_DEVICE, 1); /* G */
+        fake_alloc(&f, E, 0x100, PICOLL_MEM_DEVICE, 1);         /* F */
+        picoll_memcache_query_pair(&cache, &src, (void *)(E + 0x100), (void *)E, &info, &other);
+        f.attribute_calls = 0;
+        for (int i = 0; i < 5; i++) {
+            picoll_memcache_query_pair(&cache, &src, (void *)(E + 0x100), (void *)E, &info, &other);
+        }
+        CHECK(info.device == 1 && other.device == 1 && f.attribute_calls == 0,
+              "two live allocations over stale entries: %d attribute queries in 5 calls, "
+              "expected 0 (devices %d %d)", f.attribute_calls, info.device, other.device);
+        fake_free(&f, E);
+        fake_free(&f, E + 0x100);
+    }
+
     /* more allocations than entries: every answer stays right, round-robin replacement */
     f.attribute_calls = 0;
     for (int round = 0; round < 2; round++) {
