@@ -14,6 +14,7 @@
 #   hier       between virtual nodes of 2 ranks at np 4 (issue 24): cuda_coll's matrix on the device
 #              hierarchy, then osu_allreduce A/B (staged MPI / picoll) with the device hierarchy,
 #              the staged host hierarchy pipelined, and the same copying the whole buffer first
+#   hiercheck  cuda_coll's matrix on the device hierarchy at np 4, 5 (nodes of 3 and 2) and 6
 #   hierchunk  the device hierarchy's allreduce at 4 and 16 MiB (np 4, virtual nodes of 2) for
 #              PICOLL_HIER_CUDA_CHUNK 256k, 1M, 4M x PICOLL_STAGE_DEPTH 0, 1, 2, 4
 #   hierhosts  the same allreduce A/B between the two network-namespace hosts of tests/net/hosts.sh
@@ -106,6 +107,14 @@ for s in $steps; do
                     PICOLL_STATS=1 "$build/tests/mpirun.sh" 4 --preload "$bench/osu_$coll" -d cuda \
                     --ab=3 -c -m 8:4M
             done
+        done ;;
+    hiercheck)
+        # the device hierarchy's correctness on the GPU: nodes of 2 (np 4), of 3 and 2 (np 5:
+        # unequal), of 3 (np 6)
+        for shape in 4:2 5:3 6:3; do
+            step "hiercheck-np${shape%:*}-vn${shape#*:}" 100 env PICOLL_VNODE_SIZE="${shape#*:}" \
+                PICOLL_STATS=1 "$build/tests/mpirun.sh" "${shape%:*}" --preload \
+                "$build/tests/cuda/cuda_coll" matrix --hier "${shape#*:}" --fast
         done ;;
     hierchunk)
         # the device hierarchy's pipeline: chunk x depth, one 4 MiB and 16 MiB allreduce job each
