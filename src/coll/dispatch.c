@@ -464,6 +464,14 @@ typedef struct {
     picoll_status_t status;
 } hier_back_t;
 
+/* Ends the copies back (back->pipe, where one was opened): the first failure of the network
+ * step, the copies queued, or the wait for them. */
+static picoll_status_t hier_back_close(hier_back_t *back, picoll_status_t status)
+{
+    picoll_status_t closed = back->pipe != NULL ? picoll_cudrv_pipe_close(back->pipe) : PICOLL_OK;
+    return status != PICOLL_OK ? status : back->status != PICOLL_OK ? back->status : closed;
+}
+
 static void hier_arrived(int k, void *arg)
 {
     hier_back_t *b = arg;
@@ -489,11 +497,6 @@ static int hier_cuda_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_
     size_t part = args->block_bytes * (size_t)n, total = args->block_bytes * (size_t)ctx->size;
     picoll_meminfo_t r;
 
-    for (int i = 0; i < ctx->size; i++) {
-        if (h->rank_of[i] != i) {
-            return PICOLL_ALG_FALLBACK; /* the same on every rank: the shape is */
-        }
-    }
     picoll_reentry++;
     if (!hier_cuda_vote(ctx, args->sendbuf, args->recvbuf, PICOLL_DT_NONE, args->eligible,
                         "MPI_Allgather", &r)) {
@@ -527,8 +530,7 @@ static int hier_cuda_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_
         if (status == PICOLL_OK) {
             status = picoll_allgather_hier_rails(h, back.host, len, hier_arrived, &back);
         }
-        picoll_status_t closed = back.pipe != NULL ? picoll_cudrv_pipe_close(back.pipe) : PICOLL_OK;
-        status = status != PICOLL_OK ? status : back.status != PICOLL_OK ? back.status : closed;
+        status = hier_back_close(&back, status);
         picoll_pinned_put(host);
     }
     for (int x = 0; x < nodes && status == PICOLL_OK; x++) {
@@ -566,11 +568,6 @@ static int hier_cuda_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t
     size_t total = args->block_bytes * (size_t)ctx->size;
     picoll_meminfo_t r;
 
-    for (int i = 0; i < ctx->size; i++) {
-        if (h->rank_of[i] != i) {
-            return PICOLL_ALG_FALLBACK; /* the same on every rank: the shape is */
-        }
-    }
     picoll_reentry++;
     /* in place: the parts of the receive buffer hold the input until the last kernel */
     if (!hier_cuda_vote(ctx, args->sendbuf, args->recvbuf, PICOLL_DT_NONE,
@@ -605,8 +602,7 @@ static int hier_cuda_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t
         back.host = hrecv;
         back.pipe = picoll_cudrv_pipe_open(&pipe, r.context, 1) == PICOLL_OK ? &pipe : NULL;
         status = picoll_alltoall_hier_rails(h, hsend, hrecv, part, hier_arrived, &back);
-        picoll_status_t closed = back.pipe != NULL ? picoll_cudrv_pipe_close(back.pipe) : PICOLL_OK;
-        status = status != PICOLL_OK ? status : back.status != PICOLL_OK ? back.status : closed;
+        status = hier_back_close(&back, status);
     }
     picoll_pinned_put(host);
     if (status == PICOLL_OK) {
@@ -665,7 +661,7 @@ static int run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, 
         return PICOLL_ALG_FALLBACK;
     }
     if (ctx->hier != NULL) {
-        if (ctx->cuda_hier && ctx->hier->even &&
+        if (ctx->cuda_hier_blocks &&
             args->block_bytes * (size_t)shm->nlocal >= picoll_cfg.hier_cuda_min) {
             int alg = c->coll == PICOLL_COLL_ALLGATHER ? hier_cuda_allgather(ctx, args, mpi_rc)
                                                        : hier_cuda_alltoall(ctx, args, mpi_rc);

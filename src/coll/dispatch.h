@@ -29,6 +29,8 @@ typedef struct {
                                PICOLL_HIER_CUDA: a collective on device buffers between nodes may
                                run its node steps on the device (allgather and alltoall: nodes of
                                equal size); the same everywhere */
+    int cuda_hier_blocks;   /* cuda_hier, nodes of equal size, ranks placed by node (node x holds
+                               ranks x * n to x * n + n - 1): allgather and alltoall too */
     void *cuda_failed;      /* this rank's buffers' context when making the workspace there last
                                failed (on some rank): this rank votes no for buffers of that
                                context from then on, so the set-up is not tried on every call */

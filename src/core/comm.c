@@ -177,6 +177,7 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     }
     if (ctx->coll.hier == NULL) {
         ctx->coll.cuda_hier = 0;
+        ctx->coll.cuda_hier_blocks = 0;
     }
     /* between nodes the workspace serves only the hierarchical algorithms */
     int shm_used = ctx->num_nodes > 1 ? ctx->coll.hier != NULL

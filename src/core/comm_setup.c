@@ -164,6 +164,11 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
         }
         ctx->coll.cuda_hier = *hier_ok && picoll_cfg.hier_cuda && sums[1] == 0 &&
                               h->nrails >= 2 && largest <= PICOLL_CUDA_MAX_LOCAL;
+        int placed = ctx->coll.cuda_hier && h->even;
+        for (int i = 0; placed && i < ctx->coll.size; i++) {
+            placed = h->rank_of[i] == i;
+        }
+        ctx->coll.cuda_hier_blocks = placed;
     }
     return ok;
 }
