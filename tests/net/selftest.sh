@@ -2,8 +2,8 @@
 # selftest.sh HOSTS...: what tests/net/hosts.sh (run as HOSTS..., options may follow) promises
 # about itself: it skips with a reason where it cannot make namespaces, and it removes the hosts
 # and kills every process it started when the job outlives --limit, when it is sent SIGTERM, when
-# its reader goes away (SIGPIPE), and, at the next run, when it was SIGKILLed (CTest's timeout).
-# A job of `sleep` stands in for the ranks.
+# its reader goes away (SIGPIPE), and, at the next run, when it was SIGKILLed (CTest's timeout);
+# and its hosts do not see each other's processes. A job of `sleep` stands in for the ranks.
 fails=0
 fail() { echo "selftest: FAIL: $*"; fails=$((fails + 1)); }
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
@@ -58,6 +58,19 @@ wait $pid 2>/dev/null
 [ -n "$(left $pid)" ] || fail "a SIGKILLed run left nothing: the test did not test"
 "$@" --limit 20 -- true
 l=$(left $pid); [ -z "$l" ] || fail "left by a SIGKILLed run after the next: $l"
+
+# 6. two machines as the ranks see them: each host its own name and its own PID namespace, not
+#    the caller's (a rank cannot look up the other host's processes in /proc, so a rank that exits
+#    behind a downed link is not seen to exit, as on two machines)
+out=$("$@" --np 1+1 --limit 30 -- sh -c 'echo "rank on $(hostname): $(readlink /proc/self/ns/pid)"' 2>&1)
+echo "$out" | grep '^rank on '
+ns1=$(echo "$out" | sed -n 's/^rank on h1: //p'); ns2=$(echo "$out" | sed -n 's/^rank on h2: //p')
+mine=$(readlink /proc/self/ns/pid)
+if [ -z "$ns1" ] || [ -z "$ns2" ]; then
+    fail "a job of 1+1 ranks did not report from both hosts: $out"
+elif [ "$ns1" = "$ns2" ] || [ "$ns1" = "$mine" ] || [ "$ns2" = "$mine" ]; then
+    fail "the hosts share a PID namespace (h1 $ns1, h2 $ns2, the caller $mine)"
+fi
 
 [ $fails = 0 ] && echo "selftest: passed" || echo "selftest: FAILED ($fails)"
 [ $fails = 0 ]
