@@ -445,6 +445,7 @@ __device__ __forceinline__ A dev_widen(T x)
  * cuda.kernel.usage). */
 #define DEV_BATCH 4
 #define DEV_BATCH_WIDE 2 /* float16 and bfloat16 sums and products (a float accumulator): 4 spill */
+#define DEV_BATCH_FIXED 8 /* an entry of one type, op and rank count: every rank's load at once */
 
 /* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off,
  * WIDE: in a float accumulator (float16 and bfloat16 sums and products: in rank order, rounded to
@@ -453,13 +454,20 @@ __device__ __forceinline__ A dev_widen(T x)
  * load is a 16-byte vector; lanes past nelem are read but never stored. dst may have any
  * alignment. The loads of up to DEV_BATCH sources are issued together, then reduced in rank
  * order. */
-template <typename T, bool WIDE>
-__device__ void dev_reduce(char *dst, char *const *base, int n, size_t off, size_t nelem, int op)
+template <typename T, bool WIDE, int OP = -1, int NR = 0>
+__device__ void dev_reduce(char *dst, char *const *base, int n_run, size_t off, size_t nelem,
+                           int op_run)
 {
     typedef dev_acc_t<T, WIDE> A;
     constexpr int L = 16 / sizeof(T);
-    /* loads in flight: the float accumulator takes 8 registers more */
-    constexpr int B = WIDE ? DEV_BATCH_WIDE : DEV_BATCH;
+    /* an instance of a fixed op and rank count (a kernel entry of PICOLL_CUDA_FIXED_LIST): the
+     * switch on the op folds away, and the loop over the ranks unrolls */
+    const int op = OP >= 0 ? OP : op_run;
+    const int n = NR > 0 ? NR : n_run;
+    /* loads in flight: the float accumulator takes 8 registers more; a fixed instance has the
+     * registers of the other types' and ops' code for more (DEV_BATCH_FIXED) */
+    constexpr int B = NR > 0 ? (NR < DEV_BATCH_FIXED ? NR : DEV_BATCH_FIXED)
+                             : WIDE ? DEV_BATCH_WIDE : DEV_BATCH;
     union lanes {
         uint4 v;
         T e[L];
@@ -547,6 +555,33 @@ __device__ void dev_reduce_any(const picoll_cuda_kparams_t &p, char *dst, char *
     }
 }
 
+/* The reductions a kernel entry does: any type and op of the parameters (picoll_coll_kernel), or
+ * one type T, op OP and rank count NR fixed at compile time (the entries of
+ * PICOLL_CUDA_FIXED_LIST: only the modes that reduce over every rank, FIXED). Both reduce in the
+ * same order with the same accumulator, so give the same bits. */
+struct dev_red_any {
+    static constexpr bool FIXED = false;
+    __device__ __forceinline__ void operator()(const picoll_cuda_kparams_t &p, char *dst,
+                                               char *const *base, int n, size_t off,
+                                               size_t nelem) const
+    {
+        dev_reduce_any(p, dst, base, n, off, nelem);
+    }
+};
+
+template <typename T, int OP, int NR>
+struct dev_red_fixed {
+    static constexpr bool FIXED = true;
+    __device__ __forceinline__ void operator()(const picoll_cuda_kparams_t &, char *dst,
+                                               char *const *base, int, size_t off,
+                                               size_t nelem) const
+    {
+        constexpr bool wide =
+            dev_is_half<T>::value && (OP == PICOLL_OP_SUM || OP == PICOLL_OP_PROD);
+        dev_reduce<T, wide, OP, NR>(dst, base, NR, off, nelem, OP);
+    }
+};
+
 __host__ __device__ __forceinline__ size_t dev_round16(size_t v)
 {
     return (v + 15) & ~(size_t)15;
@@ -586,13 +621,10 @@ __device__ void dev_pieces_in(const picoll_cuda_kparams_t &p, char *slot, size_t
     }
 }
 
-} // namespace
-
-/* The kernel, found by name (PICOLL_CUDA_KERNEL_NAME) in the module picoll loads from the embedded
- * fatbin, and launched with cuLaunchKernel: blocks as picoll_cuda_kernel_blocks() says, threads
- * as the launch says (at least PICOLL_CUDA_MAX_LOCAL: thread t waits for local rank t). */
-extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
-picoll_coll_kernel(const picoll_cuda_kparams_t p)
+/* Every step of every mode, reducing with red; an entry of a fixed reduction (R::FIXED) has the
+ * modes that reduce over all nranks only (picoll_cuda_fixed_mode), the others compiled out. */
+template <class R>
+__device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
 {
     size_t lo, hi, plo, phi;
     /* the launch's first epoch: the host's count, or on a stream (epoch_word) the last epoch of
@@ -620,7 +652,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
             return;
         }
         if (p.mode == PICOLL_CUDA_K_ONESHOT || p.me == p.root) {
-            dev_reduce_any(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
+            red(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
         }
         dev_finish(p, ep, ep);
         break;
@@ -636,41 +668,47 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         }
         plo = dev_piece_end(p, p.me, hi);
         if (plo > lo) {
-            dev_reduce_any(p, p.dst + lo, in, p.nranks, (size_t)p.me * p.slot_stride + lo,
+            red(p, p.dst + lo, in, p.nranks, (size_t)p.me * p.slot_stride + lo,
                            (plo - lo) / (size_t)p.esize);
         }
         dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_ALLGATHERV:
-        /* as allgather, each rank's block cut to its length (dev_piece_end) */
-        plo = dev_piece_end(p, p.me, hi);
-        if (arrived < 1 && plo > lo) {
-            dev_copy(in[p.me] + lo, p.src + lo, plo - lo);
-        }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            size_t end = dev_piece_end(p, r, hi);
-            if (end > lo && (r != p.me || !p.skip_self)) {
-                dev_copy(p.dst + p.piece_off[r] + lo, in[r] + lo, end - lo);
+        if constexpr (!R::FIXED) {
+            /* as allgather, each rank's block cut to its length (dev_piece_end) */
+            plo = dev_piece_end(p, p.me, hi);
+            if (arrived < 1 && plo > lo) {
+                dev_copy(in[p.me] + lo, p.src + lo, plo - lo);
             }
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+                return;
+            }
+            for (int r = 0; r < p.nranks; r++) {
+                size_t end = dev_piece_end(p, r, hi);
+                if (end > lo && (r != p.me || !p.skip_self)) {
+                    dev_copy(p.dst + p.piece_off[r] + lo, in[r] + lo, end - lo);
+                }
+            }
+            dev_finish(p, ep, ep);
+            break;
         }
-        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_BCAST:
-        /* every rank arrives (a rank writes its slot again two epochs on only once every peer
-         * arrived after reading it); only the root's slot carries data */
-        if (arrived < 1 && p.me == p.root) {
-            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+        if constexpr (!R::FIXED) {
+            /* every rank arrives (a rank writes its slot again two epochs on only once every peer
+             * arrived after reading it); only the root's slot carries data */
+            if (arrived < 1 && p.me == p.root) {
+                dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+            }
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+                return;
+            }
+            if (p.me != p.root) {
+                dev_copy(p.dst + lo, in[p.root] + lo, hi - lo);
+            }
+            dev_finish(p, ep, ep);
+            break;
         }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        if (p.me != p.root) {
-            dev_copy(p.dst + lo, in[p.root] + lo, hi - lo);
-        }
-        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_TWOSHOT:
         if (arrived < 1) {
@@ -681,7 +719,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
                 return;
             }
             dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
-            dev_reduce_any(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
+            red(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
         }
         if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
             return;
@@ -693,84 +731,121 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
         dev_finish(p, ep, ep + 1);
         break;
     case PICOLL_CUDA_K_HCM: {
-        /* every block reduces its slice of its quad's inputs (read over the quad's NVLinks) into
-         * its out buffer, then combines that with the same slice of its relay's out buffer (the
-         * other quad's result, read over the relay link): (quad of rank 0) op (other quad) on
-         * every rank. Both arrivals wait for the quad and the relay, so that no buffer is written
-         * again while one of them may still read it. */
-        char *quad_in[4], *pair[2];
-        for (int k = 0; k < 4; k++) {
-            quad_in[k] = in[p.quad[k]];
-        }
-        if (arrived < 1) {
-            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        }
-        if (arrived < 2) {
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+        if constexpr (!R::FIXED) {
+            /* every block reduces its slice of its quad's inputs (read over the quad's NVLinks)
+             * into its out buffer, then combines that with the same slice of its relay's out
+             * buffer (the other quad's result, read over the relay link): (quad of rank 0) op
+             * (other quad) on every rank. Both arrivals wait for the quad and the relay, so that
+             * no buffer is written again while one of them may still read it. */
+            char *quad_in[4], *pair[2];
+            for (int k = 0; k < 4; k++) {
+                quad_in[k] = in[p.quad[k]];
+            }
+            if (arrived < 1) {
+                dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
+            }
+            if (arrived < 2) {
+                if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+                    return;
+                }
+                red(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
+            }
+            if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
                 return;
             }
-            dev_reduce_any(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
+            pair[p.quad_first ? 0 : 1] = out[p.me];
+            pair[p.quad_first ? 1 : 0] = out[p.relay];
+            red(p, p.dst + lo, pair, 2, lo, (hi - lo) / (size_t)p.esize);
+            dev_finish(p, ep, ep + 1);
+            break;
         }
-        if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
-            return;
-        }
-        pair[p.quad_first ? 0 : 1] = out[p.me];
-        pair[p.quad_first ? 1 : 0] = out[p.relay];
-        dev_reduce_any(p, p.dst + lo, pair, 2, lo, (hi - lo) / (size_t)p.esize);
-        dev_finish(p, ep, ep + 1);
         break;
     }
     case PICOLL_CUDA_K_ALLGATHER:
-        if (arrived < 1) {
-            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            if (r != p.me || !p.skip_self) {
-                dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + lo, hi - lo);
+        if constexpr (!R::FIXED) {
+            if (arrived < 1) {
+                dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
             }
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+                return;
+            }
+            for (int r = 0; r < p.nranks; r++) {
+                if (r != p.me || !p.skip_self) {
+                    dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + lo, hi - lo);
+                }
+            }
+            dev_finish(p, ep, ep);
+            break;
         }
-        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_ALLTOALL:
-        if (arrived < 1) {
-            for (int r = 0; r < p.nranks; r++) {
-                dev_copy(in[p.me] + (size_t)r * p.bytes + lo,
-                         p.src + (size_t)r * p.src_stride + lo, hi - lo);
+        if constexpr (!R::FIXED) {
+            if (arrived < 1) {
+                for (int r = 0; r < p.nranks; r++) {
+                    dev_copy(in[p.me] + (size_t)r * p.bytes + lo,
+                             p.src + (size_t)r * p.src_stride + lo, hi - lo);
+                }
             }
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+                return;
+            }
+            for (int r = 0; r < p.nranks; r++) {
+                dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
+                         hi - lo);
+            }
+            dev_finish(p, ep, ep);
+            break;
         }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
-                     hi - lo);
-        }
-        dev_finish(p, ep, ep);
         break;
     case PICOLL_CUDA_K_ALLTOALLV:
-        /* as reduce-scatter's copy in: the piece for rank r at slot offset r * slot_stride, cut
-         * to its length; out, the piece from rank r at my offset in its slot, cut to the length
-         * I receive from it (MPI: the length it sends me) */
-        if (arrived < 1) {
-            dev_pieces_in(p, in[p.me], lo, hi);
-        }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            size_t end = dev_len_end(p, p.rpiece[r], hi);
-            if (end > lo) {
-                dev_copy(p.dst + p.rpiece_off[r] + lo,
-                         in[r] + (size_t)p.me * p.slot_stride + lo, end - lo);
+        if constexpr (!R::FIXED) {
+            /* as reduce-scatter's copy in: the piece for rank r at slot offset r * slot_stride, cut
+             * to its length; out, the piece from rank r at my offset in its slot, cut to the length
+             * I receive from it (MPI: the length it sends me) */
+            if (arrived < 1) {
+                dev_pieces_in(p, in[p.me], lo, hi);
             }
+            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
+                return;
+            }
+            for (int r = 0; r < p.nranks; r++) {
+                size_t end = dev_len_end(p, p.rpiece[r], hi);
+                if (end > lo) {
+                    dev_copy(p.dst + p.rpiece_off[r] + lo,
+                             in[r] + (size_t)p.me * p.slot_stride + lo, end - lo);
+                }
+            }
+            dev_finish(p, ep, ep);
+            break;
         }
-        dev_finish(p, ep, ep);
         break;
     default:
         break;
     }
 }
+
+} // namespace
+
+/* The generic kernel, found by name (PICOLL_CUDA_KERNEL_NAME) in the module picoll loads from the
+ * embedded fatbin, and launched with cuLaunchKernel: blocks as picoll_cuda_kernel_blocks() says,
+ * threads as the launch says (at least PICOLL_CUDA_MAX_LOCAL: thread t waits for local rank t). */
+extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
+picoll_coll_kernel(const picoll_cuda_kparams_t p)
+{
+    dev_coll(p, dev_red_any());
+}
+
+/* The entries of fixed type, op and rank count (PICOLL_CUDA_FIXED_LIST x PICOLL_CUDA_FIXED_RANKS,
+ * named by PICOLL_CUDA_FIXED_NAME): the same launch bounds, so that the generic kernel's occupancy
+ * holds for them (the workspace checks it). */
+#define DEV_FIXED_ENTRY(tag, e, dtype, op, nr)                                              \
+    extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)                    \
+        picoll_coll_##tag##_r##nr(const picoll_cuda_kparams_t p)                            \
+    {                                                                                       \
+        dev_coll(p, dev_red_fixed<dtype, op, nr>());                                        \
+    }
+#define DEV_FIXED_RANKS(tag, e, dtype, op) PICOLL_CUDA_FIXED_RANKS(DEV_FIXED_ENTRY, tag, e, dtype, op)
+PICOLL_CUDA_FIXED_LIST(DEV_FIXED_RANKS)
+#undef DEV_FIXED_RANKS
+#undef DEV_FIXED_ENTRY
 

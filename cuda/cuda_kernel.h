@@ -169,6 +169,32 @@ typedef struct {
 /* The kernel's symbol in the fatbin (cuModuleGetFunction). */
 #define PICOLL_CUDA_KERNEL_NAME "picoll_coll_kernel"
 
+/* Kernel entries of one element type, op and local rank count fixed at compile time (issue 27):
+ * the op's switch folds away and the loop over the ranks unrolls, every rank's 16-byte load of a
+ * step issued before any is used. The reductions the deep-learning frameworks make (sums of
+ * float, float16, bfloat16, double) at the rank counts of a node's GPUs; every other call takes
+ * the generic kernel, with the same results bit for bit. An entry holds the modes that reduce over
+ * every local rank (picoll_cuda_fixed_mode); the others and HCM take the generic kernel.
+ * X(tag, type enum, device type, op). */
+#define PICOLL_CUDA_FIXED_LIST(X)                                \
+    X(f32_sum, PICOLL_CUDA_T_F32, float, PICOLL_OP_SUM)          \
+    X(f16_sum, PICOLL_CUDA_T_F16, dev_f16_t, PICOLL_OP_SUM)      \
+    X(bf16_sum, PICOLL_CUDA_T_BF16, dev_bf16_t, PICOLL_OP_SUM)   \
+    X(f64_sum, PICOLL_CUDA_T_F64, double, PICOLL_OP_SUM)
+/* The rank counts of those entries: X(..., nranks) for each. */
+#define PICOLL_CUDA_FIXED_RANKS(X, ...) \
+    X(__VA_ARGS__, 2) X(__VA_ARGS__, 4) X(__VA_ARGS__, 6) X(__VA_ARGS__, 8)
+#define PICOLL_CUDA_FIXED_COUNT (4 * 4)
+/* An entry's symbol: picoll_coll_TAG_rN (picoll_coll_f32_sum_r8). */
+#define PICOLL_CUDA_FIXED_NAME(tag, nr) "picoll_coll_" #tag "_r" #nr
+
+/* Whether a launch of mode may take an entry of PICOLL_CUDA_FIXED_LIST. */
+static inline int picoll_cuda_fixed_mode(int mode)
+{
+    return mode == PICOLL_CUDA_K_ONESHOT || mode == PICOLL_CUDA_K_REDUCE ||
+           mode == PICOLL_CUDA_K_REDSCAT || mode == PICOLL_CUDA_K_TWOSHOT;
+}
+
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank: one per
  * PICOLL_CUDA_SLICE_MIN bytes, at most max_blocks. */
 static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)

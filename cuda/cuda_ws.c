@@ -5,6 +5,7 @@
 #include "cuda/cuda_ws.h"
 #include "host/shm.h"
 #include "topo/node.h"
+#include "util/dtype.h"
 #include "util/fatal.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -92,17 +93,46 @@ void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved)
     }
 }
 
+/* The kernel entries of fixed type, op and rank count, in PICOLL_CUDA_FIXED_LIST's order. */
+static const struct {
+    int type, op, nranks;
+    const char *name;
+} ws_fixed[] = {
+#define WS_FIXED_ENTRY(tag, e, dtype, op, nr) {e, op, nr, PICOLL_CUDA_FIXED_NAME(tag, nr)},
+#define WS_FIXED_RANKS(tag, e, dtype, op) PICOLL_CUDA_FIXED_RANKS(WS_FIXED_ENTRY, tag, e, dtype, op)
+    PICOLL_CUDA_FIXED_LIST(WS_FIXED_RANKS)
+#undef WS_FIXED_RANKS
+#undef WS_FIXED_ENTRY
+};
+_Static_assert(sizeof(ws_fixed) / sizeof(ws_fixed[0]) == PICOLL_CUDA_FIXED_COUNT,
+               "PICOLL_CUDA_FIXED_COUNT: the entries of PICOLL_CUDA_FIXED_LIST x RANKS");
+
+picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
+                                             const picoll_cuda_kparams_t *p)
+{
+    if (picoll_cuda_fixed_mode(p->mode)) {
+        for (int k = 0; k < PICOLL_CUDA_FIXED_COUNT; k++) {
+            if (ws_fixed[k].type == p->type && ws_fixed[k].op == p->op &&
+                ws_fixed[k].nranks == p->nranks) {
+                return ws->fixed[k] != NULL ? ws->fixed[k] : ws->kernel;
+            }
+        }
+    }
+    return ws->kernel;
+}
+
 /* The kernel in the current context ctx (id: its id): the fatbin is loaded once per context, for
  * the life of the context (a module cannot be unloaded while another communicator's workspace
  * uses it). A context reset since, at the same handle, has another id: its module went with the
  * reset, and is loaded again. */
 static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id, int device,
-                                 picoll_cu_function_t *out)
+                                 picoll_cu_function_t *out, picoll_cu_function_t *fixed)
 {
     static struct {
         picoll_cu_context_t ctx;
         unsigned long long id;
         picoll_cu_function_t fn;
+        picoll_cu_function_t fixed[PICOLL_CUDA_FIXED_COUNT];
     } cache[16];
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     picoll_status_t status = PICOLL_OK;
@@ -117,6 +147,7 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
     }
     if (slot >= 0 && cache[slot].ctx == ctx && cache[slot].id == id) {
         *out = cache[slot].fn;
+        memcpy(fixed, cache[slot].fixed, sizeof(cache[slot].fixed));
         goto out;
     }
     rc = picoll_cu.module_load_data(&mod, picoll_cuda_fatbin);
@@ -138,10 +169,20 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
         status = PICOLL_ERR_CUDA;
         goto out;
     }
+    for (int k = 0; k < PICOLL_CUDA_FIXED_COUNT; k++) {
+        /* a module without the entry (not expected: built from the same source) runs the
+         * generic kernel for it */
+        if (picoll_cu.module_get_function(&fixed[k], mod, ws_fixed[k].name) != 0) {
+            picoll_debug("kernel entry %s not found in the module: its calls take %s",
+                         ws_fixed[k].name, PICOLL_CUDA_KERNEL_NAME);
+            fixed[k] = NULL;
+        }
+    }
     if (slot >= 0) {
         cache[slot].ctx = ctx;
         cache[slot].id = id;
         cache[slot].fn = *out;
+        memcpy(cache[slot].fixed, fixed, sizeof(cache[slot].fixed));
     }
 out:
     pthread_mutex_unlock(&lock);
@@ -183,7 +224,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
 
     WS_CHECK(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
-    status = ws_kernel(ws->ctx, ws->ctx_id, ws->device, &ws->kernel);
+    status = ws_kernel(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed);
     if (status != PICOLL_OK) {
         goto out;
     }
@@ -212,6 +253,22 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     WS_CHECK(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
              "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     per_sm = per_sm < 1 ? 1 : per_sm;
+    for (int k = 0; k < PICOLL_CUDA_FIXED_COUNT; k++) {
+        /* an entry runs only where it takes the generic kernel's threads and keeps as many
+         * blocks resident (the blocks per launch follow the generic kernel): the same launch
+         * bounds give that, unless a build said otherwise */
+        int k_threads = 0, k_per_sm = 0;
+        if (ws->fixed[k] != NULL &&
+            (picoll_cu.func_get_attribute(&k_threads, PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                          ws->fixed[k]) != 0 ||
+             picoll_cu.occupancy_max_blocks(&k_per_sm, ws->fixed[k], ws->threads, 0) != 0 ||
+             k_threads < ws->threads || k_per_sm < per_sm)) {
+            picoll_debug("kernel entry %s: %d threads, %d blocks per multiprocessor, where %s has "
+                         "%d and %d: its calls take %s", ws_fixed[k].name, k_threads, k_per_sm,
+                         PICOLL_CUDA_KERNEL_NAME, ws->threads, per_sm, PICOLL_CUDA_KERNEL_NAME);
+            ws->fixed[k] = NULL;
+        }
+    }
     msg->resident = sms * per_sm;
     msg->own = ws_context_sms(sms, msg->mps) * per_sm;
     msg->threads = ws->threads;

@@ -31,6 +31,9 @@ struct picoll_cuda_ws {
     int mapped[PICOLL_CUDA_MAX_LOCAL]; /* peer[r] came from cuIpcOpenMemHandle */
     int import[PICOLL_CUDA_MAX_LOCAL]; /* mapped: its entry in the process's import table, +1 */
     picoll_cu_function_t kernel;       /* picoll_coll_kernel in ctx */
+    picoll_cu_function_t fixed[PICOLL_CUDA_FIXED_COUNT]; /* the entries of PICOLL_CUDA_FIXED_LIST
+                                                           * in ctx, in its order; NULL: not
+                                                           * used (picoll_cuda_ws_function) */
     picoll_cuda_status_t *status;      /* host view of the kernels' status (mapped pinned) */
     picoll_cuda_status_t *status_dev;
     uint64_t epoch;             /* arrivals so far (the same sequence on every rank) */
@@ -82,6 +85,12 @@ void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved);
 /* Calls fn on every stream workspace (picoll_cuda_ws_set_stream), none of them destroyed
  * meanwhile. */
 void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws));
+
+/* The kernel entry a launch of p runs: the one of p's type, op and rank count
+ * (PICOLL_CUDA_FIXED_LIST) where p's mode may take it and the workspace has it, else the generic
+ * kernel. The same on every rank (it depends on what every rank's call passes alike). */
+picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
+                                             const picoll_cuda_kparams_t *p);
 
 static inline char *picoll_cuda_slot(const picoll_cuda_ws_t *ws, int rank, uint64_t parity)
 {

@@ -603,8 +603,43 @@ typedef struct {
     MPI_Datatype dt;
     MPI_Op op;
     const char *want; /* accepted paths */
+    const char *kernel; /* allreduce: the kernel entry a device call runs (want_kernel) */
     char name[96];    /* the call, for messages */
 } call_t;
+
+/* The kernel entry an allreduce of t and op on n local ranks runs where it takes picoll's one-shot
+ * or two-shot kernels (cuda/cuda_kernel.h's PICOLL_CUDA_FIXED_LIST: sums of float, double,
+ * float16 and bfloat16 on 2, 4, 6 or 8 ranks have their own; everything else the generic one). */
+static const char *want_kernel(const type_t *t, op_t op, int n, char *buf, size_t len)
+{
+    const char *tag = t->kind == K_FLOAT && t->size == 4   ? "f32"
+                      : t->kind == K_DOUBLE && t->size == 8 ? "f64"
+                      : t->kind == K_F16                    ? "f16"
+                      : t->kind == K_BF16                   ? "bf16"
+                                                            : NULL;
+    if (tag == NULL || op != SUM || (n != 2 && n != 4 && n != 6 && n != 8)) {
+        return "picoll_coll_kernel";
+    }
+    snprintf(buf, len, "picoll_coll_%s_sum_r%d", tag, n);
+    return buf;
+}
+
+/* On the emulated GPU (its hook fakecuda_last_kernel): a call that took the one-shot or two-shot
+ * kernels ran the entry k->kernel (the hierarchical and HCM paths end with other modes) */
+static void check_kernel(const call_t *k)
+{
+    if (k->kernel == NULL || drv.last_kernel == NULL || last_algorithm == NULL) {
+        return;
+    }
+    const char *path = last_algorithm(), *got = drv.last_kernel();
+    if (path == NULL || (strcmp(path, "cuda_oneshot") != 0 && strcmp(path, "cuda_twoshot") != 0)) {
+        return;
+    }
+    if (got == NULL || strcmp(got, k->kernel) != 0) {
+        mt_fail("%s count=%d: path %s ran the kernel entry %s, expected %s", k->name, k->count,
+                path, got ? got : "(none)", k->kernel);
+    }
+}
 
 static void call_exec(void *arg)
 {
@@ -623,6 +658,7 @@ static void call_exec(void *arg)
     }
     MT_CHECK(rc == MPI_SUCCESS, "%s count=%d: MPI error %d", k->name, k->count, rc);
     check_path(k->name, (size_t)k->count, k->want);
+    check_kernel(k);
     if (in_worker) {
         cu_ctx_t now = drv_current();
         MT_CHECK(now == NULL, "%s count=%d from a thread that never chose a device: context %p "
@@ -688,6 +724,10 @@ void ar_call(ar_case_t *c, const char *want_path)
         .op = op_handle(c->op),
         .want = want_path ? want_path : want_allreduce(c->t, c->bytes),
     };
+    char kbuf[64];
+    int n;
+    MPI_Comm_size(test_comm, &n);
+    k.kernel = want_kernel(c->t, c->op, n, kbuf, sizeof(kbuf));
     snprintf(k.name, sizeof(k.name), "MPI_Allreduce %s %s%s", c->t->name, op_names[c->op],
              c->in_place ? " in place" : "");
     worker_run(call_exec, &k);

@@ -56,6 +56,7 @@ static const struct {
     DRV_SYM(delay_launches, "fakecuda_delay_launches", 0),
     DRV_SYM(call_counts, "fakecuda_call_counts", 0),
     DRV_SYM(call_name, "fakecuda_call_name", 0),
+    DRV_SYM(last_kernel, "fakecuda_last_kernel", 0),
     DRV_SYM(fake_attribute_queries, "fakecuda_attribute_queries", 0),
     DRV_SYM(fake_module_loads, "fakecuda_module_loads", 0),
 };

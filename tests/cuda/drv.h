@@ -69,6 +69,7 @@ typedef struct {
     void (*delay_launches)(unsigned ms); /* this thread's later launches, each ms late */
     int (*call_counts)(long *counts, int n);
     const char *(*call_name)(int i);
+    const char *(*last_kernel)(void); /* the kernel entry this thread launched last */
     /* the strict fake's hooks (NULL elsewhere): full pointer-attribute queries and module loads
      * of this process so far */
     long (*fake_attribute_queries)(void);

@@ -20,6 +20,8 @@
 #   hierhosts  the same allreduce A/B between the two network-namespace hosts of tests/net/hosts.sh
 #              (2+2 ranks, the GPU shared under MPS, the network step over the veth): the device
 #              hierarchy and the whole-buffer staging it replaced, 1 to 16 MiB
+#   fixed      the device matrix at np 2 and 4 alone (cuda.matrix.np2/np4): the kernel entries of
+#              fixed type, op and rank count (float and double sums on 2 and 4 ranks) on the GPU
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -68,6 +70,9 @@ for s in $steps; do
         step tests 300 bash "$src/tests/cuda/run-gpu.sh" --no-emu "$build"
         cp "$build"/run-gpu-*.log "$logs/" 2>/dev/null
         grep -E "^run-gpu.sh|tests passed|tests failed|\(Failed\)|\*\*\*|Not Run|SUMMARY" "$logs/tests.log" ;;
+    fixed)
+        step fixed 150 bash -c "cd '$build' && ctest -R '^cuda\.matrix\.np[24]\$' --output-on-failure"
+        grep -E "tests passed|tests failed|\(Failed\)|\*\*\*" "$logs/fixed.log" ;;
     allreduce)
         step allreduce 150 python3 "$src/osu-bench/driver.py" --build-dir "$build" --np 2,4 \
             --colls allreduce --mem cuda --sizes 8:16M --factor 4 --rounds 4 --no-osu --no-osu-type \

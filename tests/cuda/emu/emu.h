@@ -150,6 +150,7 @@ typedef struct emu_op {
             uint64_t value;       /* wait until (int64_t)(*addr - value) >= 0 */
         } waitval;
         struct {
+            void (*fn)(void); /* the entry (emu_launch.c's emu_entry_fn, emu_kernel_entry) */
             void *params; /* the kernel's argument, copied at launch */
             size_t size;  /* its bytes (a graph's replay copies it) */
             unsigned grid, block;

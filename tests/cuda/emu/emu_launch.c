@@ -1,5 +1,6 @@
-/* Kernels: modules, the one function picoll loads (picoll_coll_kernel, the CPU build of
- * cuda/coll_kernel.cu in emu_kernel.cc), launches, how a launch runs, and its memory model.
+/* Kernels: modules, the functions picoll loads (picoll_coll_kernel and the entries of fixed type,
+ * op and rank count, the CPU build of cuda/coll_kernel.cu in emu_kernel.cc), launches, how a
+ * launch runs, and its memory model.
  *
  * A launch is an operation of its stream, run by the stream's worker thread: its blocks together,
  * as many as EMU_FIBERS threads hold (all of them at the default shape, two at a time at 512
@@ -72,8 +73,14 @@ _Static_assert(EMU_MAX_THREADS <= 512, "emu_shadow_t's who has 9 bits for the th
 #define EMU_WINDOW 64       /* blocks at once at most (PICOLL_CUDA_MAX_BLOCKS: a launch's most) */
 #define EMU_SHARED 256      /* bytes of shared memory a block has (the kernel uses 4) */
 
-/* the CPU build of the kernel (emu_kernel.cc) */
-void picoll_coll_kernel(const picoll_cuda_kparams_t p);
+/* the CPU build of the kernel's entries (emu_kernel.cc): entry `name`'s function, its name as
+ * kept, and its index (below EMU_ENTRIES), or -1 */
+typedef void (*emu_entry_fn)(const picoll_cuda_kparams_t);
+int emu_kernel_entry(const char *name, emu_entry_fn *fn, const char **canon);
+#define EMU_ENTRIES (1 + PICOLL_CUDA_FIXED_COUNT)
+static long emu_entry_launches[EMU_ENTRIES];
+static const char *emu_entry_names[EMU_ENTRIES];
+static __thread const char *emu_last_entry;
 
 __thread emu_dim3_t emu_thread_idx, emu_block_idx, emu_block_dim, emu_grid_dim;
 
@@ -139,6 +146,7 @@ typedef struct {
     unsigned gen;      /* barrier generation */
     int arrived;
     int frozen;        /* fakecuda_freeze_next_kernel: no barrier ever opens */
+    emu_entry_fn fn;   /* the launch's entry */
     const picoll_cuda_kparams_t *params;
     emu_cached_range_t range[EMU_RANGE_CACHE];
     unsigned long range_gen;
@@ -193,6 +201,9 @@ typedef struct {
 typedef struct {
     uint32_t magic;
     emu_module_t *module;
+    emu_entry_fn fn; /* the entry's CPU build */
+    const char *name;
+    int entry;       /* its index (emu_kernel_entry) */
 } emu_function_t;
 
 #define EMU_MODULE_MAGIC 0x4d6f646cu
@@ -218,6 +229,27 @@ EMU_API unsigned long fakecuda_block_switches(void);
 EMU_API unsigned long fakecuda_block_switches(void)
 {
     return __atomic_load_n(&emu_block_switches, __ATOMIC_ACQUIRE);
+}
+
+/* The kernel entry the calling thread launched last (NULL: none yet), and how many launches of
+ * the entry `name` this process made: which code a call ran (the generic kernel or one of fixed
+ * type, op and rank count). */
+EMU_API const char *fakecuda_last_kernel(void);
+EMU_API const char *fakecuda_last_kernel(void)
+{
+    return emu_last_entry;
+}
+
+EMU_API long fakecuda_kernel_launches(const char *name);
+EMU_API long fakecuda_kernel_launches(const char *name)
+{
+    for (int i = 0; i < EMU_ENTRIES; i++) {
+        const char *n = __atomic_load_n(&emu_entry_names[i], __ATOMIC_ACQUIRE);
+        if (n != NULL && name != NULL && strcmp(n, name) == 0) {
+            return __atomic_load_n(&emu_entry_launches[i], __ATOMIC_ACQUIRE);
+        }
+    }
+    return 0;
 }
 
 EMU_API void fakecuda_freeze_next_kernel(void);
@@ -652,7 +684,7 @@ int emu_mutant(int id, int line, const char *func, const char *what)
 static void emu_fiber_main(void)
 {
     emu_block_t *b = emu_blk;
-    picoll_coll_kernel(*b->params);
+    b->fn(*b->params);
     b->fiber[b->cur].done = 1;
     b->live--;
     /* an exited thread no longer holds a barrier back */
@@ -799,6 +831,7 @@ void emu_kernel_run(emu_op_t *op)
         b->wk = w;
         b->stacks = w->stacks + (size_t)k * (size_t)n * (EMU_STACK + EMU_GUARD);
         b->params = op->u.kernel.params;
+        b->fn = (emu_entry_fn)op->u.kernel.fn;
         b->n = n;
         b->frozen = op->u.kernel.frozen;
         emu_block_start(b, next++, start);
@@ -931,7 +964,10 @@ EMU_API CUresult cuModuleGetFunction(emu_function_t **out, void *h, const char *
     if (m == NULL) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    if (name == NULL || strcmp(name, PICOLL_CUDA_KERNEL_NAME) != 0) {
+    emu_entry_fn fn;
+    const char *canon;
+    int entry = emu_kernel_entry(name, &fn, &canon);
+    if (entry < 0 || entry >= EMU_ENTRIES) {
         return CUDA_ERROR_NOT_FOUND;
     }
     emu_function_t *f = calloc(1, sizeof(*f));
@@ -940,6 +976,10 @@ EMU_API CUresult cuModuleGetFunction(emu_function_t **out, void *h, const char *
     }
     f->magic = EMU_FUNCTION_MAGIC;
     f->module = m;
+    f->fn = fn;
+    f->name = canon;
+    f->entry = entry;
+    __atomic_store_n(&emu_entry_names[entry], canon, __ATOMIC_RELEASE);
     *out = f;
     return CUDA_SUCCESS;
 }
@@ -1042,6 +1082,7 @@ EMU_API CUresult cuLaunchKernel(void *h, unsigned gx, unsigned gy, unsigned gz, 
     }
     memcpy(copy, params[0], sizeof(picoll_cuda_kparams_t)); /* arguments are taken at launch */
     op->u.kernel.params = copy;
+    op->u.kernel.fn = (void (*)(void))f->fn;
     op->u.kernel.size = sizeof(picoll_cuda_kparams_t);
     op->u.kernel.grid = gx;
     op->u.kernel.block = bx;
@@ -1058,5 +1099,9 @@ EMU_API CUresult cuLaunchKernel(void *h, unsigned gx, unsigned gy, unsigned gz, 
         free(op);
     }
     pthread_mutex_unlock(&emu_lock);
+    if (rc == CUDA_SUCCESS) {
+        __atomic_fetch_add(&emu_entry_launches[f->entry], 1, __ATOMIC_ACQ_REL);
+        emu_last_entry = f->name;
+    }
     return rc;
 }

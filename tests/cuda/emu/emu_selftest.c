@@ -19,6 +19,8 @@
  *             pinned memory are gone (their addresses handed out again)
  *   kernel    picoll_coll_kernel on the CPU: one-shot copy (1 rank) and sum (a second rank whose
  *             arrival is written beforehand), unaligned destination, status words
+ *   fixed     every kernel entry of fixed type, op and rank count (PICOLL_CUDA_FIXED_LIST): a
+ *             one-shot of up to 8 ranks gives the generic kernel's bytes and a plain loop's
  *   freeze    fakecuda_freeze_next_kernel: every block starts, none finishes
  *   counts    fakecuda_call_counts and fakecuda_call_name
  *   rule-free-while-mapped, rule-stream-context, rule-event-context, rule-kernel-context,
@@ -26,6 +28,7 @@
  *   rule-stale-handle (a function of a module loaded before a reset of its context). */
 #define _GNU_SOURCE
 #include "cuda/cuda_kernel.h"
+#include "reduce/half.h"
 #include "util/dtype.h"
 
 #include <dlfcn.h>
@@ -754,6 +757,163 @@ static void mode_kernel(void)
     kernel_oneshot(&k, 2, 4, 7);
 }
 
+/* fixed: every kernel entry of PICOLL_CUDA_FIXED_LIST gives the generic kernel's bytes, and a
+ * plain loop's (in rank order; float16 and bfloat16 summed in float, rounded once): a one-shot
+ * over its NR ranks (rank 0 here, NR - 1 phantom ranks whose inputs lie in their slots, arrived),
+ * at counts with ragged ends and several blocks, into an unaligned destination. */
+#define FIXED_RANKS_MAX 8
+static void fixed_case(void *generic, void *fixed, const char *name, int type, int op, int nr,
+                       size_t n, uint64_t *epoch, dptr_t *ws, picoll_cuda_status_t *status_dev)
+{
+    size_t es = type == PICOLL_CUDA_T_F64 ? 8 : type == PICOLL_CUDA_T_F32 ? 4 : 2;
+    size_t bytes = n * es;
+    unsigned char *in = malloc(bytes * (size_t)nr), *want = malloc(bytes);
+    unsigned char *got[2] = {malloc(bytes), malloc(bytes)};
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)n * 131u ^ (uint64_t)nr;
+    for (size_t i = 0; i < n * (size_t)nr; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        float f = (float)(int)((x >> 40) % 20001u - 10000) / 1024.0f; /* exact in every format */
+        f = f * (1.0f + (float)((x >> 20) & 1023u) / 4096.0f);       /* rounded in halves */
+        unsigned char *e = in + i * es;
+        if (type == PICOLL_CUDA_T_F64) {
+            double d = (double)f / 3.0;
+            memcpy(e, &d, 8);
+        } else if (type == PICOLL_CUDA_T_F32) {
+            memcpy(e, &f, 4);
+        } else {
+            uint16_t h = type == PICOLL_CUDA_T_F16 ? picoll_float_to_f16(f) : picoll_float_to_bf16(f);
+            memcpy(e, &h, 2);
+        }
+    }
+    for (size_t i = 0; i < n; i++) { /* rank r's element i is in[(r * n + i) * es] */
+        if (type == PICOLL_CUDA_T_F64) {
+            double acc, v;
+            memcpy(&acc, in + i * 8, 8);
+            for (int r = 1; r < nr; r++) {
+                memcpy(&v, in + ((size_t)r * n + i) * 8, 8);
+                acc += v;
+            }
+            memcpy(want + i * 8, &acc, 8);
+        } else if (type == PICOLL_CUDA_T_F32) {
+            float acc, v;
+            memcpy(&acc, in + i * 4, 4);
+            for (int r = 1; r < nr; r++) {
+                memcpy(&v, in + ((size_t)r * n + i) * 4, 4);
+                acc += v;
+            }
+            memcpy(want + i * 4, &acc, 4);
+        } else {
+            float acc = 0.0f;
+            for (int r = 0; r < nr; r++) {
+                uint16_t h;
+                memcpy(&h, in + ((size_t)r * n + i) * 2, 2);
+                float v = type == PICOLL_CUDA_T_F16 ? picoll_f16_to_float(h) : picoll_bf16_to_float(h);
+                acc = r == 0 ? v : acc + v;
+            }
+            uint16_t h = type == PICOLL_CUDA_T_F16 ? picoll_float_to_f16(acc) : picoll_float_to_bf16(acc);
+            memcpy(want + i * 2, &h, 2);
+        }
+    }
+    dptr_t src, dst;
+    CK(cu.mem_alloc(&src, bytes + 1));
+    CK(cu.mem_alloc(&dst, bytes + 1));
+    CK(cu.htod(src, in, bytes));
+    for (int which = 0; which < 2; which++) {
+        picoll_cuda_kparams_t p;
+        memset(&p, 0, sizeof(p));
+        p.mode = PICOLL_CUDA_K_ONESHOT;
+        p.type = type;
+        p.op = op;
+        p.esize = (int)es;
+        p.nranks = nr;
+        p.max_blocks = 4;
+        p.peers = ((1u << nr) - 1u) & ~1u;
+        p.epoch = ++*epoch;
+        p.spin_ns = 10000000000ull;
+        p.status = status_dev;
+        p.bytes = bytes;
+        p.src = (const char *)(uintptr_t)src;
+        p.dst = (char *)(uintptr_t)dst + 1;
+        for (int r = 0; r < nr; r++) {
+            char *base = (char *)(uintptr_t)ws[r];
+            p.flags[r] = (uint64_t *)(void *)base;
+            p.slot[0][r] = base + PICOLL_CUDA_FLAGS_BYTES;
+            p.slot[1][r] = base + PICOLL_CUDA_FLAGS_BYTES + 65536;
+        }
+        int blocks = picoll_cuda_kernel_blocks(&p);
+        for (int r = 1; r < nr; r++) { /* the phantom ranks: input in place, arrived */
+            CK(cu.htod((dptr_t)(uintptr_t)p.slot[p.epoch & 1][r], in + (size_t)r * bytes, bytes));
+            for (int g = 0; g < blocks; g++) {
+                CK(cu.htod((dptr_t)(uintptr_t)(p.flags[r] + (size_t)g * PICOLL_CUDA_FLAG_STRIDE),
+                           &p.epoch, 8));
+            }
+        }
+        void *params[] = {&p};
+        CK(cu.launch(which ? fixed : generic, (unsigned)blocks, 1, 1, 64, 1, 1, 0, PER_THREAD,
+                     params, NULL));
+        CK(cu.stream_synchronize(PER_THREAD));
+        CK(cu.dtoh(got[which], (dptr_t)(uintptr_t)p.dst, bytes));
+    }
+    EXPECT(memcmp(got[0], want, bytes) == 0, "%s, %zu elements: the generic kernel differs from "
+           "the plain loop", name, n);
+    EXPECT(memcmp(got[1], want, bytes) == 0, "%s, %zu elements: the entry differs from the plain "
+           "loop (and the generic kernel)", name, n);
+    CK(cu.mem_free(src));
+    CK(cu.mem_free(dst));
+    free(in);
+    free(want);
+    free(got[0]);
+    free(got[1]);
+}
+
+static void mode_fixed(void)
+{
+    static const struct {
+        const char *name;
+        int type, op, nranks;
+    } entries[] = {
+#define SELF_FIXED_ENTRY(tag, e, dtype, op, nr) {PICOLL_CUDA_FIXED_NAME(tag, nr), e, op, nr},
+#define SELF_FIXED_RANKS(tag, e, dtype, op) PICOLL_CUDA_FIXED_RANKS(SELF_FIXED_ENTRY, tag, e, dtype, op)
+        PICOLL_CUDA_FIXED_LIST(SELF_FIXED_RANKS)
+#undef SELF_FIXED_RANKS
+#undef SELF_FIXED_ENTRY
+    };
+    static const uint32_t image[4] = {0xBA55ED50u, 0, 0, 0}; /* a fatbin's header, no code */
+    static const size_t counts[] = {1, 7, 9, 1000, 6001};
+    void *mod, *generic;
+    dptr_t ws[FIXED_RANKS_MAX], sd;
+    picoll_cuda_status_t *status;
+    uint64_t epoch = 0;
+    choose_device(0);
+    CK(cu.module_load(&mod, image));
+    CK(cu.module_get_function(&generic, mod, PICOLL_CUDA_KERNEL_NAME));
+    for (int r = 0; r < FIXED_RANKS_MAX; r++) {
+        CK(cu.mem_alloc(&ws[r], PICOLL_CUDA_FLAGS_BYTES + 2 * 65536));
+        CK(cu.memset_async(ws[r], 0, PICOLL_CUDA_FLAGS_BYTES, NULL));
+    }
+    CK(cu.mem_host_alloc((void **)&status, sizeof(*status), 3));
+    memset(status, 0, sizeof(*status));
+    CK(cu.mem_host_get_device_pointer(&sd, status, 0));
+    CK(cu.stream_synchronize(NULL));
+    EXPECT(sizeof(entries) / sizeof(entries[0]) == PICOLL_CUDA_FIXED_COUNT, "entry count");
+    for (size_t e = 0; e < sizeof(entries) / sizeof(entries[0]); e++) {
+        void *fn;
+        EXPECT(entries[e].nranks <= FIXED_RANKS_MAX, "%s: more ranks than the test has",
+               entries[e].name);
+        CK(cu.module_get_function(&fn, mod, entries[e].name));
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            fixed_case(generic, fn, entries[e].name, entries[e].type, entries[e].op,
+                       entries[e].nranks, counts[c], &epoch,
+                       ws, (picoll_cuda_status_t *)(uintptr_t)sd);
+        }
+        printf("%s: as the generic kernel and the plain loop\n", entries[e].name);
+    }
+    EXPECT(!status->halted, "a kernel gave up");
+    for (int r = 0; r < FIXED_RANKS_MAX; r++) {
+        CK(cu.mem_free(ws[r]));
+    }
+}
+
 static void mode_freeze(void)
 {
     kernel_env_t k;
@@ -983,6 +1143,8 @@ int main(int argc, char **argv)
             mode_capture();
         } else if (strcmp(mode, "kernel") == 0) {
             mode_kernel();
+        } else if (strcmp(mode, "fixed") == 0) {
+            mode_fixed();
         } else if (strcmp(mode, "freeze") == 0) {
             mode_freeze();
         } else if (strcmp(mode, "counts") == 0) {
