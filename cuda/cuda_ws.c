@@ -110,7 +110,7 @@ _Static_assert(sizeof(ws_fixed) / sizeof(ws_fixed[0]) == PICOLL_CUDA_FIXED_COUNT
 picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
                                              const picoll_cuda_kparams_t *p)
 {
-    if (picoll_cuda_fixed_mode(p->mode)) {
+    if (picoll_cfg.cuda_fixed && picoll_cuda_fixed_mode(p->mode)) {
         for (int k = 0; k < PICOLL_CUDA_FIXED_COUNT; k++) {
             if (ws_fixed[k].type == p->type && ws_fixed[k].op == p->op &&
                 ws_fixed[k].nranks == p->nranks) {

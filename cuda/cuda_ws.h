@@ -87,8 +87,8 @@ void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved);
 void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws));
 
 /* The kernel entry a launch of p runs: the one of p's type, op and rank count
- * (PICOLL_CUDA_FIXED_LIST) where p's mode may take it and the workspace has it, else the generic
- * kernel. The same on every rank (it depends on what every rank's call passes alike). */
+ * (PICOLL_CUDA_FIXED_LIST) where p's mode may take it, the workspace has it and PICOLL_CUDA_FIXED
+ * is on, else the generic kernel. The same on every rank (it depends on what every rank's call passes alike). */
 picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
                                              const picoll_cuda_kparams_t *p);
 

@@ -51,6 +51,8 @@ typedef struct {
     int cuda_staging;          /* picoll_staging_mode_t */
     int cuda;                  /* device executor (cuda/) allowed */
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
+    int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
+                                * rank count (0: the generic kernel for every launch) */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
                                 * handed over as they are (pmpi/stream.c) */
     long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */

@@ -609,7 +609,8 @@ typedef struct {
 
 /* The kernel entry an allreduce of t and op on n local ranks runs where it takes picoll's one-shot
  * or two-shot kernels (cuda/cuda_kernel.h's PICOLL_CUDA_FIXED_LIST: sums of float, double,
- * float16 and bfloat16 on 2, 4, 6 or 8 ranks have their own; everything else the generic one). */
+ * float16 and bfloat16 on 2, 4, 6 or 8 ranks have their own; everything else, and every call
+ * with PICOLL_CUDA_FIXED=0, the generic one). */
 static const char *want_kernel(const type_t *t, op_t op, int n, char *buf, size_t len)
 {
     const char *tag = t->kind == K_FLOAT && t->size == 4   ? "f32"
@@ -617,7 +618,9 @@ static const char *want_kernel(const type_t *t, op_t op, int n, char *buf, size_
                       : t->kind == K_F16                    ? "f16"
                       : t->kind == K_BF16                   ? "bf16"
                                                             : NULL;
-    if (tag == NULL || op != SUM || (n != 2 && n != 4 && n != 6 && n != 8)) {
+    const char *on = getenv("PICOLL_CUDA_FIXED");
+    if (tag == NULL || op != SUM || (n != 2 && n != 4 && n != 6 && n != 8) ||
+        (on != NULL && strcmp(on, "0") == 0)) {
         return "picoll_coll_kernel";
     }
     snprintf(buf, len, "picoll_coll_%s_sum_r%d", tag, n);

@@ -22,6 +22,8 @@
 #              hierarchy and the whole-buffer staging it replaced, 1 to 16 MiB
 #   fixed      the device matrix at np 2 and 4 alone (cuda.matrix.np2/np4): the kernel entries of
 #              fixed type, op and rank count (float and double sums on 2 and 4 ranks) on the GPU
+#   fixedab    osu_allreduce on device buffers at np 2 and 4 with PICOLL_CUDA_FIXED=0 (the generic
+#              kernel) and 1 (the entries), turn about, twice: their A/B in one lease
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -82,6 +84,17 @@ for s in $steps; do
         for np in 2 4; do
             step before-np$np 60 "$build/tests/mpirun.sh" $np env LD_PRELOAD="$LEASE_BEFORE_LIB" \
                 "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 8:16M
+        done ;;
+    fixedab)
+        # the same calls on the generic kernel (PICOLL_CUDA_FIXED=0) and on the entries, turn
+        # about, in one lease: what the entries gain on this machine
+        for round in 1 2; do
+            for on in 0 1; do
+                for np in 2 4; do
+                    step fixedab-$on-np$np-$round 60 env PICOLL_CUDA_FIXED=$on "$build/tests/mpirun.sh" $np \
+                        --preload "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 8:16M
+                done
+            done
         done ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
