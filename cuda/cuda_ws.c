@@ -259,7 +259,8 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
          * bounds give that, unless a build said otherwise */
         int k_threads = 0, k_per_sm = 0;
         if (ws->fixed[k] != NULL &&
-            (picoll_cu.func_get_attribute(&k_threads, PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            (picoll_cu.func_get_attribute(&k_threads,
+                                          PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                                           ws->fixed[k]) != 0 ||
              picoll_cu.occupancy_max_blocks(&k_per_sm, ws->fixed[k], ws->threads, 0) != 0 ||
              k_threads < ws->threads || k_per_sm < per_sm)) {

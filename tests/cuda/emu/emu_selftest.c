@@ -762,6 +762,17 @@ static void mode_kernel(void)
  * over its NR ranks (rank 0 here, NR - 1 phantom ranks whose inputs lie in their slots, arrived),
  * at counts with ragged ends and several blocks, into an unaligned destination. */
 #define FIXED_RANKS_MAX 8
+/* float to the half format of type (float16 or bfloat16) and back, as picoll's host code does */
+static uint16_t fixed_half(int type, float f)
+{
+    return type == PICOLL_CUDA_T_F16 ? picoll_float_to_f16(f) : picoll_float_to_bf16(f);
+}
+
+static float fixed_float(int type, uint16_t h)
+{
+    return type == PICOLL_CUDA_T_F16 ? picoll_f16_to_float(h) : picoll_bf16_to_float(h);
+}
+
 static void fixed_case(void *generic, void *fixed, const char *name, int type, int op, int nr,
                        size_t n, uint64_t *epoch, dptr_t *ws, picoll_cuda_status_t *status_dev)
 {
@@ -781,7 +792,7 @@ static void fixed_case(void *generic, void *fixed, const char *name, int type, i
         } else if (type == PICOLL_CUDA_T_F32) {
             memcpy(e, &f, 4);
         } else {
-            uint16_t h = type == PICOLL_CUDA_T_F16 ? picoll_float_to_f16(f) : picoll_float_to_bf16(f);
+            uint16_t h = fixed_half(type, f);
             memcpy(e, &h, 2);
         }
     }
@@ -807,10 +818,10 @@ static void fixed_case(void *generic, void *fixed, const char *name, int type, i
             for (int r = 0; r < nr; r++) {
                 uint16_t h;
                 memcpy(&h, in + ((size_t)r * n + i) * 2, 2);
-                float v = type == PICOLL_CUDA_T_F16 ? picoll_f16_to_float(h) : picoll_bf16_to_float(h);
+                float v = fixed_float(type, h);
                 acc = r == 0 ? v : acc + v;
             }
-            uint16_t h = type == PICOLL_CUDA_T_F16 ? picoll_float_to_f16(acc) : picoll_float_to_bf16(acc);
+            uint16_t h = fixed_half(type, acc);
             memcpy(want + i * 2, &h, 2);
         }
     }
@@ -873,7 +884,8 @@ static void mode_fixed(void)
         int type, op, nranks;
     } entries[] = {
 #define SELF_FIXED_ENTRY(tag, e, dtype, op, nr) {PICOLL_CUDA_FIXED_NAME(tag, nr), e, op, nr},
-#define SELF_FIXED_RANKS(tag, e, dtype, op) PICOLL_CUDA_FIXED_RANKS(SELF_FIXED_ENTRY, tag, e, dtype, op)
+#define SELF_FIXED_RANKS(tag, e, dtype, op) \
+    PICOLL_CUDA_FIXED_RANKS(SELF_FIXED_ENTRY, tag, e, dtype, op)
         PICOLL_CUDA_FIXED_LIST(SELF_FIXED_RANKS)
 #undef SELF_FIXED_RANKS
 #undef SELF_FIXED_ENTRY
