@@ -22,24 +22,19 @@
  * The sync points the protocol needs carry an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD):
  * on the GPU the plain instruction; in the emulated GPU's build (tests/cuda/emu) FAKECUDA_MUTANT
  * weakens the one it names (no barrier, a relaxed store or load), and tests/cuda/mutants.sh proves
- * that the tests then fail, under the emulation's PTX memory model. Global stores go through dev_st,
- * a plain store here, where the emulation records them. */
+ * that the tests then fail, under the emulation's PTX memory model. Global stores go through
+ * dev_st, a plain store here, where the emulation records them.
+ *
+ * The element arithmetic and the reductions are in coll_kernel_reduce.cuh; each mode's steps are
+ * a function of their own (dev_mode_*), which dev_coll picks by the launch's mode. */
 #include <stdint.h>
-#include <type_traits>
 
 #include "cuda/cuda_kernel.h"
 #include "util/dtype.h"
 
-#ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#else
-/* Built for the CPU by the test driver's emulated GPU (tests/cuda/emu): a portability header
- * included before this file supplies CUDA's built-in names (threadIdx, __syncthreads, uint4,
- * __ldcg, ...) and the emu_* primitives used below; half precision converts as the host
- * reduction does (src/reduce/half.h), which gives the same bits as CUDA's conversions. */
-#include "reduce/half.h"
-#endif
+/* Built for the CPU by the test driver's emulated GPU (tests/cuda/emu), this file has CUDA's
+ * built-in names (threadIdx, __syncthreads, uint4, __ldcg, ...) and the emu_* primitives used
+ * below from a portability header included before it. */
 
 namespace {
 
@@ -297,290 +292,13 @@ __device__ void dev_copy(char *dst, const char *src, size_t n)
     }
 }
 
-/* Store the first nbytes of v at dst, whatever dst's alignment. */
-__device__ __forceinline__ void dev_store_part(char *dst, uint4 v, int nbytes)
-{
-    uintptr_t a = (uintptr_t)dst;
-    if (nbytes == 16 && (a & 15) == 0) {
-        dev_st((uint4 *)dst, v);
-        return;
-    }
-    union {
-        uint4 v;
-        uint2 d[2];
-        unsigned int w[4];
-        unsigned char b[16];
-    } u;
-    u.v = v;
-    if ((a & 7) == 0 && (nbytes & 7) == 0) {
-        for (int i = 0; i < nbytes / 8; i++) {
-            dev_st((uint2 *)dst + i, u.d[i]);
-        }
-    } else if ((a & 3) == 0 && (nbytes & 3) == 0) {
-        for (int i = 0; i < nbytes / 4; i++) {
-            dev_st((unsigned int *)dst + i, u.w[i]);
-        }
-    } else {
-        for (int i = 0; i < nbytes; i++) {
-            dev_st(dst + i, (char)u.b[i]);
-        }
-    }
-}
+} // namespace
 
-/* Rounded-to-nearest arithmetic that nvcc never contracts into an FMA. */
-__device__ __forceinline__ float dev_add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double dev_add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ float dev_sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ __forceinline__ double dev_sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ float dev_mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double dev_mul(double a, double b) { return __dmul_rn(a, b); }
+/* the element arithmetic and the reductions (dev_reduce, dev_red_any, dev_red_fixed), which store
+ * through dev_st */
+#include "cuda/coll_kernel_reduce.cuh"
 
-/* float16 and bfloat16 lanes: the element's bits, a trivially copyable 2-byte type for the vector
- * union of dev_reduce. Reduced through float as src/reduce/half.h does on the host: exact
- * conversion up, one rounded float operation, one round-to-nearest-even conversion down, NaN as
- * the canonical 0x7fff. */
-struct dev_f16_t {
-    uint16_t bits;
-};
-struct dev_bf16_t {
-    uint16_t bits;
-};
-
-#ifdef __CUDACC__
-__device__ __forceinline__ float dev_to_float(dev_f16_t h)
-{
-    return __half2float(__ushort_as_half(h.bits));
-}
-__device__ __forceinline__ float dev_to_float(dev_bf16_t h)
-{
-    return __bfloat162float(__ushort_as_bfloat16(h.bits));
-}
-__device__ __forceinline__ void dev_from_float(float f, dev_f16_t *h)
-{
-    h->bits = f != f ? (uint16_t)0x7fff : (uint16_t)__half_as_ushort(__float2half_rn(f));
-}
-__device__ __forceinline__ void dev_from_float(float f, dev_bf16_t *h)
-{
-    h->bits = f != f ? (uint16_t)0x7fff : (uint16_t)__bfloat16_as_ushort(__float2bfloat16_rn(f));
-}
-#else
-__device__ __forceinline__ float dev_to_float(dev_f16_t h) { return picoll_f16_to_float(h.bits); }
-__device__ __forceinline__ float dev_to_float(dev_bf16_t h) { return picoll_bf16_to_float(h.bits); }
-__device__ __forceinline__ void dev_from_float(float f, dev_f16_t *h) { h->bits = picoll_float_to_f16(f); }
-__device__ __forceinline__ void dev_from_float(float f, dev_bf16_t *h) { h->bits = picoll_float_to_bf16(f); }
-#endif
-
-template <typename T> struct dev_is_half : std::false_type {};
-template <> struct dev_is_half<dev_f16_t> : std::true_type {};
-template <> struct dev_is_half<dev_bf16_t> : std::true_type {};
-
-template <typename T> struct dev_is_complex : std::false_type {};
-template <> struct dev_is_complex<float2> : std::true_type {};
-template <> struct dev_is_complex<double2> : std::true_type {};
-
-/* x op y with the C semantics of src/reduce/reduce.c: integer sums and products in unsigned
- * arithmetic (wraparound), logical ops give 0 or 1, MAX/MIN as x > y ? x : y, complex products
- * as (ac - bd) + (ad + bc)i, half types compared through float (their sums and products are
- * accumulated in float: dev_reduce). Floating-point results are those of the host loops, bit for
- * bit. */
-template <typename T>
-__device__ __forceinline__ T dev_apply(int op, T x, T y)
-{
-    if constexpr (dev_is_complex<T>::value) {
-        T z;
-        if (op == PICOLL_OP_PROD) {
-            z.x = dev_sub(dev_mul(x.x, y.x), dev_mul(x.y, y.y));
-            z.y = dev_add(dev_mul(x.x, y.y), dev_mul(x.y, y.x));
-        } else {
-            z.x = dev_add(x.x, y.x);
-            z.y = dev_add(x.y, y.y);
-        }
-        return z;
-    } else if constexpr (dev_is_half<T>::value) {
-        float a = dev_to_float(x), b = dev_to_float(y); /* MAX, MIN: sums go through float */
-        return op == PICOLL_OP_MAX ? (a > b ? x : y) : (a < b ? x : y);
-    } else if constexpr (std::is_floating_point<T>::value) {
-        switch (op) {
-        case PICOLL_OP_SUM: return dev_add(x, y);
-        case PICOLL_OP_PROD: return dev_mul(x, y);
-        case PICOLL_OP_MAX: return x > y ? x : y;
-        default: return x < y ? x : y;
-        }
-    } else {
-        typedef typename std::conditional<(sizeof(T) < sizeof(unsigned)), unsigned,
-                                          typename std::make_unsigned<T>::type>::type W;
-        switch (op) {
-        case PICOLL_OP_SUM: return (T)((W)x + (W)y);
-        case PICOLL_OP_PROD: return (T)((W)x * (W)y);
-        case PICOLL_OP_MAX: return x > y ? x : y;
-        case PICOLL_OP_MIN: return x < y ? x : y;
-        case PICOLL_OP_LAND: return (T)((x != 0) & (y != 0));
-        case PICOLL_OP_LOR: return (T)((x != 0) | (y != 0));
-        case PICOLL_OP_LXOR: return (T)((x != 0) ^ (y != 0));
-        case PICOLL_OP_BAND: return (T)(x & y);
-        case PICOLL_OP_BOR: return (T)(x | y);
-        default: return (T)(x ^ y);
-        }
-    }
-}
-
-/* The accumulator of a lane: float where WIDE (float16 and bfloat16 sums and products: every
- * rank's value summed in float, rounded to the half format once), the element type otherwise. */
-template <typename T, bool WIDE>
-using dev_acc_t = typename std::conditional<WIDE, float, T>::type;
-
-template <typename A, typename T>
-__device__ __forceinline__ A dev_widen(T x)
-{
-    if constexpr (std::is_same<A, T>::value) {
-        return x;
-    } else {
-        return dev_to_float(x);
-    }
-}
-
-/* Peer loads a thread issues before it uses any (dev_reduce): 4 ranks' vectors in one round trip
- * over NVLink instead of 4 dependent ones (8 ranks: 2 round trips, not 7). 8 at once spills
- * registers in this kernel (1640 bytes at sm_90, 64 registers a thread); 4 does not (CTest
- * cuda.kernel.usage). */
-#define DEV_BATCH 4
-#define DEV_BATCH_WIDE 2 /* float16 and bfloat16 sums and products (a float accumulator): 4 spill */
-#define DEV_BATCH_FIXED 8 /* an entry of one type, op and rank count: every rank's load at once */
-
-/* dst[0..nelem) = src_0 op src_1 op ... op src_{n-1}, left to right, where src_r = base[r] + off,
- * WIDE: in a float accumulator (float16 and bfloat16 sums and products: in rank order, rounded to
- * the format once). The sources are workspace buffers: 16-byte
- * aligned (off is a multiple of 16), with at least the rest of the 16-byte line readable, so every
- * load is a 16-byte vector; lanes past nelem are read but never stored. dst may have any
- * alignment. The loads of up to DEV_BATCH sources are issued together, then reduced in rank
- * order. */
-template <typename T, bool WIDE, int OP = -1, int NR = 0>
-__device__ void dev_reduce(char *dst, char *const *base, int n_run, size_t off, size_t nelem,
-                           int op_run)
-{
-    typedef dev_acc_t<T, WIDE> A;
-    constexpr int L = 16 / sizeof(T);
-    /* an instance of a fixed op and rank count (a kernel entry of PICOLL_CUDA_FIXED_LIST): the
-     * switch on the op folds away, and the loop over the ranks unrolls */
-    const int op = OP >= 0 ? OP : op_run;
-    const int n = NR > 0 ? NR : n_run;
-    /* loads in flight: the float accumulator takes 8 registers more; a fixed instance has the
-     * registers of the other types' and ops' code for more (DEV_BATCH_FIXED) */
-    constexpr int B = NR > 0 ? (NR < DEV_BATCH_FIXED ? NR : DEV_BATCH_FIXED)
-                             : WIDE ? DEV_BATCH_WIDE : DEV_BATCH;
-    union lanes {
-        uint4 v;
-        T e[L];
-    };
-    struct wide {
-        A e[L];
-    };
-    /* the element type's accumulator packed in a vector (4 registers), float lanes apart */
-    typedef typename std::conditional<std::is_same<A, T>::value, lanes, wide>::type acc_t;
-    size_t nv = (nelem + L - 1) / L;
-    for (size_t i = threadIdx.x; i < nv; i += blockDim.x) {
-        acc_t acc;
-        uint4 in[B];
-        for (int r0 = 0; r0 < n; r0 += B) {
-            int m = n - r0 < B ? n - r0 : B;
-#pragma unroll
-            for (int k = 0; k < B; k++) {
-                if (k < m) {
-                    in[k] = __ldcg((const uint4 *)(base[r0 + k] + off) + i);
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < B; k++) {
-                if (k < m) {
-                    lanes x;
-                    x.v = in[k];
-                    if (r0 + k == 0) {
-                        if constexpr (WIDE) {
-#pragma unroll
-                            for (int l = 0; l < L; l++) {
-                                acc.e[l] = dev_to_float(x.e[l]);
-                            }
-                        } else {
-                            acc = x;
-                        }
-                        continue;
-                    }
-#pragma unroll
-                    for (int l = 0; l < L; l++) {
-                        acc.e[l] = dev_apply<A>(op, acc.e[l], dev_widen<A>(x.e[l]));
-                    }
-                }
-            }
-        }
-        lanes out;
-        if constexpr (WIDE) {
-#pragma unroll
-            for (int l = 0; l < L; l++) {
-                dev_from_float(acc.e[l], &out.e[l]);
-            }
-        } else {
-            out = acc;
-        }
-        size_t left = nelem - i * L;
-        dev_store_part(dst + i * 16, out.v, left >= (size_t)L ? 16 : (int)(left * sizeof(T)));
-    }
-}
-
-/* The instance for T and op: half sums and products in float. */
-template <typename T>
-__device__ __forceinline__ void dev_reduce_type(int op, char *dst, char *const *base, int n,
-                                                size_t off, size_t nelem)
-{
-    if constexpr (dev_is_half<T>::value) {
-        if (op == PICOLL_OP_SUM || op == PICOLL_OP_PROD) {
-            dev_reduce<T, true>(dst, base, n, off, nelem, op);
-            return;
-        }
-    }
-    dev_reduce<T, false>(dst, base, n, off, nelem, op);
-}
-
-/* dst = base[0] op ... op base[n-1] at off, n elements of p's type. */
-__device__ void dev_reduce_any(const picoll_cuda_kparams_t &p, char *dst, char *const *base, int n,
-                               size_t off, size_t nelem)
-{
-    switch (p.type) {
-#define DEV_REDUCE_CASE(e, dtype)                               \
-    case e:                                                     \
-        dev_reduce_type<dtype>(p.op, dst, base, n, off, nelem); \
-        break;
-        PICOLL_CUDA_TYPE_LIST(DEV_REDUCE_CASE)
-#undef DEV_REDUCE_CASE
-    default: break;
-    }
-}
-
-/* The reductions a kernel entry does: any type and op of the parameters (picoll_coll_kernel), or
- * one type T, op OP and rank count NR fixed at compile time (the entries of
- * PICOLL_CUDA_FIXED_LIST: only the modes that reduce over every rank, FIXED). Both reduce in the
- * same order with the same accumulator, so give the same bits. */
-struct dev_red_any {
-    static constexpr bool FIXED = false;
-    __device__ __forceinline__ void operator()(const picoll_cuda_kparams_t &p, char *dst,
-                                               char *const *base, int n, size_t off,
-                                               size_t nelem) const
-    {
-        dev_reduce_any(p, dst, base, n, off, nelem);
-    }
-};
-
-template <typename T, int OP, int NR>
-struct dev_red_fixed {
-    static constexpr bool FIXED = true;
-    __device__ __forceinline__ void operator()(const picoll_cuda_kparams_t &, char *dst,
-                                               char *const *base, int, size_t off,
-                                               size_t nelem) const
-    {
-        constexpr bool wide =
-            dev_is_half<T>::value && (OP == PICOLL_OP_SUM || OP == PICOLL_OP_PROD);
-        dev_reduce<T, wide, OP, NR>(dst, base, NR, off, nelem, OP);
-    }
-};
+namespace {
 
 __host__ __device__ __forceinline__ size_t dev_round16(size_t v)
 {
@@ -621,12 +339,222 @@ __device__ void dev_pieces_in(const picoll_cuda_kparams_t &p, char *slot, size_t
     }
 }
 
+/* Where block blockIdx.x of a launch stands, as every mode's step starts: the launch's first epoch
+ * ep, the slots read at ep (in) and, by the modes of two arrivals, written at ep + 1 (out), the
+ * block's part [lo, hi) of the chunk, and the arrivals it made in earlier attempts (dev_arrived).
+ * A resumed block skips what it did before it gave up: its copy in (and, past the second arrival,
+ * its reduction), whose results the peers may be reading; dst is written only after the last
+ * wait, so nothing it did was lost. */
+struct dev_block_t {
+    uint64_t ep;
+    char *const *in;
+    char *const *out;
+    size_t lo, hi;
+    int arrived;
+};
+
+/* One-shot allreduce and reduce: every rank's part in its slot, then every rank (reduce: the
+ * root) reduces the part of every slot into dst. */
+template <class R>
+__device__ __forceinline__ void dev_mode_oneshot(const picoll_cuda_kparams_t &p, R red,
+                                                 const dev_block_t &b)
+{
+    if (b.arrived < 1) {
+        dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    if (p.mode == PICOLL_CUDA_K_ONESHOT || p.me == p.root) {
+        red(p, p.dst + b.lo, b.in, p.nranks, b.lo, (b.hi - b.lo) / (size_t)p.esize);
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Reduce-scatter: piece r of this chunk is [lo, hi) of its bytes [chunk_off, chunk_off + bytes),
+ * cut to the piece's length (uneven pieces: some may be shorter, or over); it goes to slot
+ * offset r * slot_stride, so my piece starts 16-aligned in every rank's slot. */
+template <class R>
+__device__ __forceinline__ void dev_mode_redscat(const picoll_cuda_kparams_t &p, R red,
+                                                 const dev_block_t &b)
+{
+    if (b.arrived < 1) {
+        dev_pieces_in(p, b.in[p.me], b.lo, b.hi);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    size_t end = dev_piece_end(p, p.me, b.hi);
+    if (end > b.lo) {
+        red(p, p.dst + b.lo, b.in, p.nranks, (size_t)p.me * p.slot_stride + b.lo,
+            (end - b.lo) / (size_t)p.esize);
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Allgatherv: as allgather, each rank's block cut to its length (dev_piece_end). */
+__device__ __forceinline__ void dev_mode_allgatherv(const picoll_cuda_kparams_t &p,
+                                                    const dev_block_t &b)
+{
+    size_t mine = dev_piece_end(p, p.me, b.hi);
+    if (b.arrived < 1 && mine > b.lo) {
+        dev_copy(b.in[p.me] + b.lo, p.src + b.lo, mine - b.lo);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    for (int r = 0; r < p.nranks; r++) {
+        size_t end = dev_piece_end(p, r, b.hi);
+        if (end > b.lo && (r != p.me || !p.skip_self)) {
+            dev_copy(p.dst + p.piece_off[r] + b.lo, b.in[r] + b.lo, end - b.lo);
+        }
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Bcast: every rank arrives (a rank writes its slot again two epochs on only once every peer
+ * arrived after reading it); only the root's slot carries data. */
+__device__ __forceinline__ void dev_mode_bcast(const picoll_cuda_kparams_t &p,
+                                               const dev_block_t &b)
+{
+    if (b.arrived < 1 && p.me == p.root) {
+        dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    if (p.me != p.root) {
+        dev_copy(p.dst + b.lo, b.in[p.root] + b.lo, b.hi - b.lo);
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Two-shot allreduce: rank r reduces part r of the block's part of every slot into its out slot
+ * (a reduce-scatter), then every rank copies every rank's reduced part into dst. */
+template <class R>
+__device__ __forceinline__ void dev_mode_twoshot(const picoll_cuda_kparams_t &p, R red,
+                                                 const dev_block_t &b)
+{
+    size_t plo, phi;
+    if (b.arrived < 1) {
+        dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
+    }
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        dev_part(b.lo, b.hi, p.nranks, p.me, &plo, &phi);
+        red(p, b.out[p.me] + plo, b.in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep + 1, b.arrived < 2)) {
+        return;
+    }
+    for (int r = 0; r < p.nranks; r++) {
+        dev_part(b.lo, b.hi, p.nranks, r, &plo, &phi);
+        dev_copy(p.dst + plo, b.out[r] + plo, phi - plo);
+    }
+    dev_finish(p, b.ep, b.ep + 1);
+}
+
+/* Hybrid cube mesh: every block reduces its slice of its quad's inputs (read over the quad's
+ * NVLinks) into its out buffer, then combines that with the same slice of its relay's out buffer
+ * (the other quad's result, read over the relay link): (quad of rank 0) op (other quad) on every
+ * rank. Both arrivals wait for the quad and the relay, so that no buffer is written again while
+ * one of them may still read it. */
+template <class R>
+__device__ __forceinline__ void dev_mode_hcm(const picoll_cuda_kparams_t &p, R red,
+                                             const dev_block_t &b)
+{
+    char *quad_in[4], *pair[2];
+    for (int k = 0; k < 4; k++) {
+        quad_in[k] = b.in[p.quad[k]];
+    }
+    if (b.arrived < 1) {
+        dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
+    }
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        red(p, b.out[p.me] + b.lo, quad_in, 4, b.lo, (b.hi - b.lo) / (size_t)p.esize);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep + 1, b.arrived < 2)) {
+        return;
+    }
+    pair[p.quad_first ? 0 : 1] = b.out[p.me];
+    pair[p.quad_first ? 1 : 0] = b.out[p.relay];
+    red(p, p.dst + b.lo, pair, 2, b.lo, (b.hi - b.lo) / (size_t)p.esize);
+    dev_finish(p, b.ep, b.ep + 1);
+}
+
+/* Allgather: every rank's part in its slot, then every slot's part (skip_self: but mine) to its
+ * place in dst. */
+__device__ __forceinline__ void dev_mode_allgather(const picoll_cuda_kparams_t &p,
+                                                   const dev_block_t &b)
+{
+    if (b.arrived < 1) {
+        dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    for (int r = 0; r < p.nranks; r++) {
+        if (r != p.me || !p.skip_self) {
+            dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, b.in[r] + b.lo, b.hi - b.lo);
+        }
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Alltoall: the block for rank r at slot offset r * bytes; out, the block from rank r at my
+ * offset in its slot. */
+__device__ __forceinline__ void dev_mode_alltoall(const picoll_cuda_kparams_t &p,
+                                                  const dev_block_t &b)
+{
+    if (b.arrived < 1) {
+        for (int r = 0; r < p.nranks; r++) {
+            dev_copy(b.in[p.me] + (size_t)r * p.bytes + b.lo,
+                     p.src + (size_t)r * p.src_stride + b.lo, b.hi - b.lo);
+        }
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    for (int r = 0; r < p.nranks; r++) {
+        dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, b.in[r] + (size_t)p.me * p.bytes + b.lo,
+                 b.hi - b.lo);
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Alltoallv: as reduce-scatter's copy in, the piece for rank r at slot offset r * slot_stride,
+ * cut to its length; out, the piece from rank r at my offset in its slot, cut to the length I
+ * receive from it (MPI: the length it sends me). */
+__device__ __forceinline__ void dev_mode_alltoallv(const picoll_cuda_kparams_t &p,
+                                                   const dev_block_t &b)
+{
+    if (b.arrived < 1) {
+        dev_pieces_in(p, b.in[p.me], b.lo, b.hi);
+    }
+    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+        return;
+    }
+    for (int r = 0; r < p.nranks; r++) {
+        size_t end = dev_len_end(p, p.rpiece[r], b.hi);
+        if (end > b.lo) {
+            dev_copy(p.dst + p.rpiece_off[r] + b.lo,
+                     b.in[r] + (size_t)p.me * p.slot_stride + b.lo, end - b.lo);
+        }
+    }
+    dev_finish(p, b.ep, b.ep);
+}
+
 /* Every step of every mode, reducing with red; an entry of a fixed reduction (R::FIXED) has the
  * modes that reduce over all nranks only (picoll_cuda_fixed_mode), the others compiled out. */
 template <class R>
 __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
 {
-    size_t lo, hi, plo, phi;
+    size_t lo, hi;
     /* the launch's first epoch: the host's count, or on a stream (epoch_word) the last epoch of
      * this rank's previous launch there, + 1 (dev_finish advances it) */
     const uint64_t ep = p.epoch_word != nullptr ? dev_flag_load(p.epoch_word) + 1 : p.epoch;
@@ -638,189 +566,44 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
         return;
     }
     dev_start(p, ep);
-    /* a resumed block skips what it did before it gave up: its copy in (and, past the second
-     * arrival, its reduction), whose results the peers may be reading; dst is written only after
-     * the last wait, so nothing it did was lost */
     const int arrived = dev_arrived(p, ep);
+    const dev_block_t b = {ep, in, out, lo, hi, arrived};
     switch (p.mode) {
     case PICOLL_CUDA_K_ONESHOT:
-    case PICOLL_CUDA_K_REDUCE:
-        if (arrived < 1) {
-            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        if (p.mode == PICOLL_CUDA_K_ONESHOT || p.me == p.root) {
-            red(p, p.dst + lo, in, p.nranks, lo, (hi - lo) / (size_t)p.esize);
-        }
-        dev_finish(p, ep, ep);
-        break;
-    case PICOLL_CUDA_K_REDSCAT:
-        /* piece r of this chunk is [lo, hi) of its bytes [chunk_off, chunk_off + bytes), cut to
-         * the piece's length (uneven pieces: some may be shorter, or over); it goes to slot
-         * offset r * slot_stride, so my piece starts 16-aligned in every rank's slot */
-        if (arrived < 1) {
-            dev_pieces_in(p, in[p.me], lo, hi);
-        }
-        if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-            return;
-        }
-        plo = dev_piece_end(p, p.me, hi);
-        if (plo > lo) {
-            red(p, p.dst + lo, in, p.nranks, (size_t)p.me * p.slot_stride + lo,
-                           (plo - lo) / (size_t)p.esize);
-        }
-        dev_finish(p, ep, ep);
-        break;
+    case PICOLL_CUDA_K_REDUCE: dev_mode_oneshot(p, red, b); break;
+    case PICOLL_CUDA_K_REDSCAT: dev_mode_redscat(p, red, b); break;
     case PICOLL_CUDA_K_ALLGATHERV:
         if constexpr (!R::FIXED) {
-            /* as allgather, each rank's block cut to its length (dev_piece_end) */
-            plo = dev_piece_end(p, p.me, hi);
-            if (arrived < 1 && plo > lo) {
-                dev_copy(in[p.me] + lo, p.src + lo, plo - lo);
-            }
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                return;
-            }
-            for (int r = 0; r < p.nranks; r++) {
-                size_t end = dev_piece_end(p, r, hi);
-                if (end > lo && (r != p.me || !p.skip_self)) {
-                    dev_copy(p.dst + p.piece_off[r] + lo, in[r] + lo, end - lo);
-                }
-            }
-            dev_finish(p, ep, ep);
-            break;
+            dev_mode_allgatherv(p, b);
         }
         break;
     case PICOLL_CUDA_K_BCAST:
         if constexpr (!R::FIXED) {
-            /* every rank arrives (a rank writes its slot again two epochs on only once every peer
-             * arrived after reading it); only the root's slot carries data */
-            if (arrived < 1 && p.me == p.root) {
-                dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-            }
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                return;
-            }
-            if (p.me != p.root) {
-                dev_copy(p.dst + lo, in[p.root] + lo, hi - lo);
-            }
-            dev_finish(p, ep, ep);
-            break;
+            dev_mode_bcast(p, b);
         }
         break;
-    case PICOLL_CUDA_K_TWOSHOT:
-        if (arrived < 1) {
-            dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-        }
-        if (arrived < 2) {
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                return;
-            }
-            dev_part(lo, hi, p.nranks, p.me, &plo, &phi);
-            red(p, out[p.me] + plo, in, p.nranks, plo, (phi - plo) / (size_t)p.esize);
-        }
-        if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            dev_part(lo, hi, p.nranks, r, &plo, &phi);
-            dev_copy(p.dst + plo, out[r] + plo, phi - plo);
-        }
-        dev_finish(p, ep, ep + 1);
-        break;
-    case PICOLL_CUDA_K_HCM: {
-        if constexpr (!R::FIXED) {
-            /* every block reduces its slice of its quad's inputs (read over the quad's NVLinks)
-             * into its out buffer, then combines that with the same slice of its relay's out
-             * buffer (the other quad's result, read over the relay link): (quad of rank 0) op
-             * (other quad) on every rank. Both arrivals wait for the quad and the relay, so that
-             * no buffer is written again while one of them may still read it. */
-            char *quad_in[4], *pair[2];
-            for (int k = 0; k < 4; k++) {
-                quad_in[k] = in[p.quad[k]];
-            }
-            if (arrived < 1) {
-                dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-            }
-            if (arrived < 2) {
-                if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                    return;
-                }
-                red(p, out[p.me] + lo, quad_in, 4, lo, (hi - lo) / (size_t)p.esize);
-            }
-            if (dev_arrive_wait(p, ep, ep + 1, arrived < 2)) {
-                return;
-            }
-            pair[p.quad_first ? 0 : 1] = out[p.me];
-            pair[p.quad_first ? 1 : 0] = out[p.relay];
-            red(p, p.dst + lo, pair, 2, lo, (hi - lo) / (size_t)p.esize);
-            dev_finish(p, ep, ep + 1);
-            break;
+    case PICOLL_CUDA_K_TWOSHOT: dev_mode_twoshot(p, red, b); break;
+    case PICOLL_CUDA_K_HCM:
+        if constexpr (!R::FIXED) { /* a reduction over 4 ranks, then 2 */
+            dev_mode_hcm(p, red, b);
         }
         break;
-    }
     case PICOLL_CUDA_K_ALLGATHER:
         if constexpr (!R::FIXED) {
-            if (arrived < 1) {
-                dev_copy(in[p.me] + lo, p.src + lo, hi - lo);
-            }
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                return;
-            }
-            for (int r = 0; r < p.nranks; r++) {
-                if (r != p.me || !p.skip_self) {
-                    dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + lo, hi - lo);
-                }
-            }
-            dev_finish(p, ep, ep);
-            break;
+            dev_mode_allgather(p, b);
         }
         break;
     case PICOLL_CUDA_K_ALLTOALL:
         if constexpr (!R::FIXED) {
-            if (arrived < 1) {
-                for (int r = 0; r < p.nranks; r++) {
-                    dev_copy(in[p.me] + (size_t)r * p.bytes + lo,
-                             p.src + (size_t)r * p.src_stride + lo, hi - lo);
-                }
-            }
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                return;
-            }
-            for (int r = 0; r < p.nranks; r++) {
-                dev_copy(p.dst + (size_t)r * p.dst_stride + lo, in[r] + (size_t)p.me * p.bytes + lo,
-                         hi - lo);
-            }
-            dev_finish(p, ep, ep);
-            break;
+            dev_mode_alltoall(p, b);
         }
         break;
     case PICOLL_CUDA_K_ALLTOALLV:
         if constexpr (!R::FIXED) {
-            /* as reduce-scatter's copy in: the piece for rank r at slot offset r * slot_stride, cut
-             * to its length; out, the piece from rank r at my offset in its slot, cut to the length
-             * I receive from it (MPI: the length it sends me) */
-            if (arrived < 1) {
-                dev_pieces_in(p, in[p.me], lo, hi);
-            }
-            if (dev_arrive_wait(p, ep, ep, arrived < 1)) {
-                return;
-            }
-            for (int r = 0; r < p.nranks; r++) {
-                size_t end = dev_len_end(p, p.rpiece[r], hi);
-                if (end > lo) {
-                    dev_copy(p.dst + p.rpiece_off[r] + lo,
-                             in[r] + (size_t)p.me * p.slot_stride + lo, end - lo);
-                }
-            }
-            dev_finish(p, ep, ep);
-            break;
+            dev_mode_alltoallv(p, b);
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -844,7 +627,8 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
     {                                                                                       \
         dev_coll(p, dev_red_fixed<dtype, op, nr>());                                        \
     }
-#define DEV_FIXED_RANKS(tag, e, dtype, op) PICOLL_CUDA_FIXED_RANKS(DEV_FIXED_ENTRY, tag, e, dtype, op)
+#define DEV_FIXED_RANKS(tag, e, dtype, op) \
+    PICOLL_CUDA_FIXED_RANKS(DEV_FIXED_ENTRY, tag, e, dtype, op)
 PICOLL_CUDA_FIXED_LIST(DEV_FIXED_RANKS)
 #undef DEV_FIXED_RANKS
 #undef DEV_FIXED_ENTRY

@@ -25,7 +25,7 @@
  * after a communicator's first device call: a call armed for the hot path (picoll_cuda_hot_arm)
  * launches without one, and a rank that said no to it never arrives, so no block gets past the
  * wait that needs it; the host reads that no in the node workspace while it polls, vetoes its
- * kernels through the host-mapped status (coll_veto) and returns PICOLL_ERR_VETOED for the full
+ * kernels through the host-mapped status (coll_veto) and returns PICOLL_RETRY for the full
  * vote. */
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
@@ -463,7 +463,7 @@ static picoll_status_t coll_end(picoll_cuda_ws_t *ws, coll_call_t *c, uint64_t f
                      picoll_clock_now() - late.start);
     }
     picoll_cuda_leave(&c->prev);
-    return vetoed ? PICOLL_ERR_VETOED : PICOLL_OK;
+    return vetoed ? PICOLL_RETRY : PICOLL_OK;
 }
 
 /* The parameters every launch on ws shares. */
@@ -579,7 +579,7 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, coll_call_t *c)
     for (size_t i = 0; i < c->nchunks; i++) {
         blocks = coll_launch(ws, c, i, floor, 0, 0);
         if (blocks < 0) {
-            /* as a rank that said no in the vote does (dispatch.c): the peers' kernels wait for
+            /* as a rank that said no in the vote does (coll/vote.c): the peers' kernels wait for
              * this rank's arrival until their hosts see the no, and veto them */
             atomic_store_explicit(&ws->veto_shm->flags[ws->veto_shm->me].dev_no, c->p.veto_at,
                                   memory_order_release);
@@ -587,7 +587,7 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, coll_call_t *c)
             picoll_cuda_hot_skip(ws);
             picoll_debug("%s on the device: the calling thread's current context changed since "
                          "its last call: this rank says no", c->coll);
-            return PICOLL_ERR_VETOED;
+            return PICOLL_RETRY;
         }
     }
     ws->epoch += (uint64_t)c->nchunks * (uint64_t)c->arrivals;
@@ -596,7 +596,7 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, coll_call_t *c)
         if (c->p.veto_at != 0) {
             /* no launch to carry a no: every rank takes the vote (nchunks is the same on all) */
             picoll_cuda_hot_skip(ws);
-            return PICOLL_ERR_VETOED;
+            return PICOLL_RETRY;
         }
         return PICOLL_OK;
     }

@@ -62,10 +62,10 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
 void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_comm,
                            picoll_shm_t *shm, const picoll_config_t *cfg, picoll_cu_context_t ctx);
 
-/* The device hot path (coll/dispatch.c): the next device call on ws runs without a barrier
+/* The device hot path (coll/vote.c): the next device call on ws runs without a barrier
  * before it, as call number call (the same on every rank, never 0): every rank that said yes
  * launches; one that said no publishes it in shm (dev_no) instead and calls
- * picoll_cuda_hot_skip. Then every yes rank's call returns PICOLL_ERR_VETOED, having written
+ * picoll_cuda_hot_skip. Then every yes rank's call returns PICOLL_RETRY, having written
  * nothing the caller sees, and every rank's workspace is at the same epoch. */
 void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm, uint64_t call);
 void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws);
@@ -90,7 +90,7 @@ picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
 size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
 
 /* The device collectives, run after every rank agreed to (they cannot fall back any more), or
- * armed for the hot path (picoll_cuda_hot_arm: PICOLL_ERR_VETOED when a rank said no). The
+ * armed for the hot path (picoll_cuda_hot_arm: PICOLL_RETRY when a rank said no). The
  * result is in the receive buffer when they return PICOLL_OK; a peer that never arrives ends the
  * job.
  * sendbuf may be MPI_IN_PLACE. Allreduce runs kernel mode PICOLL_CUDA_K_ONESHOT, _TWOSHOT or _HCM
@@ -194,19 +194,19 @@ static inline picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll
                                                     picoll_op_t op)
 {
     (void)ws, (void)mode, (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf,
                                                     void *recvbuf, size_t block)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)block;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf,
                                                    void *recvbuf, size_t block)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)block;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 
 static inline picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
@@ -215,27 +215,27 @@ static inline picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, c
                                                          picoll_dtype_t dtype, picoll_op_t op)
 {
     (void)ws, (void)coll, (void)sendbuf, (void)recvbuf, (void)counts, (void)dtype, (void)op;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_bcast(picoll_cuda_ws_t *ws, void *buffer, size_t bytes,
                                                 int root)
 {
     (void)ws, (void)buffer, (void)bytes, (void)root;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const void *sendbuf,
                                                      void *recvbuf, const size_t *bytes,
                                                      const size_t *displs)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)bytes, (void)displs;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf,
                                                  void *recvbuf, size_t count,
                                                  picoll_dtype_t dtype, picoll_op_t op, int root)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)root;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf,
                                                     void *recvbuf, const size_t *sbytes,
@@ -244,7 +244,7 @@ static inline picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const 
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)sbytes, (void)soffs, (void)rbytes, (void)roffs,
         (void)largest;
-    return PICOLL_ERR_DISABLED;
+    return PICOLL_DECLINED;
 }
 
 #endif

@@ -18,12 +18,12 @@
 #define WS_HELLO 0x7069636f6c6c0000ull /* "picoll" and the rank in the user's communicator */
 #define CUDA_ERROR_NO_BINARY_FOR_GPU 209
 
-/* Translate a CUDA error where it enters: log the call once, return PICOLL_ERR_CUDA. */
+/* Translate a CUDA error where it enters: log the call once, return PICOLL_ERR_CUDA (from a
+ * function with nothing to undo: what it made so far, picoll_cuda_ws_destroy releases). */
 #define WS_CHECK(call, name)                                                                  \
     do {                                                                                      \
         if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                \
-            status = PICOLL_ERR_CUDA;                                                         \
-            goto out;                                                                         \
+            return PICOLL_ERR_CUDA;                                                           \
         }                                                                                     \
     } while (0)
 
@@ -148,7 +148,7 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
     if (slot >= 0 && cache[slot].ctx == ctx && cache[slot].id == id) {
         *out = cache[slot].fn;
         memcpy(fixed, cache[slot].fixed, sizeof(cache[slot].fixed));
-        goto out;
+        goto unlock;
     }
     rc = picoll_cu.module_load_data(&mod, picoll_cuda_fatbin);
     if (rc == CUDA_ERROR_NO_BINARY_FOR_GPU) {
@@ -161,13 +161,13 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
                     "%d.%d (picoll's kernels need 7.0 or later; built for %s)", device, major,
                     minor, PICOLL_CUDA_ARCHS);
         status = PICOLL_ERR_NOT_SUPPORTED;
-        goto out;
+        goto unlock;
     }
     if (picoll_cudrv_check(rc, "cuModuleLoadData") != PICOLL_OK ||
         picoll_cudrv_check(picoll_cu.module_get_function(out, mod, PICOLL_CUDA_KERNEL_NAME),
                            "cuModuleGetFunction") != PICOLL_OK) {
         status = PICOLL_ERR_CUDA;
-        goto out;
+        goto unlock;
     }
     for (int k = 0; k < PICOLL_CUDA_FIXED_COUNT; k++) {
         /* a module without the entry (not expected: built from the same source) runs the
@@ -184,7 +184,7 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
         cache[slot].fn = *out;
         memcpy(cache[slot].fixed, fixed, sizeof(cache[slot].fixed));
     }
-out:
+unlock:
     pthread_mutex_unlock(&lock);
     return status;
 }
@@ -226,7 +226,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     msg->device = ws->device;
     status = ws_kernel(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed);
     if (status != PICOLL_OK) {
-        goto out;
+        return status;
     }
     WS_CHECK(picoll_cu.device_get_attribute(&sms, PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                             ws->device), "cuDeviceGetAttribute");
@@ -247,8 +247,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     if (ws->threads < ws->nlocal) { /* thread t of a block waits for local rank t */
         picoll_info("device %d runs %d threads per block, fewer than the %d local ranks: device "
                     "collectives fall back", ws->device, ws->threads, ws->nlocal);
-        status = PICOLL_ERR_NOT_SUPPORTED;
-        goto out;
+        return PICOLL_ERR_NOT_SUPPORTED;
     }
     WS_CHECK(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
              "cuOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -302,8 +301,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
              "cuMemHostGetDevicePointer");
     ws->status_dev = (picoll_cuda_status_t *)(uintptr_t)status_dev;
     msg->ok = 1;
-out:
-    return status;
+    return PICOLL_OK;
 }
 
 /* CUDA IPC lets one context per device of this process open the handles that one device of
@@ -373,7 +371,6 @@ static void ws_import_release(int entry)
 /* Map the workspace of every peer in ws->peers and read its hello value through the mapping. */
 static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
 {
-    picoll_status_t status = PICOLL_OK;
     for (int r = 0; r < ws->nlocal; r++) {
         uint64_t v = 0;
         picoll_cu_deviceptr_t p = 0;
@@ -397,8 +394,7 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
             if (!can) {
                 picoll_info("no peer access from GPU %s to GPU %s of local rank %d: device "
                             "collectives fall back", all[ws->me].bus_id, all[r].bus_id, r);
-                status = PICOLL_ERR_NOT_SUPPORTED;
-                goto out;
+                return PICOLL_ERR_NOT_SUPPORTED;
             }
         }
         picoll_cu_context_t holder = NULL;
@@ -415,16 +411,14 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
                 picoll_info("device collectives fall back on this communicator: more than %d "
                             "peer GPUs mapped in this process", WS_IMPORTS);
             }
-            status = PICOLL_ERR_NOT_SUPPORTED;
-            goto out;
+            return PICOLL_ERR_NOT_SUPPORTED;
         }
         if (picoll_cudrv_check(picoll_cu.ipc_open_mem_handle(
                                    &p, all[r].handle, PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
                                "cuIpcOpenMemHandle") != PICOLL_OK) {
             ws_import_release(ws->import[r]);
             ws->import[r] = 0;
-            status = PICOLL_ERR_CUDA;
-            goto out;
+            return PICOLL_ERR_CUDA;
         }
         ws->peer[r] = (char *)(uintptr_t)p;
         ws->mapped[r] = 1;
@@ -436,12 +430,10 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
             picoll_warn("device workspace of local rank %d (device %d) reads back %#llx through its "
                         "IPC mapping: no peer access, device collectives fall back",
                         r, all[r].device, (unsigned long long)v);
-            status = PICOLL_ERR_CUDA;
-            goto out;
+            return PICOLL_ERR_CUDA;
         }
     }
-out:
-    return status;
+    return PICOLL_OK;
 }
 
 /* Blocks per launch, the same on every rank: block b of every rank waits for block b of the

@@ -60,7 +60,10 @@ DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)\s*(.*)$")
 ROUNDS = re.compile(r"# rounds (?:A/B|A/B/C) \(us\):((?: [0-9.]+(?:/[0-9.]+){1,2})+)$")
 DEFAULT_NP = "2,4"
 DEFAULT_ROUNDS = 5
-# over this 1-minute load average per CPU before the run, its figures are not to be trusted
+# over this share of the CPUs busy just before the run (the 2-second sample of /proc/stat), its
+# figures are not to be trusted; the 1-minute load average decides only where /proc/stat is missing,
+# since it still counts a build that ended a minute ago (the main job's own)
+BUSY_WARN = 0.5
 LOAD_WARN_PER_CPU = 0.5
 
 
@@ -167,16 +170,19 @@ class Load:
         return line
 
     def warning(self):
-        """A line when the load before the run makes its figures unreliable, else None."""
+        """A line when other work kept the CPUs busy just before the run, else None. The CPUs' busy
+        time over the sample decides; the load average only where /proc/stat cannot be read."""
+        if self.busy_now is not None:
+            if self.busy_now <= BUSY_WARN:
+                return None
+            return ("WARNING: other work kept the CPUs %.0f%% busy over the %.0f s before the run "
+                    "(over %.0f%%): the latencies and ratios below are unreliable"
+                    % (100 * self.busy_now, self.SAMPLE_S, 100 * BUSY_WARN))
         if self.per_cpu() <= LOAD_WARN_PER_CPU:
             return None
-        msg = ("WARNING: the load before the run was %.2f per CPU (over %.1f): other work shares "
-               "the CPUs, so the latencies and ratios below are unreliable"
-               % (self.per_cpu(), LOAD_WARN_PER_CPU))
-        if self.busy_now is not None and self.busy_now < 0.25:
-            msg += (" (the CPUs were only %.0f%% busy just before it: the 1-minute average may "
-                    "still count the build)" % (100 * self.busy_now))
-        return msg
+        return ("WARNING: the load before the run was %.2f per CPU (over %.1f): other work shares "
+                "the CPUs, so the latencies and ratios below are unreliable"
+                % (self.per_cpu(), LOAD_WARN_PER_CPU))
 
     def after_line(self):
         line = "load after: %s on %d CPUs" % (self.fmt(self.after), self.cpus)

@@ -12,7 +12,9 @@
 #       (network namespaces, tests/net/hosts.sh; needs root): 2+2 ranks, picoll against plain MPI
 #       in the same job (--ab=4), 8 B to 16 MiB; OSU OPTIONS replace those of osu_allreduce
 #
-# Environment: PICOLL_BENCH_BUILD (build directory, default build-bench), MPICC (default mpicc),
+# Environment: PICOLL_BENCH_BUILD (build directory, default build-bench, or the test command's
+# build-openmpi where it exists), PICOLL_BENCH_CUDA_ARCHS (kernels' architectures, default those of
+# the GPUs present, none without one), MPICC (default mpicc),
 # OSU_DIR (real OSU micro-benchmarks to run as well). Results: osu-bench/results/<date>-<host>/.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,12 +32,35 @@ if [ ! -x configure ] || [ configure.ac -nt configure ]; then
     autoreconf -fi >/dev/null
 fi
 
-build="${PICOLL_BENCH_BUILD:-build-bench}"
+# An existing build is reused: build-bench/ once made, else the test command's Open MPI build
+# (build-openmpi/, which has the benchmarks) when MPICC does not ask for another MPI.
+build="${PICOLL_BENCH_BUILD:-}"
+if [ -z "$build" ]; then
+    build=build-bench
+    if [ ! -f build-bench/Makefile ] && [ -z "${MPICC:-}" ] && [ -f build-openmpi/Makefile ]; then
+        build=build-openmpi
+    fi
+fi
 jobs=$(nproc 2>/dev/null || echo 2)
 mkdir -p "$build"
 if [ ! -f "$build/Makefile" ]; then
-    echo "== configure in $build"
-    (cd "$build" && "$top/configure" -q ${MPICC:+MPICC="$MPICC"})
+    # The kernels only for the GPUs present: their compute capabilities from nvidia-smi; none
+    # answers, no kernels at all (the host benchmarks never load them, and the fatbin for every
+    # architecture nvcc knows is most of a build's time). PICOLL_BENCH_CUDA_ARCHS chooses ("all").
+    cuda_opt=""
+    archs=${PICOLL_BENCH_CUDA_ARCHS:-}
+    if [ -z "$archs" ]; then
+        archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+                tr -d '. ' | sort -un | tr '\n' ' ' | sed 's/ *$//') || archs=""
+    fi
+    if [ -n "$archs" ]; then
+        cuda_opt="--with-cuda-archs=$archs"
+        echo "== configure in $build (kernels for sm: $archs)"
+    else
+        cuda_opt="--without-cuda"
+        echo "== configure in $build (no GPU answers nvidia-smi: host benchmarks, no kernels)"
+    fi
+    (cd "$build" && "$top/configure" -q ${MPICC:+MPICC="$MPICC"} $cuda_opt)
 fi
 echo "== build in $build"
 make -C "$build" -s -j"$jobs" all >/dev/null

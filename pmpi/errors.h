@@ -16,7 +16,7 @@ int picoll_raise_call(const picoll_call_t *c, int code);
 /* Refuses the call: warns, and raises an error whose text says that arg is CUDA device memory,
  * and why (picoll's own error class; MPI_ERR_BUFFER where the MPI cannot add one). */
 int picoll_raise_refused(const picoll_call_t *c, const char *arg, const char *why);
-/* Refuses a stream-ordered call (pmpi/stream.c): warns, and raises on comm (MPI_COMM_NULL:
+/* Refuses a stream-ordered call (pmpi/stream*.c): warns, and raises on comm (MPI_COMM_NULL:
  * MPI_COMM_WORLD) an error of picoll's class "picoll: stream-ordered call refused" whose text is
  * the message (fallback, e.g. MPI_ERR_COMM, where the MPI cannot add classes). */
 int picoll_raise_stream(MPI_Comm comm, int fallback, const char *fmt, ...)

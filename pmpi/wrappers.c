@@ -52,11 +52,25 @@ PICOLL_EXPORT int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
-/* Stats and last path of a call handed to PMPI, counted only once PMPI accepted its arguments. */
+/* The size of comm's group, or of its remote group on an intercommunicator where remote is 1. */
+static int group_size(MPI_Comm comm, int remote)
+{
+    int inter = 0, n = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter && remote) {
+        PMPI_Comm_remote_size(comm, &n);
+    } else {
+        PMPI_Comm_size(comm, &n);
+    }
+    return n;
+}
+
+/* Stats and last path of a call handed to PMPI, counted only once PMPI accepted its arguments:
+ * count elements of type (allgather, alltoall and reduce-scatter-block: per rank of the group). */
 static void fallback_done(picoll_coll_t coll, int rc, MPI_Count count, MPI_Datatype type,
                           MPI_Comm comm)
 {
-    int tsize = 0, csize = 1, inter = 0;
+    int tsize = 0;
     size_t bytes;
     if (picoll_reentry) {
         return;
@@ -69,15 +83,27 @@ static void fallback_done(picoll_coll_t coll, int rc, MPI_Count count, MPI_Datat
     bytes = (size_t)count * (size_t)tsize;
     if (coll == PICOLL_COLL_ALLGATHER || coll == PICOLL_COLL_ALLTOALL ||
         coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK) {
-        PMPI_Comm_test_inter(comm, &inter);
-        if (inter) {
-            PMPI_Comm_remote_size(comm, &csize);
-        } else {
-            PMPI_Comm_size(comm, &csize);
-        }
-        bytes *= (size_t)csize;
+        bytes *= (size_t)group_size(comm, 1);
     }
     picoll_stats_add(coll, PICOLL_ALG_FALLBACK, bytes);
+}
+
+/* fallback_done of a v-form: the sum of its receive counts (int, or MPI_Count where width says
+ * so), one per rank of the group (reduce-scatter: the local one; else the remote one on an
+ * intercommunicator), read only where the stats count them: whatever path the call took, on
+ * host or device buffers. */
+static void fallback_v_done(picoll_coll_t coll, int rc, const void *counts, size_t width,
+                            MPI_Datatype type, MPI_Comm comm)
+{
+    MPI_Count sum = 0;
+    if (picoll_g.stats && rc == MPI_SUCCESS && !picoll_reentry && counts != NULL) {
+        int n = group_size(comm, coll != PICOLL_COLL_REDUCE_SCATTER);
+        for (int r = 0; r < n; r++) {
+            sum += width == sizeof(int) ? ((const int *)counts)[r]
+                                        : ((const MPI_Count *)counts)[r];
+        }
+    }
+    fallback_done(coll, rc, sum, type, comm);
 }
 
 /* 1 when picoll's own algorithms ran the call (*rc its return code); 0: the caller falls back. */
@@ -111,7 +137,8 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
         !picoll_op_valid(args.dtype, args.op)) {
         return 0;
     }
-    return picoll_allreduce(&ctx->coll, &args, rc) != PICOLL_ALG_FALLBACK;
+    int alg;
+    return picoll_allreduce(&ctx->coll, &args, &alg, rc) == PICOLL_OK;
 }
 
 PICOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -182,7 +209,8 @@ static int blocks_args(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     return 1;
 }
 
-typedef int (*blocks_alg_t)(picoll_coll_ctx_t *, const picoll_blocks_args_t *, int *);
+typedef picoll_status_t (*blocks_alg_t)(picoll_coll_ctx_t *, const picoll_blocks_args_t *, int *,
+                                        int *);
 
 static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcount,
                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
@@ -194,7 +222,8 @@ static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcou
         return 0;
     }
     picoll_comm_t *ctx = picoll_comm_get(comm);
-    return ctx != NULL && ctx->enabled && alg(&ctx->coll, &args, rc) != PICOLL_ALG_FALLBACK;
+    int ran;
+    return ctx != NULL && ctx->enabled && alg(&ctx->coll, &args, &ran, rc) == PICOLL_OK;
 }
 
 /* MPI_Allgather, MPI_Alltoall and their large-count forms: picoll's algorithm, else the staging
@@ -253,7 +282,8 @@ static picoll_comm_t *device_comm(MPI_Comm comm)
 static int device_accel(picoll_comm_t *ctx, picoll_device_args_t *args, int *rc)
 {
     args->me = ctx->rank;
-    return picoll_device_only(&ctx->coll, args, rc) != PICOLL_ALG_FALLBACK;
+    int alg;
+    return picoll_device_only(&ctx->coll, args, &alg, rc) == PICOLL_OK;
 }
 
 /* MPI_Reduce_scatter_block and MPI_Reduce_scatter: counts of every rank (equal for the block
@@ -315,7 +345,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
             return rc;                                                                             \
         }                                                                                          \
         rc = picoll_stage_##NAME(sendbuf, recvbuf, recvcounts, datatype, op, comm);                \
-        fallback_done(PICOLL_COLL_REDUCE_SCATTER, rc, ok ? (MPI_Count)sum : 0, datatype, comm);    \
+        fallback_v_done(PICOLL_COLL_REDUCE_SCATTER, rc, recvcounts, sizeof(recvcounts[0]),         \
+                        datatype, comm);                                                           \
         return rc;                                                                                 \
     }
 
@@ -400,7 +431,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
         }                                                                                          \
         rc = picoll_stage_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,        \
                                  recvtype, comm);                                                  \
-        fallback_done(PICOLL_COLL_ALLGATHERV, rc, ok ? (MPI_Count)sum : 0, MPI_BYTE, comm);        \
+        fallback_v_done(PICOLL_COLL_ALLGATHERV, rc, recvcounts, sizeof(recvcounts[0]), recvtype,   \
+                        comm);                                                                     \
         return rc;                                                                                 \
     }
 
@@ -415,7 +447,7 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
                                  MPI_Datatype recvtype, MPI_Comm comm)                             \
     {                                                                                              \
         size_t sb[PICOLL_CUDA_MAX_LOCAL], so[PICOLL_CUDA_MAX_LOCAL];                               \
-        size_t rb[PICOLL_CUDA_MAX_LOCAL], ro[PICOLL_CUDA_MAX_LOCAL], sum = 0;                      \
+        size_t rb[PICOLL_CUDA_MAX_LOCAL], ro[PICOLL_CUDA_MAX_LOCAL];                               \
         picoll_comm_t *ctx = device_comm(comm);                                                    \
         int rc;                                                                                    \
         if (ctx != NULL && ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL) {                              \
@@ -430,7 +462,6 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
                 so[r] = ok ? (size_t)sdispls[r] * e : 0;                                           \
                 rb[r] = ok ? (size_t)recvcounts[r] * e : 0;                                        \
                 ro[r] = ok ? (size_t)rdispls[r] * e : 0;                                           \
-                sum += rb[r];                                                                      \
             }                                                                                      \
             picoll_device_args_t args = {.coll = PICOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,        \
                                          .recvbuf = recvbuf, .counts = sb, .displs = so,           \
@@ -441,7 +472,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
         }                                                                                          \
         rc = picoll_stage_##NAME(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,      \
                                  rdispls, recvtype, comm);                                         \
-        fallback_done(PICOLL_COLL_ALLTOALLV, rc, (MPI_Count)sum, MPI_BYTE, comm);                 \
+        fallback_v_done(PICOLL_COLL_ALLTOALLV, rc, recvcounts, sizeof(recvcounts[0]), recvtype,    \
+                        comm);                                                                     \
         return rc;                                                                                 \
     }
 

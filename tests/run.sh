@@ -8,6 +8,7 @@
 #   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
 #   PICOLL_TEST_FULL=all bash tests/run.sh        every test on every MPI (or a list of MPIs)
 #   PICOLL_TEST_BUILD_PREFIX=build-x- bash tests/run.sh    build in build-x-openmpi/, ...
+#   PICOLL_TEST_SLOTS=1 bash tests/run.sh         one test at a time (default 4 slots: side by side)
 #   PICOLL_TEST_CUDA_ARCHS=all bash tests/run.sh  kernels for every GPU architecture even without
 #                                                 a GPU (default there: "80 90"; with one: all)
 set -euo pipefail
@@ -55,6 +56,9 @@ if [ -z "${PICOLL_TEST_CUDA_ARCHS+set}" ] && ! nvidia-smi -L >/dev/null 2>&1; th
     archs="80 90"
     echo "== no GPU answers (nvidia-smi -L): the kernels' fatbin for sm_80 and sm_90 only (PICOLL_TEST_CUDA_ARCHS=all for every one)"
 fi
+slots=${PICOLL_TEST_SLOTS:-4}
+# the script's own settings stay out of the tests' environment (picoll warns of an unknown PICOLL_*)
+unset PICOLL_TEST_MPIS PICOLL_TEST_FULL PICOLL_TEST_BUILD_PREFIX PICOLL_TEST_CUDA_ARCHS PICOLL_TEST_SLOTS
 for mpi in $mpis; do
     dir="$prefix$mpi"
     case $mpi in
@@ -85,7 +89,10 @@ for mpi in $mpis; do
     subset=(-LE '^(full|soak)$'); what=" (subset)"
     case " $full " in *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;; esac
     echo "== $mpi: ctest ${subset[*]}${what:+ (the tests labelled full run at $full)}"
-    (cd "$dir" && ctest --output-on-failure --timeout 300 "${subset[@]}") || status=1
+    # -j 4: tests side by side in four slots of half a core each, a test taking the slots it was
+    # measured to need (tests/slots.cmake; CTestTestfile.cmake.in); PICOLL_TEST_SLOTS=1 runs them
+    # one at a time
+    (cd "$dir" && ctest --output-on-failure --timeout 300 -j "$slots" "${subset[@]}") || status=1
     phase "$mpi ctest$what"
 done
 exit $status

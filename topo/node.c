@@ -51,7 +51,7 @@ picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *
         status = PICOLL_ERR_MPI;
     }
     if (status != PICOLL_OK) {
-        goto out_free;
+        goto free_arrays;
     }
     /* every rank now holds the same all[]: what follows is deterministic */
     out->reach = PICOLL_TOPO_REACH_NONE;
@@ -62,7 +62,7 @@ picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *
                 rank_gpu[k] = -1;
             }
             nused = 0;
-            goto out_done;
+            goto restrict_used;
         }
         int g = all[r].bus_id[0] ? picoll_topo_find_bus_id(node, all[r].bus_id) : -1;
         if (g < 0 && all[r].index >= 0 && all[r].index < node->ngpus) {
@@ -90,10 +90,10 @@ picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *
         snprintf(out->why, sizeof(out->why), withgpu ? "rank %d has no GPU" : "no rank has a GPU (rank %d first)",
                  nogpu);
     }
-out_done:
+restrict_used:
     status = picoll_topo_restrict(node, used, nused, &out->used);
     if (status != PICOLL_OK) {
-        goto out_free;
+        goto free_arrays;
     }
     /* rank_gpu as indices into out->used */
     for (int r = 0; r < nranks; r++) {
@@ -117,7 +117,7 @@ out_done:
     free(all);
     return PICOLL_OK;
 
-out_free:
+free_arrays:
     free(all);
     free(rank_gpu);
     return status;

@@ -1,11 +1,13 @@
 /* Node GPU topology: what connects the GPUs of one node (NVLink, NVSwitch, PCIe), its class, and
- * the allreduce/allgather/alltoall algorithm each class allows per message size.
+ * the reach of a set of ranks (how they can read each other's GPU memory). Topology knows no
+ * message sizes: which algorithm runs at which size for each reach is the algorithm layer's
+ * choice (src/coll/select.c).
  *
  * A topology comes from NVML + hwloc at run time (detect.c), or from a recorded
- * `nvidia-smi topo -m` text (parse.c, PICOLL_TOPO_FILE). Classification (classify.c) and
- * selection (select.c) are pure functions of it, so every rank that holds the same topology and
- * the same configuration makes the same choice. topo/ depends only on src/ util (status, log,
- * config); it never includes a header of a higher layer. */
+ * `nvidia-smi topo -m` text (parse.c, PICOLL_TOPO_FILE). Classification (topo_classify.c) and
+ * the reach (reach.c) are pure functions of it, so every rank that holds the same topology makes
+ * the same choice. topo/ depends only on src/ util (status, log, config); it never includes a
+ * header of a higher layer. */
 #ifndef PICOLL_TOPO_H
 #define PICOLL_TOPO_H
 

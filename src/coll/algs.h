@@ -1,6 +1,6 @@
 /* picoll's own algorithms on the host executor. Each takes this rank's vote (1 when it can run the
  * call: its buffers are host memory of the right kind) and returns PICOLL_OK, or
- * PICOLL_ERR_DISABLED when some rank voted no: then no receive buffer was touched and every rank
+ * PICOLL_DECLINED when some rank voted no: then no receive buffer was touched and every rank
  * hands the call to the underlying MPI.
  *
  * Workspace rule that keeps them race-free with one barrier per step: data written into
@@ -107,7 +107,7 @@ picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_
  * the call; DIRECT: its peers may also read its buffers with process_vm_readv (plain host memory,
  * not CUDA-pinned, and for alltoall not in place). Returns PICOLL_OK when every rank voted both;
  * PICOLL_ERR_NOT_SUPPORTED when every rank voted HOST but some not DIRECT: nothing was touched,
- * and the caller runs the workspace algorithm (vote 1) instead; PICOLL_ERR_DISABLED otherwise. */
+ * and the caller runs the workspace algorithm (vote 1) instead; PICOLL_DECLINED otherwise. */
 enum { PICOLL_CMA_VOTE_HOST = 1, PICOLL_CMA_VOTE_DIRECT = 2 };
 picoll_status_t picoll_allgather_cma(picoll_shm_t *shm, const picoll_blocks_args_t *args,
                                      uint32_t vote);

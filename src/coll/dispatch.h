@@ -1,6 +1,8 @@
 /* Entry points from the PMPI layer into picoll's algorithms. Each picks an algorithm for the
- * call (the same on every rank of ctx) and, unless it picked PICOLL_ALG_FALLBACK, runs it and
- * stores the MPI return code in *mpi_rc. */
+ * call (the same on every rank of ctx) and runs it: PICOLL_OK, with *alg the algorithm that ran
+ * and *mpi_rc the MPI return code for the caller; or PICOLL_DECLINED where picoll does not take
+ * the call (on every rank; nothing was touched, the outputs are not set): the caller hands it to
+ * the underlying MPI. */
 #ifndef PICOLL_DISPATCH_H
 #define PICOLL_DISPATCH_H
 
@@ -37,7 +39,7 @@ typedef struct {
     picoll_hier_t *hier;    /* shape and network of a communicator spanning nodes; NULL when not
                                set up on every rank */
     int cuda_hot;           /* the last vote on the node agreed on the device (in cuda): the next
-                               device call may take the hot path (coll/dispatch.c) */
+                               device call may take the hot path (coll/vote.c) */
     uint64_t hot_calls;     /* calls that took the hot path so far (the same on every rank) */
     picoll_cuda_ws_t *cuda_enq; /* a stream communicator's workspace on the application's stream
                                  * (MPIX_Stream_comm_create, on one node): its enqueued
@@ -85,9 +87,10 @@ typedef struct {
     int eligible;          /* this rank's arguments allow the device path (voted on) */
 } picoll_device_args_t;
 
-/* A collective enqueued on a stream communicator's CUDA stream (MPIX_*_enqueue, pmpi/stream.c),
- * for picoll's kernels on that stream (ctx->cuda_enq). Buffers: device memory of the stream's
- * context (the caller copies any other kind through device memory of its own). */
+/* A collective enqueued on a stream communicator's CUDA stream (MPIX_*_enqueue,
+ * pmpi/stream_kernel.c), for picoll's kernels on that stream (ctx->cuda_enq). Buffers: device
+ * memory of the stream's context (the caller copies any other kind through device memory of its
+ * own). */
 typedef struct {
     picoll_coll_t coll;   /* PICOLL_COLL_ALLREDUCE, _ALLGATHER, _ALLTOALL, _REDUCE_SCATTER_BLOCK,
                            * _BCAST */
@@ -111,9 +114,13 @@ int picoll_enq_select(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *arg
  * picoll_last_algorithm() as the blocking call's device algorithm. */
 picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *args, int alg);
 
-int picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args, int *mpi_rc);
-int picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args, int *mpi_rc);
-int picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
-int picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *mpi_rc);
+picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args,
+                                 int *alg, int *mpi_rc);
+picoll_status_t picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args,
+                                   int *alg, int *mpi_rc);
+picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                                 int *alg, int *mpi_rc);
+picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                                int *alg, int *mpi_rc);
 
 #endif

@@ -39,7 +39,8 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                                "doubling of the whole vector on its rail over UCX "
                                                "(up to PICOLL_ALLREDUCE_ONESHOT_MAX)"},
     [PICOLL_ALLREDUCE_HIER_CUDA] = {.name = "hier_cuda",
-                                    .desc = "between nodes, device buffers, nodes of equal size: "
+                                    .desc = "between nodes, device buffers, nodes of 2 to 32 "
+                                            "ranks (of any sizes): "
                                             "device reduce-scatter over CUDA IPC, each rank's "
                                             "block through pinned host memory in pipelined "
                                             "chunks to its rail (recursive doubling or ring over "

@@ -149,7 +149,7 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
         /* every rank sees an intercommunicator alike: no exchange needed */
         snprintf(ctx->reason, sizeof(ctx->reason), "intercommunicator");
         PMPI_Comm_remote_size(comm, &ctx->coll.size);
-        goto out_attach;
+        goto attach;
     }
     PMPI_Comm_rank(comm, &ctx->rank);
     PMPI_Comm_size(comm, &ctx->coll.size);
@@ -193,7 +193,7 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
                  agreed[1]);
     }
 
-out_attach:
+attach:
     comm_list_add(ctx);
     if (!ctx->enabled) {
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->coll.size, ctx->reason);

@@ -137,7 +137,7 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
     *shm_ok = 0;
     *hier_ok = 0;
     /* the device workspace is made later, by the first call whose buffers are device memory on
-     * every rank, in their context (coll/dispatch.c) */
+     * every rank, in their context (coll/vote.c) */
     ctx->coll.cuda_possible = want_cuda;
     if ((one_node && (picoll_cfg.host != PICOLL_HOST_OFF || want_cuda)) || want_hier) {
         /* single copy serves the host algorithms of one node */

@@ -33,7 +33,7 @@ typedef struct {
                                     which the peers read after the reduction's barrier */
     uint64_t pid;                /* this rank's process and its start time (util/proc.h), written */
     uint64_t start;              /* at set-up: a peer that waits for it can tell late from gone */
-    _Atomic uint64_t dev_no;     /* the device hot path (coll/dispatch.c): the number of the last
+    _Atomic uint64_t dev_no;     /* the device hot path (coll/vote.c): the number of the last
                                     hot call this rank said no to; its peers' kernels wait for it
                                     in vain, their hosts read this and stop them */
     char pad[PICOLL_CACHE_LINE - 5 * sizeof(uint64_t)];

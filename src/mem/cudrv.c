@@ -73,13 +73,13 @@ static void cudrv_load_once(void)
     if (lib == NULL) {
         const char *e = dlerror();
         snprintf(cudrv_why, sizeof(cudrv_why), "no CUDA driver: %s", e ? e : "dlopen failed");
-        goto out;
+        goto report;
     }
     for (size_t i = 0; i < sizeof(cudrv_syms) / sizeof(cudrv_syms[0]); i++) {
         void *fn = dlsym(lib, cudrv_syms[i].symbol);
         if (fn == NULL) {
             snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver lacks %s", cudrv_syms[i].symbol);
-            goto out_close;
+            goto close_lib;
         }
         memcpy((char *)&table + cudrv_syms[i].offset, &fn, sizeof(fn));
     }
@@ -88,13 +88,13 @@ static void cudrv_load_once(void)
         const char *s = NULL;
         table.get_error_string(rc, &s);
         snprintf(cudrv_why, sizeof(cudrv_why), "cuInit failed: %s (%d)", s ? s : "?", rc);
-        goto out_close;
+        goto close_lib;
     }
     rc = table.device_get_count(&cudrv_devices);
     if (rc != 0 || cudrv_devices <= 0) {
         cudrv_devices = 0;
         snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver loaded but no device is visible");
-        goto out_close;
+        goto close_lib;
     }
     /* optional entry points: NULL where this driver lacks them */
     *(void **)&table.ctx_get_id = dlsym(lib, "cuCtxGetId");
@@ -114,10 +114,10 @@ static void cudrv_load_once(void)
     snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver %d.%d loaded, %d device(s)",
              cudrv_version / 1000, cudrv_version % 1000 / 10, cudrv_devices);
     cudrv_status = PICOLL_OK;
-    goto out; /* keep the library loaded for the life of the process */
-out_close:
+    goto report; /* keep the library loaded for the life of the process */
+close_lib:
     dlclose(lib);
-out:
+report:
     picoll_debug("%s", cudrv_why);
 }
 

@@ -115,7 +115,7 @@ typedef struct {
      * PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT the multiprocessors it may use (an MPS client limited
      * by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE gets fewer than the device has) */
     picoll_cu_result_t (*ctx_get_exec_affinity)(picoll_cu_exec_affinity_t *, int type);
-    /* optional: the stream-ordered calls (pmpi/stream.c, MPIX_*_enqueue); NULL where the driver
+    /* optional: the stream-ordered calls (pmpi/stream*.c, MPIX_*_enqueue); NULL where the driver
      * lacks them, and those calls then answer an MPI error */
     picoll_cu_result_t (*stream_get_ctx)(picoll_cu_stream_t, picoll_cu_context_t *);
     picoll_cu_result_t (*stream_wait_value64)(picoll_cu_stream_t, picoll_cu_deviceptr_t addr,

@@ -6,6 +6,7 @@
 #include "util/fatal.h"
 #include "util/log.h"
 #include "util/proc.h"
+#include "util/status.h"
 #include "util/wait.h"
 
 #include <arpa/inet.h>
@@ -272,46 +273,173 @@ static void answer_read(alive_answer_t *a, picoll_alive_t *al, const alive_card_
     a->phase = ANSWER_CLOSED;
 }
 
+/* alive_connect's connections in progress: the dials to lower members, the connections accepted
+ * from higher ones (at most max_answers), and the poll set over them. */
+typedef struct {
+    alive_dial_t *dials;
+    alive_answer_t *answers;
+    struct pollfd *fds;
+    int ndial, nanswer, max_answers;
+    int polled; /* answers in the poll set (one accepted since is polled from the next round) */
+} alive_conns_t;
+
+static void alive_conns_free(alive_conns_t *c)
+{
+    free(c->dials);
+    free(c->answers);
+    free(c->fds);
+}
+
+/* The connections of member me of n: a dial to each lower member on another host (need[i]) that
+ * listens. */
+static picoll_status_t alive_conns_create(const alive_card_t *cards, const unsigned char *need,
+                                          int n, int me, alive_conns_t *out)
+{
+    alive_conns_t c = {.max_answers = n * 2 + 1};
+
+    c.dials = calloc((size_t)n, sizeof(*c.dials));
+    c.answers = calloc((size_t)n * 2 + 1, sizeof(*c.answers));
+    c.fds = calloc((size_t)n * 3 + 2, sizeof(*c.fds));
+    if (c.dials == NULL || c.answers == NULL || c.fds == NULL) {
+        alive_conns_free(&c);
+        return PICOLL_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < me; i++) {
+        if (need[i] && cards[i].port != 0) {
+            c.dials[c.ndial++] = (alive_dial_t){.member = i, .fd = -1, .phase = DIAL_NEXT};
+        }
+    }
+    *out = c;
+    return PICOLL_OK;
+}
+
+/* Gives up the dials past their deadline and starts those that need their next address; returns
+ * how many are still in progress. */
+static int alive_dials_advance(alive_conns_t *c, const alive_card_t *cards)
+{
+    int pending = 0;
+    double now = picoll_clock_now();
+    for (int d = 0; d < c->ndial; d++) {
+        alive_dial_t *x = &c->dials[d];
+        if ((x->phase == DIAL_CONNECTING || x->phase == DIAL_REPLY) && now > x->deadline) {
+            dial_fail_address(x);
+        }
+        if (x->phase == DIAL_NEXT) {
+            dial_start(x, &cards[x->member]);
+        }
+        pending += x->phase != DIAL_DONE && x->phase != DIAL_FAILED;
+    }
+    return pending;
+}
+
+/* What to watch, in c->fds: the listener, the dials in flight, the accepted connections. Returns
+ * how many. */
+static int alive_poll_set(alive_conns_t *c, int listener)
+{
+    int k = 0;
+    if (listener >= 0) {
+        c->fds[k++] = (struct pollfd){.fd = listener, .events = POLLIN};
+    }
+    for (int d = 0; d < c->ndial; d++) {
+        const alive_dial_t *x = &c->dials[d];
+        if (x->phase == DIAL_CONNECTING || x->phase == DIAL_REPLY) {
+            c->fds[k++] = (struct pollfd){
+                .fd = x->fd, .events = x->phase == DIAL_CONNECTING ? POLLOUT : POLLIN};
+        }
+    }
+    c->polled = c->nanswer;
+    for (int a = 0; a < c->polled; a++) {
+        if (c->answers[a].phase != ANSWER_CLOSED) {
+            c->fds[k++] = (struct pollfd){.fd = c->answers[a].fd, .events = POLLIN};
+        }
+    }
+    return k;
+}
+
+/* Serves what the poll of alive_poll_set's c->fds found: a connection to accept, a dial's
+ * connection made or its reply, an accepted connection's bytes. */
+static void alive_serve(alive_conns_t *c, picoll_alive_t *al, const alive_card_t *cards,
+                        const unsigned char *need, int listener)
+{
+    int k = 0;
+    if (listener >= 0) {
+        if (c->fds[k].revents & POLLIN) {
+            int fd = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0 && c->nanswer < c->max_answers) {
+                c->answers[c->nanswer++] = (alive_answer_t){.fd = fd, .phase = ANSWER_HELLO};
+            } else if (fd >= 0) {
+                close(fd);
+            }
+        }
+        k++;
+    }
+    for (int d = 0; d < c->ndial; d++) {
+        alive_dial_t *x = &c->dials[d];
+        if (x->phase != DIAL_CONNECTING && x->phase != DIAL_REPLY) {
+            continue;
+        }
+        short ev = c->fds[k++].revents;
+        if (ev == 0) {
+            continue;
+        }
+        if (x->phase == DIAL_CONNECTING) {
+            dial_hello(x, &cards[x->member], &cards[al->me], al->me);
+        } else {
+            dial_reply(x, &cards[x->member], &al->fd[x->member]);
+        }
+    }
+    for (int a = 0; a < c->polled; a++) {
+        if (c->answers[a].phase == ANSWER_CLOSED) {
+            continue;
+        }
+        if (c->fds[k++].revents != 0) {
+            answer_read(&c->answers[a], al, cards, need);
+        }
+    }
+}
+
+/* Every dialler has finished: a confirmation sent before its barrier may still be on the way.
+ * Waits for those a little, then drops what is left unconfirmed, and the dials that failed. */
+static void alive_conns_settle(alive_conns_t *c, picoll_alive_t *al, const alive_card_t *cards,
+                               const unsigned char *need)
+{
+    double until = picoll_clock_now() + ALIVE_REPLY_S;
+    for (int a = 0; a < c->nanswer; a++) {
+        alive_answer_t *x = &c->answers[a];
+        while (x->phase == ANSWER_CONFIRM && picoll_clock_now() < until) {
+            struct pollfd p = {.fd = x->fd, .events = POLLIN};
+            if (poll(&p, 1, 10) > 0) {
+                answer_read(x, al, cards, need);
+            }
+        }
+        if (x->phase != ANSWER_CLOSED) {
+            close(x->fd);
+        }
+    }
+    for (int d = 0; d < c->ndial; d++) {
+        if (c->dials[d].fd >= 0) {
+            close(c->dials[d].fd);
+        }
+    }
+}
+
 /* Connects this member with every member on another host (need[i]): it dials the lower ones and
  * answers the higher ones, serving both until every member has finished dialling (a barrier
  * over the rail, tested while serving). */
 static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_card_t *cards,
                           const unsigned char *need, int listener, double silence)
 {
-    int n = al->n, me = al->me;
-    alive_dial_t *dials = calloc((size_t)n, sizeof(*dials));
-    alive_answer_t *answers = calloc((size_t)n * 2 + 1, sizeof(*answers));
-    struct pollfd *fds = calloc((size_t)n * 3 + 2, sizeof(*fds));
-    int ndial = 0, nanswer = 0, max_answers = n * 2 + 1;
+    alive_conns_t c;
     int barrier_started = 0, barrier_done = 0;
     MPI_Request barrier = MPI_REQUEST_NULL;
 
-    if (dials == NULL || answers == NULL || fds == NULL) {
-        free(dials);
-        free(answers);
-        free(fds);
+    if (alive_conns_create(cards, need, al->n, al->me, &c) != PICOLL_OK) {
         /* take part all the same: the others would wait in the barrier */
         alive_barrier(rail_comm);
         return;
     }
-    for (int i = 0; i < me; i++) {
-        if (need[i] && cards[i].port != 0) {
-            dials[ndial++] = (alive_dial_t){.member = i, .fd = -1, .phase = DIAL_NEXT};
-        }
-    }
     while (!barrier_done) {
-        int pending = 0;
-        double now = picoll_clock_now();
-        for (int d = 0; d < ndial; d++) {
-            alive_dial_t *x = &dials[d];
-            if ((x->phase == DIAL_CONNECTING || x->phase == DIAL_REPLY) && now > x->deadline) {
-                dial_fail_address(x);
-            }
-            if (x->phase == DIAL_NEXT) {
-                dial_start(x, &cards[x->member]);
-            }
-            pending += x->phase != DIAL_DONE && x->phase != DIAL_FAILED;
-        }
+        int pending = alive_dials_advance(&c, cards);
         if (pending == 0 && !barrier_started) {
             PMPI_Ibarrier(rail_comm, &barrier);
             barrier_started = 1;
@@ -322,83 +450,13 @@ static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_ca
                 break;
             }
         }
-        /* what to watch: the listener, the dials in flight, the accepted connections */
-        int k = 0;
-        if (listener >= 0) {
-            fds[k++] = (struct pollfd){.fd = listener, .events = POLLIN};
-        }
-        for (int d = 0; d < ndial; d++) {
-            if (dials[d].phase == DIAL_CONNECTING || dials[d].phase == DIAL_REPLY) {
-                fds[k++] = (struct pollfd){.fd = dials[d].fd,
-                                           .events = dials[d].phase == DIAL_CONNECTING ? POLLOUT
-                                                                                       : POLLIN};
-            }
-        }
-        int polled = nanswer; /* a connection accepted below is polled from the next round */
-        for (int a = 0; a < polled; a++) {
-            if (answers[a].phase != ANSWER_CLOSED) {
-                fds[k++] = (struct pollfd){.fd = answers[a].fd, .events = POLLIN};
-            }
-        }
-        if (poll(fds, (nfds_t)k, 5) <= 0) {
-            continue;
-        }
-        k = 0;
-        if (listener >= 0) {
-            if (fds[k].revents & POLLIN) {
-                int c = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (c >= 0 && nanswer < max_answers) {
-                    answers[nanswer++] = (alive_answer_t){.fd = c, .phase = ANSWER_HELLO};
-                } else if (c >= 0) {
-                    close(c);
-                }
-            }
-            k++;
-        }
-        for (int d = 0; d < ndial; d++) {
-            alive_dial_t *x = &dials[d];
-            if (x->phase != DIAL_CONNECTING && x->phase != DIAL_REPLY) {
-                continue;
-            }
-            short ev = fds[k++].revents;
-            if (ev == 0) {
-                continue;
-            }
-            if (x->phase == DIAL_CONNECTING) {
-                dial_hello(x, &cards[x->member], &cards[me], me);
-            } else {
-                dial_reply(x, &cards[x->member], &al->fd[x->member]);
-            }
-        }
-        for (int a = 0; a < polled; a++) {
-            if (answers[a].phase == ANSWER_CLOSED) {
-                continue;
-            }
-            if (fds[k++].revents != 0) {
-                answer_read(&answers[a], al, cards, need);
-            }
+        int k = alive_poll_set(&c, listener);
+        if (poll(c.fds, (nfds_t)k, 5) > 0) {
+            alive_serve(&c, al, cards, need, listener);
         }
     }
-    /* Every dialler has finished: a confirmation sent before its barrier may still be on the
-     * way. Wait for those a little, then drop what is left unconfirmed. */
-    double until = picoll_clock_now() + ALIVE_REPLY_S;
-    for (int a = 0; a < nanswer; a++) {
-        while (answers[a].phase == ANSWER_CONFIRM && picoll_clock_now() < until) {
-            struct pollfd p = {.fd = answers[a].fd, .events = POLLIN};
-            if (poll(&p, 1, 10) > 0) {
-                answer_read(&answers[a], al, cards, need);
-            }
-        }
-        if (answers[a].phase != ANSWER_CLOSED) {
-            close(answers[a].fd);
-        }
-    }
-    for (int d = 0; d < ndial; d++) {
-        if (dials[d].fd >= 0) {
-            close(dials[d].fd);
-        }
-    }
-    for (int i = 0; i < n; i++) {
+    alive_conns_settle(&c, al, cards, need);
+    for (int i = 0; i < al->n; i++) {
         if (al->fd[i] >= 0) {
             alive_keepalive(al->fd[i], silence);
         } else if (need[i]) {
@@ -406,9 +464,7 @@ static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_ca
                          "liveness check", i);
         }
     }
-    free(dials);
-    free(answers);
-    free(fds);
+    alive_conns_free(&c);
 }
 
 static uint64_t alive_pidns(void)
@@ -463,7 +519,8 @@ picoll_alive_t *picoll_alive_create(MPI_Comm rail_comm, const char (*hosts)[PICO
     }
     if (cards == NULL) {
         /* cannot take part in the exchange: the others would wait in it */
-        picoll_fatal("out of memory setting up the network step's liveness check: aborting the job");
+        picoll_fatal("out of memory setting up the network step's liveness check: aborting the "
+                     "job");
     }
     PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, cards, (int)sizeof(mine), MPI_BYTE,
                    rail_comm);

@@ -1,4 +1,5 @@
-/* The network layer over UCX's ucp API: one process-wide context, a worker per rail. */
+/* The network layer over UCX's ucp API: one process-wide context, a worker per rail. Built with
+ * UCX only (src/Makefile.inc); no_ucx.c stands in for it without. */
 #define _GNU_SOURCE /* open_memstream, strtok_r */
 #include "build-config.h"
 #include "net/alive.h"
@@ -13,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#ifdef PICOLL_HAVE_UCX
 #include <ucp/api/ucp.h>
 
 #define NET_HOST_MAX 64
@@ -51,9 +50,9 @@ static picoll_net_t *nets;
  * runs no picoll wait, while its peer waits for those bytes and the MPI call for the peer: seen
  * under MPICH between two hosts, rank 0 in the network step waiting for rank 2, rank 2 in the
  * MPI's next collective waiting for rank 0, about one run in ten of hosts.matrix.np4. So once a
- * rail uses UCX's network transports (other hosts, or PICOLL_UCX_TLS/UCX_TLS set), a thread of the process progresses every rail no other thread is driving,
- * every millisecond; rails on one machine (UCX's shared memory, where a completed send has left)
- * do without it. */
+ * rail uses UCX's network transports (other hosts, or PICOLL_UCX_TLS/UCX_TLS set), a thread of the
+ * process progresses every rail no other thread is driving, every millisecond; rails on one
+ * machine (UCX's shared memory, where a completed send has left) do without it. */
 #define NET_PROGRESS_PERIOD_NS 1000000L
 static pthread_once_t net_progress_once = PTHREAD_ONCE_INIT;
 
@@ -145,7 +144,8 @@ static ucs_status_t ucx_get(int kind, ucp_context_h *out)
     ucp_params_t params = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
         .features = UCP_FEATURE_TAG,
-        .mt_workers_shared = 1, /* rails of different communicators may be used by different threads */
+        /* rails of different communicators may be used by different threads */
+        .mt_workers_shared = 1,
     };
     ucs_status_t st;
 
@@ -296,47 +296,56 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
     return status;
 }
 
-picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
-                                  double timeout, picoll_net_t **out)
+/* The rail's record, for n members (me among them; comm_ranks[i]: member i's rank in the user's
+ * communicator of comm_size). */
+static picoll_status_t net_alloc(int n, int me, const int *comm_ranks, int comm_size,
+                                 double timeout, picoll_net_t **out)
 {
+    picoll_status_t status;
     picoll_net_t *net = calloc(1, sizeof(*net));
-    picoll_status_t status = PICOLL_OK;
-    ucp_address_t *addr = NULL;
-    size_t addr_len = 0;
-    int my_len = 0, max_len = 0;
-    char *all = NULL;
-    char host[MPI_MAX_PROCESSOR_NAME];
-    int hlen = 0;
-    int n, me;
-    ucs_status_t st;
 
-    *out = NULL;
-    PMPI_Comm_size(rail_comm, &n);
-    PMPI_Comm_rank(rail_comm, &me);
     if (net == NULL) {
-        status = PICOLL_ERR_NO_MEMORY;
-    } else {
-        pthread_mutex_init(&net->lock, NULL);
-        net->rank = me;
-        net->size = n;
-        net->comm_size = comm_size;
-        net->timeout = timeout;
-        net->comm_ranks = malloc((size_t)n * sizeof(int));
-        net->hosts = calloc((size_t)n, NET_HOST_MAX);
-        net->eps = calloc((size_t)n, sizeof(ucp_ep_h));
-        if (net->comm_ranks == NULL || net->hosts == NULL || net->eps == NULL) {
-            status = PICOLL_ERR_NO_MEMORY;
-        } else {
-            memcpy(net->comm_ranks, comm_ranks, (size_t)n * sizeof(int));
-        }
+        return PICOLL_ERR_NO_MEMORY;
     }
-    if (status == PICOLL_OK && n > NET_MAX_MEMBERS) {
+    pthread_mutex_init(&net->lock, NULL);
+    net->rank = me;
+    net->size = n;
+    net->comm_size = comm_size;
+    net->timeout = timeout;
+    net->comm_ranks = malloc((size_t)n * sizeof(int));
+    net->hosts = calloc((size_t)n, NET_HOST_MAX);
+    net->eps = calloc((size_t)n, sizeof(ucp_ep_h));
+    if (net->comm_ranks == NULL || net->hosts == NULL || net->eps == NULL) {
+        status = PICOLL_ERR_NO_MEMORY;
+        goto err_free_net;
+    }
+    memcpy(net->comm_ranks, comm_ranks, (size_t)n * sizeof(int));
+    if (n > NET_MAX_MEMBERS) {
         picoll_warn("%d nodes: the network step supports at most %d", n, NET_MAX_MEMBERS);
         status = PICOLL_ERR_NOT_SUPPORTED;
+        goto err_free_net;
     }
-    /* hosts first: they decide the context */
+    *out = net;
+    return PICOLL_OK;
+
+err_free_net:
+    net_free(net);
+    return status;
+}
+
+/* Phase 1, hosts: the members' host names (net->hosts), which decide the context: *local when
+ * they all run on this host and the user set no transports. Then the liveness watch of the members
+ * (net->alive, net/alive.h), made with them. net is NULL on a member that failed: it only takes
+ * part. */
+static picoll_status_t net_exchange_hosts(picoll_net_t *net, MPI_Comm rail_comm, int n, int me,
+                                          double timeout, int *local)
+{
+    picoll_status_t status = PICOLL_OK;
     char *hosts = calloc((size_t)n, NET_HOST_MAX);
     char mine_host[NET_HOST_MAX] = "?";
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int hlen = 0;
+
     if (PMPI_Get_processor_name(host, &hlen) == MPI_SUCCESS) {
         host[NET_HOST_MAX - 1] = '\0';
         memcpy(mine_host, host, strlen(host) + 1);
@@ -348,11 +357,11 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
                        rail_comm) != MPI_SUCCESS) {
         status = PICOLL_ERR_MPI;
     }
-    int local = getenv("UCX_TLS") == NULL && getenv("PICOLL_UCX_TLS") == NULL;
+    int here = getenv("UCX_TLS") == NULL && getenv("PICOLL_UCX_TLS") == NULL;
     for (int i = 0; i < n; i++) {
-        local &= strncmp(hosts + (size_t)i * NET_HOST_MAX, mine_host, NET_HOST_MAX) == 0;
+        here &= strncmp(hosts + (size_t)i * NET_HOST_MAX, mine_host, NET_HOST_MAX) == 0;
     }
-    if (status == PICOLL_OK) {
+    if (net != NULL && status == PICOLL_OK) {
         memcpy(net->hosts, hosts, (size_t)n * NET_HOST_MAX);
     }
     /* collective: every member, failed or not */
@@ -366,31 +375,80 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
     }
     free(hosts);
     if (status == PICOLL_OK) {
-        ucp_context_h context;
-        ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-                                  .thread_mode = UCS_THREAD_MODE_SERIALIZED};
-        st = ucx_get(local ? UCX_LOCAL : UCX_ANY, &context);
-        if (st == UCS_OK) {
-            st = ucp_worker_create(context, &wp, &net->worker);
-            if (st != UCS_OK) {
-                net->worker = NULL;
-            }
-        }
-        if (st == UCS_OK) {
-            st = ucp_worker_get_address(net->worker, &addr, &addr_len);
-        }
+        *local = here;
+    }
+    return status;
+}
+
+/* Phase 2, worker: this member's worker in the context of its rail (local: shared memory only),
+ * and the worker's address for the others (*addr, *addr_len; released with
+ * ucp_worker_release_address). */
+static picoll_status_t net_create_worker(picoll_net_t *net, int local, ucp_address_t **addr,
+                                         size_t *addr_len)
+{
+    ucp_context_h context;
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = UCS_THREAD_MODE_SERIALIZED};
+    ucp_address_t *a = NULL;
+    size_t len = 0;
+    ucs_status_t st = ucx_get(local ? UCX_LOCAL : UCX_ANY, &context);
+
+    if (st == UCS_OK) {
+        st = ucp_worker_create(context, &wp, &net->worker);
         if (st != UCS_OK) {
-            picoll_error("creating a UCX worker failed: %s", ucs_status_string(st));
-            status = PICOLL_ERR_UCX;
+            net->worker = NULL;
         }
     }
+    if (st == UCS_OK) {
+        st = ucp_worker_get_address(net->worker, &a, &len);
+    }
+    if (st != UCS_OK) {
+        picoll_error("creating a UCX worker failed: %s", ucs_status_string(st));
+        return PICOLL_ERR_UCX;
+    }
+    *addr = a;
+    *addr_len = len;
+    return PICOLL_OK;
+}
 
-    /* the addresses: every rank takes part, a failed one with an empty address */
-    my_len = status == PICOLL_OK ? (int)addr_len : 0;
+/* An endpoint to member i at address (net->eps[i]). */
+static picoll_status_t net_create_ep(picoll_net_t *net, int i, const ucp_address_t *address,
+                                     int local)
+{
+    /* Peer failure handling lets a transfer with a dead peer fail at once instead of at the
+     * deadline, but UCX's shared-memory transports lack it (UCX would pick tcp instead): on this
+     * machine's own rails the deadline alone catches a dead peer. */
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .address = address,
+        .err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = net_ep_error, .arg = net},
+    };
+    ucs_status_t st = ucp_ep_create(net->worker, &ep, &net->eps[i]);
+    if (st != UCS_OK) {
+        picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
+                     net->hosts[i], ucs_status_string(st));
+        net->eps[i] = NULL;
+        return PICOLL_ERR_UCX;
+    }
+    return PICOLL_OK;
+}
+
+/* Phase 3, endpoints: the members' worker addresses (addr, addr_len: mine, released here), and an
+ * endpoint to every other member (net->eps). net is NULL on a member that failed: it takes part
+ * with an empty address, which fails the others. */
+static picoll_status_t net_exchange_addresses(picoll_net_t *net, MPI_Comm rail_comm, int n,
+                                              int me, int local, ucp_address_t *addr,
+                                              size_t addr_len)
+{
+    picoll_status_t status = PICOLL_OK;
+    int my_len = net != NULL ? (int)addr_len : 0, max_len = 0;
+
     PMPI_Allreduce(&my_len, &max_len, 1, MPI_INT, MPI_MAX, rail_comm);
     size_t rec = sizeof(int) + (size_t)max_len;
     char *mine = calloc(1, rec);
-    all = calloc((size_t)n, rec);
+    char *all = calloc((size_t)n, rec);
     if (mine == NULL || all == NULL) {
         picoll_fatal("out of memory exchanging UCX addresses: aborting the job");
     }
@@ -406,7 +464,7 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
     if (addr != NULL) {
         ucp_worker_release_address(net->worker, addr);
     }
-    for (int i = 0; status == PICOLL_OK && i < n; i++) {
+    for (int i = 0; net != NULL && status == PICOLL_OK && i < n; i++) {
         const char *r = all + (size_t)i * rec;
         int len;
         memcpy(&len, r, sizeof(int));
@@ -417,27 +475,37 @@ picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int
             status = PICOLL_ERR_UCX; /* that member failed; it says why */
             break;
         }
-        /* Peer failure handling lets a transfer with a dead peer fail at once instead of at the
-         * deadline, but UCX's shared-memory transports lack it (UCX would pick tcp instead):
-         * on this machine's own rails the deadline alone catches a dead peer. */
-        ucp_ep_params_t ep = {
-            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLER,
-            .address = (const ucp_address_t *)(r + sizeof(int)),
-            .err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
-            .err_handler = {.cb = net_ep_error, .arg = net},
-        };
-        st = ucp_ep_create(net->worker, &ep, &net->eps[i]);
-        if (st != UCS_OK) {
-            picoll_error("connecting to rank %d on host %s over UCX failed: %s",
-                         net->comm_ranks[i], net->hosts[i], ucs_status_string(st));
-            net->eps[i] = NULL;
-            status = PICOLL_ERR_UCX;
-        }
+        status = net_create_ep(net, i, (const ucp_address_t *)(r + sizeof(int)), local);
     }
     free(all);
-    picoll_status_t wired = net_wireup(status == PICOLL_OK ? net : NULL, rail_comm);
-    status = status == PICOLL_OK ? wired : status;
+    return status;
+}
+
+picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
+                                  double timeout, picoll_net_t **out)
+{
+    picoll_net_t *net = NULL;
+    ucp_address_t *addr = NULL;
+    size_t addr_len = 0;
+    picoll_status_t status, phase;
+    int n, me, local = 0;
+
+    *out = NULL;
+    PMPI_Comm_size(rail_comm, &n);
+    PMPI_Comm_rank(rail_comm, &me);
+    status = net_alloc(n, me, comm_ranks, comm_size, timeout, &net);
+    /* The phases exchange over the rail: a member that failed in an earlier one takes part in the
+     * later exchanges all the same (net NULL), so that every member fails together. */
+    phase = net_exchange_hosts(net, rail_comm, n, me, timeout, &local);
+    status = status == PICOLL_OK ? phase : status;
+    if (status == PICOLL_OK) {
+        status = net_create_worker(net, local, &addr, &addr_len);
+    }
+    phase = net_exchange_addresses(status == PICOLL_OK ? net : NULL, rail_comm, n, me, local,
+                                   addr, addr_len);
+    status = status == PICOLL_OK ? phase : status;
+    phase = net_wireup(status == PICOLL_OK ? net : NULL, rail_comm);
+    status = status == PICOLL_OK ? phase : status;
     if (status != PICOLL_OK) {
         if (net != NULL) {
             net_free(net);
@@ -705,86 +773,3 @@ int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sb
     picoll_net_isend(net, to, step, sbuf, slen, vote, &r[1]);
     return picoll_net_waitall(net, r, 2, coll);
 }
-
-#else /* no UCX: no network step; set-up fails and every rank falls back together, so the
-       * transfers below are never reached */
-
-static void net_absent(void)
-{
-    picoll_fatal("network step reached in a build without UCX (picoll bug): aborting the job");
-}
-
-void picoll_net_next(picoll_net_t *net)
-{
-    (void)net;
-    net_absent();
-}
-
-void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *buf, size_t len,
-                      int vote, picoll_net_req_t *req)
-{
-    (void)net, (void)peer, (void)step, (void)buf, (void)len, (void)vote, (void)req;
-    net_absent();
-}
-
-void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, size_t len,
-                      picoll_net_req_t *req)
-{
-    (void)net, (void)peer, (void)step, (void)buf, (void)len, (void)req;
-    net_absent();
-}
-
-int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const char *coll)
-{
-    (void)net, (void)reqs, (void)n, (void)coll;
-    net_absent();
-    return 0;
-}
-
-int picoll_net_sendrecv(picoll_net_t *net, unsigned step, int to, const void *sbuf, size_t slen,
-                        int from, void *rbuf, size_t rlen, int vote, const char *coll)
-{
-    (void)net, (void)step, (void)to, (void)sbuf, (void)slen, (void)from, (void)rbuf, (void)rlen;
-    (void)vote, (void)coll;
-    net_absent();
-    return 0;
-}
-
-int picoll_net_rank(const picoll_net_t *net)
-{
-    (void)net;
-    return 0;
-}
-
-int picoll_net_size(const picoll_net_t *net)
-{
-    (void)net;
-    return 1;
-}
-
-picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
-                                  double timeout, picoll_net_t **out)
-{
-    (void)rail_comm;
-    (void)comm_ranks;
-    (void)comm_size;
-    (void)timeout;
-    *out = NULL;
-    return PICOLL_ERR_NOT_SUPPORTED;
-}
-
-void picoll_net_destroy(picoll_net_t *net)
-{
-    (void)net;
-}
-
-void picoll_net_print_transports(FILE *out)
-{
-    fprintf(out, "none (built without UCX)\n");
-}
-
-void picoll_net_progress_all(void)
-{
-}
-
-#endif

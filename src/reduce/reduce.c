@@ -153,8 +153,8 @@ static const reduce_pair_t reduce_table[PICOLL_DT_COUNT][PICOLL_OP_COUNT] = {
 
 /* float16 and bfloat16 sums and products of more than two sources: every source converted to
  * float (exact) and folded into a float accumulator in source order, then rounded to the format
- * once, as the device kernel does (cuda/coll_kernel.cu, dev_reduce). Two sources give the same
- * bits as the pairwise loops. n elements from element off, at most HALF_WIDE_BLOCK. */
+ * once, as the device kernel does (cuda/coll_kernel_reduce.cuh, dev_reduce). Two sources give the
+ * same bits as the pairwise loops. n elements from element off, at most HALF_WIDE_BLOCK. */
 #define HALF_WIDE_BLOCK 2048
 #define HALF_WIDE(tname, TO_F, FROM_F)                                                       \
     static void reduce_wide_##tname(picoll_op_t op, uint16_t *dst, const void *const *srcs,  \

@@ -15,124 +15,166 @@
 static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_ENABLE", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, enable),
-     .doc = "1: intercept collectives; 0: pure pass-through, every call goes to PMPI untouched"},
+     .doc = "1 intercepts the collectives; 0 passes every call to PMPI untouched"},
     {.name = "PICOLL_LOG_LEVEL", .type = PICOLL_CFG_ENUM, .def = "warn",
      .choices = "error,warn,info,debug,trace", .offset = offsetof(picoll_config_t, log_level),
      .doc = "messages printed to stderr, each prefixed with the world rank"},
     {.name = "PICOLL_STATS", .type = PICOLL_CFG_BOOL, .def = "0",
      .offset = offsetof(picoll_config_t, stats),
-     .doc = "1: rank 0 prints calls and bytes per collective and algorithm, summed over ranks, at MPI_Finalize"},
+     .doc = "1: at MPI_Finalize rank 0 prints the calls and bytes of each collective and path, "
+            "summed over ranks"},
     {.name = "PICOLL_HOST", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "off,on,auto",
      .offset = offsetof(picoll_config_t, host),
-     .doc = "collectives on host buffers through picoll's shared-memory executor: off; on (at every size); auto (only where it beat the MPI when measured: allreduce at every size, allgather and alltoall up to PICOLL_HOST_AUTO_MAX)"},
+     .doc = "collectives on host buffers through the shared-memory executor: off, on (every "
+            "size) or auto (where it beat the MPI when measured: allreduce, and allgather and "
+            "alltoall up to PICOLL_HOST_AUTO_MAX)"},
     {.name = "PICOLL_WORKSPACE_SIZE", .type = PICOLL_CFG_SIZE, .def = "8M",
      .offset = offsetof(picoll_config_t, workspace_size),
-     .doc = "bytes of shared workspace per local rank and communicator; larger messages go through it in chunks"},
+     .doc = "bytes of shared workspace per local rank and communicator; larger messages go "
+            "through it in chunks"},
     {.name = "PICOLL_HOST_CACHE", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, host_cache),
-     .doc = "bytes the host executor's allgather and alltoall chunks scale by (allgather: half of it, alltoall: all of it, within 64 KiB and a workspace buffer); 0: the L2 cache of a core of the node's first rank, as picoll_info prints it"},
+     .doc = "bytes the host allgather and alltoall chunks scale by (0: the L2 cache of a core "
+            "of the node's first rank)"},
     {.name = "PICOLL_HOST_AUTO_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, host_auto_max),
-     .doc = "PICOLL_HOST=auto on one node: allgather runs through picoll while ranks x block <= this many bytes, alltoall while ranks x ranks x block <= it; larger ones go to the underlying MPI (beyond it the workspace's two copies lost to the MPI's single copy in some jobs, see docs/performance.md)"},
+     .doc = "with PICOLL_HOST=auto on one node, the largest allgather (ranks x block) and "
+            "alltoall (ranks x ranks x block) in bytes that picoll runs"},
     {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, allreduce_oneshot_max),
-     .doc = "largest allreduce (bytes) run one-shot: every rank reduces all inputs"},
+     .doc = "largest host allreduce (bytes) run one-shot, every rank reducing all inputs"},
     {.name = "PICOLL_ALLREDUCE_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "1G",
      .offset = offsetof(picoll_config_t, allreduce_twoshot_max),
-     .doc = "largest allreduce (bytes) run two-shot (reduce-scatter then all-gather); larger ones go to the underlying MPI"},
+     .doc = "largest host allreduce (bytes) run two-shot (reduce-scatter then all-gather); "
+            "larger ones go to the MPI"},
     {.name = "PICOLL_TIMEOUT", .type = PICOLL_CFG_DOUBLE, .def = "60",
      .offset = offsetof(picoll_config_t, timeout),
-     .doc = "seconds a rank waits for a peer inside a collective before it says which ranks it waits for (again at 2x, 4x, ...); see PICOLL_TIMEOUT_ACTION"},
-    {.name = "PICOLL_TIMEOUT_ACTION", .type = PICOLL_CFG_ENUM, .def = "wait", .choices = "wait,abort",
+     .doc = "seconds a rank waits for a peer inside a collective before it names the ranks it "
+            "waits for (again at 2x, 4x, ...)"},
+    {.name = "PICOLL_TIMEOUT_ACTION", .type = PICOLL_CFG_ENUM, .def = "wait",
+     .choices = "wait,abort",
      .offset = offsetof(picoll_config_t, timeout_action),
-     .doc = "past PICOLL_TIMEOUT, a wait for live peers (a node barrier, the network step, a late peer's kernel on the device): wait (keep waiting, as MPI does, saying so again at 2x, 4x, ...) or abort (end the job, naming the late ranks); a peer that is gone ends the job either way"},
-    {.name = "PICOLL_TEST_FAIL_SETUP", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,
+     .doc = "what a wait for live peers does past PICOLL_TIMEOUT: wait (as MPI does) or abort "
+            "(end the job, naming them)"},
+    {.name = "PICOLL_TEST_FAIL_SETUP", .type = PICOLL_CFG_INT, .def = "-1", .min = -1,
+     .max = INT_MAX,
      .offset = offsetof(picoll_config_t, test_fail_setup),
-     .doc = "testing only: the world rank whose communicator set-up is made to fail (-1: none)"},
+     .doc = "tests only: the world rank whose communicator set-up is made to fail (-1: none)",
+     .internal = 1},
     {.name = "PICOLL_CMA", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "auto,off",
      .offset = offsetof(picoll_config_t, cma),
-     .doc = "single-copy host allgather/alltoall/allreduce (from PICOLL_CMA_MIN, PICOLL_ALLREDUCE_CMA_MIN), each rank reading its peers' buffers with process_vm_readv: auto (where every rank of the node can) or off (on any rank: the whole node copies through the workspace)"},
+     .doc = "single-copy host transfers (process_vm_readv, from PICOLL_CMA_MIN and "
+            "PICOLL_ALLREDUCE_CMA_MIN): auto where every rank of the node can, off never"},
     {.name = "PICOLL_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, cma_min),
-     .doc = "smallest allgather/alltoall block (bytes one rank sends to one peer) read single-copy with process_vm_readv (where PICOLL_CMA allows); smaller ones go through the workspace; 0: never (the workspace won at every size measured)"},
+     .doc = "smallest host allgather/alltoall block (bytes) read single-copy with "
+            "process_vm_readv (0: never)"},
     {.name = "PICOLL_ALLREDUCE_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, allreduce_cma_min),
-     .doc = "smallest allreduce (bytes) run two-shot in single copies, each rank reading its peers' buffers with process_vm_readv (where PICOLL_CMA allows); 0: never, the workspace's two-shot at every size (it won wherever measured)"},
-    {.name = "PICOLL_TEST_CMA_FAULT", .type = PICOLL_CFG_INT, .def = "-1", .min = -1, .max = INT_MAX,
+     .doc = "smallest host allreduce (bytes) run two-shot in single copies with "
+            "process_vm_readv (0: never)"},
+    {.name = "PICOLL_TEST_CMA_FAULT", .type = PICOLL_CFG_INT, .def = "-1", .min = -1,
+     .max = INT_MAX,
      .offset = offsetof(picoll_config_t, test_cma_fault),
-     .doc = "testing only: the world rank that publishes an unreadable block address to the single-copy algorithms (-1: none)"},
+     .doc = "tests only: the world rank that publishes an unreadable block address to the "
+            "single-copy algorithms (-1: none)",
+     .internal = 1},
     {.name = "PICOLL_NET", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, net),
-     .doc = "communicators that span nodes: 1 runs host-buffer collectives hierarchically (node step, network step over UCX, node step) where PICOLL_HOST allows; 0 hands them to the underlying MPI"},
+     .doc = "1 runs host-buffer collectives of communicators that span nodes hierarchically "
+            "over UCX where PICOLL_HOST allows; 0 hands them to the MPI"},
     {.name = "PICOLL_VNODE_SIZE", .type = PICOLL_CFG_INT, .def = "0", .min = 0, .max = INT_MAX,
      .offset = offsetof(picoll_config_t, vnode_size),
-     .doc = "split every node into virtual nodes of this many consecutive local ranks, so the between-nodes path runs on one machine (tests, what-if); 0: real nodes"},
-    {.name = "PICOLL_VNODE_LAYOUT", .type = PICOLL_CFG_ENUM, .def = "block", .choices = "block,cyclic",
+     .doc = "split every node into virtual nodes of this many local ranks, so the between-nodes "
+            "path runs on one machine (0: real nodes)"},
+    {.name = "PICOLL_VNODE_LAYOUT", .type = PICOLL_CFG_ENUM, .def = "block",
+     .choices = "block,cyclic",
      .offset = offsetof(picoll_config_t, vnode_layout),
-     .doc = "with PICOLL_VNODE_SIZE: block puts consecutive local ranks on a virtual node; cyclic deals them out round-robin, like a job mapped by node"},
+     .doc = "with PICOLL_VNODE_SIZE, block puts consecutive local ranks on a virtual node and "
+            "cyclic deals them out round-robin"},
     {.name = "PICOLL_NET_RD_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
      .offset = offsetof(picoll_config_t, net_rd_max),
-     .doc = "network step of allreduce: largest block (bytes per rail) reduced by recursive doubling; larger ones go round a ring (reduce-scatter, all-gather)"},
+     .doc = "largest block (bytes per rail) the allreduce's network step reduces by recursive "
+            "doubling; larger ones go round a ring"},
     {.name = "PICOLL_NET_INFLIGHT", .type = PICOLL_CFG_INT, .def = "8", .min = 1, .max = 1024,
      .offset = offsetof(picoll_config_t, net_inflight),
-     .doc = "network step of alltoall: most peers a rank exchanges with at once"},
-    {.name = "PICOLL_CUDA_STAGING", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "auto,on,off",
+     .doc = "most peers a rank exchanges with at once in the alltoall's network step"},
+    {.name = "PICOLL_CUDA_STAGING", .type = PICOLL_CFG_ENUM, .def = "auto",
+     .choices = "auto,on,off",
      .offset = offsetof(picoll_config_t, cuda_staging),
-     .doc = "CUDA buffers of calls handed to the underlying MPI go through pinned host memory: auto (when that MPI is not CUDA-aware), on (always) or off (never)"},
+     .doc = "CUDA buffers of calls handed to the MPI go through pinned host memory: auto (when "
+            "the MPI is not CUDA-aware), on or off"},
     {.name = "PICOLL_CUDA", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, cuda),
-     .doc = "1: collectives on device buffers through picoll's CUDA IPC executor where a GPU is found; 0: never touch the GPU (device buffers go to the underlying MPI)"},
+     .doc = "1 runs collectives on device buffers through the CUDA IPC executor where a GPU is "
+            "found; 0 hands them to the MPI (staged as PICOLL_CUDA_STAGING says)"},
     {.name = "PICOLL_CUDA_FIXED", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, cuda_fixed),
-     .doc = "device reductions: 1 runs the sums of float, float16, bfloat16 and double on 2, 4, 6 or 8 ranks of a node on kernel entries compiled for that type, op and rank count (every rank's loads in flight at once); 0 runs every call on the generic kernel, which gives the same bits (for A/B timings). What the entries gain on NVLink is not measured (docs/cuda.md)"},
+     .doc = "1 runs the device sums of float, float16, bfloat16 and double on 2, 4, 6 or 8 "
+            "ranks on kernel entries compiled for them; 0 on the generic kernel (same bits, "
+            "for A/B timings)"},
     {.name = "PICOLL_CUDA_SPIN", .type = PICOLL_CFG_DOUBLE, .def = "0.01",
      .offset = offsetof(picoll_config_t, cuda_spin),
-     .doc = "seconds a device kernel spins for a peer's kernel that has not arrived (its GPU may still run work queued before the call) before it gives its SMs back; the host then waits for the peer without the GPU and relaunches the rest of the call (at least 0.001)"},
+     .doc = "seconds a device kernel spins for a late peer's kernel before it gives its SMs "
+            "back and the host waits instead (at least 0.001)"},
     {.name = "PICOLL_STREAM_DIRECT", .type = PICOLL_CFG_BOOL, .def = "0",
      .offset = offsetof(picoll_config_t, stream_direct),
-     .doc = "stream-ordered collectives (MPIX_*_enqueue) on device buffers of a stream the application created that do not go to picoll's kernels on the stream (PICOLL_STREAM_KERNELS): 0 copies them through pinned host memory on the stream, as on the legacy stream; 1 hands the buffers as they are to picoll's device path on the stream's thread (experimental: it hung on an H100 on 2026-11-26, docs/cuda.md)"},
+     .doc = "enqueued collectives on device buffers that do not run as kernels on the stream: 0 "
+            "copies them through pinned host memory, 1 hands them to the device path "
+            "(experimental)"},
     {.name = "PICOLL_STAGE_DEPTH", .type = PICOLL_CFG_INT, .def = "2", .min = 0, .max = 8,
      .offset = offsetof(picoll_config_t, stage_depth),
-     .doc = "allreduce between nodes on device buffers (the device hierarchy's network step, PICOLL_HIER_CUDA_CHUNK; or the host hierarchy where picoll stages, its own chunks of 1 MiB at most): chunks copied to the host ahead of the chunk on the network; 0 copies the whole buffer first. Measured on 2 virtual nodes sharing one H100 (2026-11-26, docs/performance.md): with 1 MiB chunks depth 2 took 12% off depth 0 at 16 MiB; not measured across GPU hosts"},
+     .doc = "chunks of a staged allreduce between nodes copied to the host ahead of the chunk "
+            "on the network (0: the whole buffer first)"},
     {.name = "PICOLL_HIER_CUDA", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, hier_cuda),
-     .doc = "allreduce, allgather and alltoall between nodes on device buffers (nodes of 2 to 32 ranks, of equal size for allgather and alltoall, GPUs joined by NVLink or PCIe peer access): 1 runs the node steps on the device over CUDA IPC and takes only each rank's share through pinned host memory to the network step (the allreduce's chunks pipelined, PICOLL_STAGE_DEPTH); 0 takes the host hierarchy through whole host copies where picoll stages, else hands the call to the MPI"},
+     .doc = "1 runs the node steps of allreduce, allgather and alltoall between nodes on device "
+            "buffers over CUDA IPC; 0 takes the host hierarchy"},
     {.name = "PICOLL_HIER_CUDA_MIN", .type = PICOLL_CFG_SIZE, .def = "128k",
      .offset = offsetof(picoll_config_t, hier_cuda_min),
-     .doc = "smallest call between nodes that PICOLL_HIER_CUDA runs with device node steps, in bytes: an allreduce's vector, an allgather's node part (a block times the ranks of a node); smaller ones take the host hierarchy on host copies (where picoll stages) or go to the MPI. Default from 4 ranks on 2 virtual nodes sharing an H100 (2026-11-26, docs/performance.md): allreduce 109 us on the device hierarchy at 128 KiB against 111 on the staged host one (87 against 71 at 64 KiB); allgather of 64 KiB blocks 105 against 115 (85 against 70 at 32 KiB)"},
+     .doc = "smallest call (bytes: an allreduce's vector, an allgather's or alltoall's node "
+            "part) that PICOLL_HIER_CUDA runs with device node steps"},
     {.name = "PICOLL_HIER_CUDA_CHUNK", .type = PICOLL_CFG_SIZE, .def = "1M",
      .offset = offsetof(picoll_config_t, hier_cuda_chunk),
-     .doc = "allreduce on the device hierarchy (PICOLL_HIER_CUDA): bytes of a rank's block copied to the host, reduced over the network and copied back as one chunk, PICOLL_STAGE_DEPTH of them copied ahead (at most half of PICOLL_WORKSPACE_SIZE). Default and depth 2 within noise of the best of 256k/1M/4M x depth 0/1/2/4 at 4 and 16 MiB on one H100 (2026-11-26, docs/performance.md)"},
+     .doc = "bytes of a rank's block that the device hierarchy's allreduce moves through host "
+            "memory as one chunk (at most half of PICOLL_WORKSPACE_SIZE)"},
     {.name = "PICOLL_STREAM_KERNELS", .type = PICOLL_CFG_BOOL, .def = "1",
      .offset = offsetof(picoll_config_t, stream_kernels),
-     .doc = "stream-ordered collectives (MPIX_*_enqueue) of a stream communicator on one node with a device workspace: 1 launches picoll's kernels on the stream itself (nothing waits on the host; a CUDA graph replays them); 0 leaves every call to the stream's thread (device buffers as PICOLL_STREAM_DIRECT says)"},
+     .doc = "1 launches picoll's kernels on the stream for enqueued collectives of a stream "
+            "communicator on one node; 0 leaves them to the stream's thread"},
     {.name = "PICOLL_TOPO_FILE", .type = PICOLL_CFG_STRING, .def = "",
      .offset = offsetof(picoll_config_t, topo_file),
-     .doc = "a recorded `nvidia-smi topo -m` text used instead of the detected GPU topology (tests, what-if)"},
-    {.name = "PICOLL_TOPO_FILE_GPU", .type = PICOLL_CFG_ENUM, .def = "device", .choices = "device,local-rank",
+     .doc = "a recorded `nvidia-smi topo -m` text used instead of the detected GPU topology "
+            "(tests, what-if)"},
+    {.name = "PICOLL_TOPO_FILE_GPU", .type = PICOLL_CFG_ENUM, .def = "device",
+     .choices = "device,local-rank",
      .offset = offsetof(picoll_config_t, topo_file_gpu),
-     .doc = "with PICOLL_TOPO_FILE, which of the file's GPUs a rank uses: device (GPUn for CUDA device n) or local-rank (GPUr for local rank r: ranks sharing one real GPU play a whole recorded node, for tests)"},
+     .doc = "with PICOLL_TOPO_FILE, which of the file's GPUs a rank uses: device (GPUn for CUDA "
+            "device n) or local-rank (GPUr for local rank r)"},
     {.name = "PICOLL_NVLINK_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "256k",
      .offset = offsetof(picoll_config_t, nvlink_oneshot_max),
-     .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run one-shot on the device"},
+     .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run one-shot on the "
+            "device"},
     {.name = "PICOLL_NVLINK_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "10M",
      .offset = offsetof(picoll_config_t, nvlink_twoshot_max),
-     .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run two-shot where the MPI is CUDA-aware; larger ones are handed over to it (where picoll stages what it hands over, two-shot runs at every size)"},
+     .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run two-shot where "
+            "the MPI is CUDA-aware (where picoll stages, every size)"},
     {.name = "PICOLL_HCM_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "256k",
      .offset = offsetof(picoll_config_t, hcm_oneshot_max),
-     .doc = "the 8 GPUs of a hybrid cube mesh (DGX-1): largest allreduce (bytes) run as HCM one-shot"},
+     .doc = "the 8 GPUs of a hybrid cube mesh (DGX-1): largest allreduce (bytes) run as HCM "
+            "one-shot"},
     {.name = "PICOLL_PCIE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "64k",
      .offset = offsetof(picoll_config_t, pcie_oneshot_max),
-     .doc = "GPUs with peer access over PCIe only: largest allreduce (bytes) run one-shot (0: hand all over)"},
+     .doc = "GPUs with peer access over PCIe only: largest allreduce (bytes) run one-shot (0: "
+            "hand all over)"},
     {.name = "PICOLL_NVLINK_IPC_MAX", .type = PICOLL_CFG_SIZE, .def = "1G",
      .offset = offsetof(picoll_config_t, nvlink_ipc_max),
-     .doc = "GPUs all joined by NVLink/NVSwitch: largest allgather/alltoall (receive bytes per rank) copied over IPC"},
+     .doc = "GPUs all joined by NVLink/NVSwitch: largest allgather/alltoall (receive bytes per "
+            "rank) copied over IPC"},
     {.name = "PICOLL_PCIE_IPC_MAX", .type = PICOLL_CFG_SIZE, .def = "1M",
      .offset = offsetof(picoll_config_t, pcie_ipc_max),
-     .doc = "GPUs with peer access over PCIe only: largest allgather/alltoall (receive bytes per rank) copied over IPC"},
-    {.name = "PICOLL_BENCH_NCCL", .type = PICOLL_CFG_STRING, .def = "",
-     .offset = offsetof(picoll_config_t, bench_nccl),
-     .doc = "osu-bench only (picoll does not use it): the NCCL library the --nccl column loads instead of libnccl.so.2 from the loader's path or /usr/local/cuda (osu-bench/README.md)"},
+     .doc = "GPUs with peer access over PCIe only: largest allgather/alltoall (receive bytes "
+            "per rank) copied over IPC"},
 };
 
 #define CONFIG_NVARS (sizeof(config_vars) / sizeof(config_vars[0]))
@@ -339,6 +381,9 @@ picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env)
         if (strncmp(name, "PICOLL_UCX_", 11) == 0) {
             continue; /* UCX's own settings for picoll's UCX context (src/net/ucx.c) */
         }
+        if (strncmp(name, "PICOLL_BENCH_", 13) == 0) {
+            continue; /* the benchmarks' own (osu-bench/), set in the jobs picoll runs in */
+        }
         const picoll_config_var_t *var = picoll_config_find(name);
         if (var == NULL) {
             picoll_warn("unknown variable %s ignored (picoll_info lists the valid ones)", name);
@@ -413,7 +458,7 @@ unsigned picoll_config_hash(const picoll_config_t *cfg)
         if (config_vars[i].offset == offsetof(picoll_config_t, log_level) ||
             config_vars[i].offset == offsetof(picoll_config_t, cma) ||
             config_vars[i].offset == offsetof(picoll_config_t, host_cache)) {
-            continue; /* may differ between ranks (the cache unit: the node's first rank's counts) */
+            continue; /* may differ between ranks (the cache unit: the node's first rank's) */
         }
         picoll_config_format(&config_vars[i], cfg, buf, sizeof(buf));
         for (const char *p = buf; *p; p++) {

@@ -54,14 +54,14 @@ typedef struct {
     int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
-                                * handed over as they are (pmpi/stream.c) */
+                                * handed over as they are */
     long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
-    int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the allreduce between
-                                * nodes (coll/dispatch.c) */
+    int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the collectives between
+                                * nodes */
     size_t hier_cuda_min;      /* PICOLL_HIER_CUDA_MIN: smallest call (bytes) it takes */
     size_t hier_cuda_chunk;    /* PICOLL_HIER_CUDA_CHUNK: its allreduce's network-step chunk */
-    int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the stream
-                                * (pmpi/stream.c) */
+    int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the
+                                * stream of an enqueued collective */
     /* topology (topo/) */
     const char *topo_file;
     int topo_file_gpu;         /* picoll_topo_file_gpu_t */
@@ -71,8 +71,6 @@ typedef struct {
     size_t pcie_oneshot_max;
     size_t nvlink_ipc_max;
     size_t pcie_ipc_max;
-    /* osu-bench (not picoll): the NCCL library of its --nccl column */
-    const char *bench_nccl;
 } picoll_config_t;
 
 /* The job's configuration: loaded by the core at MPI_Init (picoll_config_load) and the same on
@@ -86,7 +84,9 @@ typedef struct {
     const char *choices;  /* PICOLL_CFG_ENUM: comma-separated, lower case */
     long min, max;        /* PICOLL_CFG_INT: accepted range */
     size_t offset;        /* of the value in picoll_config_t */
-    const char *doc;      /* one line */
+    const char *doc;      /* one sentence */
+    int internal;         /* 1: for picoll's tests only, not listed to users (picoll_info,
+                           * docs/variables.md) */
 } picoll_config_var_t;
 
 const picoll_config_var_t *picoll_config_vars(size_t *count);
@@ -98,7 +98,8 @@ picoll_status_t picoll_config_parse(const picoll_config_var_t *var, const char *
 
 /* Defaults, then every variable found in env (a NULL-terminated "NAME=value" array, e.g. environ).
  * Malformed values are reported through picoll_error and leave their default; unknown PICOLL_*
- * names are reported through picoll_warn. Returns PICOLL_ERR_CONFIG if any value was malformed. */
+ * names are reported through picoll_warn, except PICOLL_UCX_* (UCX's settings) and PICOLL_BENCH_*
+ * (the benchmarks'). Returns PICOLL_ERR_CONFIG if any value was malformed. */
 picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env);
 
 /* The value of var in cfg, formatted in the variable's syntax. */

@@ -2,8 +2,12 @@
 #ifndef PICOLL_STATUS_H
 #define PICOLL_STATUS_H
 
+/* PICOLL_DECLINED and PICOLL_RETRY are not errors but answers that steer the caller: every rank
+ * hands the call to the underlying MPI; the call is voted on again. The errors are PICOLL_ERR_*. */
 #define PICOLL_STATUS_LIST(X)                                                   \
     X(PICOLL_OK, "success")                                                    \
+    X(PICOLL_DECLINED, "declined: the underlying MPI takes the call")          \
+    X(PICOLL_RETRY, "a rank said no on the device hot path: vote again")       \
     X(PICOLL_ERR_INVALID_PARAM, "invalid parameter")                           \
     X(PICOLL_ERR_NO_MEMORY, "out of memory")                                   \
     X(PICOLL_ERR_NOT_SUPPORTED, "operation not supported")                     \
@@ -14,9 +18,7 @@
     X(PICOLL_ERR_CUDA, "CUDA error")                                           \
     X(PICOLL_ERR_UCX, "UCX error")                                             \
     X(PICOLL_ERR_TOPOLOGY, "topology error")                                   \
-    X(PICOLL_ERR_PEER_FAILED, "a peer rank failed")                            \
-    X(PICOLL_ERR_DISABLED, "picoll is disabled on this communicator")          \
-    X(PICOLL_ERR_VETOED, "a rank said no to the call on the device hot path")
+    X(PICOLL_ERR_PEER_FAILED, "a peer rank failed")
 
 typedef enum {
 #define PICOLL_STATUS_ENUM(name, text) name,

@@ -1,4 +1,4 @@
-/* Stream-ordered calls (MPIX_Stream, MPIX_*_enqueue: pmpi/stream.c) on the emulated GPU or a real
+/* Stream-ordered calls (MPIX_Stream, MPIX_*_enqueue: pmpi/stream*.c) on the emulated GPU or a real
  * one, with libpicoll.so preloaded.
  *
  * One stream communicator on a CUDA stream of the test's own; on it, with nothing synchronised

@@ -17,7 +17,7 @@ kernel="$src/cuda/coll_kernel.cu"
 run="$build/tests/mpirun.sh"
 coll="$build/tests/cuda/cuda_coll"
 emu="LD_LIBRARY_PATH=$build/tests/cuda/emu"
-topo="$src/topo/fixtures/dgx1-v100.txt"
+topo="$src/tests/topo/fixtures/dgx1-v100.txt"
 export PICOLL_STATS=1 PICOLL_WORKSPACE_SIZE=128k PICOLL_NVLINK_ONESHOT_MAX=4k \
     PICOLL_PCIE_ONESHOT_MAX=1G PICOLL_PCIE_IPC_MAX=1G
 seed0="${FAKECUDA_SEED:-1}"

@@ -5,12 +5,118 @@
  *              which must not be counted
  *   allgather: MPI_COMM_WORLD 4 MPI_INT; the split 2 MPI_DOUBLE
  *   alltoall:  MPI_COMM_WORLD 2 MPI_INT in place; 3 MPI_INT received from a contiguous(3, MPI_INT)
- * Bytes are counted as the data each rank receives (allreduce: count x size; allgather and
- * alltoall: recvcount x size x communicator size). Results are checked too. */
+ *   and on host buffers, which the MPI runs, once each on MPI_COMM_WORLD:
+ *   reduce_scatter_block 2 MPI_INT; reduce_scatter (rank i gets i + 1 MPI_INT); bcast 5 MPI_INT
+ *   from rank 1; reduce 4 MPI_DOUBLE to rank 0; allgatherv (rank i gives i + 1 MPI_DOUBLE);
+ *   alltoallv of uneven pieces (rank i sends i + 2j + 1 MPI_INT to rank j)
+ * Bytes are counted as the call's data on each rank (allreduce, bcast, reduce: count x size;
+ * allgather and alltoall: recvcount x size x communicator size; reduce_scatter_block: recvcount x
+ * size x communicator size; the v-forms: the receive counts' sum x size). Results are checked too,
+ * and rank 0 prints the v-forms' totals as plain loops over every rank's counts compute them
+ * ("stats_calls: expect alltoallv=CALLS/BYTES"), which the test matches against picoll's. */
 #include "mpitest.h"
 
 #include <stdio.h>
 #include <string.h>
+
+enum { MAXNP = 16 };
+
+/* Rank i's piece for rank j in the alltoallv, in MPI_INT. */
+static int piece(int i, int j)
+{
+    return i + 2 * j + 1;
+}
+
+/* Rank 0 prints what the stats must show for a v-form, every rank's receive counts summed by a
+ * plain loop: CALLS (one a rank) and BYTES over all ranks. count(r, i): rank r's i-th count. */
+static void expect_v(const char *coll, int rank, int size, int (*count)(int r, int i), int elem)
+{
+    long bytes = 0;
+    for (int r = 0; r < size; r++) {
+        for (int i = 0; i < size; i++) {
+            bytes += (long)count(r, i) * elem;
+        }
+    }
+    if (rank == 0) {
+        printf("stats_calls: expect %s=%d/%ld\n", coll, size, bytes);
+    }
+}
+
+/* The alltoallv's receive counts: rank i's piece for rank r. */
+static int alltoallv_count(int r, int i)
+{
+    return piece(i, r);
+}
+
+/* The reduce-scatter's and allgatherv's receive counts, the same on every rank. */
+static int rising_count(int r, int i)
+{
+    (void)r;
+    return i + 1;
+}
+
+/* The other collectives on host buffers: the MPI runs them (picoll's device path only takes
+ * device buffers); the stats count their bytes all the same. */
+static void uneven_calls(int rank, int size)
+{
+    int a[MAXNP * (MAXNP + 1) / 2], b[MAXNP], counts[MAXNP], displs[MAXNP];
+    int rcounts[MAXNP], rdispls[MAXNP];
+    int send[3 * MAXNP * MAXNP], recv[3 * MAXNP * MAXNP], sum = 0, rsum = 0;
+
+    for (int i = 0; i < 2 * size; i++) {
+        a[i] = i;
+    }
+    MPI_Reduce_scatter_block(a, b, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(b[1] == size * (2 * rank + 1), "reduce_scatter_block: %d", b[1]);
+    for (int i = 0; i < size; i++) {
+        counts[i] = i + 1;
+        sum += counts[i];
+    }
+    for (int i = 0; i < sum; i++) {
+        a[i] = 1;
+    }
+    MPI_Reduce_scatter(a, b, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(b[rank] == size, "reduce_scatter: %d", b[rank]);
+    expect_v("reduce_scatter", rank, size, rising_count, (int)sizeof(int));
+
+    int c[5] = {rank, rank, rank, rank, rank};
+    MPI_Bcast(c, 5, MPI_INT, 1 % size, MPI_COMM_WORLD);
+    MT_CHECK(c[4] == 1 % size, "bcast: %d", c[4]);
+    double d[4] = {1, 1, 1, rank}, e[4];
+    MPI_Reduce(d, e, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MT_CHECK(rank != 0 || e[0] == size, "reduce: %g", e[0]);
+
+    double g[MAXNP], gg[MAXNP * (MAXNP + 1) / 2];
+    for (int i = 0, off = 0; i < size; i++) {
+        displs[i] = off;
+        off += counts[i];
+    }
+    for (int i = 0; i <= rank; i++) {
+        g[i] = rank;
+    }
+    MPI_Allgatherv(g, rank + 1, MPI_DOUBLE, gg, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    MT_CHECK(gg[displs[size - 1]] == size - 1, "allgatherv: %g", gg[displs[size - 1]]);
+    expect_v("allgatherv", rank, size, rising_count, (int)sizeof(double));
+
+    sum = 0;
+    for (int j = 0; j < size; j++) {
+        counts[j] = piece(rank, j);
+        displs[j] = sum;
+        rcounts[j] = piece(j, rank);
+        rdispls[j] = rsum;
+        for (int k = 0; k < counts[j]; k++) {
+            send[sum + k] = rank * 1000 + j;
+        }
+        sum += counts[j];
+        rsum += rcounts[j];
+    }
+    MPI_Alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, MPI_COMM_WORLD);
+    for (int j = 0; j < size; j++) {
+        int v = recv[rdispls[j] + rcounts[j] - 1];
+        MT_CHECK(v == j * 1000 + rank, "alltoallv from rank %d: %d", j, v);
+    }
+    expect_v("alltoallv", rank, size, alltoallv_count, (int)sizeof(int));
+}
 
 int main(int argc, char **argv)
 {
@@ -69,5 +175,6 @@ int main(int argc, char **argv)
              w[3 * (size - 1)]);
     MPI_Type_free(&c3);
     MPI_Comm_free(&split);
+    uneven_calls(rank, size);
     return mt_finish("stats_calls");
 }

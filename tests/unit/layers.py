@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
-"""unit.layers: the library's folders are layers, each reaching only the layers below it.
+"""unit.layers: the library's folders are layers, each reaching only the layers it declares.
 
-The order is read from PICOLL_LAYERS in src/Makefile.inc (bottom first); layer L lives in src/L/
-or, for the top-level ones, L/. Three checks, each of which fails the test:
+The order is read from PICOLL_LAYERS in src/Makefile.inc (bottom first) and the graph from its
+PICOLL_USES_<layer> lines: the layers whose headers a layer's sources include or whose functions
+its objects call, each one lower in the order. Layer L lives in src/L/ or, for the top-level ones,
+L/. Each layer's convenience library (.libs/libpicoll_L.a) holds its own objects only. Checks, each
+of which fails the test:
 
-  includes  every quoted #include of a library source names a file of its own layer or of a lower
-            one ("build-config.h" and the generated pmpi/gen_wrappers.h aside), and the headers
-            include each other without a circle;
-  symbols   every object of a layer's convenience library (.libs/libpicoll_L.a, which holds L and
-            the layers below) refers only to symbols of its own layer or of lower ones, and the
-            objects of a layer call each other without a circle;
+  graph     every declared use names a lower layer, and picoll_<layer>_libs (what a program links)
+            is the layer and everything it reaches through the graph, top first;
+  includes  every quoted #include of a library source names a file of its own layer or of a
+            layer it declares ("build-config.h" and the generated pmpi/gen_wrappers.h aside), and
+            the headers include each other without a circle;
+  symbols   every object of a layer refers only to symbols of its own layer or of the layers it
+            declares, and the objects of a layer call each other without a circle;
+  exact     every declared use is used (by an include or a call): the graph is what the code does;
   link      each layer's library links on its own, as a shared object with --no-undefined, with
-            only the external libraries: an upward call fails to link.
+            only the libraries of the layers it reaches and the external libraries: an upward or
+            undeclared call fails to link.
 
-Then it plants an upward include and an upward call in copies, and checks that both are caught.
+Then it plants an upward include, an upward call and a call to a lower layer that is not declared
+in copies, and checks that each is caught.
 
 Usage: layers.py SRCDIR BUILDDIR CC "EXTERNAL LIBS" [--no-selftest]
 """
@@ -28,12 +35,59 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 IGNORED_INCLUDES = {'build-config.h'}
 
 
+def makefile_text(src):
+    return open(os.path.join(src, 'src', 'Makefile.inc')).read().replace('\\\n', ' ')
+
+
 def layer_order(src):
-    text = open(os.path.join(src, 'src', 'Makefile.inc')).read()
-    m = re.search(r'^PICOLL_LAYERS\s*=\s*(.+)$', text, re.M)
+    m = re.search(r'^PICOLL_LAYERS\s*=\s*(.+)$', makefile_text(src), re.M)
     if not m:
         raise SystemExit('FAIL: no PICOLL_LAYERS line in src/Makefile.inc')
     return m.group(1).split()
+
+
+def declared_uses(src, layers):
+    """{layer: set of layers it declares} from the PICOLL_USES_<layer> lines."""
+    text = makefile_text(src)
+    uses = {}
+    for layer in layers:
+        m = re.search(r'^PICOLL_USES_%s[ \t]*=[ \t]*(.*)$' % layer, text, re.M)
+        if not m:
+            raise SystemExit('FAIL: no PICOLL_USES_%s line in src/Makefile.inc' % layer)
+        uses[layer] = set(m.group(1).split())
+    return uses
+
+
+def reach(uses, layer):
+    """The layers layer reaches through the graph, itself included."""
+    seen, todo = {layer}, [layer]
+    while todo:
+        for u in uses.get(todo.pop(), ()):
+            if u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return seen
+
+
+def check_graph(src, layers, uses):
+    rank = {layer: i for i, layer in enumerate(layers)}
+    text = makefile_text(src)
+    errors = []
+    for layer in layers:
+        for u in sorted(uses[layer]):
+            if u not in rank:
+                errors.append('PICOLL_USES_%s names %s, which is no layer' % (layer, u))
+            elif rank[u] >= rank[layer]:
+                errors.append('PICOLL_USES_%s names %s, which is not below it' % (layer, u))
+        m = re.search(r'^picoll_%s_libs[ \t]*=[ \t]*(.*)$' % layer, text, re.M)
+        want = sorted(reach(uses, layer), key=lambda l: -rank.get(l, -1))
+        want = ['libpicoll_%s.la' % l for l in want]
+        if not m:
+            errors.append('no picoll_%s_libs line in src/Makefile.inc' % layer)
+        elif m.group(1).split() != want:
+            errors.append('picoll_%s_libs is "%s", the graph says "%s"'
+                          % (layer, ' '.join(m.group(1).split()), ' '.join(want)))
+    return errors
 
 
 def layer_dir(src, layer):
@@ -50,7 +104,7 @@ def library_files(src, layers):
         for root, dirs, files in os.walk(os.path.join(src, top)):
             dirs[:] = [d for d in dirs if d != 'fixtures']
             for f in sorted(files):
-                if not re.search(r'\.(c|h|cu)$', f) or f.startswith('test_'):
+                if not re.search(r'\.(c|h|cu|cuh)$', f) or f.startswith('test_'):
                     continue
                 out.append((os.path.relpath(os.path.join(root, f), src), layer))
     return out
@@ -83,7 +137,8 @@ def find_cycle(graph):
     return None
 
 
-def check_includes(src, layers):
+def check_includes(src, layers, uses, used=None):
+    """Includes of a layer not declared (or higher); used[layer] gets the layers it includes."""
     rank = {layer: i for i, layer in enumerate(layers)}
     prefix = {layer_dir(src, l).split('/')[-1] + '/': l for l in layers}
     files = library_files(src, layers)
@@ -102,6 +157,11 @@ def check_includes(src, layers):
             if rank[target] > rank[layer]:
                 errors.append('%s: layer %s includes "%s" of the higher layer %s'
                               % (path, layer, inc, target))
+            elif target != layer and target not in uses[layer]:
+                errors.append('%s: layer %s includes "%s" of %s, which PICOLL_USES_%s does not '
+                              'name' % (path, layer, inc, target, layer))
+            if used is not None and target != layer:
+                used.setdefault(layer, set()).add(target)
             resolved = os.path.join(layer_dir(src, target), inc[len(inc.split('/')[0]) + 1:])
             if os.path.exists(os.path.join(src, resolved)):
                 graph.setdefault(path, set()).add(resolved)
@@ -136,18 +196,16 @@ def archive(build, layer):
     return os.path.join(build, '.libs', 'libpicoll_%s.a' % layer)
 
 
-def check_symbols(build, layers, archives=None):
+def check_symbols(build, layers, uses, archives=None, used=None):
+    """Calls of a layer's objects into a layer not declared (or higher); used[layer] gets the
+    layers it calls."""
     archives = archives or {l: archive(build, l) for l in layers}
     owner = {}   # member -> layer
     syms = {}    # member -> (defined, undefined)
-    below = set()
     for layer in layers:
-        members = nm(archives[layer])
-        for m, du in members.items():
-            if m not in below:
-                owner[m] = layer
-                syms[m] = du
-        below |= set(members)
+        for m, du in nm(archives[layer]).items():
+            owner[m] = layer
+            syms[m] = du
     rank = {layer: i for i, layer in enumerate(layers)}
     defined_by = {}
     for m, (d, _) in syms.items():
@@ -160,25 +218,42 @@ def check_symbols(build, layers, archives=None):
             t = defined_by.get(s)
             if t is None or t == m:
                 continue
-            if rank[owner[t]] > rank[owner[m]]:
-                errors.append('%s (layer %s) uses %s of %s (higher layer %s)'
-                              % (m, owner[m], s, t, owner[t]))
-            elif owner[t] == owner[m]:
+            lm, lt = owner[m], owner[t]
+            if rank[lt] > rank[lm]:
+                errors.append('%s (layer %s) uses %s of %s (higher layer %s)' % (m, lm, s, t, lt))
+            elif lt != lm and lt not in uses[lm]:
+                errors.append('%s (layer %s) uses %s of %s (layer %s, which PICOLL_USES_%s does '
+                              'not name)' % (m, lm, s, t, lt, lm))
+            elif lt == lm:
                 graph.setdefault(m, set()).add(t)
+            if used is not None and lt != lm:
+                used.setdefault(lm, set()).add(lt)
     cycle = find_cycle(graph)
     if cycle:
         errors.append('call circle between the objects of one layer: ' + ' -> '.join(cycle))
     return errors, len(syms)
 
 
-def check_link(build, layers, cc, libs, archives=None):
+def check_exact(layers, uses, used):
+    errors = []
+    for layer in layers:
+        for u in sorted(uses[layer] - used.get(layer, set())):
+            errors.append('PICOLL_USES_%s names %s, but no source of %s includes or calls it'
+                          % (layer, u, layer))
+    return errors
+
+
+def check_link(build, layers, uses, cc, libs, archives=None, only=None):
+    """Link each layer (or those of only) on its own with the layers it reaches."""
     archives = archives or {l: archive(build, l) for l in layers}
+    rank = {layer: i for i, layer in enumerate(layers)}
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
-        for layer in layers:
+        for layer in only or layers:
+            below = sorted(reach(uses, layer) - {layer}, key=lambda l: -rank[l])
             cmd = [cc, '-shared', '-o', os.path.join(tmp, 'lib%s.so' % layer),
-                   '-Wl,--whole-archive', archives[layer], '-Wl,--no-whole-archive',
-                   '-Wl,--no-undefined'] + libs.split()
+                   '-Wl,--whole-archive', archives[layer], '-Wl,--no-whole-archive'] + \
+                [archives[l] for l in below] + ['-Wl,--no-undefined'] + libs.split()
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 undefined = sorted(set(re.findall(r"undefined reference to `([^']+)'", r.stderr)))
@@ -187,8 +262,34 @@ def check_link(build, layers, cc, libs, archives=None):
     return errors
 
 
-def selftest(src, build, layers, cc, libs):
-    """A planted upward include and a planted upward call must be caught."""
+def plant_call(tmp, build, archives, layer, callee, cc):
+    """archives with a copy of layer's library holding one more object, which calls callee."""
+    planted = os.path.join(tmp, 'planted_%s.c' % layer)
+    with open(planted, 'w') as f:
+        f.write('void *%s(void *);\n'
+                'void *picoll_planted_%s(void) { return (void *)%s; }\n' % (callee, layer, callee))
+    obj = os.path.join(tmp, 'planted_%s.o' % layer)
+    subprocess.run([cc, '-c', '-fPIC', planted, '-o', obj], check=True)
+    out = dict(archives)
+    copy = os.path.join(tmp, 'libpicoll_%s.a' % layer)
+    shutil.copy(archives[layer], copy)
+    subprocess.run(['ar', 'r', copy, obj], check=True, capture_output=True)
+    out[layer] = copy
+    return out, os.path.basename(obj)
+
+
+def a_function_of(archive_path):
+    """A function the archive defines (for a planted call into its layer)."""
+    for m, (d, _) in sorted(nm(archive_path).items()):
+        for s in sorted(d):
+            if s.startswith('picoll_'):
+                return s
+    raise SystemExit('FAIL: %s defines no picoll_ function' % archive_path)
+
+
+def selftest(src, build, layers, uses, cc, libs):
+    """A planted upward include, a planted upward call and a planted call to a lower layer that is
+    not declared must each be caught."""
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, 'src'))
@@ -200,33 +301,42 @@ def selftest(src, build, layers, cc, libs):
         victim = os.path.join(tmp, 'src', 'util', 'status.c')
         with open(victim, 'a') as f:
             f.write('\n#include "core/core.h"\n')
-        errors, _ = check_includes(tmp, layers)
+        errors, _ = check_includes(tmp, layers, uses)
         if not any('status.c' in e and 'higher layer core' in e for e in errors):
             failures.append('a planted #include "core/core.h" in src/util/status.c was not caught')
         else:
             print('planted upward include caught: %s' % next(e for e in errors if 'status.c' in e))
 
-        planted = os.path.join(tmp, 'planted.c')
-        with open(planted, 'w') as f:
-            f.write('void *picoll_comm_lookup(void *);\n'
-                    'void *picoll_planted_up(void) { return picoll_comm_lookup(0); }\n')
-        obj = os.path.join(tmp, 'planted.o')
-        subprocess.run([cc, '-c', '-fPIC', planted, '-o', obj], check=True)
         archives = {l: archive(build, l) for l in layers}
-        util_copy = os.path.join(tmp, 'libpicoll_util.a')
-        shutil.copy(archives['util'], util_copy)
-        subprocess.run(['ar', 'r', util_copy, obj], check=True, capture_output=True)
-        archives['util'] = util_copy
-        errors, _ = check_symbols(build, layers, archives)
-        if not any('planted.o' in e and 'picoll_comm_lookup' in e for e in errors):
+        up, obj = plant_call(tmp, build, archives, 'util', 'picoll_comm_lookup', cc)
+        errors, _ = check_symbols(build, layers, uses, up)
+        if not any(obj in e and 'picoll_comm_lookup' in e for e in errors):
             failures.append('a planted call from util to picoll_comm_lookup (core) was not caught')
         else:
-            print('planted upward call caught: %s' % next(e for e in errors if 'planted.o' in e))
-        errors = check_link(build, ['util'], cc, libs, archives)
+            print('planted upward call caught: %s' % next(e for e in errors if obj in e))
+        errors = check_link(build, layers, uses, cc, libs, up, only=['util'])
         if not errors or 'picoll_comm_lookup' not in errors[0]:
             failures.append('util with a planted upward call linked on its own')
         else:
             print('planted upward call fails to link: %s' % errors[0])
+
+        # a lower layer that the graph does not name: net uses util only, cuda is below it
+        if 'cuda' in uses['net'] or 'cuda' not in layers:
+            failures.append('the self-test expects net not to use cuda; change its plant')
+            return failures
+        callee = a_function_of(archives['cuda'])
+        side, obj = plant_call(tmp, build, archives, 'net', callee, cc)
+        errors, _ = check_symbols(build, layers, uses, side)
+        if not any(obj in e and 'PICOLL_USES_net does not name' in e for e in errors):
+            failures.append('a planted call from net to %s (cuda, not declared) was not caught'
+                            % callee)
+        else:
+            print('planted undeclared call caught: %s' % next(e for e in errors if obj in e))
+        errors = check_link(build, layers, uses, cc, libs, side, only=['net'])
+        if not errors or callee not in errors[0]:
+            failures.append('net with a planted call to cuda linked on its own')
+        else:
+            print('planted undeclared call fails to link: %s' % errors[0])
     return failures
 
 
@@ -235,19 +345,27 @@ def main():
         raise SystemExit(__doc__)
     src, build, cc, libs = sys.argv[1:5]
     layers = layer_order(src)
+    uses = declared_uses(src, layers)
     print('layers, bottom first: %s' % ' <- '.join(layers))
-    failed = False
-    errors, n = check_includes(src, layers)
-    print('includes: %d library files, %d problem(s)' % (n, len(errors)))
-    errors2, n2 = check_symbols(build, layers)
+    for layer in layers:
+        print('  %-6s uses %s' % (layer, ' '.join(sorted(uses[layer], key=layers.index)) or '-'))
+    errors = check_graph(src, layers, uses)
+    print('graph: %d problem(s)' % len(errors))
+    used = {}
+    errors1, n = check_includes(src, layers, uses, used)
+    print('includes: %d library files, %d problem(s)' % (n, len(errors1)))
+    errors2, n2 = check_symbols(build, layers, uses, used=used)
     print('symbols: %d objects, %d problem(s)' % (n2, len(errors2)))
-    errors3 = check_link(build, layers, cc, libs)
-    print('link: %d layers linked on their own, %d problem(s)' % (len(layers), len(errors3)))
-    for e in errors + errors2 + errors3:
+    errors3 = check_exact(layers, uses, used)
+    print('exact: %d problem(s)' % len(errors3))
+    errors4 = check_link(build, layers, uses, cc, libs)
+    print('link: %d layers linked on their own, %d problem(s)' % (len(layers), len(errors4)))
+    failed = False
+    for e in errors + errors1 + errors2 + errors3 + errors4:
         print('FAIL ' + e)
         failed = True
     if '--no-selftest' not in sys.argv:
-        for e in selftest(src, build, layers, cc, libs):
+        for e in selftest(src, build, layers, uses, cc, libs):
             print('FAIL self-test: ' + e)
             failed = True
     return 1 if failed else 0

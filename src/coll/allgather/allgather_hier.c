@@ -69,7 +69,7 @@ picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
             }
         }
         if (!picoll_shm_barrier(shm, all, COLL_NAME)) {
-            return PICOLL_ERR_DISABLED;
+            return PICOLL_DECLINED;
         }
         vote = 1; /* only the first chunk votes */
         for (int l = 0; l < nrails; l++) {
@@ -86,9 +86,9 @@ picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
     return PICOLL_OK;
 }
 
-/* The device hierarchy's network step (coll/dispatch.c): a ring of the nodes on my rail, each
- * passing on the piece it received last; arrived(k) as soon as node k's piece is in, so that its
- * copy back to the device overlaps the next step. */
+/* The device hierarchy's network step (allgather_hier_cuda.c): a ring of the nodes on my rail,
+ * each passing on the piece it received last; arrived(k) as soon as node k's piece is in, so that
+ * its copy back to the device overlaps the next step. */
 picoll_status_t picoll_allgather_hier_rails(picoll_hier_t *h, char *buf, size_t len,
                                             void (*arrived)(int k, void *arg), void *arg)
 {

@@ -29,7 +29,7 @@ picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args
             memcpy(picoll_shm_slot(shm, shm->me, buf), mine + off, len);
         }
         if (!picoll_shm_barrier(shm, vote, "MPI_Allgather")) {
-            return PICOLL_ERR_DISABLED;
+            return PICOLL_DECLINED;
         }
         vote = 1;
         for (int r = 0; r < shm->nlocal; r++) {

@@ -163,7 +163,7 @@ picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *
     }
     picoll_net_next(h->net);
     if (!rail_rd(h, args, mine, args->count, all)) {
-        return PICOLL_ERR_DISABLED;
+        return PICOLL_DECLINED;
     }
     memcpy(args->recvbuf, mine, bytes);
     if (args->pipe != NULL) {
@@ -223,7 +223,7 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
         }
         /* rail 0 always has a block: through it every local rank learns the global vote */
         if (!picoll_shm_barrier(shm, all, COLL_NAME)) {
-            return PICOLL_ERR_DISABLED;
+            return PICOLL_DECLINED;
         }
         vote = 1; /* only the first chunk votes */
         for (int r = 0; r < nrails; r++) {
@@ -241,7 +241,7 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
     return PICOLL_OK;
 }
 
-/* ---- the network step of the device hierarchy (coll/dispatch.c's hier_cuda_allreduce) ---- */
+/* ---- the network step of the device hierarchy (hier_cuda.c) ---- */
 
 uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask)
 {

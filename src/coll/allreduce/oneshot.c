@@ -19,7 +19,7 @@ picoll_status_t picoll_allreduce_oneshot(picoll_shm_t *shm, const picoll_allredu
         memcpy(picoll_shm_small(shm, shm->me, buf, bytes), src, bytes);
     }
     if (!picoll_shm_barrier(shm, vote, "MPI_Allreduce")) {
-        return PICOLL_ERR_DISABLED;
+        return PICOLL_DECLINED;
     }
     for (int r = 0; r < shm->nlocal; r++) {
         srcs[r] = picoll_shm_small(shm, r, buf, bytes);

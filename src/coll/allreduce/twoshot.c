@@ -36,7 +36,7 @@ picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allredu
         }
         /* only the first chunk's barrier votes: later chunks run once all agreed */
         if (!picoll_shm_barrier(shm, vote, "MPI_Allreduce")) {
-            return PICOLL_ERR_DISABLED;
+            return PICOLL_DECLINED;
         }
         vote = 1;
         if (hi > lo) {

@@ -43,7 +43,7 @@ picoll_status_t picoll_allreduce_cma(picoll_shm_t *shm, const picoll_allreduce_a
     picoll_cma_publish_result(shm, dst);
     uint32_t all = picoll_shm_barrier_mask(shm, vote, coll);
     if (!(all & PICOLL_CMA_VOTE_HOST)) {
-        return PICOLL_ERR_DISABLED;
+        return PICOLL_DECLINED;
     }
     if (!(all & PICOLL_CMA_VOTE_DIRECT)) {
         return PICOLL_ERR_NOT_SUPPORTED;

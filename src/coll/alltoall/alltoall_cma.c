@@ -24,7 +24,7 @@ picoll_status_t picoll_alltoall_cma(picoll_shm_t *shm, const picoll_blocks_args_
     picoll_cma_publish(shm, src);
     uint32_t all = picoll_shm_barrier_mask(shm, vote, "MPI_Alltoall");
     if (!(all & PICOLL_CMA_VOTE_HOST)) {
-        return PICOLL_ERR_DISABLED;
+        return PICOLL_DECLINED;
     }
     if (!(all & PICOLL_CMA_VOTE_DIRECT)) {
         return PICOLL_ERR_NOT_SUPPORTED;

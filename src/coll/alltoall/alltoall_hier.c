@@ -115,7 +115,7 @@ picoll_status_t picoll_alltoall_hier(picoll_shm_t *shm, picoll_hier_t *h,
             all = rail_exchange(shm, h, in, out, c, all);
         }
         if (!picoll_shm_barrier(shm, all, COLL_NAME)) {
-            return PICOLL_ERR_DISABLED;
+            return PICOLL_DECLINED;
         }
         vote = 1; /* only the first chunk votes */
         /* the piece of source (y, i) for me is in rail i % nrails's area: part from y, source
@@ -132,10 +132,10 @@ picoll_status_t picoll_alltoall_hier(picoll_shm_t *shm, picoll_hier_t *h,
     return PICOLL_OK;
 }
 
-/* The device hierarchy's network step (coll/dispatch.c): pairwise exchange with the other nodes
- * on my rail, node x + k then x + 2k..., one pair at a time (each exchange is a whole piece);
- * arrived(k) as soon as node k's piece is in, so that its copy to the device overlaps the next
- * exchange. */
+/* The device hierarchy's network step (alltoall_hier_cuda.c): pairwise exchange with the other
+ * nodes on my rail, node x + k then x + 2k..., one pair at a time (each exchange is a whole
+ * piece); arrived(k) as soon as node k's piece is in, so that its copy to the device overlaps the
+ * next exchange. */
 picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, char *rbuf,
                                            size_t len, void (*arrived)(int k, void *arg), void *arg)
 {

@@ -20,7 +20,7 @@ picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_
     size_t room = picoll_shm_chunk(shm, 1, 1);
     size_t piece_max = room / (size_t)n;
     if (piece_max == 0) {
-        return PICOLL_ERR_DISABLED; /* more ranks than bytes in a slot: the same on every rank */
+        return PICOLL_DECLINED; /* more ranks than bytes in a slot: the same on every rank */
     }
     const char *src = in_place ? args->recvbuf : args->sendbuf;
     char *dst = args->recvbuf;
@@ -37,7 +37,7 @@ picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_
             }
         }
         if (!picoll_shm_barrier(shm, vote, "MPI_Alltoall")) {
-            return PICOLL_ERR_DISABLED;
+            return PICOLL_DECLINED;
         }
         vote = 1;
         for (int k = 1; k < n; k++) {

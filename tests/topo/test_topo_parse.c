@@ -1,7 +1,7 @@
 /* Malformed topology texts give an error naming the file and the line; variants of the real
  * format parse. */
 #include "build-config.h"
-#include "topo/test_topo.h"
+#include "test_topo.h"
 #include "topo/topo.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * quads GPU0-3 and GPU4-7, GPU i joined to GPU i+4. */
 #include "build-config.h"
 #include "topo/node.h"
-#include "topo/test_topo.h"
+#include "test_topo.h"
 
 #include <stdlib.h>
 

@@ -6,7 +6,7 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 #include "coll/select.h"
-#include "topo/test_topo.h"
+#include "test_topo.h"
 #include "topo/topo.h"
 #include "util/config.h"
 

@@ -2,7 +2,7 @@
  * only), with GPUs every GPU has a bus id. Loading through the config follows PICOLL_TOPO_FILE. */
 #include "util/config.h"
 #include "build-config.h"
-#include "topo/test_topo.h"
+#include "test_topo.h"
 #include "topo/topo.h"
 
 #include <stdlib.h>

@@ -1,0 +1,86 @@
+/* The info keys of a stream object (pmpi/stream_int.h): MPIX_Info_set_hex writes a value as
+ * hexadecimal, MPIX_Stream_create reads the CUDA stream handle from "type" and "value". */
+#pragma GCC visibility push(default)
+#include <mpi.h>
+#pragma GCC visibility pop
+
+#include "util/export.h"
+#include "mem/cudrv.h"
+#include "pmpi/errors.h"
+#include "pmpi/stream_int.h"
+
+#include <picoll.h>
+
+#include <string.h>
+
+#ifdef PICOLL_MPIX_STREAM
+
+/* The value's bytes, two lowercase hex digits each, in memory order. */
+PICOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *value,
+                                    int value_size)
+{
+    static const char digits[] = "0123456789abcdef";
+    if (key == NULL || value == NULL || value_size <= 0 || value_size > 256) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Info_set_hex: key, value and value_size (1 to "
+                                   "256 bytes) are needed, value_size is %d", value_size);
+    }
+    char text[2 * 256 + 1];
+    const unsigned char *b = value;
+    for (int i = 0; i < value_size; i++) {
+        text[2 * i] = digits[b[i] >> 4];
+        text[2 * i + 1] = digits[b[i] & 15];
+    }
+    text[2 * value_size] = '\0';
+    return PMPI_Info_set(info, key, text);
+}
+
+/* ---- the stream handle, as MPIX_Stream_create reads it ---- */
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int picoll_stream_info_handle(MPI_Info info, picoll_cu_stream_t *cu)
+{
+    char type[64] = "", value[2 * sizeof(void *) + 2] = "";
+    int flag = 0;
+
+    if (info != MPI_INFO_NULL) {
+        PMPI_Info_get(info, "type", (int)sizeof(type) - 1, type, &flag);
+    }
+    if (!flag) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: the info has no key \"type\": "
+                                   "picoll's streams are CUDA streams (type \"cudaStream_t\", "
+                                   "value set with MPIX_Info_set_hex)");
+    }
+    if (strcmp(type, "cudaStream_t") != 0 && strcmp(type, "CUstream") != 0) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: info type \"%s\": picoll supports "
+                                   "\"cudaStream_t\" only", type);
+    }
+    PMPI_Info_get(info, "value", (int)sizeof(value) - 1, value, &flag);
+    if (!flag || strlen(value) != 2 * sizeof(void *)) {
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                   "picoll: MPIX_Stream_create: info \"value\" must hold the "
+                                   "stream handle (%zu bytes, MPIX_Info_set_hex)", sizeof(void *));
+    }
+    unsigned char bytes[sizeof(void *)];
+    for (size_t i = 0; i < sizeof(void *); i++) {
+        int hi = hex_digit(value[2 * i]), lo = hex_digit(value[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
+                                       "picoll: MPIX_Stream_create: info \"value\" \"%s\" is not "
+                                       "hexadecimal", value);
+        }
+        bytes[i] = (unsigned char)(hi << 4 | lo);
+    }
+    memcpy(cu, bytes, sizeof(*cu));
+    return MPI_SUCCESS;
+}
+
+#endif /* PICOLL_MPIX_STREAM */

@@ -1,0 +1,179 @@
+/* A collective enqueued on picoll's kernels on the stream itself (pmpi/stream_int.h): its
+ * buffers copied to device memory of the stream's context where they are not, the kernels
+ * launched (src/coll/enqueue.c), the copies back; no host function, no state word. */
+#pragma GCC visibility push(default)
+#include <mpi.h>
+#pragma GCC visibility pop
+
+#include "mem/cudrv.h"
+#include "mem/memkind.h"
+#include "pmpi/stream_int.h"
+#include "core/comm.h"
+#include "coll/coll.h"
+
+#include <picoll.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PICOLL_MPIX_STREAM
+
+/* Host functions of a kernel call on pageable host memory: the copies between the application's
+ * buffer and the pinned hop (no CUDA call). */
+static void hop_in(void *arg)
+{
+    staging_t *h = arg;
+    memcpy(h->buf, h->user, h->n);
+}
+
+static void hop_out(void *arg)
+{
+    staging_t *h = arg;
+    memcpy(h->user, h->buf, h->n);
+}
+
+/* The device buffer a kernel call uses for user buffer buf (bytes of it): buf itself where it is
+ * device memory of the stream's context, else a device copy of the stream's, filled on the stream
+ * first where in (pinned or managed memory by a copy, pageable memory through a pinned hop that a
+ * host function fills) and copied back after the kernels where out (enq_kernel_back). */
+static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, void **dev,
+                           const char *arg)
+{
+    picoll_meminfo_t m;
+    char why[160];
+    MPIX_Stream s = e->s;
+    *dev = buf;
+    if (buf == MPI_IN_PLACE || buf == NULL || bytes == 0) {
+        return MPI_SUCCESS;
+    }
+    picoll_memkind_query(buf, &m);
+    if (m.kind == PICOLL_MEM_DEVICE && m.context == (void *)s->ctx) {
+        return MPI_SUCCESS;
+    }
+    if (m.kind == PICOLL_MEM_DEVICE) {
+        snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
+                 "stream's", arg, m.device);
+        return picoll_stream_enq_fail(e, MPI_ERR_BUFFER, why);
+    }
+    int k = e->nks++;
+    memset(&e->ks[k], 0, sizeof(e->ks[k]));
+    e->ks[k].user = buf;
+    e->ks[k].bytes = bytes;
+    e->ks[k].out = out;
+    if ((e->ks[k].d = picoll_stream_staging_get(s, bytes, 1)) == NULL ||
+        (m.kind == PICOLL_MEM_HOST &&
+         (e->ks[k].h = picoll_stream_staging_get(s, bytes, 0)) == NULL)) {
+        return picoll_stream_enq_fail(e, MPI_ERR_NO_MEM,
+                                      "no device memory for a copy of a host buffer");
+    }
+    picoll_cu_deviceptr_t d = (picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].d->buf;
+    staging_t *h = e->ks[k].h;
+    int rc = 0;
+    if (h != NULL) {
+        h->user = buf;
+        h->n = bytes;
+    }
+    if (in && h != NULL) {
+        rc = picoll_cu.launch_host_func(s->cu, hop_in, h);
+        if (rc == 0) {
+            rc = picoll_cu.memcpy_async(d, (picoll_cu_deviceptr_t)(uintptr_t)h->buf, bytes, s->cu);
+        }
+    } else if (in) {
+        rc = picoll_cu.memcpy_async(d, (picoll_cu_deviceptr_t)(uintptr_t)buf, bytes, s->cu);
+    }
+    if (rc != 0) {
+        return picoll_stream_enq_fail(e, MPI_ERR_OTHER, "a copy on the stream failed");
+    }
+    *dev = e->ks[k].d->buf;
+    return MPI_SUCCESS;
+}
+
+/* After the kernels: the copies back, the copies' memory free again once the stream passed them
+ * (a captured call keeps its own); the call's state word and record are not needed. */
+static int enq_kernel_back(enq_t *e)
+{
+    MPIX_Stream s = e->s;
+    int captured = e->o->captured;
+    for (int k = 0; k < e->nks; k++) {
+        picoll_cu_deviceptr_t d = (picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].d->buf;
+        staging_t *h = e->ks[k].h;
+        int rc = 0;
+        if (e->ks[k].out && h != NULL) {
+            rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)h->buf, d,
+                                        e->ks[k].bytes, s->cu);
+            if (rc == 0) {
+                rc = picoll_cu.launch_host_func(s->cu, hop_out, h);
+            }
+        } else if (e->ks[k].out) {
+            rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].user, d,
+                                        e->ks[k].bytes, s->cu);
+        }
+        if (rc != 0) {
+            /* the kernels are queued: the peers go on; this rank's result is lost */
+            return picoll_stream_enq_fail(e, MPI_ERR_OTHER, "the copy back on the stream failed");
+        }
+    }
+    for (int k = 0; k < e->nks && !captured; k++) {
+        staging_t *used[2] = {e->ks[k].d, e->ks[k].h};
+        for (int i = 0; i < 2; i++) {
+            if (used[i] != NULL && picoll_cu.event_record(used[i]->last_use, s->cu) == 0) {
+                used[i]->pending = 1;
+                used[i]->taken = 0;
+            }
+        }
+    }
+    e->o->slab->used[e->o->cell] = 0;
+    free(e->o);
+    e->o = NULL;
+    picoll_stream_enq_leave(e);
+    pthread_mutex_lock(&s->lock);
+    s->kernels++;
+    s->captured += captured;
+    pthread_mutex_unlock(&s->lock);
+    return MPI_SUCCESS;
+}
+
+int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
+                              int recv_in, int *rc)
+{
+    picoll_comm_t *ctx = picoll_g.active ? picoll_comm_get(e->comm) : NULL;
+    if (ctx == NULL || ctx->coll.cuda_enq == NULL) {
+        return 0;
+    }
+    int alg = picoll_enq_select(&ctx->coll, a);
+    if (alg == PICOLL_ALG_FALLBACK) {
+        return 0;
+    }
+    if (sbytes < 0 || rbytes < 0) {
+        /* the others launch: this rank cannot follow */
+        *rc = picoll_stream_enq_fail(e, MPI_ERR_TYPE,
+                                     "a datatype that is not contiguous, where the stream "
+                                     "communicator runs picoll's kernels (set "
+                                     "PICOLL_STREAM_KERNELS=0 on every rank)");
+        return 1;
+    }
+    void *sdev = (void *)a->sendbuf, *rdev = a->recvbuf;
+    if (a->sendbuf != MPI_IN_PLACE &&
+        (*rc = enq_kernel_side(e, (void *)a->sendbuf, (size_t)sbytes, 1, 0, &sdev, "sendbuf")) !=
+            MPI_SUCCESS) {
+        return 1;
+    }
+    int recv_out = !(a->coll == PICOLL_COLL_BCAST && recv_in);
+    if ((*rc = enq_kernel_side(e, a->recvbuf, (size_t)rbytes, recv_in, recv_out, &rdev,
+                               "recvbuf")) != MPI_SUCCESS) {
+        return 1;
+    }
+    a->sendbuf = sdev;
+    a->recvbuf = rdev;
+    if (picoll_enq_run(&ctx->coll, a, alg) != PICOLL_OK) {
+        *rc = picoll_stream_enq_fail(e, MPI_ERR_INTERN, "picoll's kernels could not be queued");
+        return 1;
+    }
+    *rc = enq_kernel_back(e);
+    return 1;
+}
+
+#endif /* PICOLL_MPIX_STREAM */
