@@ -22,6 +22,8 @@
 #              hierarchy and the whole-buffer staging it replaced, 1 to 16 MiB
 #   fixed      the device matrix at np 2 and 4 alone (cuda.matrix.np2/np4): the kernel entries of
 #              fixed type, op and rank count (float and double sums on 2 and 4 ranks) on the GPU
+#   libab      osu_allreduce on device buffers (blocking, enqueued, graph) at np 2 and 4 with
+#              LEASE_BEFORE_LIB and with this build's library, turn about, twice
 #   fixedab    osu_allreduce on device buffers at np 2 and 4 with PICOLL_CUDA_FIXED=0 (the generic
 #              kernel) and 1 (the entries), turn about, twice: their A/B in one lease
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
@@ -93,6 +95,20 @@ for s in $steps; do
                 for np in 2 4; do
                     step fixedab-$on-np$np-$round 60 env PICOLL_CUDA_FIXED=$on "$build/tests/mpirun.sh" $np \
                         --preload "$bench/osu_allreduce" -d cuda --ab=3 -c -T mpi_float -m 8:16M
+                done
+            done
+        done ;;
+    libab)
+        # a change's before/after in one lease: the same calls (blocking, enqueued and graph-launched,
+        # A/B against staged MPI) with the library of another build (LEASE_BEFORE_LIB) and with
+        # this build's, turn about, twice
+        if [ -z "${LEASE_BEFORE_LIB:-}" ]; then echo "gpu-lease.sh: libab: LEASE_BEFORE_LIB unset"; continue; fi
+        for round in 1 2; do
+            for which in before after; do
+                lib="$build/.libs/libpicoll.so"; [ $which = before ] && lib=$LEASE_BEFORE_LIB
+                for np in 2 4; do
+                    step libab-$which-np$np-$round 60 "$build/tests/mpirun.sh" $np env LD_PRELOAD="$lib" \
+                        "$bench/osu_allreduce" -d cuda --ab=3 --enqueue --graph -c -T mpi_float -m 8:16M
                 done
             done
         done ;;
