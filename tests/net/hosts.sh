@@ -273,11 +273,21 @@ if [ -n "$max_bytes" ] && { [ "$tx" -gt "$max_bytes" ] || [ "$rx" -gt "$max_byte
     echo "hosts.sh: FAIL: more than $max_bytes bytes crossed the veth one way"; status=1
 fi
 kill_all
-# The MPIs' own files of killed jobs (named after the hosts) go; picoll's must not be there (a
-# segment of another test running beside this one lives only until its ranks have mapped it).
+# The MPIs' own files of killed jobs (named after the hosts) go; picoll's must not be there. A file
+# of another test running beside this one (tests side by side) is mapped or held open by a live
+# process of that test (a picoll segment only until its ranks have mapped it): it is neither a
+# leftover nor this job's to remove.
 new_shm() { ls /dev/shm 2>/dev/null | sort | comm -13 "$shm_before" -; }
+in_use() {
+    grep -qsF "/dev/shm/$1" /proc/[0-9]*/maps && return 0
+    for fd in /proc/[0-9]*/fd/*; do
+        [ "$(readlink "$fd" 2>/dev/null)" = "/dev/shm/$1" ] && return 0
+    done
+    return 1
+}
 if new_shm | grep -q '^picoll-'; then sleep 2; fi
 for f in $(new_shm); do
+    in_use "$f" && continue
     case "$f" in
         picoll-*) echo "hosts.sh: FAIL: left in /dev/shm: $f"; status=1; rm -f "/dev/shm/$f" ;;
         *h1*|*h2*) rm -f "/dev/shm/$f" ;;

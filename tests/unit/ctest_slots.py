@@ -2,7 +2,7 @@
 """unit.ctest_slots: the top CTestTestfile's add_test wrapper (CTestTestfile.cmake.in) gives each
 test its slots and changes nothing else: the commands of tests with semicolons, backslashes and
 regex escapes in their arguments are the same as plain add_test gives them, a test of
-tests/slots.cmake takes its slots, one not listed takes 4, and one that checks /dev/shm runs alone.
+tests/slots.cmake takes its slots (at MPICH 2 at least), and one not listed takes 4.
 
 Usage: ctest_slots.py BUILDDIR
 """
@@ -17,7 +17,6 @@ TESTS = r'''
 add_test(plain.semicolon sh -c "echo 'a; b'; exit 0")
 add_test(plain.regex echo "rank\\(s\\) 1 exited" "chunks : unit 1024 KiB \\(X\\)" -- sh)
 add_test(bench.driver echo --x "1;2")
-add_test(plain.shm echo --no-shm-leftovers "x" -- sh)
 '''
 
 
@@ -59,8 +58,7 @@ def main():
     # at MPICH every test takes 2 slots at least
     least = 2 if re.search(r'^if\("mpich" STREQUAL "mpich"\)$', top, re.M) else 1
     want = {'plain.semicolon': ('PROCESSORS', 4), 'plain.regex': ('PROCESSORS', 4),
-            'bench.driver': ('PROCESSORS', max(int(m.group(1)), least) if m else 4),
-            'plain.shm': ('RUN_SERIAL', True)}
+            'bench.driver': ('PROCESSORS', max(int(m.group(1)), least) if m else 4)}
     for name, (prop, value) in want.items():
         got = wrapped[name][1].get(prop, 1 if prop == 'PROCESSORS' else None)
         if got != value:
