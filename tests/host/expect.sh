@@ -50,13 +50,6 @@ if [ $shm_check = 1 ]; then
     # ranks have mapped it, and while it lives a process of that job maps or holds it: a leftover
     # is one still there 2 s later that no live process maps or holds open.
     new_segs() { ls /dev/shm 2>/dev/null | grep '^picoll-' | sort | comm -13 "$before" -; }
-    in_use() {
-        grep -qsF "/dev/shm/$1" /proc/[0-9]*/maps && return 0
-        for fd in /proc/[0-9]*/fd/*; do
-            [ "$(readlink "$fd" 2>/dev/null)" = "/dev/shm/$1" ] && return 0
-        done
-        return 1
-    }
     left=$(new_segs)
     if [ -n "$left" ]; then
         printf '%s\n' $left > "$out.first"
@@ -64,7 +57,7 @@ if [ $shm_check = 1 ]; then
         left=$(new_segs | comm -12 - "$out.first")
         rm -f "$out.first"
         kept=""
-        for f in $left; do in_use "$f" || kept="$kept $f"; done
+        for f in $left; do sh "$(dirname "$0")/shm_in_use.sh" "$f" || kept="$kept $f"; done
         left=$kept
     fi
     if [ -n "$left" ]; then echo "expect.sh: left in /dev/shm:$left"; status=1; fi

@@ -278,16 +278,9 @@ kill_all
 # process of that test (a picoll segment only until its ranks have mapped it): it is neither a
 # leftover nor this job's to remove.
 new_shm() { ls /dev/shm 2>/dev/null | sort | comm -13 "$shm_before" -; }
-in_use() {
-    grep -qsF "/dev/shm/$1" /proc/[0-9]*/maps && return 0
-    for fd in /proc/[0-9]*/fd/*; do
-        [ "$(readlink "$fd" 2>/dev/null)" = "/dev/shm/$1" ] && return 0
-    done
-    return 1
-}
 if new_shm | grep -q '^picoll-'; then sleep 2; fi
 for f in $(new_shm); do
-    in_use "$f" && continue
+    sh "$(dirname "$0")/../host/shm_in_use.sh" "$f" && continue
     case "$f" in
         picoll-*) echo "hosts.sh: FAIL: left in /dev/shm: $f"; status=1; rm -f "/dev/shm/$f" ;;
         *h1*|*h2*) rm -f "/dev/shm/$f" ;;
