@@ -17,9 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef PICOLL_HAVE_UCX
-#include <ucp/api/ucp.h>
-#endif
 #ifdef PICOLL_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -39,11 +36,9 @@ static void print_build(void)
     printf("build:\n");
     printf("  MPI    : built against %s; runtime: %s\n", PICOLL_BUILD_MPI, mpilib);
     printf("  CUDA   : %s\n", PICOLL_BUILD_CUDA);
-#ifdef PICOLL_HAVE_UCX
-    printf("  UCX    : %s, runtime %s\n", PICOLL_BUILD_UCX, ucp_get_version_string());
-#else
-    printf("  UCX    : %s\n", PICOLL_BUILD_UCX);
-#endif
+    printf("  UCX    : %s; runtime: ", PICOLL_BUILD_UCX);
+    fflush(stdout);
+    picoll_net_print_ucx(stdout);
     printf("  network step transports (UCX_TLS, PICOLL_UCX_TLS): ");
     fflush(stdout);
     picoll_net_print_transports(stdout);

@@ -67,6 +67,10 @@ void picoll_net_progress_all(void);
 int picoll_net_rank(const picoll_net_t *net);
 int picoll_net_size(const picoll_net_t *net);
 
+/* On one line, the UCX in use (its version and file: the process's own, its MPI's, or the one
+ * picoll loaded) or why there is none. */
+void picoll_net_print_ucx(FILE *out);
+
 /* On one line, the transports UCX would use on this machine (UCX_TLS and PICOLL_UCX_TLS apply). */
 void picoll_net_print_transports(FILE *out);
 

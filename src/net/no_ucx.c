@@ -76,6 +76,11 @@ void picoll_net_destroy(picoll_net_t *net)
     (void)net;
 }
 
+void picoll_net_print_ucx(FILE *out)
+{
+    fprintf(out, "none (built without UCX)\n");
+}
+
 void picoll_net_print_transports(FILE *out)
 {
     fprintf(out, "none (built without UCX)\n");

@@ -4,6 +4,7 @@
 #include "build-config.h"
 #include "net/alive.h"
 #include "net/net.h"
+#include "net/ucx_load.h"
 #include "util/config.h"
 #include "util/fatal.h"
 #include "util/log.h"
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <ucp/api/ucp.h>
 
 #define NET_HOST_MAX 64
 #define NET_MAX_MEMBERS 65535 /* the sender's index has 16 bits of the tag */
@@ -118,7 +118,7 @@ void picoll_net_progress_all(void)
     }
     for (picoll_net_t *o = nets; o != NULL; o = o->next) {
         if (pthread_mutex_trylock(&o->lock) == 0) {
-            ucp_worker_progress(o->worker);
+            picoll_ucx.worker_progress(o->worker);
             pthread_mutex_unlock(&o->lock);
         }
     }
@@ -138,6 +138,12 @@ static ucp_context_h ucx_context[UCX_KINDS];
 static ucs_status_t ucx_init_status[UCX_KINDS] = {UCS_ERR_NO_RESOURCE, UCS_ERR_NO_RESOURCE};
 static int ucx_tried[UCX_KINDS];
 
+/* A UCX status in words; where UCX could not be loaded, why not. */
+static const char *net_status_string(ucs_status_t st)
+{
+    return picoll_ucx_load() == 0 ? picoll_ucx.status_string(st) : picoll_ucx_why();
+}
+
 static ucs_status_t ucx_get(int kind, ucp_context_h *out)
 {
     ucp_config_t *config;
@@ -150,19 +156,27 @@ static ucs_status_t ucx_get(int kind, ucp_context_h *out)
     ucs_status_t st;
 
     pthread_mutex_lock(&ucx_lock);
+    if (!ucx_tried[kind] && picoll_ucx_load() != 0) {
+        static int warned;
+        ucx_tried[kind] = 1;
+        if (!warned++) {
+            picoll_warn("%s", picoll_ucx_why());
+        }
+    }
     if (!ucx_tried[kind]) {
         ucx_tried[kind] = 1;
         /* UCX_* settings apply, and PICOLL_UCX_* ones override them for picoll's context only */
-        st = ucp_config_read("PICOLL", NULL, &config);
+        st = picoll_ucx.config_read("PICOLL", NULL, &config);
         if (st == UCS_OK && kind == UCX_LOCAL) {
-            st = ucp_config_modify(config, "TLS", "sm,self");
+            st = picoll_ucx.config_modify(config, "TLS", "sm,self");
         }
         if (st == UCS_OK) {
-            st = ucp_init(&params, config, &ucx_context[kind]);
-            ucp_config_release(config);
+            st = picoll_ucx.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config,
+                                         &ucx_context[kind]);
+            picoll_ucx.config_release(config);
         }
         if (st != UCS_OK) {
-            picoll_error("initialising UCX failed: %s", ucs_status_string(st));
+            picoll_error("initialising UCX failed: %s", net_status_string(st));
         }
         ucx_init_status[kind] = st;
     }
@@ -177,7 +191,7 @@ static void net_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)arg;
     (void)ep;
-    picoll_debug("UCX endpoint error: %s", ucs_status_string(status));
+    picoll_debug("UCX endpoint error: %s", net_status_string(status));
 }
 
 static void net_free(picoll_net_t *net)
@@ -196,24 +210,24 @@ static void net_free(picoll_net_t *net)
             /* a flushing close: what was sent reaches the peer before the connection goes; bounded,
              * so that a peer that never progresses again cannot hold us here */
             ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = 0};
-            ucs_status_ptr_t r = ucp_ep_close_nbx(net->eps[i], &p);
+            ucs_status_ptr_t r = picoll_ucx.ep_close_nbx(net->eps[i], &p);
             if (UCS_PTR_IS_PTR(r)) {
                 picoll_wait_t w;
                 picoll_wait_init(&w, 2.0, picoll_spin_max());
-                while (ucp_request_check_status(r) == UCS_INPROGRESS) {
-                    int moved = ucp_worker_progress(net->worker) != 0;
+                while (picoll_ucx.request_check_status(r) == UCS_INPROGRESS) {
+                    int moved = picoll_ucx.worker_progress(net->worker) != 0;
                     if (picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
                         picoll_debug("closing the endpoint to rail member %d timed out", i);
                         break;
                     }
                 }
-                ucp_request_free(r);
+                picoll_ucx.request_free(r);
             }
         }
         free(net->eps);
     }
     if (net->worker != NULL) {
-        ucp_worker_destroy(net->worker);
+        picoll_ucx.worker_destroy(net->worker);
     }
     picoll_alive_destroy(net->alive); /* after the flushing closes: a peer may still wait */
     free(net->comm_ranks);
@@ -240,10 +254,10 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
         status = PICOLL_ERR_NO_MEMORY;
     }
     for (int i = 0; reqs != NULL && i < net->size; i++) {
-        ucs_status_ptr_t r = net->eps[i] != NULL ? ucp_ep_flush_nbx(net->eps[i], &p) : NULL;
+        ucs_status_ptr_t r = net->eps[i] != NULL ? picoll_ucx.ep_flush_nbx(net->eps[i], &p) : NULL;
         if (UCS_PTR_IS_ERR(r)) {
             picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
-                         net->hosts[i], ucs_status_string(UCS_PTR_STATUS(r)));
+                         net->hosts[i], net_status_string(UCS_PTR_STATUS(r)));
             status = PICOLL_ERR_UCX;
         } else if (r != NULL) {
             reqs[i] = r;
@@ -253,18 +267,18 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
     picoll_wait_t w;
     picoll_wait_init(&w, net != NULL ? net->timeout : 0.0, picoll_spin_max());
     while (pending > 0) {
-        int moved = ucp_worker_progress(net->worker) != 0;
+        int moved = picoll_ucx.worker_progress(net->worker) != 0;
         for (int i = 0; i < net->size; i++) {
-            if (reqs[i] == NULL || ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
+            if (reqs[i] == NULL || picoll_ucx.request_check_status(reqs[i]) == UCS_INPROGRESS) {
                 continue;
             }
-            if (ucp_request_check_status(reqs[i]) != UCS_OK) {
+            if (picoll_ucx.request_check_status(reqs[i]) != UCS_OK) {
                 picoll_error("connecting to rank %d on host %s over UCX failed: %s",
                              net->comm_ranks[i], net->hosts[i],
-                             ucs_status_string(ucp_request_check_status(reqs[i])));
+                             net_status_string(picoll_ucx.request_check_status(reqs[i])));
                 status = PICOLL_ERR_UCX;
             }
-            ucp_request_free(reqs[i]);
+            picoll_ucx.request_free(reqs[i]);
             reqs[i] = NULL;
             pending--;
         }
@@ -274,7 +288,7 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
                     picoll_error("connecting to rank %d on host %s over UCX did not finish within "
                                  "%g s (PICOLL_TIMEOUT)", net->comm_ranks[i], net->hosts[i],
                                  net->timeout);
-                    ucp_request_free(reqs[i]); /* released by UCX once it completes */
+                    picoll_ucx.request_free(reqs[i]); /* released by UCX once it completes */
                 }
             }
             status = PICOLL_ERR_UCX;
@@ -286,7 +300,7 @@ static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
     PMPI_Ibarrier(rail_comm, &barrier);
     picoll_wait_init(&w, 0.0, 0); /* no deadline: the MPI's barrier; yield whenever idle */
     for (;;) {
-        int moved = net != NULL && ucp_worker_progress(net->worker) != 0;
+        int moved = net != NULL && picoll_ucx.worker_progress(net->worker) != 0;
         PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
         if (done) {
             break;
@@ -394,16 +408,16 @@ static picoll_status_t net_create_worker(picoll_net_t *net, int local, ucp_addre
     ucs_status_t st = ucx_get(local ? UCX_LOCAL : UCX_ANY, &context);
 
     if (st == UCS_OK) {
-        st = ucp_worker_create(context, &wp, &net->worker);
+        st = picoll_ucx.worker_create(context, &wp, &net->worker);
         if (st != UCS_OK) {
             net->worker = NULL;
         }
     }
     if (st == UCS_OK) {
-        st = ucp_worker_get_address(net->worker, &a, &len);
+        st = picoll_ucx.worker_get_address(net->worker, &a, &len);
     }
     if (st != UCS_OK) {
-        picoll_error("creating a UCX worker failed: %s", ucs_status_string(st));
+        picoll_error("creating a UCX worker failed: %s", net_status_string(st));
         return PICOLL_ERR_UCX;
     }
     *addr = a;
@@ -425,10 +439,10 @@ static picoll_status_t net_create_ep(picoll_net_t *net, int i, const ucp_address
         .err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
         .err_handler = {.cb = net_ep_error, .arg = net},
     };
-    ucs_status_t st = ucp_ep_create(net->worker, &ep, &net->eps[i]);
+    ucs_status_t st = picoll_ucx.ep_create(net->worker, &ep, &net->eps[i]);
     if (st != UCS_OK) {
         picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
-                     net->hosts[i], ucs_status_string(st));
+                     net->hosts[i], net_status_string(st));
         net->eps[i] = NULL;
         return PICOLL_ERR_UCX;
     }
@@ -462,7 +476,7 @@ static picoll_status_t net_exchange_addresses(picoll_net_t *net, MPI_Comm rail_c
     }
     free(mine);
     if (addr != NULL) {
-        ucp_worker_release_address(net->worker, addr);
+        picoll_ucx.worker_release_address(net->worker, addr);
     }
     for (int i = 0; net != NULL && status == PICOLL_OK && i < n; i++) {
         const char *r = all + (size_t)i * rec;
@@ -560,7 +574,7 @@ void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *bu
     req->iov[1].buffer = (void *)buf;
     req->iov[1].length = len;
     pthread_mutex_lock(&net->lock);
-    req->ucx = ucp_tag_send_nbx(net->eps[peer], req->iov, 2, net_tag(net, step, net->rank), &p);
+    req->ucx = picoll_ucx.tag_send_nbx(net->eps[peer], req->iov, 2, net_tag(net, step, net->rank), &p);
     pthread_mutex_unlock(&net->lock);
 }
 
@@ -578,7 +592,7 @@ void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, siz
     req->iov[1].buffer = buf;
     req->iov[1].length = len;
     pthread_mutex_lock(&net->lock);
-    req->ucx = ucp_tag_recv_nbx(net->worker, req->iov, 2, net_tag(net, step, peer),
+    req->ucx = picoll_ucx.tag_recv_nbx(net->worker, req->iov, 2, net_tag(net, step, peer),
                                 (ucp_tag_t)-1, &p);
     pthread_mutex_unlock(&net->lock);
 }
@@ -686,15 +700,15 @@ static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const cha
             if (reqs[i].ucx == NULL) {
                 continue;
             }
-            ucs_status_t st = ucp_request_check_status(reqs[i].ucx);
+            ucs_status_t st = picoll_ucx.request_check_status(reqs[i].ucx);
             if (st == UCS_INPROGRESS) {
                 pending++;
                 continue;
             }
-            ucp_request_free(reqs[i].ucx);
+            picoll_ucx.request_free(reqs[i].ucx);
             reqs[i].ucx = NULL;
             if (st != UCS_OK) {
-                net_failed(net, &reqs[i], ucs_status_string(st), coll);
+                net_failed(net, &reqs[i], net_status_string(st), coll);
             }
         }
         if (pending == 0) {
@@ -702,7 +716,7 @@ static void net_wait(picoll_net_t *net, picoll_net_req_t *reqs, int n, const cha
         }
         /* the wait's progress hook moves the other rails even while this worker is busy: theirs
          * may hold up ours (this one is skipped there: its lock is ours) */
-        int moved = ucp_worker_progress(net->worker) != 0;
+        int moved = picoll_ucx.worker_progress(net->worker) != 0;
         int step = picoll_wait(&w, moved);
         if (step != PICOLL_WAIT_POLL) {
             net_wait_tick(net, reqs, n, coll, &w, step == PICOLL_WAIT_EXPIRED, &next_look);
@@ -716,7 +730,7 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
 
     for (int i = 0; i < n; i++) {
         if (UCS_PTR_IS_ERR(reqs[i].ucx)) {
-            net_failed(net, &reqs[i], ucs_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
+            net_failed(net, &reqs[i], net_status_string(UCS_PTR_STATUS(reqs[i].ucx)), coll);
         }
     }
     pthread_mutex_lock(&net->lock);
@@ -734,6 +748,11 @@ int picoll_net_waitall(picoll_net_t *net, picoll_net_req_t *reqs, int n, const c
     return all;
 }
 
+void picoll_net_print_ucx(FILE *out)
+{
+    picoll_ucx_print(out);
+}
+
 /* The transports, from UCX's own description of the context: its "resource" lines. */
 void picoll_net_print_transports(FILE *out)
 {
@@ -745,7 +764,7 @@ void picoll_net_print_transports(FILE *out)
     ucp_context_h context;
     ucs_status_t st = ucx_get(UCX_ANY, &context);
     if (st != UCS_OK) {
-        fprintf(out, "none (UCX did not initialise: %s)\n", ucs_status_string(st));
+        fprintf(out, "none (UCX did not initialise: %s)\n", net_status_string(st));
         return;
     }
     mem = open_memstream(&text, &len);
@@ -753,7 +772,7 @@ void picoll_net_print_transports(FILE *out)
         fprintf(out, "?\n");
         return;
     }
-    ucp_context_print_info(context, mem);
+    picoll_ucx.context_print_info(context, mem);
     fclose(mem);
     for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
         const char *dashes = strstr(line, "-- ");
