@@ -57,9 +57,12 @@ const char *picoll_last_algorithm(void);
  * enqueued in the same order on every rank, as blocking ones are called. MPIX_Allreduce_enqueue
  * and the point-to-point calls are MPICH's; MPIX_Allgather_enqueue, MPIX_Alltoall_enqueue,
  * MPIX_Reduce_scatter_block_enqueue and MPIX_Bcast_enqueue are picoll's, with the same pattern.
- * An MPI whose mpi.h has its own MPIX_Stream (MPICH 4.1 and later) keeps its own. */
+ * On an MPI whose mpi.h has MPIX_Stream of its own (MPICH 4.1 and later), picoll takes the MPI's
+ * type and declarations: picoll's streams are those made from a CUDA stream's info, with handles
+ * of their own, and every other stream, stream communicator and call (a stream without a GPU,
+ * for threads) is the MPI's, handed to it through its PMPIX_ entry points. */
 #ifndef MPIX_STREAM_NULL
-#define PICOLL_MPIX_STREAM 1
+#define PICOLL_MPIX_STREAM 1 /* picoll's own MPIX_Stream type */
 typedef struct picoll_mpix_stream *MPIX_Stream;
 #define MPIX_STREAM_NULL ((MPIX_Stream)0)
 
@@ -80,6 +83,9 @@ int MPIX_Waitall_enqueue(int count, MPI_Request array_of_requests[],
                          MPI_Status array_of_statuses[]);
 int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, MPI_Comm comm);
+#endif
+
+/* picoll's enqueued collectives beyond MPICH's, on either type */
 int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -97,7 +103,6 @@ int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
  * them). Any pointer may be NULL. MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
 int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
                         long *captured, long *runs, long *kernels);
-#endif
 
 #ifdef __cplusplus
 }

@@ -73,20 +73,115 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 #define STREAM_MAGIC 0x5354524du
 
 static int stream_keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int stream_valid(MPIX_Stream s)
+static int stream_valid(picoll_stream_t s)
 {
     return s != NULL && s->magic == STREAM_MAGIC;
 }
 
-MPIX_Stream picoll_stream_of_comm(MPI_Comm comm)
+/* ---- handles ----
+ *
+ * With picoll's own MPIX_Stream (picoll.h) a handle is the stream object. With the MPI's own
+ * (MPICH 4.1 and later: an int), picoll's streams are the entries of a table, with handles just
+ * above MPIX_STREAM_NULL (MPIX_STREAM_NULL + 1 + index: in MPICH a stream's kind bits under the
+ * "invalid" handle kind, never one of its own streams, and refused with an error by the calls of
+ * MPICH's that picoll does not take); any other handle is the MPI's. */
+#ifdef PICOLL_MPIX_STREAM
+
+static picoll_stream_t stream_get(MPIX_Stream h)
+{
+    return stream_valid(h) ? h : NULL;
+}
+
+static int stream_handle_new(picoll_stream_t s, MPIX_Stream *h)
+{
+    *h = s;
+    return 0;
+}
+
+static void stream_handle_drop(MPIX_Stream h)
+{
+    (void)h;
+}
+
+#else
+
+#define STREAM_HANDLES_MAX 65536
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static picoll_stream_t *handles;
+static long handles_cap;
+
+static long handle_index(MPIX_Stream h)
+{
+    return (long)((uintptr_t)h - (uintptr_t)MPIX_STREAM_NULL) - 1;
+}
+
+static picoll_stream_t stream_get(MPIX_Stream h)
+{
+    long i = handle_index(h);
+    picoll_stream_t s = NULL;
+    pthread_mutex_lock(&handles_lock);
+    if (i >= 0 && i < handles_cap) {
+        s = handles[i];
+    }
+    pthread_mutex_unlock(&handles_lock);
+    return stream_valid(s) ? s : NULL;
+}
+
+static int stream_handle_new(picoll_stream_t s, MPIX_Stream *h)
+{
+    long i = 0;
+    pthread_mutex_lock(&handles_lock);
+    while (i < handles_cap && handles[i] != NULL) {
+        i++;
+    }
+    if (i == handles_cap) {
+        long cap = handles_cap ? 2 * handles_cap : 16;
+        picoll_stream_t *more = cap <= STREAM_HANDLES_MAX
+                                    ? realloc(handles, (size_t)cap * sizeof(*handles)) : NULL;
+        if (more == NULL) {
+            pthread_mutex_unlock(&handles_lock);
+            return -1;
+        }
+        memset(more + handles_cap, 0, (size_t)(cap - handles_cap) * sizeof(*handles));
+        handles = more;
+        handles_cap = cap;
+    }
+    handles[i] = s;
+    pthread_mutex_unlock(&handles_lock);
+    *h = (MPIX_Stream)((uintptr_t)MPIX_STREAM_NULL + 1 + (uintptr_t)i);
+    return 0;
+}
+
+#ifdef PICOLL_STREAM_MPI
+/* Whether h is of picoll's kind: a stream of picoll's, live or not; never the MPI's. */
+static int stream_handle_mine(MPIX_Stream h)
+{
+    long i = handle_index(h);
+    return i >= 0 && i < STREAM_HANDLES_MAX;
+}
+#endif
+
+static void stream_handle_drop(MPIX_Stream h)
+{
+    long i = handle_index(h);
+    pthread_mutex_lock(&handles_lock);
+    if (i >= 0 && i < handles_cap) {
+        handles[i] = NULL;
+    }
+    pthread_mutex_unlock(&handles_lock);
+}
+
+#endif
+
+picoll_stream_t picoll_stream_of_comm(MPI_Comm comm)
 {
     void *v = NULL;
     int flag = 0;
@@ -114,6 +209,11 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_create: stream is NULL");
     }
+#ifdef PICOLL_STREAM_MPI
+    if (!picoll_stream_info_is_cuda(info)) {
+        return PMPIX_Stream_create(info, stream); /* the MPI's own kind of stream */
+    }
+#endif
     *stream = MPIX_STREAM_NULL;
     int rc = picoll_stream_info_handle(info, &cu);
     if (rc != MPI_SUCCESS) {
@@ -125,7 +225,7 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
                                    "operations and events (%s)", picoll_cudrv_why());
     }
 
-    MPIX_Stream s = calloc(1, sizeof(*s));
+    picoll_stream_t s = calloc(1, sizeof(*s));
     if (s == NULL) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_NO_MEM,
                                    "picoll: MPIX_Stream_create: out of memory");
@@ -149,17 +249,29 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
     pthread_mutex_init(&s->enq_lock, NULL);
     s->kept_end = &s->kept;
     pthread_cond_init(&s->cond, NULL);
-    *stream = s;
+    if (stream_handle_new(s, stream) != 0) { /* (only a table's can fail: nothing started) */
+        pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->enq_lock);
+        pthread_cond_destroy(&s->cond);
+        free(s);
+        return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_NO_MEM,
+                                   "picoll: MPIX_Stream_create: out of stream handles");
+    }
     return MPI_SUCCESS;
 }
 
 PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
 {
-    if (stream == NULL || !stream_valid(*stream)) {
+    picoll_stream_t s = stream != NULL ? stream_get(*stream) : NULL;
+#ifdef PICOLL_STREAM_MPI
+    if (stream != NULL && !stream_handle_mine(*stream)) {
+        return PMPIX_Stream_free(stream);
+    }
+#endif
+    if (s == NULL) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_free: not a stream");
     }
-    MPIX_Stream s = *stream;
     pthread_mutex_lock(&s->lock);
     if (s->ncomms > 0) {
         int n = s->ncomms;
@@ -196,6 +308,7 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
         }
         picoll_cu.ctx_pop_current(&popped);
     }
+    stream_handle_drop(*stream);
     s->magic = 0;
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->enq_lock);
@@ -212,7 +325,7 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
  * its first call instead, the workspace's allocations and module load would run while the
  * application's stream waits at that call's state word, and a driver call that synchronises
  * implicitly would wait for the stream that waits for it. */
-static void stream_warm(MPIX_Stream s, MPI_Comm comm)
+static void stream_warm(picoll_stream_t s, MPI_Comm comm)
 {
     unsigned host[4] = {0, 0, 0, 0};
     void *buf = host;
@@ -232,7 +345,7 @@ static void stream_warm(MPIX_Stream s, MPI_Comm comm)
 
 static int comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
 {
-    MPIX_Stream s = value;
+    picoll_stream_t s = value;
     (void)comm, (void)keyval, (void)extra;
     if (stream_valid(s)) {
         pthread_mutex_lock(&s->lock);
@@ -242,20 +355,26 @@ static int comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
-PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_Comm *newcomm)
+PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream handle, MPI_Comm *newcomm)
 {
     int provided = MPI_THREAD_SINGLE, rc;
+    picoll_stream_t stream = stream_get(handle);
+#ifdef PICOLL_STREAM_MPI
+    if (!stream_handle_mine(handle)) {
+        return PMPIX_Stream_comm_create(comm, handle, newcomm); /* the MPI's stream, or none */
+    }
+#endif
     if (newcomm == NULL) {
         return picoll_raise_stream(comm, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_comm_create: newcomm is NULL");
     }
-    if (stream != MPIX_STREAM_NULL && !stream_valid(stream)) {
+    if (handle != MPIX_STREAM_NULL && stream == NULL) {
         return picoll_raise_stream(comm, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_comm_create: stream is not a stream "
                                    "(MPIX_Stream_create) nor MPIX_STREAM_NULL");
     }
     PMPI_Query_thread(&provided);
-    if (stream != MPIX_STREAM_NULL && provided != MPI_THREAD_MULTIPLE) {
+    if (stream != NULL && provided != MPI_THREAD_MULTIPLE) {
         return picoll_raise_stream(comm, MPI_ERR_OTHER,
                                    "picoll: MPIX_Stream_comm_create: picoll runs a stream's MPI "
                                    "calls on a thread of its own: initialise MPI with "
@@ -269,7 +388,7 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI
     if ((rc = PMPI_Comm_dup(comm, newcomm)) != MPI_SUCCESS) {
         return rc;
     }
-    if (stream == MPIX_STREAM_NULL) {
+    if (stream == NULL) {
         return MPI_SUCCESS;
     }
     pthread_mutex_lock(&stream->lock);
@@ -295,10 +414,11 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI
     return MPI_SUCCESS;
 }
 
-PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
+PICOLL_EXPORT int picoll_stream_query(MPIX_Stream handle, long *staged, long *host, long *device,
                                       long *captured, long *runs, long *kernels)
 {
-    if (!stream_valid(stream)) {
+    picoll_stream_t stream = stream_get(handle);
+    if (stream == NULL) {
         return MPI_ERR_ARG;
     }
     long *out[] = {staged, host, device, captured, runs, kernels};
@@ -314,4 +434,3 @@ PICOLL_EXPORT int picoll_stream_query(MPIX_Stream stream, long *staged, long *ho
     return MPI_SUCCESS;
 }
 
-#endif /* PICOLL_MPIX_STREAM */

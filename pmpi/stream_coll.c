@@ -12,7 +12,6 @@
 
 #include <stddef.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 /* Bytes of count elements of type where they lie contiguously from the buffer's start; -1 where
  * they do not (holes, a lower bound or extent of their own). */
@@ -36,6 +35,8 @@ PICOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     enq_t e;
+    PICOLL_STREAM_OR_MPI(comm,
+                         PMPIX_Allreduce_enqueue(sendbuf, recvbuf, count, datatype, op, comm));
     int rc = picoll_stream_enq_begin(&e, "MPIX_Allreduce_enqueue", comm);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -181,4 +182,3 @@ PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datat
     return picoll_stream_enq_commit(&e);
 }
 
-#endif /* PICOLL_MPIX_STREAM */

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 /* ---- the stream and the call ---- */
 
@@ -208,7 +207,7 @@ int picoll_stream_enq_buffers(enq_t *e, const void *sendbuf, int scount, MPI_Dat
 
 int picoll_stream_enq_commit(enq_t *e)
 {
-    MPIX_Stream s = e->s;
+    picoll_stream_t s = e->s;
     op_t *o = e->o;
     int rc = picoll_cu.launch_host_func(s->cu, picoll_stream_post, o);
     if (rc == 0) {
@@ -257,4 +256,3 @@ int picoll_stream_enq_commit(enq_t *e)
     return MPI_SUCCESS;
 }
 
-#endif /* PICOLL_MPIX_STREAM */

@@ -11,9 +11,10 @@
 
 #include <picoll.h>
 
+#include <stdlib.h>
 #include <string.h>
 
-#ifdef PICOLL_MPIX_STREAM
+#ifdef PICOLL_MPIX_STREAM /* picoll's own type; else the MPI's MPIX_Info_set_hex */
 
 /* The value's bytes, two lowercase hex digits each, in memory order. */
 PICOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *value,
@@ -35,7 +36,19 @@ PICOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *
     return PMPI_Info_set(info, key, text);
 }
 
+#endif /* PICOLL_MPIX_STREAM */
+
 /* ---- the stream handle, as MPIX_Stream_create reads it ---- */
+
+int picoll_stream_info_is_cuda(MPI_Info info)
+{
+    char type[64] = "";
+    int flag = 0;
+    if (info != MPI_INFO_NULL) {
+        PMPI_Info_get(info, "type", (int)sizeof(type) - 1, type, &flag);
+    }
+    return flag && (strcmp(type, "cudaStream_t") == 0 || strcmp(type, "CUstream") == 0);
+}
 
 static int hex_digit(char c)
 {
@@ -44,9 +57,36 @@ static int hex_digit(char c)
            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+/* The n bytes that text holds as MPIX_Info_set_hex writes them: two hex digits a byte, and in
+ * MPICH's (4.1 and later) "[k]" for a run of k zero bytes. 0, or -1 if text is not n bytes so. */
+static int hex_decode(const char *text, unsigned char *out, size_t n)
+{
+    size_t got = 0;
+    while (*text != '\0') {
+        if (*text == '[') {
+            char *end;
+            unsigned long zeros = strtoul(text + 1, &end, 10);
+            if (end == text + 1 || *end != ']' || zeros > n - got) {
+                return -1;
+            }
+            memset(out + got, 0, zeros);
+            got += zeros;
+            text = end + 1;
+            continue;
+        }
+        int hi = hex_digit(text[0]), lo = hi < 0 ? -1 : hex_digit(text[1]);
+        if (lo < 0 || got == n) {
+            return -1;
+        }
+        out[got++] = (unsigned char)(hi << 4 | lo);
+        text += 2;
+    }
+    return got == n ? 0 : -1;
+}
+
 int picoll_stream_info_handle(MPI_Info info, picoll_cu_stream_t *cu)
 {
-    char type[64] = "", value[2 * sizeof(void *) + 2] = "";
+    char type[64] = "", value[4 * sizeof(void *) + 2] = "";
     int flag = 0;
 
     if (info != MPI_INFO_NULL) {
@@ -64,23 +104,14 @@ int picoll_stream_info_handle(MPI_Info info, picoll_cu_stream_t *cu)
                                    "\"cudaStream_t\" only", type);
     }
     PMPI_Info_get(info, "value", (int)sizeof(value) - 1, value, &flag);
-    if (!flag || strlen(value) != 2 * sizeof(void *)) {
+    unsigned char bytes[sizeof(void *)];
+    if (!flag || hex_decode(value, bytes, sizeof(bytes)) != 0) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_create: info \"value\" must hold the "
-                                   "stream handle (%zu bytes, MPIX_Info_set_hex)", sizeof(void *));
-    }
-    unsigned char bytes[sizeof(void *)];
-    for (size_t i = 0; i < sizeof(void *); i++) {
-        int hi = hex_digit(value[2 * i]), lo = hex_digit(value[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
-                                       "picoll: MPIX_Stream_create: info \"value\" \"%s\" is not "
-                                       "hexadecimal", value);
-        }
-        bytes[i] = (unsigned char)(hi << 4 | lo);
+                                   "stream handle (%zu bytes, MPIX_Info_set_hex), not \"%s\"",
+                                   sizeof(void *), flag ? value : "(no key \"value\")");
     }
     memcpy(cu, bytes, sizeof(*cu));
     return MPI_SUCCESS;
 }
 
-#endif /* PICOLL_MPIX_STREAM */

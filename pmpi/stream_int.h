@@ -16,6 +16,7 @@
 
 #include <mpi.h>
 
+#include "build-config.h"
 #include "coll/dispatch.h"
 #include "mem/cudrv.h"
 
@@ -25,7 +26,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef PICOLL_MPIX_STREAM
+
+/* On an MPI with MPIX_Stream of its own and its PMPIX_ entry points (MPICH 4.1 and later):
+ * streams, stream communicators, requests and calls that are not picoll's go to the MPI. */
+#if !defined(PICOLL_MPIX_STREAM) && defined(HAVE_PMPIX_STREAM_CREATE)
+#define PICOLL_STREAM_MPI 1
+#endif
+
+/* In an entry point MPICH also has: the MPI's own call where comm is no stream communicator of
+ * picoll's. */
+#ifdef PICOLL_STREAM_MPI
+#define PICOLL_STREAM_OR_MPI(comm, call)                                                         \
+    do {                                                                                         \
+        if (picoll_stream_of_comm(comm) == NULL) {                                               \
+            return call;                                                                         \
+        }                                                                                        \
+    } while (0)
+#else
+#define PICOLL_STREAM_OR_MPI(comm, call) ((void)0)
+#endif
+
+/* A stream of picoll's (the application's handle, of the MPI's type: pmpi/stream.c). */
+typedef struct picoll_mpix_stream *picoll_stream_t;
 
 typedef enum {
     OP_SEND,
@@ -132,7 +154,7 @@ struct picoll_mpix_stream {
 typedef struct {
     const char *fn;
     MPI_Comm comm;
-    MPIX_Stream s;
+    picoll_stream_t s;
     op_t *o;
     staging_t *in, *out;  /* staging of the send and receive sides; NULL: used in place */
     void *user_out;       /* the device buffer the receive staging goes back to */
@@ -153,9 +175,12 @@ typedef struct {
 /* ---- pmpi/stream.c ---- */
 
 /* The stream of stream communicator comm; NULL where it has none. */
-MPIX_Stream picoll_stream_of_comm(MPI_Comm comm);
+picoll_stream_t picoll_stream_of_comm(MPI_Comm comm);
 
 /* ---- pmpi/stream_info.c ---- */
+
+/* Whether info describes a CUDA stream (key "type": "cudaStream_t" or "CUstream"). */
+int picoll_stream_info_is_cuda(MPI_Info info);
 
 /* The stream handle that the info keys "type" and "value" of MPIX_Stream_create hold, in *cu;
  * MPI_SUCCESS, or the error raised (naming MPIX_Stream_create). */
@@ -173,17 +198,17 @@ void *picoll_stream_progress(void *arg);
 /* ---- pmpi/stream_stage.c ---- */
 
 /* A free state word for o (caller holds the stream's context current); 0 on success. */
-int picoll_stream_cell_get(MPIX_Stream s, op_t *o);
+int picoll_stream_cell_get(picoll_stream_t s, op_t *o);
 /* Frees the calls (not captured) whose last step the stream has passed, oldest first, up to the
  * first it has not (one query per enqueue in the steady state); with wait, waits for every one.
  * Caller holds the stream's context current. */
-void picoll_stream_retire(MPIX_Stream s, int wait);
+void picoll_stream_retire(picoll_stream_t s, int wait);
 /* A pinned buffer (device: device memory) of at least bytes, free now (its last copies done);
  * NULL on failure. Caller holds the stream's context current. */
-staging_t *picoll_stream_staging_get(MPIX_Stream s, size_t bytes, int device);
+staging_t *picoll_stream_staging_get(picoll_stream_t s, size_t bytes, int device);
 /* Frees the stream's staging buffers (once their last copies are done) and state words, at
  * MPIX_Stream_free. Caller holds the stream's context current. */
-void picoll_stream_stage_free(MPIX_Stream s);
+void picoll_stream_stage_free(picoll_stream_t s);
 
 /* ---- pmpi/stream_enqueue.c ---- */
 
@@ -214,6 +239,5 @@ int picoll_stream_enq_commit(enq_t *e);
 int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
                               int recv_in, int *rc);
 
-#endif /* PICOLL_MPIX_STREAM */
 
 #endif

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 /* Host functions of a kernel call on pageable host memory: the copies between the application's
  * buffer and the pinned hop (no CUDA call). */
@@ -44,7 +43,7 @@ static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, v
 {
     picoll_meminfo_t m;
     char why[160];
-    MPIX_Stream s = e->s;
+    picoll_stream_t s = e->s;
     *dev = buf;
     if (buf == MPI_IN_PLACE || buf == NULL || bytes == 0) {
         return MPI_SUCCESS;
@@ -95,7 +94,7 @@ static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, v
  * (a captured call keeps its own); the call's state word and record are not needed. */
 static int enq_kernel_back(enq_t *e)
 {
-    MPIX_Stream s = e->s;
+    picoll_stream_t s = e->s;
     int captured = e->o->captured;
     for (int k = 0; k < e->nks; k++) {
         picoll_cu_deviceptr_t d = (picoll_cu_deviceptr_t)(uintptr_t)e->ks[k].d->buf;
@@ -176,4 +175,3 @@ int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, 
     return 1;
 }
 
-#endif /* PICOLL_MPIX_STREAM */

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 /* The start of a point-to-point enqueue: the stream, the call's kind and peer. */
 static int enq_p2p(enq_t *e, const char *fn, op_kind_t kind, MPI_Comm comm, int peer, int tag)
@@ -32,6 +31,7 @@ PICOLL_EXPORT int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype dat
                                     int tag, MPI_Comm comm)
 {
     enq_t e;
+    PICOLL_STREAM_OR_MPI(comm, PMPIX_Send_enqueue(buf, count, datatype, dest, tag, comm));
     int rc = enq_p2p(&e, "MPIX_Send_enqueue", OP_SEND, comm, dest, tag);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -44,6 +44,7 @@ PICOLL_EXPORT int MPIX_Recv_enqueue(void *buf, int count, MPI_Datatype datatype,
                                     int tag, MPI_Comm comm, MPI_Status *status)
 {
     enq_t e;
+    PICOLL_STREAM_OR_MPI(comm, PMPIX_Recv_enqueue(buf, count, datatype, source, tag, comm, status));
     int rc = enq_p2p(&e, "MPIX_Recv_enqueue", OP_RECV, comm, source, tag);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -126,6 +127,7 @@ PICOLL_EXPORT int MPIX_Isend_enqueue(const void *buf, int count, MPI_Datatype da
                                      int tag, MPI_Comm comm, MPI_Request *request)
 {
     enq_t e;
+    PICOLL_STREAM_OR_MPI(comm, PMPIX_Isend_enqueue(buf, count, datatype, dest, tag, comm, request));
     int rc = enq_p2p(&e, "MPIX_Isend_enqueue", OP_ISEND, comm, dest, tag);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -138,6 +140,8 @@ PICOLL_EXPORT int MPIX_Irecv_enqueue(void *buf, int count, MPI_Datatype datatype
                                      int tag, MPI_Comm comm, MPI_Request *request)
 {
     enq_t e;
+    PICOLL_STREAM_OR_MPI(comm,
+                         PMPIX_Irecv_enqueue(buf, count, datatype, source, tag, comm, request));
     int rc = enq_p2p(&e, "MPIX_Irecv_enqueue", OP_IRECV, comm, source, tag);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -162,6 +166,11 @@ PICOLL_EXPORT int MPIX_Wait_enqueue(MPI_Request *request, MPI_Status *status)
         }
     }
     pthread_mutex_unlock(&sreq_lock);
+#ifdef PICOLL_STREAM_MPI
+    if (q == NULL) {
+        return PMPIX_Wait_enqueue(request, status); /* a request of the MPI's own */
+    }
+#endif
     if (q == NULL) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_REQUEST,
                                    "picoll: MPIX_Wait_enqueue: not a request of "
@@ -202,4 +211,3 @@ PICOLL_EXPORT int MPIX_Waitall_enqueue(int count, MPI_Request array_of_requests[
     return MPI_SUCCESS;
 }
 
-#endif /* PICOLL_MPIX_STREAM */

@@ -13,11 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 /* ---- state words, and freeing the calls the stream has passed ---- */
 
-int picoll_stream_cell_get(MPIX_Stream s, op_t *o)
+int picoll_stream_cell_get(picoll_stream_t s, op_t *o)
 {
     slab_t *b;
     for (b = s->slabs; b != NULL; b = b->next) {
@@ -60,7 +59,7 @@ found:
     return -1;
 }
 
-void picoll_stream_retire(MPIX_Stream s, int wait)
+void picoll_stream_retire(picoll_stream_t s, int wait)
 {
     op_t **link = &s->kept;
     while (*link != NULL) {
@@ -97,7 +96,7 @@ static void staging_release(staging_t *g, int device)
     free(g);
 }
 
-staging_t *picoll_stream_staging_get(MPIX_Stream s, size_t bytes, int device)
+staging_t *picoll_stream_staging_get(picoll_stream_t s, size_t bytes, int device)
 {
     for (staging_t *g = s->staging; g != NULL; g = g->next) {
         if (!g->taken && g->size >= bytes && g->device == device &&
@@ -130,7 +129,7 @@ staging_t *picoll_stream_staging_get(MPIX_Stream s, size_t bytes, int device)
     return g;
 }
 
-void picoll_stream_stage_free(MPIX_Stream s)
+void picoll_stream_stage_free(picoll_stream_t s)
 {
     for (staging_t *g = s->staging, *next; g != NULL; g = next) {
         next = g->next;
@@ -145,4 +144,3 @@ void picoll_stream_stage_free(MPIX_Stream s)
     }
 }
 
-#endif /* PICOLL_MPIX_STREAM */

@@ -14,7 +14,6 @@
 #include <pthread.h>
 #include <time.h>
 
-#ifdef PICOLL_MPIX_STREAM
 
 /* Runs o as the blocking MPI call, through picoll like any other call. */
 static int run_op(op_t *o)
@@ -52,7 +51,7 @@ static int run_op(op_t *o)
 void picoll_stream_post(void *arg)
 {
     op_t *o = arg;
-    MPIX_Stream s = o->s;
+    picoll_stream_t s = o->s;
     *o->state = 0;
     pthread_mutex_lock(&s->lock);
     o->next = NULL;
@@ -68,7 +67,7 @@ void picoll_stream_post(void *arg)
 
 void *picoll_stream_progress(void *arg)
 {
-    MPIX_Stream s = arg;
+    picoll_stream_t s = arg;
     /* the stream's context for the device buffers handed over as they are; never forbidden a
      * driver call by another thread's global-mode capture */
     picoll_cu.ctx_set_current(s->ctx);
@@ -113,4 +112,3 @@ void *picoll_stream_progress(void *arg)
     return NULL;
 }
 
-#endif /* PICOLL_MPIX_STREAM */

@@ -32,6 +32,8 @@
 #include "drv.h"
 #include "mpitest.h"
 
+#include <picoll.h> /* MPIX_Stream: picoll's own type, or the MPI's (MPICH 4.1 and later) */
+
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct picoll_mpix_stream *stream_t;
+typedef MPIX_Stream stream_t;
 
 static struct {
     int (*info_set_hex)(MPI_Info, const char *, const void *, int);
@@ -110,14 +112,41 @@ static void hold(void *arg)
     }
 }
 
-static stream_t make_stream(cu_stream_t cs)
+/* The handle's bytes as MPICH 4.1 and later write them (MPIX_Info_set_hex): two hex digits a
+ * byte, "[k]" for a run of k >= 2 zero bytes (MPICH's own MPIX_Info_set_hex there is the MPI's). */
+static void hex_runs(char *text, const unsigned char *b, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t k = 0;
+        while (i + k < n && b[i + k] == 0) {
+            k++;
+        }
+        if (k >= 2) {
+            text += sprintf(text, "[%zu]", k);
+            i += k;
+        } else {
+            text += sprintf(text, "%02X", b[i++]);
+        }
+    }
+}
+
+/* A stream object of cs; runs: its info's value written by hand in MPICH's form. */
+static stream_t make_stream(cu_stream_t cs, int runs)
 {
     MPI_Info info;
-    stream_t s = NULL;
+    stream_t s = MPIX_STREAM_NULL;
+    char text[4 * sizeof(cs) + 1];
     MPI_Info_create(&info);
     MPI_Info_set(info, "type", "cudaStream_t");
-    MT_CHECK(mx.info_set_hex(info, "value", &cs, sizeof(cs)) == MPI_SUCCESS, "MPIX_Info_set_hex");
-    MT_CHECK(mx.create(info, &s) == MPI_SUCCESS && s != NULL, "MPIX_Stream_create");
+    if (runs) {
+        hex_runs(text, (const unsigned char *)&cs, sizeof(cs));
+        MPI_Info_set(info, "value", text);
+    } else {
+        MT_CHECK(mx.info_set_hex(info, "value", &cs, sizeof(cs)) == MPI_SUCCESS,
+                 "MPIX_Info_set_hex");
+    }
+    MT_CHECK(mx.create(info, &s) == MPI_SUCCESS && s != MPIX_STREAM_NULL, "MPIX_Stream_create%s",
+             runs ? " (the value in MPICH's form)" : "");
     MPI_Info_free(&info);
     return s;
 }
@@ -215,7 +244,7 @@ int main(int argc, char **argv)
     cu_stream_t cs, cs2;
     CK(drv.stream_create(&cs, CU_STREAM_DEFAULT));
     CK(drv.stream_create(&cs2, CU_STREAM_DEFAULT));
-    stream_t s = make_stream(cs), s2 = make_stream(cs2);
+    stream_t s = make_stream(cs, 0), s2 = make_stream(cs2, 1);
     MPI_Comm scomm = MPI_COMM_NULL, scomm2 = MPI_COMM_NULL;
     int rc = mx.comm_create(MPI_COMM_WORLD, s, &scomm);
     if (single) {
@@ -234,16 +263,26 @@ int main(int argc, char **argv)
 
     /* ---- errors ---- */
     int one = 1, out1 = 0;
+#ifdef PICOLL_MPIX_STREAM
     expect_error(mx.allreduce(&one, &out1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
                  "an enqueue on a communicator without a stream", "has no stream");
     MPI_Info bad;
-    stream_t sb = NULL;
+    stream_t sb = MPIX_STREAM_NULL;
     MPI_Info_create(&bad);
     MPI_Info_set(bad, "type", "hipStream_t");
     expect_error(mx.create(bad, &sb), "MPIX_Stream_create of type hipStream_t", "cudaStream_t");
     MPI_Info_free(&bad);
+#else /* the MPI's own: its error for a communicator of its own; other stream types are its own */
+    expect_error(mx.allreduce(&one, &out1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                 "an enqueue on a communicator without a stream (the MPI's answer)", "stream");
+#endif
     MPI_Comm junk;
-    expect_error(mx.comm_create(MPI_COMM_WORLD, (stream_t)&one, &junk),
+#ifdef PICOLL_MPIX_STREAM
+    stream_t no_stream = (stream_t)&one;
+#else /* a handle of picoll's kind (just above MPIX_STREAM_NULL: pmpi/stream.c) that is none */
+    stream_t no_stream = (stream_t)((uintptr_t)MPIX_STREAM_NULL + 4000);
+#endif
+    expect_error(mx.comm_create(MPI_COMM_WORLD, no_stream, &junk),
                  "MPIX_Stream_comm_create with a bad stream", "not a stream");
 
     /* ---- the calls, queued while rank 0's stream is held ---- */
@@ -545,7 +584,7 @@ int main(int argc, char **argv)
     /* ---- the legacy stream: the progress thread's own work would wait behind the stream's wait
      * for it, so device buffers are staged on the stream there, and the result is the same ---- */
     {
-        stream_t sl = make_stream((cu_stream_t)0);
+        stream_t sl = make_stream((cu_stream_t)0, 0);
         MPI_Comm lcomm = MPI_COMM_NULL;
         MT_CHECK(mx.comm_create(MPI_COMM_WORLD, sl, &lcomm) == MPI_SUCCESS,
                  "MPIX_Stream_comm_create (legacy stream)");
@@ -568,8 +607,9 @@ int main(int argc, char **argv)
 
     MPI_Comm_free(&scomm);
     MPI_Comm_free(&scomm2);
-    MT_CHECK(mx.free_(&s) == MPI_SUCCESS && s == NULL, "MPIX_Stream_free");
-    MT_CHECK(mx.free_(&s2) == MPI_SUCCESS && s2 == NULL, "MPIX_Stream_free (second)");
+    MT_CHECK(mx.free_(&s) == MPI_SUCCESS && s == MPIX_STREAM_NULL, "MPIX_Stream_free");
+    MT_CHECK(mx.free_(&s2) == MPI_SUCCESS && s2 == MPIX_STREAM_NULL,
+             "MPIX_Stream_free (second)");
     if (mt_rank == 0 && mt_failures == 0) {
         printf("enqueue: %d allreduce rounds in stream order, in place, allgather, alltoall, "
                "reduce_scatter_block, bcast, send/recv, isend/irecv/waitall, host buffers, two "
