@@ -5,8 +5,9 @@
  * gaps, 5, 0 and 20000 elements, in place where MPI allows it, roots last and first, every
  * completion call for the non-blocking ones, a cart and a dist graph for the neighbourhood
  * ones, fence and lock epochs for the one-sided ones. Then the refusals: MPI_Win_create over device memory and
- * MPI_Buffer_attach of device memory must return an MPI error whose string names the call and
- * the argument.
+ * MPI_Buffer_attach of device memory (and, where the MPI has them, MPI_Comm_attach_buffer and
+ * MPI_Abi_get_fortran_booleans) must return an MPI error whose string names the call and the
+ * argument.
  *
  * A plain MPI program that reaches the CUDA driver through dlopen (tests/cuda/drv.h): without a
  * device it prints "SKIP: ..." and exits 77. On tests/cuda/fake's driver, whose device memory the
@@ -305,7 +306,8 @@ static void check_refusal(int rc, const char *call, const char *arg)
         return;
     }
     MPI_Error_string(rc, s, &len);
-    MT_CHECK(strstr(s, call) != NULL && strstr(s, arg) != NULL,
+    const char *at = strstr(s, call); /* the argument after the call ("buffer" is in its name) */
+    MT_CHECK(at != NULL && strstr(at + strlen(call), arg) != NULL,
              "%s on device memory: error string \"%s\" does not name %s and its argument %s", call,
              s, call, arg);
 }
@@ -330,6 +332,23 @@ static void check_refusals(void)
         int size;
         MPI_Buffer_detach(&p, &size);
     }
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+    snprintf(current, sizeof(current), "MPI_Comm_attach_buffer of device memory");
+    rc = MPI_Comm_attach_buffer(world, d.ptr, 1 << 16);
+    check_refusal(rc, "MPI_Comm_attach_buffer", "buffer");
+    if (rc == MPI_SUCCESS) {
+        void *p;
+        int size;
+        MPI_Comm_detach_buffer(world, &p, &size);
+    }
+#endif
+#if MPI_VERSION >= 5
+    /* the second of two refused arguments: a host logical_true, a device logical_false */
+    int host_true, is_set;
+    snprintf(current, sizeof(current), "MPI_Abi_get_fortran_booleans into device memory");
+    rc = MPI_Abi_get_fortran_booleans((int)sizeof(int), &host_true, d.ptr, &is_set);
+    check_refusal(rc, "MPI_Abi_get_fortran_booleans", "logical_false");
+#endif
     tb_free(&d);
 }
 
