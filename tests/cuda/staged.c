@@ -15,12 +15,19 @@
 #include "mpitest.h"
 #include "tbuf.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int MPIX_Query_cuda_support(void); /* Open MPI declares it in mpi-ext.h only */
+/* picoll's MPIX_Query_cuda_support, or -1 without one: looked up, not linked, since an MPI-5
+ * standard-ABI library (MPICH's libmpi_abi) does not export it */
+static int query_cuda_support(void)
+{
+    int (*query)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
+    return query == NULL ? -1 : query();
+}
 
 static int ndev;
 
@@ -324,6 +331,10 @@ static void check_bad_args(void)
             ref = PMPI_Bcast(a.ptr, -1, MPI_INT, 0, MPI_COMM_WORLD);
             break;
         case 2:
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 50000000
+            /* MPICH 5.0 (pip) asserts on it and exits, without picoll too: nothing to compare */
+            continue;
+#endif
             what = "allreduce of MPI_DATATYPE_NULL";
             rc = MPI_Allreduce(a.ptr, b.ptr, 16, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
             ref = PMPI_Allreduce(a.ptr, b.ptr, 16, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
@@ -476,8 +487,8 @@ int main(int argc, char **argv)
         return MT_SKIP;
     }
     drv_choose_device(mt_rank % ndev);
-    MT_CHECK(MPIX_Query_cuda_support() == 1, "MPIX_Query_cuda_support() = %d under picoll with "
-             "CUDA, expected 1", MPIX_Query_cuda_support());
+    MT_CHECK(query_cuda_support() == 1, "MPIX_Query_cuda_support() = %d under picoll with CUDA, "
+             "expected 1", query_cuda_support());
 
     /* 2 ints with a 1-int hole, resized to 4 ints: holes inside and between elements */
     MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
