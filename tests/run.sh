@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, then configures,
 # builds and runs CTest against Open MPI (build-openmpi/), MPICH 4 (build-mpich/) and MPICH 5 from
-# the package registry (pip, into build-mpich5/mpi/; with its own UCX). The first MPI runs every
-# test; MPICH 4 leaves out the tests labelled "full" (the long matrices that do not depend on the
-# MPI: docs/testing.md); MPICH 5 runs a subset: start-up, the collectives, staging, the stream
-# layer and the network step over its own UCX (MPICH5_TESTS below); none runs the soak (label
-# soak: ctest -L soak). Prints the time of each phase at the end.
-#   bash tests/run.sh            the three MPIs
+# the package registry (pip, into build-mpich5/mpi/; with its own UCX), and that MPICH again through
+# the MPI-5 standard ABI (build-mpich5-abi/). The first MPI runs every test; MPICH 4 leaves out the
+# tests labelled "full" (the long matrices that do not depend on the MPI: docs/testing.md);
+# MPICH 5 runs a subset: start-up, the collectives, staging, the stream layer and the network
+# step over its own UCX (MPICH5_TESTS below), and the ABI build a smaller one (ABI_TESTS); none
+# runs the soak (label soak: ctest -L soak). Prints the time of each phase at the end.
+#   bash tests/run.sh            the four builds
 #   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
 #   PICOLL_TEST_FULL=all bash tests/run.sh        every test on every MPI (or a list of MPIs)
 #   PICOLL_TEST_BUILD_PREFIX=build-x- bash tests/run.sh    build in build-x-openmpi/, ...
@@ -43,14 +44,17 @@ autoreconf -fi >/dev/null
 phase "autoreconf"
 
 jobs=$(nproc 2>/dev/null || echo 2)
-mpis=${PICOLL_TEST_MPIS:-openmpi mpich mpich5}
+mpis=${PICOLL_TEST_MPIS:-openmpi mpich mpich5 mpich5-abi}
 # MPICH 5's subset: the wrapper table, start-up and set-up, the collectives (MPI, shared memory,
 # rooted, large counts), staging of device buffers (every call, refusals), the stream layer on
-# MPICH's own MPIX_Stream, and the network step over MPICH's UCX (virtual nodes, netns hosts).
-# Left out there: the invalid-argument tests (MPICH 5 from pip takes count -1 and asserts on
-# MPI_DATATYPE_NULL without picoll too: mpi.bad_args, mpi.stats, cuda.bad_args).
+# MPICH's own MPIX_Stream, the network step over MPICH's UCX (virtual nodes, netns hosts), and
+# invalid arguments (less the calls that MPICH 5 from pip aborts on without picoll too:
+# mt_mpich_version in the tests).
 MPICH5_VERSION=5.0.2
-MPICH5_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|large_count|null_status|comm_lifecycle|threads|config)\..*|host\.matrix\..*|cuda\.(staged\.fake|every\.fake|every\.host\.fake)\..*|cuda\.emu\.enqueue\.(np3|thread\.np3|single\.np1|late\.np2)|net\.matrix\.np4\.v2\.tcp|hosts\.matrix\.np4)$'
+MPICH5_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|large_count|null_status|comm_lifecycle|threads|config|bad_args|stats)\..*|host\.matrix\..*|cuda\.(staged\.fake|every\.fake|every\.host\.fake|bad_args\.fake)\..*|cuda\.emu\.enqueue\.(np3|thread\.np3|single\.np1|late\.np2)|net\.matrix\.np4\.v2\.tcp|hosts\.matrix\.np4)$'
+# The standard-ABI build (the same MPICH 5 through mpicc_abi and libmpi_abi.so.1): the table, the
+# collectives, staging and the stream layer (picoll's own MPIX_Stream there: mpi_abi.h has none).
+ABI_TESTS='^(unit\.table_complete|mpi\.(setup|matrix)\..*|cuda\.(staged\.fake|every\.fake)\.np2|cuda\.emu\.enqueue\.np3)$'
 
 full=${PICOLL_TEST_FULL:-${mpis%% *}}
 prefix=${PICOLL_TEST_BUILD_PREFIX:-build-}
@@ -75,19 +79,23 @@ for mpi in $mpis; do
     case $mpi in
         openmpi) mpicc=mpicc.openmpi ;;
         mpich) mpicc=mpicc.mpich ;;
-        mpich5)
-            # from the package registry, in a virtual environment of the build tree
-            mpicc="$top/$dir/mpi/bin/mpicc"
+        mpich5|mpich5-abi)
+            # from the package registry, in a virtual environment of the mpich5 build tree;
+            # mpich5-abi: the same MPICH through the MPI-5 standard ABI (mpicc_abi, libmpi_abi)
+            venv="$top/${prefix}mpich5/mpi"
+            mpicc="$venv/bin/mpicc"
+            [ "$mpi" = mpich5 ] || mpicc="$venv/bin/mpicc_abi"
             if [ ! -x "$mpicc" ]; then
-                echo "== mpich5: pip install mpich==$MPICH5_VERSION into $dir/mpi"
-                if ! { python3 -m venv "$top/$dir/mpi" &&
-                       "$top/$dir/mpi/bin/pip" install -q "mpich==$MPICH5_VERSION"; }; then
-                    echo "== mpich5: installing MPICH $MPICH5_VERSION failed"; status=1
+                echo "== $mpi: pip install mpich==$MPICH5_VERSION into ${prefix}mpich5/mpi"
+                if ! { python3 -m venv "$venv" &&
+                       "$venv/bin/pip" install -q "mpich==$MPICH5_VERSION"; }; then
+                    echo "== $mpi: installing MPICH $MPICH5_VERSION failed"; status=1
                     phase "$mpi install"; continue
                 fi
             fi
             phase "$mpi install" ;;
-        *) echo "unknown MPI '$mpi' in PICOLL_TEST_MPIS (openmpi, mpich, mpich5)"; exit 2 ;;
+        *) echo "unknown MPI '$mpi' in PICOLL_TEST_MPIS (openmpi, mpich, mpich5, mpich5-abi)"
+           exit 2 ;;
     esac
     echo "== $mpi: configure, build and test in $dir"
     (cd "$dir" && "$top/configure" -q MPICC="$mpicc" ${archs:+--with-cuda-archs="$archs"}) || { echo "== $mpi: configure failed"; status=1; phase "$mpi configure"; continue; }
@@ -111,10 +119,13 @@ for mpi in $mpis; do
     subset=(-LE '^(full|soak)$'); what=" (subset)"
     case " $full " in
         *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;;
-        *) [ "$mpi" != mpich5 ] || subset=(-R "$MPICH5_TESTS") ;;
+        *) case $mpi in
+               mpich5) subset=(-R "$MPICH5_TESTS") ;;
+               mpich5-abi) subset=(-R "$ABI_TESTS") ;;
+           esac ;;
     esac
     if [ "${subset[0]}" = -R ]; then
-        echo "== $mpi: ctest -R \$MPICH5_TESTS (its subset)"
+        echo "== $mpi: ctest -R (its subset: MPICH5_TESTS or ABI_TESTS in run.sh)"
     else
         echo "== $mpi: ctest ${subset[*]}${what:+ (the tests labelled full run at $full)}"
     fi

@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int MPIX_Query_cuda_support(void); /* Open MPI declares it in mpi-ext.h only */
-
 /* The MPI library's own answer, or -1 if it has no MPIX_Query_cuda_support. */
 static int mpi_own_answer(const char **lib)
 {
@@ -32,10 +30,13 @@ int main(int argc, char **argv)
     const char *expect = mt_option(argc, argv, "--expect", "mpi");
     const char *lib = "?";
     int answer, own;
+    int (*query)(void);
 
     MPI_Init(&argc, &argv);
     mt_load_picoll(1);
-    answer = MPIX_Query_cuda_support();
+    /* looked up, not linked: an MPI-5 standard-ABI library (libmpi_abi) does not export it */
+    *(void **)&query = dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
+    answer = query == NULL ? -1 : query();
     own = mpi_own_answer(&lib);
     if (mt_rank == 0) {
         printf("MPIX_Query_cuda_support: %d under picoll, %d from %s itself\n", answer, own, lib);

@@ -331,10 +331,9 @@ static void check_bad_args(void)
             ref = PMPI_Bcast(a.ptr, -1, MPI_INT, 0, MPI_COMM_WORLD);
             break;
         case 2:
-#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 50000000
-            /* MPICH 5.0 (pip) asserts on it and exits, without picoll too: nothing to compare */
-            continue;
-#endif
+            if (mt_mpich_version() >= 50000) {
+                continue; /* MPICH 5.0 asserts on it and exits, without picoll too */
+            }
             what = "allreduce of MPI_DATATYPE_NULL";
             rc = MPI_Allreduce(a.ptr, b.ptr, 16, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
             ref = PMPI_Allreduce(a.ptr, b.ptr, 16, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);

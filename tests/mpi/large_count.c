@@ -1,15 +1,16 @@
 /* The MPI-4 large-count entry points of the accelerated collectives (MPI_Allreduce_c,
- * MPI_Allgather_c, MPI_Alltoall_c; MPICH 4 has them, Open MPI 4.1 does not) reach picoll's own
- * algorithms, not only the MPI: run with PICOLL_HOST=on, each call's path
- * (picoll_last_algorithm) must be one of picoll's, and each result equals a plain loop's, bit
- * for bit. Without the _c functions the test is skipped, saying so. */
+ * MPI_Allgather_c, MPI_Alltoall_c; MPICH 4 and the MPI-5 standard ABI have them, Open MPI 4.1
+ * does not) reach picoll's own algorithms, not only the MPI: run with PICOLL_HOST=on, each
+ * call's path (picoll_last_algorithm) must be one of picoll's, and each result equals a plain
+ * loop's, bit for bit. Without the _c functions the test is skipped, saying so. */
 #include "mpitest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if MPI_VERSION >= 4 && defined(MPICH)
+/* the MPI-5 standard ABI's mpi.h (mpi_abi.h) declares them but names no implementation */
+#if MPI_VERSION >= 4 && (defined(MPICH) || defined(MPI_ABI_VERSION))
 #define HAVE_LARGE_COUNT 1
 #endif
 

@@ -65,6 +65,19 @@ int mt_finish(const char *test)
     return total == 0 ? 0 : 1;
 }
 
+int mt_mpich_version(void)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0, major = 0, minor = 0, patch = 0;
+    MPI_Get_library_version(v, &len);
+    const char *at = strstr(v, "MPICH Version:");
+    if (at == NULL || sscanf(at + strlen("MPICH Version:"), " %d.%d.%d", &major, &minor,
+                             &patch) < 2) {
+        return 0;
+    }
+    return major * 10000 + minor * 100 + patch;
+}
+
 int mt_skip(const char *why)
 {
     if (mt_rank == 0) {

@@ -42,6 +42,11 @@ void mt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * on rank 0, calls MPI_Finalize and returns the process exit status. */
 int mt_finish(const char *test);
 
+/* The MPI's library as a number when it is MPICH (MPI_Get_library_version: "MPICH Version:
+ * 5.0.2" gives 50002, also through the MPI-5 standard ABI), else 0. For the known deviations of
+ * an MPI's own that a test leaves out. */
+int mt_mpich_version(void);
+
 /* Ends the job as skipped (every rank must call it): prints why on rank 0. */
 int mt_skip(const char *why);
 

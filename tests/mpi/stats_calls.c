@@ -148,8 +148,11 @@ int main(int argc, char **argv)
     unsigned char x[7] = {1, 2, 3, 4, 5, 6, 7}, y[7];
     MPI_Allreduce(x, y, 7, MPI_BYTE, MPI_BXOR, MPI_COMM_SELF);
     MT_CHECK(y[6] == 7, "allreduce byte on MPI_COMM_SELF: %d", y[6]);
-    int rc = MPI_Allreduce(a, b, 10, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
-    MT_CHECK(rc != MPI_SUCCESS, "MPI_Allreduce with MPI_DATATYPE_NULL succeeded");
+    /* an erroneous call counts nowhere (MPICH 5.0 asserts on it, without picoll too) */
+    if (mt_mpich_version() < 50000) {
+        int rc = MPI_Allreduce(a, b, 10, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
+        MT_CHECK(rc != MPI_SUCCESS, "MPI_Allreduce with MPI_DATATYPE_NULL succeeded");
+    }
 
     int g[4] = {rank, rank, rank, rank}, gg[4 * 16];
     MPI_Allgather(g, 4, MPI_INT, gg, 4, MPI_INT, MPI_COMM_WORLD);
