@@ -16,6 +16,7 @@ typedef unsigned long long cu_ptr_t;
 typedef int cu_device_t;
 typedef struct cu_ctx_st *cu_ctx_t;
 typedef struct cu_stream_st *cu_stream_t;
+typedef struct cu_event_st *cu_event_t;
 typedef struct cu_graph_st *cu_graph_t;
 typedef struct cu_graph_exec_st *cu_graph_exec_t;
 typedef void (*cu_host_fn_t)(void *user_data);
@@ -63,6 +64,10 @@ typedef struct {
     cu_result_t (*graph_instantiate)(cu_graph_exec_t *, cu_graph_t, unsigned long long flags);
     cu_result_t (*graph_launch)(cu_graph_exec_t, cu_stream_t);
     cu_result_t (*graph_exec_destroy)(cu_graph_exec_t);
+    cu_result_t (*event_create)(cu_event_t *, unsigned flags);
+    cu_result_t (*event_record)(cu_event_t, cu_stream_t);
+    cu_result_t (*event_synchronize)(cu_event_t);
+    cu_result_t (*event_destroy)(cu_event_t);
     /* the emulated GPU's hooks (NULL elsewhere): the next kernel this process launches starts
      * and never arrives; per-entry-point call counts of this process and their names */
     void (*freeze_next_kernel)(void);

@@ -27,6 +27,7 @@
  * --staged: run with PICOLL_STREAM_KERNELS=0 PICOLL_STREAM_DIRECT=0: every device buffer is
  * staged on the stream.
  * --late: see late().
+ * --queue: see queue().
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
  * answer an error naming the thread level. */
 #include "drv.h"
@@ -193,6 +194,63 @@ static int late(MPI_Comm scomm, cu_stream_t cs, stream_t s, stream_t s2)
     return mt_finish("enqueue --late");
 }
 
+/* --queue: a user's pattern (mpich issue 7612): QUEUE allreduces of QUEUE_N floats enqueued in a
+ * row, each with device buffers of its own, then one event recorded on the stream and waited for;
+ * every result checked, the buffers freed, QUEUE_ROUNDS times. On the emulated GPU it segfaulted
+ * in about one run in four at np 3 (a kernel thread's shadow read through a stale range-cache
+ * entry: tests/cuda/emu/emu_launch.c, emu_range). */
+#define QUEUE 40
+#define QUEUE_N 4096
+#define QUEUE_ROUNDS 3
+static void queue(MPI_Comm scomm, cu_stream_t cs)
+{
+    size_t bytes = QUEUE_N * sizeof(float);
+    float *h = malloc(bytes);
+    cu_ptr_t in[QUEUE], out[QUEUE];
+    cu_event_t ev;
+    if (drv.event_create == NULL || drv.event_record == NULL || drv.event_synchronize == NULL) {
+        mt_fail("the CUDA driver has no events");
+        free(h);
+        return;
+    }
+    CK(drv.event_create(&ev, 0));
+    for (int round = 0; round < QUEUE_ROUNDS; round++) {
+        for (int k = 0; k < QUEUE; k++) {
+            for (int e = 0; e < QUEUE_N; e++) {
+                h[e] = (float)((mt_rank + 1) * 3 + k * 5 + round * 7 + e % 97); /* exact sums */
+            }
+            in[k] = dalloc(bytes);
+            out[k] = dalloc(bytes);
+            CK(drv.memcpy_htod(in[k], h, bytes));
+            MT_CHECK(mx.allreduce((void *)(uintptr_t)in[k], (void *)(uintptr_t)out[k], QUEUE_N,
+                                  MPI_FLOAT, MPI_SUM, scomm) == MPI_SUCCESS,
+                     "MPIX_Allreduce_enqueue %d of the queue", k);
+        }
+        CK(drv.event_record(ev, cs));
+        CK(drv.event_synchronize(ev));
+        for (int k = 0; k < QUEUE; k++) {
+            CK(drv.memcpy_dtoh(h, out[k], bytes));
+            for (int e = 0; e < QUEUE_N; e++) {
+                float want = 0;
+                for (int q = 0; q < mt_size; q++) {
+                    want += (float)((q + 1) * 3 + k * 5 + round * 7 + e % 97);
+                }
+                if (h[e] != want) {
+                    mt_fail("queue round %d, call %d: element %d is %g, want %g", round, k, e,
+                            (double)h[e], (double)want);
+                    break;
+                }
+            }
+            CK(drv.mem_free(in[k]));
+            CK(drv.mem_free(out[k]));
+        }
+    }
+    if (drv.event_destroy != NULL) {
+        drv.event_destroy(ev);
+    }
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     int provided, single = mt_flag(argc, argv, "--thread-single");
@@ -256,6 +314,12 @@ int main(int argc, char **argv)
     MT_CHECK(rc == MPI_SUCCESS, "MPIX_Stream_comm_create: %d", rc);
     if (mt_flag(argc, argv, "--late")) {
         return late(scomm, cs, s, s2);
+    }
+    if (mt_flag(argc, argv, "--queue")) {
+        queue(scomm, cs);
+        MPI_Comm_free(&scomm);
+        MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
+        return mt_finish("enqueue --queue");
     }
     MT_CHECK(mx.comm_create(MPI_COMM_WORLD, s2, &scomm2) == MPI_SUCCESS,
              "MPIX_Stream_comm_create (second stream)");
