@@ -67,7 +67,9 @@ __device__ __forceinline__ void dev_st(T *p, T v)
     *p = v;
 }
 
-/* The protocol's sync points, id for the mutation check (ids 1 to 7, each once) */
+/* The protocol's sync points, id for the mutation check (ids 1 to 8, each once); DEV_WAIT(id)
+ * guards a wait loop, which the check deletes */
+#define DEV_WAIT(id) true
 #define DEV_SYNCTHREADS(id) __syncthreads()
 #define DEV_FLAG_STORE(id, f, v) dev_flag_store(f, v)
 #define DEV_FLAG_LOAD(id, f) dev_flag_load(f)
@@ -85,6 +87,7 @@ __device__ __forceinline__ void dev_st(T *p, T v)
 }
 
 #define DEV_MUTANT(id, what) emu_mutant(id, __LINE__, __func__, what)
+#define DEV_WAIT(id) (!DEV_MUTANT(id, "wait loop"))
 #define DEV_SYNCTHREADS(id) (DEV_MUTANT(id, "__syncthreads") ? (void)0 : __syncthreads())
 #define DEV_FLAG_STORE(id, f, v) emu_flag_store(f, v, !DEV_MUTANT(id, "st.release"))
 #define DEV_FLAG_LOAD(id, f) emu_flag_load(f, !DEV_MUTANT(id, "ld.acquire"))
@@ -233,7 +236,7 @@ __device__ void dev_finish(const picoll_cuda_kparams_t &p, uint64_t first, uint6
          * read the word before its first arrival: the word changes only once each of this
          * rank's blocks arrived (its own flag lines), or the host aborted the stream's calls */
         int t = (int)threadIdx.x;
-        if (t > 0 && t < (int)gridDim.x) {
+        if (t > 0 && t < (int)gridDim.x && DEV_WAIT(8)) {
             const uint64_t *f = p.flags[p.me] + (size_t)t * PICOLL_CUDA_FLAG_STRIDE;
             while (dev_flag_load(f) < first &&
                    dev_flag_load((const uint64_t *)&p.status->veto) != p.veto_at) {

@@ -24,12 +24,14 @@ seed0="${FAKECUDA_SEED:-1}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-# the tests, quickest first: name, then the command (run through sh -c); each must end within
-# its limit (a hang counts as caught: a GPU would hang too)
+# the tests, quickest first (but the stream-ordered queue, last: only the stream's epoch wait
+# needs it): name, then the command (run through sh -c); each must end within its limit (a hang
+# counts as caught: a GPU would hang too)
 tests='matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 late.np3|60|env PICOLL_TIMEOUT=1 '"$run"' 3 --preload env '"$emu $coll"' late 1 1.5 allreduce
-hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast'
+hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast
+queue.np3|30|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/enqueue --queue'
 
 # run_test LIMIT COMMAND: 0 when it passed (stdin closed: mpirun would read the test list)
 run_test() {
@@ -67,7 +69,7 @@ export FAKECUDA_SEED="$seed0"
 echo "mutants.sh: FAKECUDA_SEED=$FAKECUDA_SEED"
 
 # the sync points: id, line, what (from the source, so that a new one is checked at once)
-points=$(grep -n -o 'DEV_\(SYNCTHREADS\|FLAG_STORE\|FLAG_LOAD\)([0-9]*' "$kernel" |
+points=$(grep -n -o 'DEV_\(SYNCTHREADS\|FLAG_STORE\|FLAG_LOAD\|WAIT\)([0-9]*' "$kernel" |
          sed 's/^\([0-9]*\):DEV_\([A-Z_]*\)(\([0-9]*\)$/\3 \1 \2/' | sort -n)
 if [ -z "$points" ]; then
     echo "mutants.sh: no sync point found in $kernel"; exit 1

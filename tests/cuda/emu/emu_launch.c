@@ -13,7 +13,8 @@
  * for another fiber or another process), or, at random, touches global memory: the scheduler then
  * goes on with the next fiber of a rotation that starts at random and goes from block to block,
  * so that the threads of a launch interleave at any load or store, not only where the kernel
- * synchronises. The choices
+ * synchronises. Of a launch of several blocks, some start late (emu_late_start): CUDA promises
+ * no co-scheduling. The choices
  * come from FAKECUDA_SEED (printed by each process at its first launch, and in every "kernel-race"
  * failure; random when unset). When every fiber had its turn the worker calls sched_yield(), so
  * that the peers' processes run on a machine with fewer cores than ranks.
@@ -146,6 +147,7 @@ typedef struct {
     unsigned gen;      /* barrier generation */
     int arrived;
     int frozen;        /* fakecuda_freeze_next_kernel: no barrier ever opens */
+    unsigned late;     /* rounds before its threads start (emu_late_start); 0: started */
     emu_entry_fn fn;   /* the launch's entry */
     const picoll_cuda_kparams_t *params;
     emu_cached_range_t range[EMU_RANGE_CACHE];
@@ -763,9 +765,30 @@ void emu_worker_release(void)
     }
 }
 
-/* Starts block idx of the launch in window slot b: its fibers at their first instruction. */
-static void emu_block_start(emu_block_t *b, unsigned idx, uint64_t start)
+/* Whether a block starts late, and how late: CUDA promises no co-scheduling of a launch's blocks
+ * outside cooperative launches (under MPS, or beside other work, a block may start after the
+ * others ended), so a kernel must not rely on it. Of a launch of several blocks, one block in four
+ * (the seed's choice) waits up to EMU_LATE_ROUNDS rounds of the others' turns, or until every
+ * other block of the window has finished, whichever comes first: a block that waits for it (a
+ * GPU holds it resident until it ends) still sees it start. FAKECUDA_LATE_BLOCKS=0: none late. */
+#define EMU_LATE_ROUNDS 32
+static unsigned emu_late_start(emu_worker_t *w, unsigned grid)
 {
+    static int on = -1;
+    if (on < 0) {
+        on = emu_env_int("FAKECUDA_LATE_BLOCKS", 1, 0, 1);
+    }
+    if (!on || grid < 2 || emu_rand(&w->rng) % 8 != 0) {
+        return 0;
+    }
+    return 1 + (unsigned)(emu_rand(&w->rng) >> 33) % EMU_LATE_ROUNDS;
+}
+
+/* Starts block idx of the launch in window slot b: its fibers at their first instruction (late,
+ * emu_late_start says). */
+static void emu_block_start(emu_block_t *b, unsigned idx, uint64_t start, unsigned grid)
+{
+    b->late = emu_late_start(b->wk, grid);
     b->idx = idx;
     b->active = 1;
     b->live = b->n;
@@ -837,7 +860,7 @@ void emu_kernel_run(emu_op_t *op)
         b->fn = (emu_entry_fn)op->u.kernel.fn;
         b->n = n;
         b->frozen = op->u.kernel.frozen;
-        emu_block_start(b, next++, start);
+        emu_block_start(b, next++, start, grid);
     }
     for (int active = win; active > 0;) {
         /* a round from a (thread, block) chosen at random, block after block */
@@ -847,7 +870,7 @@ void emu_kernel_run(emu_op_t *op)
             emu_block_t *b = w->slot[x % win];
             int i = x / win;
             emu_fiber_t *f = &b->fiber[i];
-            if (!b->active || f->done || (f->waiting && f->wait_gen == b->gen)) {
+            if (!b->active || b->late > 0 || f->done || (f->waiting && f->wait_gen == b->gen)) {
                 continue;
             }
             if (prev != NULL && prev != b && prev->active && prev->live > 0) {
@@ -865,6 +888,17 @@ void emu_kernel_run(emu_op_t *op)
 #endif
         }
         emu_blk = NULL;
+        /* a late block starts once its rounds are up, or no other block of the window runs */
+        int others = 0;
+        for (int k = 0; k < win; k++) {
+            others += w->slot[k]->active && w->slot[k]->late == 0 && w->slot[k]->live > 0;
+        }
+        for (int k = 0; k < win; k++) {
+            emu_block_t *b = w->slot[k];
+            if (b->active && b->late > 0 && (--b->late == 0 || others == 0)) {
+                b->late = 0;
+            }
+        }
         for (int k = 0; k < win; k++) {
             emu_block_t *b = w->slot[k];
             spun |= b->spun;
@@ -874,7 +908,7 @@ void emu_kernel_run(emu_op_t *op)
             if (b->active && (b->live == 0 || (b->frozen && b->arrived == b->live))) {
                 b->active = 0;
                 if (next < grid) {
-                    emu_block_start(b, next++, start);
+                    emu_block_start(b, next++, start, grid);
                 } else {
                     active--;
                 }
