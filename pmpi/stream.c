@@ -41,7 +41,7 @@
  * epochs (the kernels count them in device memory). The progress thread watches those kernels
  * about once a second for a peer that never comes (picoll_cuda_stream_watch).
  *
- * With PICOLL_STREAM_DIRECT=1 (default 0: it hung on an H100, docs/cuda.md), collectives on device
+ * With PICOLL_STREAM_DIRECT=1 (default 0: it hangs under MPS, docs/cuda.md), collectives on device
  * buffers skip the copies on a stream the application created: the progress thread hands the
  * device buffers themselves to the blocking call (picoll's device
  * kernels where every rank can, else picoll's staging, as for any blocking call), while the

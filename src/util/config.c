@@ -121,7 +121,7 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, stream_direct),
      .doc = "enqueued collectives on device buffers that do not run as kernels on the stream: 0 "
             "copies them through pinned host memory, 1 hands them to the device path "
-            "(experimental)"},
+            "(can hang under MPS)"},
     {.name = "PICOLL_STAGE_DEPTH", .type = PICOLL_CFG_INT, .def = "2", .min = 0, .max = 8,
      .offset = offsetof(picoll_config_t, stage_depth),
      .doc = "chunks of a staged allreduce between nodes copied to the host ahead of the chunk "
