@@ -40,14 +40,26 @@ PICOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *
 
 /* ---- the stream handle, as MPIX_Stream_create reads it ---- */
 
+/* The info's key "type" into type (64 bytes); 0 where it has none. */
+static int info_type(MPI_Info info, char *type)
+{
+    int flag = 0;
+    type[0] = '\0';
+    if (info != MPI_INFO_NULL) {
+        PMPI_Info_get(info, "type", 63, type, &flag);
+    }
+    return flag;
+}
+
+static int type_is_cuda(const char *type)
+{
+    return strcmp(type, "cudaStream_t") == 0 || strcmp(type, "CUstream") == 0;
+}
+
 int picoll_stream_info_is_cuda(MPI_Info info)
 {
-    char type[64] = "";
-    int flag = 0;
-    if (info != MPI_INFO_NULL) {
-        PMPI_Info_get(info, "type", (int)sizeof(type) - 1, type, &flag);
-    }
-    return flag && (strcmp(type, "cudaStream_t") == 0 || strcmp(type, "CUstream") == 0);
+    char type[64];
+    return info_type(info, type) && type_is_cuda(type);
 }
 
 static int hex_digit(char c)
@@ -86,19 +98,16 @@ static int hex_decode(const char *text, unsigned char *out, size_t n)
 
 int picoll_stream_info_handle(MPI_Info info, picoll_cu_stream_t *cu)
 {
-    char type[64] = "", value[4 * sizeof(void *) + 2] = "";
+    char type[64], value[4 * sizeof(void *) + 2] = "";
     int flag = 0;
 
-    if (info != MPI_INFO_NULL) {
-        PMPI_Info_get(info, "type", (int)sizeof(type) - 1, type, &flag);
-    }
-    if (!flag) {
+    if (!info_type(info, type)) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_create: the info has no key \"type\": "
                                    "picoll's streams are CUDA streams (type \"cudaStream_t\", "
                                    "value set with MPIX_Info_set_hex)");
     }
-    if (strcmp(type, "cudaStream_t") != 0 && strcmp(type, "CUstream") != 0) {
+    if (!type_is_cuda(type)) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_create: info type \"%s\": picoll supports "
                                    "\"cudaStream_t\" only", type);
