@@ -1,0 +1,602 @@
+// The process group's operations: each maps the tensors onto one MPI call (or a picoll enqueued
+// call for CUDA tensors), checks dtype and operation first, and raises an error naming both when
+// it cannot do them.
+#include "picoll_torch.hpp"
+
+#include <ATen/ATen.h>
+#include <climits>
+
+namespace picoll_torch {
+
+namespace {
+
+const char *op_name(c10d::ReduceOp::RedOpType op) {
+  switch (op) {
+  case c10d::ReduceOp::SUM: return "SUM";
+  case c10d::ReduceOp::AVG: return "AVG";
+  case c10d::ReduceOp::PRODUCT: return "PRODUCT";
+  case c10d::ReduceOp::MIN: return "MIN";
+  case c10d::ReduceOp::MAX: return "MAX";
+  case c10d::ReduceOp::BAND: return "BAND";
+  case c10d::ReduceOp::BOR: return "BOR";
+  case c10d::ReduceOp::BXOR: return "BXOR";
+  case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
+  default: return "UNUSED";
+  }
+}
+
+// How a reduction of one dtype runs: float16 and bfloat16 in float32 (rounded once, the same on
+// every rank), bool with the logical operations, AVG as a sum divided by the group's size,
+// PREMUL_SUM as a product by its factor before the sum.
+struct Plan {
+  MPI_Datatype type;
+  MPI_Op op;
+  bool upcast = false;
+  bool average = false;
+  std::optional<double> premul;
+};
+
+[[noreturn]] void unsupported(const char *call, const c10d::ReduceOp &op, const at::Tensor &t,
+                              const char *why) {
+  TORCH_CHECK(false, "picoll: ", call, " does not support ReduceOp.", op_name(op.op_), " on ",
+              t.dtype(), ": ", why);
+}
+
+Plan plan_for(const at::Tensor &t, const c10d::ReduceOp &rop, const char *call) {
+  Plan p;
+  auto s = t.scalar_type();
+  auto op = rop.op_;
+  bool floating = at::isFloatingType(s), complex = at::isComplexType(s);
+  bool boolean = s == at::kBool, integer = at::isIntegralType(s, false);
+  p.upcast = s == at::kHalf || s == at::kBFloat16;
+  p.type = p.upcast ? MPI_FLOAT : mpi_type(t, call);
+  switch (op) {
+  case c10d::ReduceOp::SUM: p.op = boolean ? MPI_LOR : MPI_SUM; break;
+  case c10d::ReduceOp::PRODUCT: p.op = boolean ? MPI_LAND : MPI_PROD; break;
+  case c10d::ReduceOp::AVG:
+    if (!floating && !complex)
+      unsupported(call, rop, t, "the average of integers or booleans is not one of them");
+    p.op = MPI_SUM;
+    p.average = true;
+    break;
+  case c10d::ReduceOp::MIN:
+  case c10d::ReduceOp::MAX:
+    if (complex) unsupported(call, rop, t, "complex numbers have no order");
+    p.op = boolean ? (op == c10d::ReduceOp::MIN ? MPI_LAND : MPI_LOR)
+                   : (op == c10d::ReduceOp::MIN ? MPI_MIN : MPI_MAX);
+    break;
+  case c10d::ReduceOp::BAND:
+  case c10d::ReduceOp::BOR:
+  case c10d::ReduceOp::BXOR:
+    if (!integer && !boolean) unsupported(call, rop, t, "bitwise operations need integers");
+    if (boolean)
+      p.op = op == c10d::ReduceOp::BAND ? MPI_LAND : op == c10d::ReduceOp::BOR ? MPI_LOR
+                                                                                : MPI_LXOR;
+    else
+      p.op = op == c10d::ReduceOp::BAND ? MPI_BAND : op == c10d::ReduceOp::BOR ? MPI_BOR
+                                                                                : MPI_BXOR;
+    break;
+  case c10d::ReduceOp::PREMUL_SUM: {
+    if (!floating && !complex) unsupported(call, rop, t, "the factor needs floating point");
+    auto *sup = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(rop.supplement_.get());
+    if (sup == nullptr || sup->tensor_factor.defined())
+      unsupported(call, rop, t, "only a scalar factor is supported");
+    p.premul = sup->double_factor;
+    p.op = MPI_SUM;
+    break;
+  }
+  default: unsupported(call, rop, t, "unknown operation");
+  }
+  return p;
+}
+
+// the buffer a reduction runs on: t itself, or a float32 (or premultiplied) copy of it
+at::Tensor reduce_input(const at::Tensor &t, const Plan &p, bool copy) {
+  at::Tensor r = p.upcast ? t.to(at::kFloat) : (copy || p.premul ? t.clone() : t);
+  if (p.premul) r.mul_(*p.premul);
+  return r;
+}
+
+// the result back into out: divided for AVG, rounded back for float16/bfloat16
+void reduce_output(at::Tensor &out, const at::Tensor &r, const Plan &p, int size) {
+  if (p.average) {
+    if (p.upcast || r.data_ptr() != out.data_ptr()) {
+      out.copy_(r.div(size));
+      return;
+    }
+    out.div_(size);
+    return;
+  }
+  if (r.data_ptr() != out.data_ptr()) out.copy_(r);
+}
+
+void check_one(const std::vector<at::Tensor> &v, const char *call) {
+  TORCH_CHECK(v.size() == 1, "picoll: ", call, " takes one tensor per process (got ", v.size(),
+              ")");
+  check_tensor(v[0], call);
+}
+
+void check_list(const std::vector<at::Tensor> &v, int size, const at::Tensor &like,
+                const char *call) {
+  TORCH_CHECK((int)v.size() == size, "picoll: ", call, " needs a list of ", size,
+              " tensors (the group's size), got ", v.size());
+  for (auto &t : v) {
+    check_tensor(t, call);
+    TORCH_CHECK(t.scalar_type() == like.scalar_type(), "picoll: ", call,
+                " needs tensors of one dtype: ", like.dtype(), " and ", t.dtype());
+    TORCH_CHECK(t.device() == like.device(), "picoll: ", call, " needs tensors on one device");
+  }
+}
+
+void mpi_ok(int rc, const char *call) {
+  if (rc != MPI_SUCCESS) throw_mpi(rc, call);
+}
+
+std::vector<int> counts_of(const std::vector<at::Tensor> &v, const char *call) {
+  std::vector<int> c;
+  for (auto &t : v) c.push_back(mpi_count(t.numel(), call));
+  return c;
+}
+
+std::vector<int> displs_of(const std::vector<int> &counts) {
+  std::vector<int> d(counts.size(), 0);
+  long long at = 0;
+  for (size_t i = 0; i < counts.size(); i++) {
+    TORCH_CHECK(at <= INT_MAX, "picoll: the tensors hold more than INT_MAX elements in all");
+    d[i] = (int)at;
+    at += counts[i];
+  }
+  return d;
+}
+
+} // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Tensor> &tensors,
+                                                             const c10d::AllreduceOptions &opts) {
+  const char *call = "all_reduce";
+  check_one(tensors, call);
+  at::Tensor t = tensors[0];
+  Plan p = plan_for(t, opts.reduceOp, call);
+  int n = mpi_count(t.numel(), call), size = getSize();
+  if (t.is_cuda()) {
+    at::Tensor r = reduce_input(t, p, false);
+    cuda_begin(t, {t, r});
+    mpi_ok(MPIX_Allreduce_enqueue(MPI_IN_PLACE, r.data_ptr(), n, p.type, p.op, stream_comm_),
+           call);
+    bool post = p.upcast || p.average || p.premul;
+    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call, {t}, {t, r});
+    if (post) reduce_output(t, r, p, size);
+    return w;
+  }
+  return run(opts.asyncOp, c10d::OpType::ALLREDUCE, call, {t}, {}, [=, this]() mutable {
+    at::Tensor r = reduce_input(t, p, false);
+    mpi_ok(MPI_Allreduce(MPI_IN_PLACE, r.data_ptr(), n, p.type, p.op, comm_), call);
+    reduce_output(t, r, p, size);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce_coalesced(
+    std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) {
+  // one call per tensor, in order (each is its own collective on every rank)
+  c10::intrusive_ptr<c10d::Work> last;
+  for (auto &t : tensors) {
+    std::vector<at::Tensor> one{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = opts.reduceOp;
+    o.asyncOp = opts.asyncOp;
+    last = allreduce(one, o);
+  }
+  if (!last) return run(false, c10d::OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", {}, {},
+                        [] {});
+  return last;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::broadcast(std::vector<at::Tensor> &tensors,
+                                                             const c10d::BroadcastOptions &opts) {
+  const char *call = "broadcast";
+  check_one(tensors, call);
+  at::Tensor t = tensors[0];
+  MPI_Datatype type = mpi_type(t, call);
+  int n = mpi_count(t.numel(), call), root = (int)opts.rootRank;
+  if (t.is_cuda()) {
+    cuda_begin(t, {t});
+    mpi_ok(MPIX_Bcast_enqueue(t.data_ptr(), n, type, root, stream_comm_), call);
+    return cuda_end(opts.asyncOp, c10d::OpType::BROADCAST, call, {t}, {t});
+  }
+  return run(opts.asyncOp, c10d::OpType::BROADCAST, call, {t}, {}, [=, this]() mutable {
+    mpi_ok(MPI_Bcast(t.data_ptr(), n, type, root, comm_), call);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor> &tensors,
+                                                          const c10d::ReduceOptions &opts) {
+  const char *call = "reduce";
+  check_one(tensors, call);
+  at::Tensor t = tensors[0];
+  Plan p = plan_for(t, opts.reduceOp, call);
+  int n = mpi_count(t.numel(), call), root = (int)opts.rootRank, size = getSize();
+  bool is_root = root == getRank();
+  if (t.is_cuda()) cuda_host_wait(t);
+  return run(opts.asyncOp && !t.is_cuda(), c10d::OpType::REDUCE, call, {t}, {}, [=, this]() mutable {
+    // the other ranks' tensors stay as they are
+    at::Tensor r = reduce_input(t, p, !is_root);
+    mpi_ok(MPI_Reduce(is_root ? MPI_IN_PLACE : r.data_ptr(), is_root ? r.data_ptr() : nullptr,
+                      n, p.type, p.op, root, comm_),
+           call);
+    if (is_root) reduce_output(t, r, p, size);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
+    at::Tensor &output, at::Tensor &input, const c10d::AllgatherOptions &opts) {
+  const char *call = "all_gather_into_tensor";
+  check_tensor(output, call);
+  check_tensor(input, call);
+  TORCH_CHECK(output.numel() == input.numel() * getSize(), "picoll: ", call,
+              ": the output holds ", output.numel(), " elements, not the group's size (",
+              getSize(), ") times the input's ", input.numel());
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "picoll: ", call,
+              ": input and output dtypes differ (", input.dtype(), ", ", output.dtype(), ")");
+  MPI_Datatype type = mpi_type(input, call);
+  int n = mpi_count(input.numel(), call);
+  at::Tensor in = input, out = output;
+  if (input.is_cuda()) {
+    cuda_begin(input, {in, out});
+    mpi_ok(MPIX_Allgather_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type, stream_comm_),
+           call);
+    return cuda_end(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in});
+  }
+  return run(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in}, [=, this]() mutable {
+    mpi_ok(MPI_Allgather(in.data_ptr(), n, type, out.data_ptr(), n, type, comm_), call);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
+    std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::AllgatherOptions &opts) {
+  const char *call = "all_gather";
+  check_one(inputs, call);
+  TORCH_CHECK(outputs.size() == 1, "picoll: ", call, " takes one output list per process");
+  at::Tensor in = inputs[0];
+  std::vector<at::Tensor> outs = outputs[0];
+  check_list(outs, getSize(), in, call);
+  bool even = true;
+  for (auto &o : outs) even = even && o.numel() == in.numel();
+  if (even) {
+    // through one flat tensor: the same call as all_gather_into_tensor, then copies
+    at::Tensor flat = at::empty({(int64_t)getSize() * in.numel()}, in.options());
+    at::Tensor flat_in = in.reshape({-1});
+    c10d::AllgatherOptions o = opts;
+    bool async = opts.asyncOp && !in.is_cuda();
+    o.asyncOp = false;
+    if (!async) {
+      auto w = _allgather_base(flat, flat_in, o);
+      for (int i = 0; i < getSize(); i++) outs[i].view({-1}).copy_(flat.narrow(0, i * in.numel(), in.numel()));
+      return w;
+    }
+    MPI_Datatype type = mpi_type(in, call);
+    int n = mpi_count(in.numel(), call);
+    return run(true, c10d::OpType::ALLGATHER, call, outs, {in}, [=, this]() mutable {
+      mpi_ok(MPI_Allgather(flat_in.data_ptr(), n, type, flat.data_ptr(), n, type, comm_), call);
+      for (size_t i = 0; i < outs.size(); i++)
+        outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
+    });
+  }
+  // tensors of different sizes: MPI_Allgatherv
+  if (in.is_cuda()) cuda_host_wait(in);
+  MPI_Datatype type = mpi_type(in, call);
+  std::vector<int> counts = counts_of(outs, call), displs = displs_of(counts);
+  return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::ALLGATHER, call, outs, {in},
+             [=, this]() mutable {
+               at::Tensor flat = at::empty({(int64_t)displs.back() + counts.back()}, in.options());
+               at::Tensor src = in.contiguous();
+               mpi_ok(MPI_Allgatherv(src.data_ptr(), mpi_count(in.numel(), call), type,
+                                     flat.data_ptr(), counts.data(), displs.data(), type, comm_),
+                      call);
+               for (size_t i = 0; i < outs.size(); i++)
+                 outs[i].view({-1}).copy_(flat.narrow(0, displs[i], counts[i]));
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::AllgatherOptions &opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "picoll: all_gather_coalesced needs one output "
+              "list per input");
+  c10::intrusive_ptr<c10d::Work> last;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    std::vector<std::vector<at::Tensor>> o{outputs[i]};
+    std::vector<at::Tensor> in{inputs[i]};
+    last = allgather(o, in, opts);
+  }
+  return last ? last : run(false, c10d::OpType::ALLGATHER_COALESCED, "all_gather_coalesced", {},
+                           {}, [] {});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::AllgatherOptions &opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "picoll: all_gather_into_tensor_coalesced needs "
+              "as many outputs as inputs");
+  c10::intrusive_ptr<c10d::Work> last;
+  for (size_t i = 0; i < inputs.size(); i++) last = _allgather_base(outputs[i], inputs[i], opts);
+  return last ? last : run(false, c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+                           "all_gather_into_tensor_coalesced", {}, {}, [] {});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
+    std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::GatherOptions &opts) {
+  const char *call = "gather";
+  check_one(inputs, call);
+  at::Tensor in = inputs[0];
+  int root = (int)opts.rootRank;
+  bool is_root = root == getRank();
+  std::vector<at::Tensor> outs;
+  if (is_root) {
+    TORCH_CHECK(outputs.size() == 1, "picoll: gather takes one output list at the root");
+    outs = outputs[0];
+    check_list(outs, getSize(), in, call);
+    for (auto &o : outs)
+      TORCH_CHECK(o.numel() == in.numel(), "picoll: gather needs outputs of the input's size");
+  } else {
+    TORCH_CHECK(outputs.empty() || outputs[0].empty(), "picoll: gather takes no output list "
+                "on a rank that is not the root");
+  }
+  MPI_Datatype type = mpi_type(in, call);
+  int n = mpi_count(in.numel(), call);
+  if (in.is_cuda()) cuda_host_wait(in);
+  return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::GATHER, call, outs, {in},
+             [=, this]() mutable {
+               at::Tensor src = in.contiguous(), flat;
+               if (is_root) flat = at::empty({(int64_t)getSize() * in.numel()}, in.options());
+               mpi_ok(MPI_Gather(src.data_ptr(), n, type, is_root ? flat.data_ptr() : nullptr, n,
+                                 type, root, comm_),
+                      call);
+               for (size_t i = 0; i < outs.size(); i++)
+                 outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
+    std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
+    const c10d::ScatterOptions &opts) {
+  const char *call = "scatter";
+  check_one(outputs, call);
+  at::Tensor out = outputs[0];
+  int root = (int)opts.rootRank;
+  bool is_root = root == getRank();
+  std::vector<at::Tensor> ins;
+  if (is_root) {
+    TORCH_CHECK(inputs.size() == 1, "picoll: scatter takes one input list at the root");
+    ins = inputs[0];
+    check_list(ins, getSize(), out, call);
+    for (auto &i : ins)
+      TORCH_CHECK(i.numel() == out.numel(), "picoll: scatter needs inputs of the output's size");
+  }
+  MPI_Datatype type = mpi_type(out, call);
+  int n = mpi_count(out.numel(), call);
+  if (out.is_cuda()) cuda_host_wait(out);
+  return run(opts.asyncOp && !out.is_cuda(), c10d::OpType::SCATTER, call, {out}, ins,
+             [=, this]() mutable {
+               at::Tensor flat;
+               if (is_root) {
+                 std::vector<at::Tensor> parts;
+                 for (auto &i : ins) parts.push_back(i.reshape({-1}));
+                 flat = at::cat(parts);
+               }
+               mpi_ok(MPI_Scatter(is_root ? flat.data_ptr() : nullptr, n, type, out.data_ptr(), n,
+                                  type, root, comm_),
+                      call);
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
+    at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) {
+  const char *call = "reduce_scatter_tensor";
+  check_tensor(output, call);
+  check_tensor(input, call);
+  TORCH_CHECK(input.numel() == output.numel() * getSize(), "picoll: ", call, ": the input holds ",
+              input.numel(), " elements, not the group's size (", getSize(),
+              ") times the output's ", output.numel());
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "picoll: ", call,
+              ": input and output dtypes differ (", input.dtype(), ", ", output.dtype(), ")");
+  Plan p = plan_for(input, opts.reduceOp, call);
+  int n = mpi_count(output.numel(), call), size = getSize();
+  at::Tensor in = input, out = output;
+  if (in.is_cuda()) {
+    at::Tensor r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
+    at::Tensor r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
+    cuda_begin(in, {in, out, r_in, r_out});
+    mpi_ok(MPIX_Reduce_scatter_block_enqueue(r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op,
+                                             stream_comm_),
+           call);
+    bool post = p.upcast || p.average;
+    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::_REDUCE_SCATTER_BASE, call, {out},
+                      {in, r_in, r_out});
+    if (post) reduce_output(out, r_out, p, size);
+    return w;
+  }
+  return run(opts.asyncOp, c10d::OpType::_REDUCE_SCATTER_BASE, call, {out}, {in}, [=, this]() mutable {
+    at::Tensor r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
+    at::Tensor r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
+    mpi_ok(MPI_Reduce_scatter_block(r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op, comm_),
+           call);
+    reduce_output(out, r_out, p, size);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter(
+    std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
+    const c10d::ReduceScatterOptions &opts) {
+  const char *call = "reduce_scatter";
+  check_one(outputs, call);
+  TORCH_CHECK(inputs.size() == 1, "picoll: ", call, " takes one input list per process");
+  at::Tensor out = outputs[0];
+  check_list(inputs[0], getSize(), out, call);
+  for (auto &i : inputs[0])
+    TORCH_CHECK(i.numel() == out.numel(), "picoll: ", call, " needs inputs of the output's size");
+  std::vector<at::Tensor> parts;
+  for (auto &i : inputs[0]) parts.push_back(i.reshape({-1}));
+  at::Tensor flat = at::cat(parts);
+  at::Tensor flat_out = out.is_contiguous() ? out.view({-1}) : at::empty({out.numel()},
+                                                                         out.options());
+  auto w = _reduce_scatter_base(flat_out, flat, opts);
+  if (!out.is_contiguous()) {
+    w->wait();
+    out.copy_(flat_out.view(out.sizes()));
+  }
+  return w;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::ReduceScatterOptions &opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "picoll: reduce_scatter_tensor_coalesced needs "
+              "as many outputs as inputs");
+  c10::intrusive_ptr<c10d::Work> last;
+  for (size_t i = 0; i < inputs.size(); i++)
+    last = _reduce_scatter_base(outputs[i], inputs[i], opts);
+  return last ? last : run(false, c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+                           "reduce_scatter_tensor_coalesced", {}, {}, [] {});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
+    at::Tensor &output, at::Tensor &input, std::vector<int64_t> &output_splits,
+    std::vector<int64_t> &input_splits, const c10d::AllToAllOptions &opts) {
+  const char *call = "all_to_all_single";
+  check_tensor(output, call);
+  check_tensor(input, call);
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "picoll: ", call,
+              ": input and output dtypes differ (", input.dtype(), ", ", output.dtype(), ")");
+  MPI_Datatype type = mpi_type(input, call);
+  int size = getSize();
+  at::Tensor in = input, out = output;
+  if (output_splits.empty() && input_splits.empty()) {
+    TORCH_CHECK(in.numel() % size == 0 && in.numel() == out.numel(), "picoll: ", call,
+                " without splits needs input and output of one size, divisible by the group's "
+                "size (", size, ")");
+    int n = mpi_count(in.numel() / size, call);
+    if (in.is_cuda()) {
+      cuda_begin(in, {in, out});
+      mpi_ok(MPIX_Alltoall_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type,
+                                   stream_comm_),
+             call);
+      return cuda_end(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out}, {in});
+    }
+    return run(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out}, {in}, [=, this]() mutable {
+      mpi_ok(MPI_Alltoall(in.data_ptr(), n, type, out.data_ptr(), n, type, comm_), call);
+    });
+  }
+  // uneven splits, in rows of the first dimension
+  auto counts = [&](const at::Tensor &t, const std::vector<int64_t> &splits) {
+    int64_t rows = t.dim() ? t.size(0) : 1, row = rows ? t.numel() / rows : 0;
+    std::vector<int64_t> s = splits;
+    if (s.empty()) {
+      TORCH_CHECK(rows % size == 0, "picoll: ", call, ": ", rows,
+                  " rows do not split evenly over ", size, " ranks");
+      s.assign(size, rows / size);
+    }
+    TORCH_CHECK((int)s.size() == size, "picoll: ", call, " needs one split per rank (", size,
+                "), got ", s.size());
+    std::vector<int> c;
+    int64_t sum = 0;
+    for (auto x : s) {
+      c.push_back(mpi_count(x * row, call));
+      sum += x;
+    }
+    TORCH_CHECK(sum == rows, "picoll: ", call, ": the splits add up to ", sum, " rows, not ",
+                rows);
+    return c;
+  };
+  std::vector<int> sc = counts(in, input_splits), rc = counts(out, output_splits);
+  std::vector<int> sd = displs_of(sc), rd = displs_of(rc);
+  if (in.is_cuda()) cuda_host_wait(in);
+  return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::ALLTOALL_BASE, call, {out}, {in},
+             [=, this]() mutable {
+               mpi_ok(MPI_Alltoallv(in.data_ptr(), sc.data(), sd.data(), type, out.data_ptr(),
+                                    rc.data(), rd.data(), type, comm_),
+                      call);
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall(std::vector<at::Tensor> &outputs,
+                                                            std::vector<at::Tensor> &inputs,
+                                                            const c10d::AllToAllOptions &opts) {
+  const char *call = "all_to_all";
+  TORCH_CHECK(!inputs.empty(), "picoll: all_to_all needs tensors");
+  check_list(inputs, getSize(), inputs[0], call);
+  check_list(outputs, getSize(), inputs[0], call);
+  MPI_Datatype type = mpi_type(inputs[0], call);
+  std::vector<int> sc = counts_of(inputs, call), rc = counts_of(outputs, call);
+  std::vector<int> sd = displs_of(sc), rd = displs_of(rc);
+  std::vector<at::Tensor> outs = outputs, ins = inputs;
+  if (ins[0].is_cuda()) cuda_host_wait(ins[0]);
+  return run(opts.asyncOp && !ins[0].is_cuda(), c10d::OpType::ALLTOALL, call, outs, ins,
+             [=, this]() mutable {
+               std::vector<at::Tensor> parts;
+               for (auto &i : ins) parts.push_back(i.reshape({-1}));
+               at::Tensor src = at::cat(parts);
+               at::Tensor dst = at::empty({(int64_t)rd.back() + rc.back()}, src.options());
+               mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type, dst.data_ptr(),
+                                    rc.data(), rd.data(), type, comm_),
+                      call);
+               for (size_t i = 0; i < outs.size(); i++)
+                 outs[i].view({-1}).copy_(dst.narrow(0, rd[i], rc[i]));
+             });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::p2p(at::Tensor &t, int peer, int tag,
+                                                       bool is_send, c10d::OpType type) {
+  const char *call = is_send ? "send" : "recv";
+  check_tensor(t, call);
+  MPI_Datatype dt = mpi_type(t, call);
+  int n = mpi_count(t.numel(), call);
+  if (t.is_cuda()) cuda_host_wait(t);
+  drain();
+  auto w = c10::make_intrusive<PicollWork>(getRank(), type, call, std::vector<at::Tensor>{t});
+  w->keep = {t};
+  int rc = is_send ? MPI_Isend(t.data_ptr(), n, dt, peer, tag, comm_, &w->request)
+                   : MPI_Irecv(t.data_ptr(), n, dt, peer, tag, comm_, &w->request);
+  mpi_ok(rc, call);
+  return w;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::send(std::vector<at::Tensor> &tensors, int dst,
+                                                        int tag) {
+  check_one(tensors, "send");
+  return p2p(tensors[0], dst, tag, true, c10d::OpType::SEND);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::recv(std::vector<at::Tensor> &tensors, int src,
+                                                        int tag) {
+  check_one(tensors, "recv");
+  return p2p(tensors[0], src, tag, false, c10d::OpType::RECV);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::recvAnysource(
+    std::vector<at::Tensor> &tensors, int tag) {
+  check_one(tensors, "recv");
+  return p2p(tensors[0], MPI_ANY_SOURCE, tag, false, c10d::OpType::RECVANYSOURCE);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::barrier(const c10d::BarrierOptions &opts) {
+  return run(opts.asyncOp, c10d::OpType::BARRIER, "barrier", {}, {},
+             [this] { mpi_ok(MPI_Barrier(comm_), "barrier"); });
+}
+
+double ProcessGroupPicoll::time_c_allreduce(at::Tensor &t, int64_t iters) {
+  check_tensor(t, "time_c_allreduce");
+  TORCH_CHECK(!t.is_cuda(), "picoll: time_c_allreduce takes CPU tensors");
+  MPI_Datatype type = mpi_type(t, "time_c_allreduce");
+  int n = mpi_count(t.numel(), "time_c_allreduce");
+  drain();
+  mpi_ok(MPI_Barrier(comm_), "time_c_allreduce");
+  double t0 = MPI_Wtime();
+  for (int64_t i = 0; i < iters; i++)
+    mpi_ok(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), n, type, MPI_SUM, comm_),
+           "time_c_allreduce");
+  return (MPI_Wtime() - t0) / (double)(iters > 0 ? iters : 1);
+}
+
+} // namespace picoll_torch

@@ -1,0 +1,439 @@
+// picoll_torch: the process group's set-up, its Work, its worker thread, the CUDA stream it
+// orders its calls on, and the Python module (docs/torch.md).
+#include "picoll_torch.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/csrc/utils/pybind.h>
+#include <torch/python.h>
+
+#include <climits>
+#include <dlfcn.h>
+#include <set>
+
+namespace picoll_torch {
+
+namespace {
+std::mutex registry_mutex;
+std::set<ProcessGroupPicoll *> live_groups; // to stop their threads before MPI_Finalize
+bool finalized_by_us = false;
+} // namespace
+
+bool mpi_usable() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init && !fin;
+}
+
+void throw_mpi(int rc, const char *op) {
+  char msg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  TORCH_CHECK(false, "picoll: ", op, " failed in MPI: ", msg, " (error ", rc, ")");
+}
+
+MPI_Datatype mpi_type(const at::Tensor &t, const char *op) {
+  switch (t.scalar_type()) {
+  case at::kFloat: return MPI_FLOAT;
+  case at::kDouble: return MPI_DOUBLE;
+  case at::kHalf:
+  case at::kBFloat16: return MPI_UINT16_T; // moved as bits; reduced in float32 (ops.cpp)
+  case at::kChar: return MPI_INT8_T;
+  case at::kShort: return MPI_INT16_T;
+  case at::kInt: return MPI_INT32_T;
+  case at::kLong: return MPI_INT64_T;
+  case at::kByte: return MPI_UINT8_T;
+  case at::kBool: return MPI_C_BOOL;
+  case at::kComplexFloat: return MPI_C_FLOAT_COMPLEX;
+  case at::kComplexDouble: return MPI_C_DOUBLE_COMPLEX;
+  default: TORCH_CHECK(false, "picoll: ", op, " does not support dtype ", t.dtype());
+  }
+}
+
+void check_tensor(const at::Tensor &t, const char *op) {
+  TORCH_CHECK(t.layout() == at::kStrided, "picoll: ", op, " takes dense tensors, not ",
+              t.layout());
+  TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "picoll: ", op,
+              " takes CPU and CUDA tensors, not ", t.device());
+  TORCH_CHECK(t.is_contiguous(), "picoll: ", op, " takes contiguous tensors");
+  (void)mpi_type(t, op);
+}
+
+int mpi_count(int64_t n, const char *op) {
+  TORCH_CHECK(n <= INT_MAX, "picoll: ", op, " takes at most INT_MAX (", INT_MAX,
+              ") elements a tensor, got ", n);
+  return (int)n;
+}
+
+// ---- Work ----
+
+PicollWork::PicollWork(int rank, c10d::OpType type, const char *name_,
+                       std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type), name(name_), outputs_(std::move(outputs)) {}
+
+PicollWork::~PicollWork() {
+  // a point-to-point request nobody waited for: complete it, never leave MPI a dangling buffer
+  if (request != MPI_REQUEST_NULL && mpi_usable()) MPI_Wait(&request, MPI_STATUS_IGNORE);
+}
+
+void PicollWork::done(std::exception_ptr error) {
+  keep.clear();
+  c10::intrusive_ptr<c10::ivalue::Future> fut;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fut = future_;
+  }
+  finish(error);
+  if (fut) {
+    if (error)
+      fut->setError(error);
+    else
+      fut->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+void PicollWork::finish_request(bool block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (request == MPI_REQUEST_NULL || completed_) return;
+  MPI_Status st;
+  int flag = 0, rc;
+  if (block) {
+    rc = MPI_Wait(&request, &st);
+    flag = 1;
+  } else {
+    rc = MPI_Test(&request, &flag, &st);
+  }
+  if (rc != MPI_SUCCESS) {
+    request = MPI_REQUEST_NULL;
+    try {
+      throw_mpi(rc, name);
+    } catch (...) {
+      exception_ = std::current_exception();
+    }
+    completed_ = true;
+    cv_.notify_all();
+    return;
+  }
+  if (!flag) return;
+  request = MPI_REQUEST_NULL;
+  source = st.MPI_SOURCE;
+  completed_ = true;
+  keep.clear();
+  cv_.notify_all();
+}
+
+bool PicollWork::isCompleted() {
+  finish_request(false);
+  return c10d::Work::isCompleted();
+}
+
+void PicollWork::synchronize() {
+  if (event) {
+    // the caller's current stream waits for the operation, the host does not
+    auto impl = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA);
+    event->block(impl.getStream(event->device()));
+  }
+}
+
+bool PicollWork::wait(std::chrono::milliseconds timeout) {
+  if (request != MPI_REQUEST_NULL) {
+    if (timeout == kNoTimeout) {
+      finish_request(true);
+    } else {
+      auto end = std::chrono::steady_clock::now() + timeout;
+      while (!isCompleted()) {
+        TORCH_CHECK(std::chrono::steady_clock::now() < end, "picoll: ", name, " timed out after ",
+                    timeout.count(), " ms (the operation is still pending)");
+        std::this_thread::yield();
+      }
+    }
+  } else {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (timeout == kNoTimeout) {
+      cv_.wait(lock, [&] { return completed_; });
+    } else if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
+      TORCH_CHECK(false, "picoll: ", name, " timed out after ", timeout.count(),
+                  " ms (the operation is still running; its peers may be late: picoll names "
+                  "them after PICOLL_TIMEOUT seconds)");
+    }
+  }
+  if (exception_) std::rethrow_exception(exception_);
+  synchronize();
+  return true;
+}
+
+int PicollWork::sourceRank() const { return source; }
+
+std::vector<at::Tensor> PicollWork::result() { return outputs_; }
+
+c10::intrusive_ptr<c10::ivalue::Future> PicollWork::getFuture() {
+  bool cuda = !outputs_.empty() && outputs_[0].is_cuda();
+  std::vector<c10::Device> devs;
+  if (cuda) devs.push_back(outputs_[0].device());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (future_) return future_;
+    future_ = c10::make_intrusive<c10::ivalue::Future>(
+        c10::ListType::create(c10::TensorType::get()), devs);
+    if (!completed_ && request == MPI_REQUEST_NULL) return future_;
+  }
+  // completed, a request, or a CUDA operation: order the current stream after it, then complete
+  if (request != MPI_REQUEST_NULL) finish_request(true);
+  synchronize();
+  if (exception_)
+    future_->setError(exception_);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
+  return future_;
+}
+
+// ---- the process group ----
+
+ProcessGroupPicoll::ProcessGroupPicoll(int rank, int size, const std::vector<int64_t> &ranks,
+                                       const std::string &group_id, double timeout_s)
+    : c10d::Backend(rank, size) {
+  (void)timeout_s;
+  TORCH_CHECK(mpi_usable(), "picoll: MPI is not initialised (import picoll_torch first)");
+  int wrank = 0, wsize = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  int rc;
+  if (ranks.empty()) {
+    TORCH_CHECK(size == wsize && rank == wrank, "picoll: the process group has rank ", rank,
+                " of ", size, " but MPI says rank ", wrank, " of ", wsize,
+                ": run under mpirun with as many processes as world_size, ranks as MPI's");
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  } else {
+    std::vector<int> r(ranks.begin(), ranks.end());
+    TORCH_CHECK((int)r.size() == size && rank >= 0 && rank < size && r[rank] == wrank,
+                "picoll: group ", group_id, " gives this process rank ", rank,
+                " but MPI_COMM_WORLD rank ", wrank, " is not that member");
+    MPI_Group world, grp;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, (int)r.size(), r.data(), &grp);
+    // the tag only keeps apart creations that overlap; every member uses the same one
+    int tag = (int)(std::hash<std::string>{}(group_id) & 0x7fff);
+    rc = MPI_Comm_create_group(MPI_COMM_WORLD, grp, tag, &comm_);
+    MPI_Group_free(&grp);
+    MPI_Group_free(&world);
+  }
+  if (rc != MPI_SUCCESS) throw_mpi(rc, "process group creation");
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  live_groups.insert(this);
+}
+
+ProcessGroupPicoll::~ProcessGroupPicoll() {
+  shutdown();
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  live_groups.erase(this);
+}
+
+void ProcessGroupPicoll::shutdown() {
+  stop_worker();
+  if (!mpi_usable()) return;
+  if (stream_comm_ != MPI_COMM_NULL) MPI_Comm_free(&stream_comm_);
+  if (mpix_stream_ != MPIX_STREAM_NULL) MPIX_Stream_free(&mpix_stream_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void ProcessGroupPicoll::stop_worker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!worker_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void ProcessGroupPicoll::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty()) return; // stopping, and nothing left
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    job();
+    lock.lock();
+    busy_ = false;
+    pending_.fetch_sub(1, std::memory_order_release);
+    if (jobs_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void ProcessGroupPicoll::drain() {
+  if (pending_.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_cv_.wait(lock, [&] { return jobs_.empty() && !busy_; });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::run(bool async, c10d::OpType type,
+                                                       const char *name,
+                                                       std::vector<at::Tensor> outputs,
+                                                       std::vector<at::Tensor> inputs, Job job) {
+  auto w = c10::make_intrusive<PicollWork>(getRank(), type, name, std::move(outputs));
+  if (!async) {
+    drain(); // the asynchronous calls before this one first, as on every rank
+    job();   // errors reach the caller as they are
+    w->done();
+    return w;
+  }
+  w->keep = std::move(inputs);
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(!stopping_, "picoll: ", name, " on a process group that was shut down");
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  pending_.fetch_add(1, std::memory_order_relaxed);
+  jobs_.push_back([w, job]() mutable {
+    try {
+      job();
+      w->done();
+    } catch (...) {
+      w->done(std::current_exception());
+    }
+  });
+  cv_.notify_one();
+  return w;
+}
+
+// ---- CUDA tensors ----
+
+// Makes the group's stream and its stream communicator at the first CUDA call (collective: every
+// rank makes its first CUDA call at the same point), then orders the group's stream after the
+// caller's current stream.
+bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t, const std::vector<at::Tensor> &used) {
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+  drain();
+  if (!cuda_stream_) {
+    c10::Device prev = impl.exchangeDevice(t.device());
+    c10::Stream s = impl.getStreamFromGlobalPool(t.device(), false);
+    void *handle = s.native_handle();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "type", "cudaStream_t");
+    MPIX_Info_set_hex(info, "value", &handle, sizeof handle);
+    int rc = MPIX_Stream_create(info, &mpix_stream_);
+    MPI_Info_free(&info);
+    if (rc == MPI_SUCCESS) rc = MPIX_Stream_comm_create(comm_, mpix_stream_, &stream_comm_);
+    impl.exchangeDevice(prev);
+    if (rc != MPI_SUCCESS) throw_mpi(rc, "the stream communicator's creation");
+    cuda_stream_ = s;
+  }
+  TORCH_CHECK(t.device() == cuda_stream_->device(), "picoll: this process group runs on ",
+              cuda_stream_->device(), "; a tensor on ", t.device(), " needs another group");
+  caller_stream_ = impl.getStream(t.device());
+  c10::Event before(c10::DeviceType::CUDA);
+  before.record(*caller_stream_);
+  before.block(*cuda_stream_);
+  // the caching allocator must not hand these tensors' memory out again before the group's
+  // stream is done with it
+  for (auto &u : used)
+    if (u.defined() && u.is_cuda())
+      impl.recordDataPtrOnStream(u.storage().data_ptr(), *cuda_stream_);
+  return true;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::cuda_end(bool async, c10d::OpType type,
+                                                            const char *name,
+                                                            std::vector<at::Tensor> outputs,
+                                                            std::vector<at::Tensor> inputs) {
+  auto w = c10::make_intrusive<PicollWork>(getRank(), type, name, std::move(outputs));
+  w->event.emplace(c10::DeviceType::CUDA);
+  w->event->record(*cuda_stream_);
+  if (!async) w->event->block(*caller_stream_); // the caller's stream goes on after the call
+  w->keep = std::move(inputs);
+  w->done();
+  return w;
+}
+
+// the calls without an enqueued form: the host waits for the caller's stream, then the blocking
+// call runs on the device buffers (picoll's device path, or staging through host memory)
+void ProcessGroupPicoll::cuda_host_wait(const at::Tensor &t) {
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+  impl.synchronizeStream(impl.getStream(t.device()));
+}
+
+// ---- the module ----
+
+namespace {
+
+int bootstrap() {
+  int init = 0, provided = 0;
+  MPI_Initialized(&init);
+  if (!init) {
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) throw_mpi(rc, "MPI_Init_thread");
+    finalized_by_us = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  return provided;
+}
+
+void finalize() {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (auto *g : live_groups) g->shutdown();
+  }
+  if (finalized_by_us && mpi_usable()) MPI_Finalize();
+}
+
+pybind11::tuple world() {
+  bootstrap();
+  int r = 0, s = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return pybind11::make_tuple(r, s);
+}
+
+std::string bcast_str(const std::string &s) {
+  bootstrap();
+  int n = (int)s.size();
+  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string out = s;
+  out.resize(n);
+  MPI_Bcast(&out[0], n, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return out;
+}
+
+// the library MPI_Allreduce resolves to in this process: picoll's, unless another MPI binding
+// (mpi4py, say) loaded the MPI first without it
+std::string mpi_allreduce_from() {
+  Dl_info info;
+  void *sym = reinterpret_cast<void *>(&MPI_Allreduce);
+  if (dladdr(sym, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+} // namespace
+
+} // namespace picoll_torch
+
+PYBIND11_MODULE(_C, m) {
+  using namespace picoll_torch;
+  namespace py = pybind11;
+  m.doc() = "picoll's PyTorch process group (backend 'picoll')";
+  py::class_<ProcessGroupPicoll, c10d::Backend, c10::intrusive_ptr<ProcessGroupPicoll>>(
+      m, "ProcessGroupPicoll")
+      .def(py::init<int, int, const std::vector<int64_t> &, const std::string &, double>(),
+           py::arg("rank"), py::arg("size"), py::arg("ranks"), py::arg("group_id"),
+           py::arg("timeout"), py::call_guard<py::gil_scoped_release>())
+      .def("time_c_allreduce", &ProcessGroupPicoll::time_c_allreduce,
+           py::call_guard<py::gil_scoped_release>());
+  m.def("bootstrap", &bootstrap, "initialise MPI (MPI_THREAD_MULTIPLE); the level provided");
+  m.def("finalize", &finalize, py::call_guard<py::gil_scoped_release>());
+  m.def("world", &world, "(rank, size) in MPI_COMM_WORLD");
+  m.def("bcast_str", &bcast_str, "rank 0's string, on every rank");
+  m.def("active", &picoll_active);
+  m.def("version", &picoll_version);
+  m.def("last_algorithm", []() -> py::object {
+    const char *a = picoll_last_algorithm();
+    if (a == nullptr) return py::none();
+    return py::str(a);
+  });
+  m.def("mpi_allreduce_from", &mpi_allreduce_from);
+}

@@ -1,0 +1,163 @@
+// picoll_torch: a c10d::Backend on picoll's MPI calls (docs/torch.md).
+//
+// CPU tensors: the MPI collectives, which picoll runs on its own host algorithms where they win.
+// A call with async_op=False runs in the caller's thread; one with async_op=True goes to the
+// process group's worker thread, and every later call of the group waits for those before it
+// (the order of calls is the same on every rank).
+// CUDA tensors: picoll's stream-ordered calls (MPIX_*_enqueue) on a stream of the group, ordered
+// after the caller's current stream by an event, and the caller's stream ordered after them by
+// another (Work.wait() makes the current stream wait, not the host). The calls picoll has no
+// enqueued form for wait for the current stream on the host and run the blocking call.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <mpi.h>
+#include <picoll.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace picoll_torch {
+
+// A completed or pending operation. finish() is the base's; a CUDA operation also carries the
+// event after its last enqueued call, which wait() makes the current stream wait for.
+class PicollWork : public c10d::Work {
+ public:
+  PicollWork(int rank, c10d::OpType type, const char *name, std::vector<at::Tensor> outputs);
+  ~PicollWork() override;
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void synchronize() override;
+  int sourceRank() const override;
+  std::vector<at::Tensor> result() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  void done(std::exception_ptr error = nullptr);
+  // a point-to-point request: completed by MPI_Test/MPI_Wait
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::optional<c10::Event> event; // CUDA: recorded after the operation on the group's stream
+  std::vector<at::Tensor> keep;    // inputs kept alive until the operation is done
+  int source = -1;
+  const char *name;
+
+ private:
+  void finish_request(bool block);
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroupPicoll : public c10d::Backend {
+ public:
+  // ranks: the group's ranks in MPI_COMM_WORLD, empty for all of them
+  ProcessGroupPicoll(int rank, int size, const std::vector<int64_t> &ranks,
+                     const std::string &group_id, double timeout_s);
+  ~ProcessGroupPicoll() override;
+
+  const std::string getBackendName() const override { return "picoll"; }
+  void shutdown() override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+                                           const c10d::BroadcastOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+                                           const c10d::AllreduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+                                        const c10d::ReduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                           std::vector<at::Tensor> &inputs,
+                                           const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                 const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                        std::vector<at::Tensor> &inputs,
+                                        const c10d::GatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+                                         std::vector<std::vector<at::Tensor>> &inputs,
+                                         const c10d::ScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
+                                                std::vector<std::vector<at::Tensor>> &inputs,
+                                                const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                               std::vector<int64_t> &output_splits,
+                                               std::vector<int64_t> &input_splits,
+                                               const c10d::AllToAllOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+                                          std::vector<at::Tensor> &inputs,
+                                          const c10d::AllToAllOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
+                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
+
+  // the benchmark's reference: seconds per call of a C loop of MPI_Allreduce(SUM) on t
+  double time_c_allreduce(at::Tensor &t, int64_t iters);
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  using Job = std::function<void()>;
+  // runs job now (async_op=False) or on the worker thread (async_op=True), and returns its Work
+  c10::intrusive_ptr<c10d::Work> run(bool async, c10d::OpType type, const char *name,
+                                     std::vector<at::Tensor> outputs,
+                                     std::vector<at::Tensor> inputs, Job job);
+  void drain();
+  void worker_loop();
+  void stop_worker();
+  c10::intrusive_ptr<c10d::Work> p2p(at::Tensor &t, int peer, int tag, bool is_send,
+                                     c10d::OpType type);
+
+  // CUDA tensors
+  bool cuda_begin(const at::Tensor &t, const std::vector<at::Tensor> &used);
+  c10::intrusive_ptr<c10d::Work> cuda_end(bool async, c10d::OpType type, const char *name,
+                                          std::vector<at::Tensor> outputs,
+                                          std::vector<at::Tensor> inputs);
+  void cuda_host_wait(const at::Tensor &t);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm stream_comm_ = MPI_COMM_NULL; // on cuda_stream_, made at the first CUDA call
+  MPIX_Stream mpix_stream_ = MPIX_STREAM_NULL;
+  std::optional<c10::Stream> cuda_stream_;
+  std::optional<c10::Stream> caller_stream_; // of the call in progress
+
+  std::mutex mutex_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Job> jobs_;
+  bool busy_ = false, stopping_ = false;
+  std::atomic<int> pending_{0};
+  std::thread worker_;
+};
+
+// dtype and operation checks, shared by the calls (ops.cpp)
+MPI_Datatype mpi_type(const at::Tensor &t, const char *op);
+void check_tensor(const at::Tensor &t, const char *op);
+int mpi_count(int64_t n, const char *op);
+
+// MPI was initialised and is not finalised: MPI calls may be made
+bool mpi_usable();
+void throw_mpi(int rc, const char *op);
+
+} // namespace picoll_torch

@@ -1,0 +1,106 @@
+"""picoll's PyTorch process group.
+
+    import picoll_torch                       # registers the backend "picoll"
+    torch.distributed.init_process_group("picoll")
+
+Under mpirun nothing else is needed: ranks come from MPI, and when MASTER_ADDR is not set the
+store that torch.distributed keeps beside every process group is set up through MPI (rank 0's
+host and a free port). init_method, rank and world_size work as with any backend; the ranks must
+then be MPI's. docs/torch.md in picoll's sources says what runs where.
+"""
+import atexit
+import ctypes
+import os
+import socket
+import sys
+import warnings
+
+import torch
+import torch.distributed as dist
+
+from . import _paths
+
+# libpicoll before the extension, into the global namespace: its MPI_* wrappers, not the MPI's
+# own functions, are what the extension (and the MPI's own plug-ins) then find
+ctypes.CDLL(_paths.LIBPICOLL, mode=ctypes.RTLD_GLOBAL)
+_flags = sys.getdlopenflags()
+sys.setdlopenflags(_flags | os.RTLD_GLOBAL)
+try:
+    from . import _C
+finally:
+    sys.setdlopenflags(_flags)
+
+__all__ = ["active", "last_algorithm", "time_c_allreduce", "version"]
+
+_THREAD_MULTIPLE = 3  # MPI_THREAD_MULTIPLE in every MPI's numbering we build with
+if _C.bootstrap() < _THREAD_MULTIPLE:
+    warnings.warn("picoll_torch: the MPI does not provide MPI_THREAD_MULTIPLE; async_op=True "
+                  "calls run on a worker thread beside the caller's: keep to one of the two",
+                  stacklevel=2)
+if "libpicoll" not in os.path.basename(_C.mpi_allreduce_from()):
+    warnings.warn("picoll_torch: MPI_Allreduce resolves to %s, not to libpicoll: the MPI was "
+                  "loaded before picoll_torch (import picoll_torch first, or preload "
+                  "libpicoll.so); calls go to the plain MPI" % _C.mpi_allreduce_from(),
+                  stacklevel=2)
+atexit.register(_C.finalize)
+
+
+def _env_from_mpi():
+    """RANK, WORLD_SIZE, LOCAL_RANK and a store's MASTER_ADDR/MASTER_PORT from MPI, for
+    init_process_group's default init_method env://, where the user has not set them."""
+    rank, size = _C.world()
+    os.environ.setdefault("RANK", str(rank))
+    os.environ.setdefault("WORLD_SIZE", str(size))
+    for local in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"):
+        if local in os.environ:
+            os.environ.setdefault("LOCAL_RANK", os.environ[local])
+            break
+    if "MASTER_ADDR" in os.environ:
+        return
+    addr = ""
+    if rank == 0:
+        with socket.socket() as s:  # a free port for rank 0's store
+            s.bind(("", 0))
+            addr = "%s:%d" % (socket.gethostname(), s.getsockname()[1])
+    host, port = _C.bcast_str(addr).rsplit(":", 1)
+    os.environ["MASTER_ADDR"] = host
+    os.environ.setdefault("MASTER_PORT", port)
+
+
+def _create(dist_opts, backend_opts):
+    ranks = list(dist_opts.global_ranks_in_group)
+    timeout = dist_opts.timeout.total_seconds() if hasattr(dist_opts.timeout, "total_seconds") \
+        else float(dist_opts.timeout)
+    return _C.ProcessGroupPicoll(dist_opts.group_rank, dist_opts.group_size, ranks,
+                                 dist_opts.group_id, timeout)
+
+
+_env_from_mpi()
+dist.Backend.register_backend("picoll", _create, extended_api=True, devices=["cpu", "cuda"])
+
+
+def active():
+    """True when picoll intercepts the collectives in this process."""
+    return bool(_C.active())
+
+
+def version():
+    return _C.version()
+
+
+def last_algorithm():
+    """The algorithm that ran this thread's last collective ("oneshot", "twoshot", ...,
+    "fallback" when the plain MPI ran it), or None before the first."""
+    return _C.last_algorithm()
+
+
+def _backend(group):
+    pg = group if group is not None else dist.group.WORLD
+    return pg._get_backend(torch.device("cpu"))
+
+
+def time_c_allreduce(tensor, iters, group=None):
+    """Seconds per call of a C loop of MPI_Allreduce(SUM) on tensor, on the group's
+    communicator (every rank of the group calls it): the backend's own cost is the difference
+    from dist.all_reduce."""
+    return _backend(group).time_c_allreduce(tensor, iters)
