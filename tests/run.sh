@@ -71,8 +71,42 @@ if [ -z "${PICOLL_TEST_CUDA_ARCHS+set}" ] && ! nvidia-smi -L >/dev/null 2>&1; th
     echo "== no GPU answers (nvidia-smi -L): the kernels' fatbin for sm_80 and sm_90 only (PICOLL_TEST_CUDA_ARCHS=all for every one)"
 fi
 slots=${PICOLL_TEST_SLOTS:-4}
+# picoll_torch (torch/, label torch): PyTorch from the package registry in a virtual environment
+# (${prefix}torch/venv), installed in the background while the first MPI's build runs; the
+# extension is built against that build, whose CTest runs the torch tests (the other MPIs leave
+# them out). PICOLL_TEST_TORCH=0 leaves PyTorch out altogether.
+TORCH_VERSION=2.15.0
+torch_mpi=""
+torch_venv="$top/${prefix}torch/venv"
+if [ "${PICOLL_TEST_TORCH:-1}" != 0 ]; then
+    torch_mpi=${mpis%% *}
+    mkdir -p "$top/${prefix}torch"
+    (
+        if ! "$torch_venv/bin/python" -c "import torch, numpy" 2>/dev/null; then
+            python3 -m venv "$torch_venv" &&
+                "$torch_venv/bin/pip" install -q "torch==$TORCH_VERSION" numpy
+        fi
+    ) > "$top/${prefix}torch/install.log" 2>&1 &
+    torch_pid=$!
+fi
+# torch_build DIR: waits for PyTorch's installation, then pip-installs picoll_torch built against
+# the picoll of DIR; the torch tests find that Python through TORCH_TEST_PYTHON
+torch_build() {
+    local log="$top/${prefix}torch/install.log"
+    if ! wait "$torch_pid"; then
+        echo "== torch: pip install torch==$TORCH_VERSION failed:"; tail -n 20 "$log"; status=1
+        phase "torch install (beside the build)"; return
+    fi
+    phase "torch install (beside the build)"
+    if ! PICOLL_DIR="$top/$1" "$torch_venv/bin/pip" install -q "$top/torch" >> "$log" 2>&1; then
+        echo "== torch: pip install ./torch failed:"; tail -n 40 "$log"; status=1
+    fi
+    export TORCH_TEST_PYTHON="$torch_venv/bin/python"
+    phase "torch: pip install ./torch"
+}
 # the script's own settings stay out of the tests' environment (picoll warns of an unknown PICOLL_*)
 unset PICOLL_TEST_MPIS PICOLL_TEST_FULL PICOLL_TEST_BUILD_PREFIX PICOLL_TEST_CUDA_ARCHS PICOLL_TEST_SLOTS
+unset PICOLL_TEST_TORCH
 for mpi in $mpis; do
     dir="$prefix$mpi"
     mkdir -p "$dir"
@@ -116,9 +150,11 @@ for mpi in $mpis; do
     fi
     phase "$mpi build"
     if [ -z "$fatbin_from" ] && [ -f "$dir/cuda/coll_kernel.fatbin" ]; then fatbin_from=$dir; fi
-    subset=(-LE '^(full|soak)$'); what=" (subset)"
+    if [ "$mpi" = "$torch_mpi" ]; then torch_build "$dir"; fi
+    subset=(-LE '^(full|soak|torch)$'); what=" (subset)"
     case " $full " in
-        *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;;
+        *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;;&
+        *" $mpi "*|*" all "*) [ "$mpi" = "$torch_mpi" ] || subset=(-LE '^(soak|torch)$') ;;
         *) case $mpi in
                mpich5) subset=(-R "$MPICH5_TESTS") ;;
                mpich5-abi) subset=(-R "$ABI_TESTS") ;;

@@ -39,7 +39,7 @@ struct Plan {
 [[noreturn]] void unsupported(const char *call, const c10d::ReduceOp &op, const at::Tensor &t,
                               const char *why) {
   TORCH_CHECK(false, "picoll: ", call, " does not support ReduceOp.", op_name(op.op_), " on ",
-              t.dtype(), ": ", why);
+              dtype_name(t), ": ", why);
 }
 
 Plan plan_for(const at::Tensor &t, const c10d::ReduceOp &rop, const char *call) {
@@ -123,9 +123,19 @@ void check_list(const std::vector<at::Tensor> &v, int size, const at::Tensor &li
   for (auto &t : v) {
     check_tensor(t, call);
     TORCH_CHECK(t.scalar_type() == like.scalar_type(), "picoll: ", call,
-                " needs tensors of one dtype: ", like.dtype(), " and ", t.dtype());
+                " needs tensors of one dtype: ", dtype_name(like), " and ", dtype_name(t));
     TORCH_CHECK(t.device() == like.device(), "picoll: ", call, " needs tensors on one device");
   }
+}
+
+void check_same_dtype(const at::Tensor &in, const at::Tensor &out, const char *call) {
+  TORCH_CHECK(in.scalar_type() == out.scalar_type(), "picoll: ", call,
+              ": input and output dtypes differ (", dtype_name(in), ", ", dtype_name(out), ")");
+}
+
+bool overlap(const at::Tensor &a, const at::Tensor &b) {
+  auto *a0 = static_cast<const char *>(a.data_ptr()), *b0 = static_cast<const char *>(b.data_ptr());
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
 
 void mpi_ok(int rc, const char *call) {
@@ -217,7 +227,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor
   int n = mpi_count(t.numel(), call), root = (int)opts.rootRank, size = getSize();
   bool is_root = root == getRank();
   if (t.is_cuda()) cuda_host_wait(t);
-  return run(opts.asyncOp && !t.is_cuda(), c10d::OpType::REDUCE, call, {t}, {}, [=, this]() mutable {
+  bool async = opts.asyncOp && !t.is_cuda();
+  return run(async, c10d::OpType::REDUCE, call, {t}, {}, [=, this]() mutable {
     // the other ranks' tensors stay as they are
     at::Tensor r = reduce_input(t, p, !is_root);
     mpi_ok(MPI_Reduce(is_root ? MPI_IN_PLACE : r.data_ptr(), is_root ? r.data_ptr() : nullptr,
@@ -235,11 +246,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
   TORCH_CHECK(output.numel() == input.numel() * getSize(), "picoll: ", call,
               ": the output holds ", output.numel(), " elements, not the group's size (",
               getSize(), ") times the input's ", input.numel());
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "picoll: ", call,
-              ": input and output dtypes differ (", input.dtype(), ", ", output.dtype(), ")");
+  check_same_dtype(input, output, call);
   MPI_Datatype type = mpi_type(input, call);
   int n = mpi_count(input.numel(), call);
   at::Tensor in = input, out = output;
+  // the input as this rank's part of the output (MPI_IN_PLACE), or another overlap (a copy)
+  bool in_place = !input.is_cuda() && input.data_ptr() == out.view({-1})
+                                                               .narrow(0, (int64_t)getRank() * n, n)
+                                                               .data_ptr();
+  if (!in_place && overlap(in, out)) in = in.clone();
   if (input.is_cuda()) {
     cuda_begin(input, {in, out});
     mpi_ok(MPIX_Allgather_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type, stream_comm_),
@@ -247,7 +262,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
     return cuda_end(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in});
   }
   return run(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in}, [=, this]() mutable {
-    mpi_ok(MPI_Allgather(in.data_ptr(), n, type, out.data_ptr(), n, type, comm_), call);
+    mpi_ok(MPI_Allgather(in_place ? MPI_IN_PLACE : in.data_ptr(), n, type, out.data_ptr(), n,
+                         type, comm_),
+           call);
   });
 }
 
@@ -271,7 +288,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
     o.asyncOp = false;
     if (!async) {
       auto w = _allgather_base(flat, flat_in, o);
-      for (int i = 0; i < getSize(); i++) outs[i].view({-1}).copy_(flat.narrow(0, i * in.numel(), in.numel()));
+      for (int i = 0; i < getSize(); i++)
+        outs[i].view({-1}).copy_(flat.narrow(0, i * in.numel(), in.numel()));
       return w;
     }
     MPI_Datatype type = mpi_type(in, call);
@@ -399,11 +417,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "picoll: ", call, ": the input holds ",
               input.numel(), " elements, not the group's size (", getSize(),
               ") times the output's ", output.numel());
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "picoll: ", call,
-              ": input and output dtypes differ (", input.dtype(), ", ", output.dtype(), ")");
+  check_same_dtype(input, output, call);
   Plan p = plan_for(input, opts.reduceOp, call);
   int n = mpi_count(output.numel(), call), size = getSize();
   at::Tensor in = input, out = output;
+  if (overlap(in, out)) in = in.clone(); // the output inside the input: MPI wants them apart
   if (in.is_cuda()) {
     at::Tensor r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
     at::Tensor r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
@@ -417,7 +435,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
     if (post) reduce_output(out, r_out, p, size);
     return w;
   }
-  return run(opts.asyncOp, c10d::OpType::_REDUCE_SCATTER_BASE, call, {out}, {in}, [=, this]() mutable {
+  auto type = c10d::OpType::_REDUCE_SCATTER_BASE;
+  return run(opts.asyncOp, type, call, {out}, {in}, [=, this]() mutable {
     at::Tensor r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
     at::Tensor r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
     mpi_ok(MPI_Reduce_scatter_block(r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op, comm_),
@@ -467,11 +486,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
   const char *call = "all_to_all_single";
   check_tensor(output, call);
   check_tensor(input, call);
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "picoll: ", call,
-              ": input and output dtypes differ (", input.dtype(), ", ", output.dtype(), ")");
+  check_same_dtype(input, output, call);
   MPI_Datatype type = mpi_type(input, call);
   int size = getSize();
   at::Tensor in = input, out = output;
+  if (overlap(in, out)) in = in.clone();
   if (output_splits.empty() && input_splits.empty()) {
     TORCH_CHECK(in.numel() % size == 0 && in.numel() == out.numel(), "picoll: ", call,
                 " without splits needs input and output of one size, divisible by the group's "

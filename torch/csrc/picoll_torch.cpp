@@ -35,6 +35,24 @@ void throw_mpi(int rc, const char *op) {
   TORCH_CHECK(false, "picoll: ", op, " failed in MPI: ", msg, " (error ", rc, ")");
 }
 
+std::string dtype_name(const at::Tensor &t) {
+  switch (t.scalar_type()) {
+  case at::kFloat: return "torch.float32";
+  case at::kDouble: return "torch.float64";
+  case at::kHalf: return "torch.float16";
+  case at::kBFloat16: return "torch.bfloat16";
+  case at::kChar: return "torch.int8";
+  case at::kShort: return "torch.int16";
+  case at::kInt: return "torch.int32";
+  case at::kLong: return "torch.int64";
+  case at::kByte: return "torch.uint8";
+  case at::kBool: return "torch.bool";
+  case at::kComplexFloat: return "torch.complex64";
+  case at::kComplexDouble: return "torch.complex128";
+  default: return std::string("torch.") + c10::toString(t.scalar_type());
+  }
+}
+
 MPI_Datatype mpi_type(const at::Tensor &t, const char *op) {
   switch (t.scalar_type()) {
   case at::kFloat: return MPI_FLOAT;
@@ -49,7 +67,7 @@ MPI_Datatype mpi_type(const at::Tensor &t, const char *op) {
   case at::kBool: return MPI_C_BOOL;
   case at::kComplexFloat: return MPI_C_FLOAT_COMPLEX;
   case at::kComplexDouble: return MPI_C_DOUBLE_COMPLEX;
-  default: TORCH_CHECK(false, "picoll: ", op, " does not support dtype ", t.dtype());
+  default: TORCH_CHECK(false, "picoll: ", op, " does not support dtype ", dtype_name(t));
   }
 }
 
@@ -350,6 +368,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::cuda_end(bool async, c10d::Op
   return w;
 }
 
+std::vector<int64_t> ProcessGroupPicoll::stream_stats() {
+  long v[6] = {0, 0, 0, 0, 0, 0};
+  if (mpix_stream_ != MPIX_STREAM_NULL &&
+      picoll_stream_query(mpix_stream_, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != MPI_SUCCESS)
+    TORCH_CHECK(false, "picoll: picoll_stream_query refused the group's stream");
+  return std::vector<int64_t>(v, v + 6);
+}
+
 // the calls without an enqueued form: the host waits for the caller's stream, then the blocking
 // call runs on the device buffers (picoll's device path, or staging through host memory)
 void ProcessGroupPicoll::cuda_host_wait(const at::Tensor &t) {
@@ -423,7 +449,8 @@ PYBIND11_MODULE(_C, m) {
            py::arg("rank"), py::arg("size"), py::arg("ranks"), py::arg("group_id"),
            py::arg("timeout"), py::call_guard<py::gil_scoped_release>())
       .def("time_c_allreduce", &ProcessGroupPicoll::time_c_allreduce,
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+      .def("stream_stats", &ProcessGroupPicoll::stream_stats);
   m.def("bootstrap", &bootstrap, "initialise MPI (MPI_THREAD_MULTIPLE); the level provided");
   m.def("finalize", &finalize, py::call_guard<py::gil_scoped_release>());
   m.def("world", &world, "(rank, size) in MPI_COMM_WORLD");

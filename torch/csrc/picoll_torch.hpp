@@ -116,6 +116,8 @@ class ProcessGroupPicoll : public c10d::Backend {
 
   // the benchmark's reference: seconds per call of a C loop of MPI_Allreduce(SUM) on t
   double time_c_allreduce(at::Tensor &t, int64_t iters);
+  // picoll_stream_query of the group's stream (all zero before the first CUDA call)
+  std::vector<int64_t> stream_stats();
   MPI_Comm comm() const { return comm_; }
 
  private:
@@ -153,6 +155,8 @@ class ProcessGroupPicoll : public c10d::Backend {
 
 // dtype and operation checks, shared by the calls (ops.cpp)
 MPI_Datatype mpi_type(const at::Tensor &t, const char *op);
+// the dtype as Python names it ("torch.float32")
+std::string dtype_name(const at::Tensor &t);
 void check_tensor(const at::Tensor &t, const char *op);
 int mpi_count(int64_t n, const char *op);
 

@@ -104,3 +104,12 @@ def time_c_allreduce(tensor, iters, group=None):
     communicator (every rank of the group calls it): the backend's own cost is the difference
     from dist.all_reduce."""
     return _backend(group).time_c_allreduce(tensor, iters)
+
+
+def stream_stats(group=None):
+    """What picoll did with the group's CUDA calls so far (picoll_stream_query of its stream):
+    a dict of staged, host, device, captured, runs and kernels (calls run by picoll's kernels on
+    the stream; their graph replays are not counted)."""
+    keys = ("staged", "host", "device", "captured", "runs", "kernels")
+    pg = group if group is not None else dist.group.WORLD
+    return dict(zip(keys, pg._get_backend(torch.device("cuda")).stream_stats()))
