@@ -7,7 +7,8 @@
 #     bash tests/cuda/run-gpu.sh BUILD_DIR
 # What goes in (and iproute2's ip and tc, for tests/net/hosts.sh, last on PATH):
 #   - BUILD_DIR without objects (at its absolute path: CTest's files name it and the source tree);
-#   - the MPI's own packages' files (Open MPI: openmpi-bin, libopenmpi3, openmpi-common, libpmix2;
+#   - the MPI's own packages' files (Open MPI: openmpi-bin, libopenmpi3, openmpi-common, libpmix2,
+#     and libopenmpi-dev, whose headers gpu-lease.sh's torch step compiles picoll_torch with;
 #     MPICH: mpich, libmpich12) at their absolute paths: where the machine has folders of the same
 #     MPI (another distribution's Open MPI, whose plugins would mix with these), unpack.sh moves
 #     them aside (FOLDER.picoll-aside) first;
@@ -19,7 +20,7 @@ build=$(cd "$1" && pwd)
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 flavour=$(sed -n 's/^MPI_FLAVOUR = //p' "$build/Makefile")
 case $flavour in
-    openmpi) pkgs="openmpi-bin libopenmpi3 openmpi-common libpmix2" ;;
+    openmpi) pkgs="openmpi-bin libopenmpi3 openmpi-common libpmix2 libopenmpi-dev" ;;
     mpich) pkgs="mpich libmpich12" ;;
     *) echo "gpu-bundle.sh: unknown MPI flavour '$flavour' in $build/Makefile"; exit 1 ;;
 esac

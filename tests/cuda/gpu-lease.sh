@@ -7,6 +7,8 @@
 #              per round, allreduce MPI_FLOAT at np 2 and 4, 8 B to 16 MiB
 #   before     the same allreduce rows with another libpicoll.so preloaded (LEASE_BEFORE_LIB,
 #              e.g. a build of an older commit): before/after figures of a change, same machine
+#   torch      picoll_torch built against the machine's PyTorch, its CUDA tests (tests/torch/
+#              test_cuda.py, graph capture included) and torch_bench.py on CUDA tensors, np 2 and 4
 #   enqueue    the stream-ordered tests alone (ctest -R '^cuda\.enqueue\.'), kernels on the
 #              stream and the progress thread's path
 #   stream     osu_allreduce --enqueue --graph beside the blocking call, np 2 and 4
@@ -111,6 +113,25 @@ for s in $steps; do
                         "$bench/osu_allreduce" -d cuda --ab=3 --enqueue --graph -c -T mpi_float -m 8:16M
                 done
             done
+        done ;;
+    torch)
+        # picoll_torch (docs/torch.md): built here against the machine's own PyTorch (no package
+        # registry: no build isolation, into a folder of its own on PYTHONPATH), then the CUDA
+        # tensors' tests and graph capture, and the all_reduce benchmark on CUDA tensors (picoll
+        # against gloo, which stages them through the host; nccl where it starts), np 2 and 4
+        site=/tmp/picoll-torch-site
+        step torch-build 300 env PICOLL_DIR="$build" python3 -m pip install --no-build-isolation \
+            --no-deps --target "$site" -v "$src/torch"
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        for np in 2 4; do
+            step torch-cuda-np$np 120 "$build/tests/mpirun.sh" $np python3 \
+                "$src/tests/torch/test_cuda.py" --backend picoll
+            grep -E "passed|FAIL|Error|error" "$logs/torch-cuda-np$np.log" | head -20
+        done
+        for np in 2 4; do
+            step torch-bench-np$np 120 "$build/tests/mpirun.sh" $np python3 \
+                "$src/osu-bench/torch_bench.py" --device cuda --max 16M --rounds 3 \
+                --json "$logs/torch-bench-np$np.json"
         done ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""dist.all_reduce bandwidth and latency through torch.distributed: picoll against gloo (and nccl).
+
+    mpirun -np 2 python osu-bench/torch_bench.py [--backend picoll|gloo] [--max 64M]
+        [--factor 4] [--rounds 5] [--seconds 0.05] [--device cpu|cuda] [--json FILE]
+
+The all_reduce (SUM) of float32 tensors from 8 B to --max (8 B times the powers of --factor, and
+--max itself), on the default group (--backend) and, in the same run, on a second group made with
+dist.new_group(backend="gloo") (CPU tensors), or "nccl" (--device cuda, where NCCL is available).
+Per size, --rounds A/B rounds time each group in turn (A B A B ...) so that the machine's noise
+falls on both; each timing is warm-up calls then a timed loop of about --seconds (3 to --iters
+calls, per group: the "calls" column), the slowest rank's time per call, with CUDA tensors
+between two torch.cuda.synchronize(). The table shows per group the median latency over rounds, its
+spread (min-max) and the algorithm bandwidth (bytes / median time); the last column is the
+second group's latency over the default one's (median and min-max of the per-round ratios: above
+1x the default group is faster). Each size's result is checked once before timing. With picoll on
+CPU tensors, the 8 B row also times picoll_torch.time_c_allreduce (a plain C loop of
+MPI_Allreduce on the same memory) in each round; the difference is the backend's own cost.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "torch"))
+import common  # noqa: E402
+
+
+def parse_size(text):
+    """"8", "64K", "1M", "64M" (binary units) -> bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().rstrip("B")
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def add_options(parser):
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--min", type=parse_size, default=8, help="smallest size (bytes)")
+    parser.add_argument("--max", type=parse_size, default=64 << 20, help="largest size (bytes)")
+    parser.add_argument("--factor", type=int, default=4, help="ratio of one size to the next")
+    parser.add_argument("--rounds", type=int, default=5, help="A/B rounds per size")
+    parser.add_argument("--seconds", type=float, default=0.05,
+                        help="about how long one timing runs (calls per timing: this over the "
+                             "time of a call, 3 to --iters)")
+    parser.add_argument("--iters", type=int, default=1000, help="most calls per timing")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.set_defaults(timeout=3600.0)
+
+
+def label(size):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def sizes(args):
+    out, size = [], args.min
+    while size <= args.max:
+        out.append(size)
+        size *= args.factor
+    return out + ([args.max] if out[-1] != args.max else [])
+
+
+def slowest(seconds):
+    """The largest of every rank's value (the default group, a CPU tensor)."""
+    t = torch.tensor([seconds], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_allreduce(tensor, group, iters):
+    """Seconds per all_reduce call on group, the slowest rank's."""
+    for _ in range(max(1, iters // 10)):
+        dist.all_reduce(tensor, group=group)
+    sync(tensor.device)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(tensor, group=group)
+    sync(tensor.device)
+    return slowest((time.perf_counter() - start) / iters)
+
+
+def calibrate(tensor, group, args):
+    """Calls per timing on group for this tensor: about --seconds of calls, 3 to --iters (from
+    the time of 5 calls after 2)."""
+    for _ in range(2):
+        dist.all_reduce(tensor, group=group)
+    sync(tensor.device)
+    start = time.perf_counter()
+    for _ in range(5):
+        dist.all_reduce(tensor, group=group)
+    sync(tensor.device)
+    per_call = slowest((time.perf_counter() - start) / 5)
+    return max(3, min(args.iters, int(args.seconds / per_call)))
+
+
+def check(tensor, group, name, size):
+    """One all_reduce of rank + 1 everywhere: the sum of 1..np, else the run stops."""
+    n = dist.get_world_size()
+    tensor.fill_(dist.get_rank() + 1)
+    dist.all_reduce(tensor, group=group)
+    if not bool((tensor == n * (n + 1) / 2).all()):
+        sys.exit(f"rank {dist.get_rank()}: {name} all_reduce of {label(size)} is wrong")
+    tensor.zero_()
+
+
+def groups(args, device):
+    """[(name, group)]: the default group first, then the one it is compared with."""
+    out = [(args.backend, None)]
+    other = "nccl" if device.type == "cuda" else "gloo"
+    say = print if dist.get_rank() == 0 else (lambda *a: None)
+    if device.type == "cuda":
+        say("# gloo: not timed on CUDA tensors")
+        if not dist.is_nccl_available():
+            say("# nccl: not available in this torch; the default group alone")
+            return out
+    name = other if other != args.backend else f"{other}(new_group)"
+    return out + [(name, dist.new_group(backend=other))]
+
+
+def c_loop(tensor, iters):
+    """Seconds per call of picoll's plain C loop of MPI_Allreduce, the slowest rank's."""
+    import picoll_torch
+    picoll_torch.time_c_allreduce(tensor, max(1, iters // 10))
+    return slowest(picoll_torch.time_c_allreduce(tensor, iters))
+
+
+def spread(values):
+    return statistics.median(values), min(values), max(values)
+
+
+def bench(args, device, pgs):
+    """Per size: {"bytes", "iters", name: [seconds per round], "ratio": [...], "c": [...]}"""
+    rows = []
+    with_c = args.backend == "picoll" and device.type == "cpu"
+    for size in sizes(args):
+        tensor = torch.zeros(max(1, size // 4), dtype=torch.float32, device=device)
+        row = {"bytes": size, "iters": {}, "ratio": [], "c": []}
+        for name, group in pgs:
+            check(tensor, group, name, size)
+            row["iters"][name] = calibrate(tensor, group, args)
+            row[name] = []
+        for _ in range(args.rounds):
+            for name, group in pgs:
+                row[name].append(time_allreduce(tensor, group, row["iters"][name]))
+            if len(pgs) > 1:
+                row["ratio"].append(row[pgs[1][0]][-1] / row[pgs[0][0]][-1])
+            if with_c and size == args.min:
+                row["c"].append(c_loop(tensor, row["iters"][args.backend]))
+        rows.append(row)
+        if dist.get_rank() == 0:
+            print_row(row, pgs)
+    return rows
+
+
+def print_header(pgs):
+    cols = "".join(f" | {name + ': us median (min-max)':>36} {'GB/s':>7}" for name, _ in pgs)
+    ratio = f" | {pgs[1][0] + '/' + pgs[0][0] + ' median (min-max)':>30}" if len(pgs) > 1 else ""
+    print(f"{'size':>9} {'calls':>9}{cols}{ratio}", flush=True)
+
+
+def print_row(row, pgs):
+    line = f"{label(row['bytes']):>9} {'/'.join(map(str, row['iters'].values())):>9}"
+    for name, _ in pgs:
+        med, lo, hi = (s * 1e6 for s in spread(row[name]))
+        line += f" | {f'{med:.2f} ({lo:.2f}-{hi:.2f})':>36} {row['bytes'] / med / 1e3:>7.3g}"
+    if row["ratio"]:
+        med, lo, hi = spread(row["ratio"])
+        line += f" | {f'{med:.2f}x ({lo:.2f}-{hi:.2f})':>30}"
+    print(line, flush=True)
+
+
+def print_c_overhead(row, default):
+    torch_us, c_us = statistics.median(row[default]) * 1e6, statistics.median(row["c"]) * 1e6
+    print(f"# {label(row['bytes'])}: torch {default} all_reduce {torch_us:.2f} us, "
+          f"picoll_torch.time_c_allreduce {c_us:.2f} us (C loop of MPI_Allreduce), "
+          f"backend's own cost {torch_us - c_us:.2f} us")
+
+
+def main():
+    args = common.parse_args(__doc__.splitlines()[0], add_options)
+    rank, size = common.launcher_rank_size()
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK",
+                                   os.environ.get("MPI_LOCALRANKID", rank)))
+        torch.cuda.set_device(local % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
+    common.init(args)
+    pgs = groups(args, device)
+    if rank == 0:
+        cpus = os.cpu_count()
+        print(f"# torch_bench: torch {torch.__version__}, np {size} on {cpus} CPUs"
+              f"{' (oversubscribed)' if size > cpus else ''}, device {device}, "
+              f"all_reduce SUM float32, {args.rounds} A/B rounds, groups "
+              f"{' '.join(name for name, _ in pgs)}; load {os.getloadavg()[0]:.2f}")
+        print_header(pgs)
+    rows = bench(args, device, pgs)
+    if rank == 0 and rows[0]["c"]:
+        print_c_overhead(rows[0], args.backend)
+    if rank == 0 and args.json:
+        with open(args.json, "w") as f:
+            json.dump({"unit": "seconds per call, the slowest rank's, per round",
+                       "torch": torch.__version__, "np": size, "device": str(device),
+                       "rounds": args.rounds, "groups": [name for name, _ in pgs],
+                       "rows": rows}, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
