@@ -123,10 +123,17 @@ def groups(args, device):
     other = "nccl" if device.type == "cuda" else "gloo"
     say = print if dist.get_rank() == 0 else (lambda *a: None)
     if device.type == "cuda":
-        say("# gloo: not timed on CUDA tensors")
+        # NCCL refuses ranks that share a GPU: then gloo, which stages CUDA tensors through the
+        # host (what an MPI that is not CUDA-aware makes the application do)
+        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE",
+                                   os.environ.get("MPI_LOCALNRANKS", dist.get_world_size())))
         if not dist.is_nccl_available():
-            say("# nccl: not available in this torch; the default group alone")
-            return out
+            say("# nccl: not available in this torch: gloo (CUDA tensors staged) instead")
+            other = "gloo"
+        elif torch.cuda.device_count() < local:
+            say(f"# nccl: {local} ranks share {torch.cuda.device_count()} GPU(s), which NCCL "
+                "refuses: gloo (CUDA tensors staged through the host) instead")
+            other = "gloo"
     name = other if other != args.backend else f"{other}(new_group)"
     return out + [(name, dist.new_group(backend=other))]
 
@@ -136,6 +143,27 @@ def c_loop(tensor, iters):
     import picoll_torch
     picoll_torch.time_c_allreduce(tensor, max(1, iters // 10))
     return slowest(picoll_torch.time_c_allreduce(tensor, iters))
+
+
+def layer_loops(tensor, iters):
+    """Seconds per call, the slowest rank's, of the same all_reduce one layer down each:
+    torch's ProcessGroup (its C++ dispatch, no Python wrapper) and picoll_torch's backend object
+    itself (called from Python through pybind11, then Work.wait())."""
+    from torch._C._distributed_c10d import AllreduceOptions
+    opts = AllreduceOptions()
+    opts.asyncOp = False
+    pg = dist.group.WORLD
+    be = pg._get_backend(tensor.device)
+    out = []
+    for obj in (pg, be):
+        for _ in range(max(1, iters // 10)):
+            obj.allreduce([tensor], opts).wait()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            obj.allreduce([tensor], opts).wait()
+        out.append(slowest((time.perf_counter() - start) / iters))
+    return out
 
 
 def spread(values):
@@ -160,6 +188,9 @@ def bench(args, device, pgs):
                 row["ratio"].append(row[pgs[1][0]][-1] / row[pgs[0][0]][-1])
             if with_c and size == args.min:
                 row["c"].append(c_loop(tensor, row["iters"][args.backend]))
+                pg_s, be_s = layer_loops(tensor, row["iters"][args.backend])
+                row.setdefault("pg", []).append(pg_s)
+                row.setdefault("backend", []).append(be_s)
         rows.append(row)
         if dist.get_rank() == 0:
             print_row(row, pgs)
@@ -184,10 +215,14 @@ def print_row(row, pgs):
 
 
 def print_c_overhead(row, default):
-    torch_us, c_us = statistics.median(row[default]) * 1e6, statistics.median(row["c"]) * 1e6
-    print(f"# {label(row['bytes'])}: torch {default} all_reduce {torch_us:.2f} us, "
-          f"picoll_torch.time_c_allreduce {c_us:.2f} us (C loop of MPI_Allreduce), "
-          f"backend's own cost {torch_us - c_us:.2f} us")
+    med = {k: statistics.median(row[k]) * 1e6 for k in (default, "pg", "backend", "c")}
+    print(f"# {label(row['bytes'])}: dist.all_reduce {med[default]:.2f} us; one layer down each "
+          f"(medians): torch's ProcessGroup.allreduce+wait {med['pg']:.2f} us, picoll_torch's "
+          f"backend .allreduce+wait through pybind11 {med['backend']:.2f} us, picoll's C call "
+          f"(time_c_allreduce) {med['c']:.2f} us")
+    print(f"# the backend's own cost (backend call - C call): {med['backend'] - med['c']:.2f} us;"
+          f" torch's own above it (Python wrapper, dispatch): {med[default] - med['backend']:.2f}"
+          f" us, paid by every backend")
 
 
 def main():

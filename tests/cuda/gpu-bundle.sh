@@ -27,12 +27,14 @@ esac
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 files="$stage/files"
-# the MPI packages' regular files and links (no directories: tar adds their parents)
+# the MPI packages' regular files and links (no directories: tar adds their parents); not the -dev
+# package's pkg-config files and Fortran modules (the machine's folders of those stay as they are)
 for p in $pkgs; do
     dpkg -L "$p" | while read -r f; do
         if [ -L "$f" ] || [ -f "$f" ]; then echo "${f#/}"; fi
     done
-done | grep -v '^usr/share/\(doc\|man\|lintian\)/' | sort -u > "$files"
+done | grep -v '^usr/share/\(doc\|man\|lintian\)/' |
+    grep -v '^usr/lib/x86_64-linux-gnu/\(pkgconfig\|fortran\)/' | sort -u > "$files"
 # the plugins of hwloc, libfabric and UCX are loaded by path: kept where they are
 for d in /usr/lib/x86_64-linux-gnu/hwloc /usr/lib/x86_64-linux-gnu/libfabric /usr/lib/x86_64-linux-gnu/ucx; do
     if [ -d "$d" ]; then find "$d" \( -type f -o -type l \) | sed 's|^/||' >> "$files"; fi

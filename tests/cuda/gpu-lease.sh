@@ -116,22 +116,24 @@ for s in $steps; do
         done ;;
     torch)
         # picoll_torch (docs/torch.md): built here against the machine's own PyTorch (no package
-        # registry: no build isolation, into a folder of its own on PYTHONPATH), then the CUDA
-        # tensors' tests and graph capture, and the all_reduce benchmark on CUDA tensors (picoll
-        # against gloo, which stages them through the host; nccl where it starts), np 2 and 4
+        # registry: no build isolation, into a folder of its own on PYTHONPATH), then the
+        # all_reduce benchmark on CUDA tensors (picoll against gloo, which stages them through the
+        # host; nccl where it starts) and the CUDA tensors' tests with graph capture, np 2 then 4
+        # (LEASE_TORCH_NPS), each under LEASE_TORCH_ENV (e.g. CUDA_DEVICE_MAX_CONNECTIONS=32).
+        # The Python by its path: mpirun, started by its path, puts its own folder first on the
+        # ranks' PATH.
         site=/tmp/picoll-torch-site
-        step torch-build 300 env PICOLL_DIR="$build" python3 -m pip install --no-build-isolation \
+        py=$(command -v python3)
+        step torch-build 300 env PICOLL_DIR="$build" "$py" -m pip install --no-build-isolation \
             --no-deps --target "$site" -v "$src/torch"
         export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-        for np in 2 4; do
-            step torch-cuda-np$np 120 "$build/tests/mpirun.sh" $np python3 \
-                "$src/tests/torch/test_cuda.py" --backend picoll
-            grep -E "passed|FAIL|Error|error" "$logs/torch-cuda-np$np.log" | head -20
-        done
-        for np in 2 4; do
-            step torch-bench-np$np 120 "$build/tests/mpirun.sh" $np python3 \
+        for np in ${LEASE_TORCH_NPS:-2 4}; do
+            step torch-bench-np$np 90 env ${LEASE_TORCH_ENV:-} "$build/tests/mpirun.sh" $np "$py" \
                 "$src/osu-bench/torch_bench.py" --device cuda --max 16M --rounds 3 \
                 --json "$logs/torch-bench-np$np.json"
+            step torch-cuda-np$np 60 env ${LEASE_TORCH_ENV:-} "$build/tests/mpirun.sh" $np "$py" \
+                "$src/tests/torch/test_cuda.py" --backend picoll
+            grep -E "passed|FAIL|Error|error|still waiting" "$logs/torch-cuda-np$np.log" | head -8
         done ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;

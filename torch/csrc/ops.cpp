@@ -338,7 +338,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_into_tensor_coalesc
               "as many outputs as inputs");
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++) last = _allgather_base(outputs[i], inputs[i], opts);
-  return last ? last : run(false, c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+  return last ? last : run(false, c10d::OpType::COALESCED,
                            "all_gather_into_tensor_coalesced", {}, {}, [] {});
 }
 
@@ -476,7 +476,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter_tensor_coalesc
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++)
     last = _reduce_scatter_base(outputs[i], inputs[i], opts);
-  return last ? last : run(false, c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+  return last ? last : run(false, c10d::OpType::COALESCED,
                            "reduce_scatter_tensor_coalesced", {}, {}, [] {});
 }
 
