@@ -15,7 +15,9 @@
 # Environment: PICOLL_BENCH_BUILD (build directory, default build-bench, or the test command's
 # build-openmpi where it exists), PICOLL_BENCH_CUDA_ARCHS (kernels' architectures, default those of
 # the GPUs present, none without one), MPICC (default mpicc),
-# OSU_DIR (real OSU micro-benchmarks to run as well). Results: osu-bench/results/<date>-<host>/.
+# OSU_DIR (real OSU micro-benchmarks to run as well), TORCH_BENCH_PYTHON (a Python with torch and
+# picoll_torch: then osu-bench/torch_bench.py too, picoll against gloo through torch.distributed;
+# default the test command's build-torch/venv). Results: osu-bench/results/<date>-<host>/.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -84,5 +86,17 @@ python=python3
 echo "== benchmarks (setup took $(( $(date +%s) - start )) s)"
 status=0
 "$python" "$top/osu-bench/driver.py" --build-dir "$build" "$@" || status=$?
+# PyTorch's all_reduce through picoll's process group against gloo (docs/torch.md), where a Python
+# has torch and picoll_torch: TORCH_BENCH_PYTHON, else the test command's build-torch/venv
+tpy=${TORCH_BENCH_PYTHON:-$top/build-torch/venv/bin/python}
+if [ -x "$tpy" ] && "$tpy" -c "import importlib.util as u, sys; sys.exit(not u.find_spec('picoll_torch'))" 2>/dev/null; then
+    mpirun_sh="$build/tests/mpirun.sh"
+    for np in 2 4; do
+        echo "== torch.distributed all_reduce, picoll against gloo, np $np ($tpy)"
+        "$mpirun_sh" $np "$tpy" "$top/osu-bench/torch_bench.py" || status=$?
+    done
+else
+    echo "== torch benchmark left out: no Python with torch and picoll_torch (TORCH_BENCH_PYTHON)"
+fi
 echo "== main job took $(( $(date +%s) - start )) s"
 exit $status
