@@ -84,7 +84,7 @@ if [ "${PICOLL_TEST_TORCH:-1}" != 0 ]; then
     (
         if ! "$torch_venv/bin/python" -c "import torch, numpy" 2>/dev/null; then
             python3 -m venv "$torch_venv" &&
-                "$torch_venv/bin/pip" install -q "torch==$TORCH_VERSION" numpy
+                "$torch_venv/bin/pip" install -q "torch==$TORCH_VERSION" numpy ninja
         fi
     ) > "$top/${prefix}torch/install.log" 2>&1 &
     torch_pid=$!

@@ -131,7 +131,9 @@ def test_graphs():
         dist.broadcast(bc, 0)
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    # captured on the warm-up's stream (with picoll_torch.cuda_stream = "caller" the calls run on
+    # it, and its stream communicator exists by then)
+    with torch.cuda.graph(g, stream=s):
         dist.all_reduce(x)
         dist.all_gather_into_tensor(ag, x)
         dist.reduce_scatter_tensor(rs, rs_in)

@@ -211,8 +211,9 @@ c10::intrusive_ptr<c10::ivalue::Future> PicollWork::getFuture() {
 // ---- the process group ----
 
 ProcessGroupPicoll::ProcessGroupPicoll(int rank, int size, const std::vector<int64_t> &ranks,
-                                       const std::string &group_id, double timeout_s)
-    : c10d::Backend(rank, size) {
+                                       const std::string &group_id, double timeout_s,
+                                       bool on_caller_stream)
+    : c10d::Backend(rank, size), on_caller_stream_(on_caller_stream) {
   (void)timeout_s;
   TORCH_CHECK(mpi_usable(), "picoll: MPI is not initialised (import picoll_torch first)");
   int wrank = 0, wsize = 0;
@@ -252,8 +253,11 @@ ProcessGroupPicoll::~ProcessGroupPicoll() {
 void ProcessGroupPicoll::shutdown() {
   stop_worker();
   if (!mpi_usable()) return;
-  if (stream_comm_ != MPI_COMM_NULL) MPI_Comm_free(&stream_comm_);
-  if (mpix_stream_ != MPIX_STREAM_NULL) MPIX_Stream_free(&mpix_stream_);
+  for (auto &sc : streams_) {
+    MPI_Comm_free(&sc.comm);
+    MPIX_Stream_free(&sc.mpix);
+  }
+  streams_.clear();
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -320,30 +324,40 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::run(bool async, c10d::OpType 
 
 // ---- CUDA tensors ----
 
-// Makes the group's stream and its stream communicator at the first CUDA call (collective: every
-// rank makes its first CUDA call at the same point), then orders the group's stream after the
-// caller's current stream.
+// The stream a CUDA call runs on (the group's, or the caller's with on_caller_stream), with its
+// picoll stream communicator, made at the first call on it (collective: every rank makes that
+// call at the same point); on the group's stream, ordered after the caller's current stream.
 bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t, const std::vector<at::Tensor> &used) {
   c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
   drain();
-  if (!cuda_stream_) {
+  TORCH_CHECK(streams_.empty() || t.device() == streams_[0].stream.device(),
+              "picoll: this process group runs on ", streams_[0].stream.device(), "; a tensor on ",
+              t.device(), " needs another group");
+  c10::Stream caller = impl.getStream(t.device());
+  const StreamComm *sc = nullptr;
+  for (auto &x : streams_)
+    if (on_caller_stream_ ? x.stream == caller : true) sc = &x;
+  if (sc == nullptr) {
     c10::Device prev = impl.exchangeDevice(t.device());
-    c10::Stream s = impl.getStreamFromGlobalPool(t.device(), false);
+    c10::Stream s = on_caller_stream_ ? caller : impl.getStreamFromGlobalPool(t.device(), false);
     void *handle = s.native_handle();
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "type", "cudaStream_t");
     MPIX_Info_set_hex(info, "value", &handle, sizeof handle);
-    int rc = MPIX_Stream_create(info, &mpix_stream_);
+    StreamComm made{s, MPIX_STREAM_NULL, MPI_COMM_NULL};
+    int rc = MPIX_Stream_create(info, &made.mpix);
     MPI_Info_free(&info);
-    if (rc == MPI_SUCCESS) rc = MPIX_Stream_comm_create(comm_, mpix_stream_, &stream_comm_);
+    if (rc == MPI_SUCCESS) rc = MPIX_Stream_comm_create(comm_, made.mpix, &made.comm);
     impl.exchangeDevice(prev);
     if (rc != MPI_SUCCESS) throw_mpi(rc, "the stream communicator's creation");
-    cuda_stream_ = s;
+    streams_.push_back(made);
+    sc = &streams_.back();
   }
-  TORCH_CHECK(t.device() == cuda_stream_->device(), "picoll: this process group runs on ",
-              cuda_stream_->device(), "; a tensor on ", t.device(), " needs another group");
-  caller_stream_ = impl.getStream(t.device());
+  stream_comm_ = sc->comm;
+  cuda_stream_ = sc->stream;
+  caller_stream_ = caller;
+  if (on_caller_stream_) return true;
   c10::Event before(c10::DeviceType::CUDA);
   before.record(*caller_stream_);
   before.block(*cuda_stream_);
@@ -362,18 +376,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::cuda_end(bool async, c10d::Op
   auto w = c10::make_intrusive<PicollWork>(getRank(), type, name, std::move(outputs));
   w->event.emplace(c10::DeviceType::CUDA);
   w->event->record(*cuda_stream_);
-  if (!async) w->event->block(*caller_stream_); // the caller's stream goes on after the call
+  // the caller's stream goes on after the call
+  if (!async && !on_caller_stream_) w->event->block(*caller_stream_);
   w->keep = std::move(inputs);
   w->done();
   return w;
 }
 
 std::vector<int64_t> ProcessGroupPicoll::stream_stats() {
-  long v[6] = {0, 0, 0, 0, 0, 0};
-  if (mpix_stream_ != MPIX_STREAM_NULL &&
-      picoll_stream_query(mpix_stream_, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != MPI_SUCCESS)
-    TORCH_CHECK(false, "picoll: picoll_stream_query refused the group's stream");
-  return std::vector<int64_t>(v, v + 6);
+  std::vector<int64_t> sum(6, 0);
+  for (auto &sc : streams_) {
+    long v[6] = {0, 0, 0, 0, 0, 0};
+    if (picoll_stream_query(sc.mpix, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != MPI_SUCCESS)
+      TORCH_CHECK(false, "picoll: picoll_stream_query refused the group's stream");
+    for (int i = 0; i < 6; i++) sum[i] += v[i];
+  }
+  return sum;
 }
 
 // the calls without an enqueued form: the host waits for the caller's stream, then the blocking
@@ -445,9 +463,10 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "picoll's PyTorch process group (backend 'picoll')";
   py::class_<ProcessGroupPicoll, c10d::Backend, c10::intrusive_ptr<ProcessGroupPicoll>>(
       m, "ProcessGroupPicoll")
-      .def(py::init<int, int, const std::vector<int64_t> &, const std::string &, double>(),
+      .def(py::init<int, int, const std::vector<int64_t> &, const std::string &, double, bool>(),
            py::arg("rank"), py::arg("size"), py::arg("ranks"), py::arg("group_id"),
-           py::arg("timeout"), py::call_guard<py::gil_scoped_release>())
+           py::arg("timeout"), py::arg("on_caller_stream") = false,
+           py::call_guard<py::gil_scoped_release>())
       .def("time_c_allreduce", &ProcessGroupPicoll::time_c_allreduce,
            py::call_guard<py::gil_scoped_release>())
       .def("stream_stats", &ProcessGroupPicoll::stream_stats);

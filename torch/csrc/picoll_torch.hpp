@@ -60,7 +60,7 @@ class ProcessGroupPicoll : public c10d::Backend {
  public:
   // ranks: the group's ranks in MPI_COMM_WORLD, empty for all of them
   ProcessGroupPicoll(int rank, int size, const std::vector<int64_t> &ranks,
-                     const std::string &group_id, double timeout_s);
+                     const std::string &group_id, double timeout_s, bool on_caller_stream);
   ~ProcessGroupPicoll() override;
 
   const std::string getBackendName() const override { return "picoll"; }
@@ -140,10 +140,19 @@ class ProcessGroupPicoll : public c10d::Backend {
   void cuda_host_wait(const at::Tensor &t);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm stream_comm_ = MPI_COMM_NULL; // on cuda_stream_, made at the first CUDA call
-  MPIX_Stream mpix_stream_ = MPIX_STREAM_NULL;
+  // A picoll stream and stream communicator per CUDA stream the calls run on: the group's own
+  // stream (one, made at the first CUDA call), or with on_caller_stream each caller's stream
+  // (made at the first call on it)
+  struct StreamComm {
+    c10::Stream stream;
+    MPIX_Stream mpix;
+    MPI_Comm comm;
+  };
+  std::vector<StreamComm> streams_;
+  bool on_caller_stream_ = false;
+  MPI_Comm stream_comm_ = MPI_COMM_NULL; // of the call in progress, on cuda_stream_
   std::optional<c10::Stream> cuda_stream_;
-  std::optional<c10::Stream> caller_stream_; // of the call in progress
+  std::optional<c10::Stream> caller_stream_;
 
   std::mutex mutex_;
   std::condition_variable cv_, idle_cv_;

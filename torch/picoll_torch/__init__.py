@@ -67,12 +67,22 @@ def _env_from_mpi():
     os.environ.setdefault("MASTER_PORT", port)
 
 
+# Where a group's calls on CUDA tensors run, read when a group is made: "group", a stream of the
+# group's own, ordered after the caller's current stream by events (the default, as NCCL's
+# process group; graph capture works on any stream); "caller", the caller's current stream itself,
+# with a picoll stream communicator per stream, made at the group's first call on it (every rank
+# must switch streams at the same calls; a stream first used inside a graph capture fails).
+cuda_stream = "group"
+
+
 def _create(dist_opts, backend_opts):
+    if cuda_stream not in ("group", "caller"):
+        raise ValueError(f"picoll_torch.cuda_stream is {cuda_stream!r}: 'group' or 'caller'")
     ranks = list(dist_opts.global_ranks_in_group)
     timeout = dist_opts.timeout.total_seconds() if hasattr(dist_opts.timeout, "total_seconds") \
         else float(dist_opts.timeout)
     return _C.ProcessGroupPicoll(dist_opts.group_rank, dist_opts.group_size, ranks,
-                                 dist_opts.group_id, timeout)
+                                 dist_opts.group_id, timeout, cuda_stream == "caller")
 
 
 _env_from_mpi()
