@@ -86,9 +86,9 @@ def init(args):
         kwargs = dict(init_method=f"tcp://127.0.0.1:{test_port()}", rank=rank, world_size=size)
     if args.backend == "picoll":
         import picoll_torch  # noqa: F401  (registers the "picoll" backend)
-        # the stream CUDA calls run on (docs/torch.md): TORCH_TEST_CUDA_STREAM=caller tries the
-        # caller's own
-        picoll_torch.cuda_stream = os.environ.get("TORCH_TEST_CUDA_STREAM", "group")
+        # the stream CUDA calls run on (docs/torch.md): TORCH_TEST_CUDA_STREAM=group or caller
+        # chooses (default auto)
+        picoll_torch.cuda_stream = os.environ.get("TORCH_TEST_CUDA_STREAM", "auto")
         check_library()
         dist.init_process_group("picoll", **kwargs)
     else:

@@ -11,10 +11,15 @@ import torch.distributed as dist
 
 import common
 
-args = common.parse_args(__doc__)
+args = common.parse_args(__doc__, lambda p: p.add_argument(
+    "--cpu", action="store_true", help="the same checks on CPU tensors, without the stream and "
+    "graph ones: checks the test itself where no GPU is"))
 rank, size = common.init(args)
-dev = torch.device("cuda", rank % torch.cuda.device_count())
-torch.cuda.set_device(dev)
+if args.cpu:
+    dev = torch.device("cpu")
+else:
+    dev = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
 c = common.Checker(rank, size)
 N = 1000  # elements a rank
 
@@ -107,8 +112,75 @@ def test_collectives():
         elif rank == 1:
             dist.recv(t, 0)
             c.check(t.cpu().tolist() == [0.0] * N, "send/recv")
-    st = dist.group.WORLD._get_backend(dev).stream_stats()
-    c.check(st[5] > 0, f"picoll's kernels ran the enqueued calls (stream_stats {st})")
+    if not args.cpu:
+        st = dist.group.WORLD._get_backend(dev).stream_stats()
+        c.check(st[5] > 0, f"picoll's kernels ran the enqueued calls (stream_stats {st})")
+
+
+def test_other_forms():
+    """The list forms, uneven splits and sizes, point-to-point variants, groups and coalesced
+    calls on CUDA tensors (most take the blocking path after a host wait: docs/torch.md)."""
+    c.group("other forms")
+    ins = [torch.full((3,), float(rank * 10 + d), device=dev) for d in range(size)]
+    outs = [torch.empty(3, device=dev) for _ in range(size)]
+    dist.all_to_all(outs, ins)
+    c.check([o.cpu().tolist() for o in outs] == [[float(r * 10 + rank)] * 3 for r in range(size)],
+            "all_to_all (lists)")
+    # uneven all_to_all_single: rank r sends d + 1 rows to rank d
+    send = torch.cat([torch.full((d + 1, 2), float(rank * 100 + d), device=dev)
+                      for d in range(size)])
+    recv = torch.empty(size * (rank + 1), 2, device=dev)
+    dist.all_to_all_single(recv, send, [rank + 1] * size, [d + 1 for d in range(size)])
+    c.check(recv.cpu().tolist() == [[float(r * 100 + rank)] * 2 for r in range(size)
+                                    for _ in range(rank + 1)], "all_to_all_single uneven")
+    # all_gather of tensors of different sizes (rank r gives r + 1 elements)
+    mine = torch.full((rank + 1,), float(rank), device=dev)
+    lst = [torch.empty(r + 1, device=dev) for r in range(size)]
+    dist.all_gather(lst, mine)
+    c.check([t.cpu().tolist() for t in lst] == [[float(r)] * (r + 1) for r in range(size)],
+            "all_gather uneven")
+    out = torch.empty(5, device=dev)
+    dist.reduce_scatter(out, [torch.full((5,), float(rank + d), device=dev)
+                              for d in range(size)])
+    c.check(out.cpu().tolist() == [float(sum(r + rank for r in range(size)))] * 5,
+            "reduce_scatter (list)")
+    for dtype in (torch.float16, torch.bfloat16):
+        big = torch.tensor([val(rank, i) for i in range(4 * size)], dtype=dtype, device=dev)
+        o = torch.empty(4, dtype=dtype, device=dev)
+        dist.reduce_scatter_tensor(o, big, op=dist.ReduceOp.AVG)
+        # the sum (exact) divided in float32, rounded once to the dtype
+        want = torch.tensor([sum(val(r, rank * 4 + i) for r in range(size)) / size
+                             for i in range(4)], dtype=torch.float32).to(dtype).double().tolist()
+        c.check(o.cpu().double().tolist() == want, f"reduce_scatter_tensor AVG {dtype}")
+    ts = [torch.full((7,), float(rank + k), device=dev) for k in range(3)]
+    dist.all_reduce_coalesced(ts)
+    c.check([t.cpu().tolist() for t in ts] == [[float(sum(range(size)) + size * k)] * 7
+                                               for k in range(3)], "all_reduce_coalesced")
+    dist.barrier()
+    if size >= 2:
+        peer = (rank + 1) % size, (rank - 1) % size
+        a = torch.full((9,), float(rank), device=dev)
+        b = torch.empty(9, device=dev)
+        ops = [dist.P2POp(dist.isend, a, peer[0]), dist.P2POp(dist.irecv, b, peer[1])]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        c.check(b.cpu().tolist() == [float(peer[1])] * 9, "batch_isend_irecv ring")
+        if rank == 1:
+            dist.send(torch.full((4,), 7.0, device=dev), 0)
+        elif rank == 0:
+            r = torch.empty(4, device=dev)
+            src = dist.recv(r)
+            c.check(src == 1 and r.cpu().tolist() == [7.0] * 4, f"recv any source: from {src}")
+    sub = dist.new_group([r for r in range(size) if r % 2 == 0])
+    if rank % 2 == 0:
+        t = torch.full((6,), float(rank), device=dev)
+        dist.all_reduce(t, group=sub)
+        c.check(t.cpu().tolist() == [float(sum(range(0, size, 2)))] * 6, "new_group all_reduce")
+    w = dist.all_gather_into_tensor(torch.empty(2 * size, device=dev),
+                                    torch.full((2,), float(rank), device=dev), async_op=True)
+    w.wait()
+    fut = dist.all_reduce(torch.ones(3, device=dev), async_op=True).get_future()
+    c.check(fut.wait()[0].cpu().tolist() == [float(size)] * 3, "async all_reduce get_future")
 
 
 def test_graphs():
@@ -158,7 +230,10 @@ def test_graphs():
         c.check(bc.cpu().tolist() == [float(step)] * N, f"replay {step}: broadcast")
 
 
-for t in (test_all_reduce, test_stream_order, test_collectives, test_graphs):
+tests = (test_all_reduce, test_stream_order, test_collectives, test_other_forms, test_graphs)
+if args.cpu:
+    tests = (test_all_reduce, test_collectives, test_other_forms)
+for t in tests:
     c.run(t)
 c.summary()
 c.finish()

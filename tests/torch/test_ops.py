@@ -376,9 +376,41 @@ def test_errors():
             expect(out, mine, "reduce_scatter_tensor complex64 SUM")
 
 
+def test_stream_mode():
+    """picoll_torch.cuda_stream "auto": the caller's stream where more than two ranks of the node
+    share a GPU, else the group's (decided in Python, checked here with the GPU count faked)."""
+    C.group("cuda_stream auto")
+    if not PICOLL:
+        return C.skip("cuda_stream", "picoll only")
+    import picoll_torch
+    saved = (picoll_torch.cuda_stream, torch.cuda.is_available, torch.cuda.device_count,
+             os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    try:
+        for gpus, local, want in ((0, 4, "group"), (1, 2, "group"), (1, 4, "caller"),
+                                  (4, 4, "group"), (2, 3, "caller"), (8, 16, "caller")):
+            torch.cuda.is_available = lambda g=gpus: g > 0
+            torch.cuda.device_count = lambda g=gpus: g
+            os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(local)
+            picoll_torch.cuda_stream = "auto"
+            got = picoll_torch._stream_mode()
+            C.check(got == want, f"{gpus} GPUs, {local} local ranks: {got!r}, not {want!r}")
+        picoll_torch.cuda_stream = "mine"
+        try:
+            picoll_torch._stream_mode()
+            C.check(False, "cuda_stream 'mine' accepted")
+        except ValueError as e:
+            C.check("cuda_stream" in str(e), f"cuda_stream 'mine' refused saying {e}")
+    finally:
+        picoll_torch.cuda_stream, torch.cuda.is_available, torch.cuda.device_count = saved[:3]
+        if saved[3] is None:
+            os.environ.pop("OMPI_COMM_WORLD_LOCAL_SIZE", None)
+        else:
+            os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = saved[3]
+
+
 for test in (test_all_reduce, test_broadcast_reduce, test_all_gather, test_reduce_scatter,
              test_all_to_all, test_gather_scatter, test_point_to_point,
-             test_barrier_coalesced_async, test_groups, test_errors):
+             test_barrier_coalesced_async, test_groups, test_errors, test_stream_mode):
     C.run(test)
 C.summary()
 C.finish()

@@ -4,6 +4,7 @@
 #include "picoll_torch.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <climits>
 
 namespace picoll_torch {
@@ -138,6 +139,15 @@ bool overlap(const at::Tensor &a, const at::Tensor &b) {
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
 
+// Before a blocking MPI call on CUDA tensors (the calls without an enqueued form): the host waits
+// for the caller's stream, where the inputs and the buffers made for the call (copies,
+// conversions) are produced; a no-op for CPU tensors.
+void host_ready(const at::Tensor &t) {
+  if (!t.is_cuda()) return;
+  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+  impl.synchronizeStream(impl.getStream(t.device()));
+}
+
 void mpi_ok(int rc, const char *call) {
   if (rc != MPI_SUCCESS) throw_mpi(rc, call);
 }
@@ -226,11 +236,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor
   Plan p = plan_for(t, opts.reduceOp, call);
   int n = mpi_count(t.numel(), call), root = (int)opts.rootRank, size = getSize();
   bool is_root = root == getRank();
-  if (t.is_cuda()) cuda_host_wait(t);
   bool async = opts.asyncOp && !t.is_cuda();
   return run(async, c10d::OpType::REDUCE, call, {t}, {}, [=, this]() mutable {
     // the other ranks' tensors stay as they are
     at::Tensor r = reduce_input(t, p, !is_root);
+    host_ready(r);
     mpi_ok(MPI_Reduce(is_root ? MPI_IN_PLACE : r.data_ptr(), is_root ? r.data_ptr() : nullptr,
                       n, p.type, p.op, root, comm_),
            call);
@@ -301,13 +311,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
     });
   }
   // tensors of different sizes: MPI_Allgatherv
-  if (in.is_cuda()) cuda_host_wait(in);
   MPI_Datatype type = mpi_type(in, call);
   std::vector<int> counts = counts_of(outs, call), displs = displs_of(counts);
   return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::ALLGATHER, call, outs, {in},
              [=, this]() mutable {
                at::Tensor flat = at::empty({(int64_t)displs.back() + counts.back()}, in.options());
                at::Tensor src = in.contiguous();
+               host_ready(src);
                mpi_ok(MPI_Allgatherv(src.data_ptr(), mpi_count(in.numel(), call), type,
                                      flat.data_ptr(), counts.data(), displs.data(), type, comm_),
                       call);
@@ -363,11 +373,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
   }
   MPI_Datatype type = mpi_type(in, call);
   int n = mpi_count(in.numel(), call);
-  if (in.is_cuda()) cuda_host_wait(in);
   return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::GATHER, call, outs, {in},
              [=, this]() mutable {
                at::Tensor src = in.contiguous(), flat;
                if (is_root) flat = at::empty({(int64_t)getSize() * in.numel()}, in.options());
+               host_ready(src);
                mpi_ok(MPI_Gather(src.data_ptr(), n, type, is_root ? flat.data_ptr() : nullptr, n,
                                  type, root, comm_),
                       call);
@@ -394,7 +404,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
   }
   MPI_Datatype type = mpi_type(out, call);
   int n = mpi_count(out.numel(), call);
-  if (out.is_cuda()) cuda_host_wait(out);
   return run(opts.asyncOp && !out.is_cuda(), c10d::OpType::SCATTER, call, {out}, ins,
              [=, this]() mutable {
                at::Tensor flat;
@@ -403,6 +412,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
                  for (auto &i : ins) parts.push_back(i.reshape({-1}));
                  flat = at::cat(parts);
                }
+               host_ready(out);
                mpi_ok(MPI_Scatter(is_root ? flat.data_ptr() : nullptr, n, type, out.data_ptr(), n,
                                   type, root, comm_),
                       call);
@@ -530,9 +540,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
   };
   std::vector<int> sc = counts(in, input_splits), rc = counts(out, output_splits);
   std::vector<int> sd = displs_of(sc), rd = displs_of(rc);
-  if (in.is_cuda()) cuda_host_wait(in);
   return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::ALLTOALL_BASE, call, {out}, {in},
              [=, this]() mutable {
+               host_ready(in);
                mpi_ok(MPI_Alltoallv(in.data_ptr(), sc.data(), sd.data(), type, out.data_ptr(),
                                     rc.data(), rd.data(), type, comm_),
                       call);
@@ -550,13 +560,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall(std::vector<at::Tens
   std::vector<int> sc = counts_of(inputs, call), rc = counts_of(outputs, call);
   std::vector<int> sd = displs_of(sc), rd = displs_of(rc);
   std::vector<at::Tensor> outs = outputs, ins = inputs;
-  if (ins[0].is_cuda()) cuda_host_wait(ins[0]);
   return run(opts.asyncOp && !ins[0].is_cuda(), c10d::OpType::ALLTOALL, call, outs, ins,
              [=, this]() mutable {
                std::vector<at::Tensor> parts;
                for (auto &i : ins) parts.push_back(i.reshape({-1}));
                at::Tensor src = at::cat(parts);
                at::Tensor dst = at::empty({(int64_t)rd.back() + rc.back()}, src.options());
+               host_ready(src);
                mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type, dst.data_ptr(),
                                     rc.data(), rd.data(), type, comm_),
                       call);
@@ -571,7 +581,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::p2p(at::Tensor &t, int peer, 
   check_tensor(t, call);
   MPI_Datatype dt = mpi_type(t, call);
   int n = mpi_count(t.numel(), call);
-  if (t.is_cuda()) cuda_host_wait(t);
+  host_ready(t);
   drain();
   auto w = c10::make_intrusive<PicollWork>(getRank(), type, call, std::vector<at::Tensor>{t});
   w->keep = {t};

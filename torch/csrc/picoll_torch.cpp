@@ -101,16 +101,21 @@ void PicollWork::done(std::exception_ptr error) {
   keep.clear();
   c10::intrusive_ptr<c10::ivalue::Future> fut;
   {
+    // a future made before this point is completed here, one made after by getFuture()
     std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    error_ = error;
     fut = future_;
   }
   finish(error);
-  if (fut) {
-    if (error)
-      fut->setError(error);
-    else
-      fut->markCompleted(c10::IValue(outputs_));
-  }
+  if (fut) complete_future();
+}
+
+void PicollWork::complete_future() {
+  if (error_)
+    future_->setError(error_);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
 }
 
 void PicollWork::finish_request(bool block) {
@@ -196,15 +201,20 @@ c10::intrusive_ptr<c10::ivalue::Future> PicollWork::getFuture() {
     if (future_) return future_;
     future_ = c10::make_intrusive<c10::ivalue::Future>(
         c10::ListType::create(c10::TensorType::get()), devs);
-    if (!completed_ && request == MPI_REQUEST_NULL) return future_;
+    if (!done_ && request == MPI_REQUEST_NULL) return future_; // done() completes it
   }
-  // completed, a request, or a CUDA operation: order the current stream after it, then complete
-  if (request != MPI_REQUEST_NULL) finish_request(true);
+  if (request != MPI_REQUEST_NULL) {
+    // a point-to-point request: completed here, by its wait
+    finish_request(true);
+    if (exception_)
+      future_->setError(exception_);
+    else
+      future_->markCompleted(c10::IValue(outputs_));
+    return future_;
+  }
+  // done already: a CUDA operation orders the current stream after itself first
   synchronize();
-  if (exception_)
-    future_->setError(exception_);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
+  complete_future();
   return future_;
 }
 
@@ -378,7 +388,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::cuda_end(bool async, c10d::Op
   w->event->record(*cuda_stream_);
   // the caller's stream goes on after the call
   if (!async && !on_caller_stream_) w->event->block(*caller_stream_);
-  w->keep = std::move(inputs);
+  // the inputs need no keeping here: cuda_begin told the caching allocator about their use
+  (void)inputs;
   w->done();
   return w;
 }
@@ -392,13 +403,6 @@ std::vector<int64_t> ProcessGroupPicoll::stream_stats() {
     for (int i = 0; i < 6; i++) sum[i] += v[i];
   }
   return sum;
-}
-
-// the calls without an enqueued form: the host waits for the caller's stream, then the blocking
-// call runs on the device buffers (picoll's device path, or staging through host memory)
-void ProcessGroupPicoll::cuda_host_wait(const at::Tensor &t) {
-  c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
-  impl.synchronizeStream(impl.getStream(t.device()));
 }
 
 // ---- the module ----

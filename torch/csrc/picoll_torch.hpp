@@ -52,8 +52,11 @@ class PicollWork : public c10d::Work {
 
  private:
   void finish_request(bool block);
+  void complete_future();
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool done_ = false; // done() was called (under mutex_): it completes future_ if it saw one
+  std::exception_ptr error_;
 };
 
 class ProcessGroupPicoll : public c10d::Backend {
@@ -137,7 +140,6 @@ class ProcessGroupPicoll : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> cuda_end(bool async, c10d::OpType type, const char *name,
                                           std::vector<at::Tensor> outputs,
                                           std::vector<at::Tensor> inputs);
-  void cuda_host_wait(const at::Tensor &t);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   // A picoll stream and stream communicator per CUDA stream the calls run on: the group's own

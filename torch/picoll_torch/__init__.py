@@ -67,22 +67,41 @@ def _env_from_mpi():
     os.environ.setdefault("MASTER_PORT", port)
 
 
-# Where a group's calls on CUDA tensors run, read when a group is made: "group", a stream of the
-# group's own, ordered after the caller's current stream by events (the default, as NCCL's
+# Where a group's calls on CUDA tensors run, read when a group is made (docs/torch.md): "group",
+# a stream of the group's own, ordered after the caller's current stream by events (as NCCL's
 # process group; graph capture works on any stream); "caller", the caller's current stream itself,
 # with a picoll stream communicator per stream, made at the group's first call on it (every rank
-# must switch streams at the same calls; a stream first used inside a graph capture fails).
-cuda_stream = "group"
+# must switch streams at the same calls; a stream first used inside a graph capture fails);
+# "auto" (the default): "caller" where more than two ranks of this node share a GPU (there the
+# group's stream hung on an H100 under MPS), else "group".
+cuda_stream = "auto"
+
+
+def _local_ranks():
+    for var in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"):
+        if var in os.environ:
+            return int(os.environ[var])
+    return 1
+
+
+def _stream_mode():
+    if cuda_stream not in ("auto", "group", "caller"):
+        raise ValueError(f"picoll_torch.cuda_stream is {cuda_stream!r}: 'auto', 'group' or "
+                         "'caller'")
+    if cuda_stream != "auto":
+        return cuda_stream
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    local = _local_ranks()
+    return "caller" if gpus and local > 2 and local > gpus else "group"
 
 
 def _create(dist_opts, backend_opts):
-    if cuda_stream not in ("group", "caller"):
-        raise ValueError(f"picoll_torch.cuda_stream is {cuda_stream!r}: 'group' or 'caller'")
+    mode = _stream_mode()
     ranks = list(dist_opts.global_ranks_in_group)
     timeout = dist_opts.timeout.total_seconds() if hasattr(dist_opts.timeout, "total_seconds") \
         else float(dist_opts.timeout)
     return _C.ProcessGroupPicoll(dist_opts.group_rank, dist_opts.group_size, ranks,
-                                 dist_opts.group_id, timeout, cuda_stream == "caller")
+                                 dist_opts.group_id, timeout, mode == "caller")
 
 
 _env_from_mpi()
