@@ -1,9 +1,9 @@
 """Builds picoll_torch, picoll's PyTorch process group, against the torch that is installed.
 
-    PICOLL_DIR=/path/to/picoll-prefix-or-build-dir pip install --no-build-isolation ./torch
+    PICOLL_TORCH_DIR=/path/to/picoll-prefix-or-build-dir pip install ./torch
 
-PICOLL_DIR is picoll's install prefix (lib/libpicoll.so, include/picoll.h) or a build directory
-(.libs/libpicoll.so); without it, pkg-config's picoll.pc. The MPI is the one picoll was built
+PICOLL_TORCH_DIR is picoll's install prefix (lib/libpicoll.so, include/picoll.h) or a build
+directory (.libs/libpicoll.so); without it, pkg-config's picoll.pc. The MPI is the one picoll was built
 with (its mpicc, recorded in the build or in picoll.pc), or MPICC when set.
 """
 import os
@@ -33,7 +33,7 @@ def makefile_var(makefile, name):
 
 def find_picoll():
     """(libdir, includedir, mpicc or None)"""
-    top = os.environ.get("PICOLL_DIR")
+    top = os.environ.get("PICOLL_TORCH_DIR")
     if top:
         top = os.path.abspath(top)
         if os.path.exists(os.path.join(top, ".libs", "libpicoll.so")):  # a build directory
@@ -47,14 +47,14 @@ def find_picoll():
                 if os.path.exists(pc):
                     mpicc = makefile_var(pc, "mpicc")
                 return os.path.join(top, lib), os.path.join(top, "include"), mpicc
-        fail("PICOLL_DIR=%s holds neither lib/libpicoll.so nor .libs/libpicoll.so" % top)
+        fail("PICOLL_TORCH_DIR=%s holds neither lib/libpicoll.so nor .libs/libpicoll.so" % top)
     try:
         def pc(*args):
             return subprocess.check_output(["pkg-config"] + list(args) + ["picoll"],
                                            text=True).strip()
         return pc("--variable=libdir"), pc("--variable=includedir"), pc("--variable=mpicc") or None
     except (OSError, subprocess.CalledProcessError):
-        fail("cannot find picoll: set PICOLL_DIR to its install prefix or build directory, "
+        fail("cannot find picoll: set PICOLL_TORCH_DIR to its install prefix or build directory, "
              "or put its picoll.pc on PKG_CONFIG_PATH")
 
 

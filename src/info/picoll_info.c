@@ -151,9 +151,9 @@ static void print_markdown(void)
     printf("Every `PICOLL_*` variable picoll reads for its users (not its tests' own), with its "
            "default. Set them alike on every rank (`mpirun -x NAME`). `picoll_info -v` prints the "
            "same variables with the values in force. Besides these, `PICOLL_UCX_*` variables "
-           "are UCX's own settings (`UCX_*`) for picoll's UCX context only (network.md), and "
-           "`PICOLL_BENCH_*` variables the benchmarks' (osu-bench/README.md), which picoll "
-           "ignores.\n\n");
+           "are UCX's own settings (`UCX_*`) for picoll's UCX context only (network.md), "
+           "`PICOLL_BENCH_*` variables the benchmarks' (osu-bench/README.md) and "
+           "`PICOLL_TORCH_*` variables picoll_torch's (torch.md), which picoll ignores.\n\n");
     printf("| variable | default | values | meaning |\n|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
         char values[160];

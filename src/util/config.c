@@ -384,6 +384,9 @@ picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env)
         if (strncmp(name, "PICOLL_BENCH_", 13) == 0) {
             continue; /* the benchmarks' own (osu-bench/), set in the jobs picoll runs in */
         }
+        if (strncmp(name, "PICOLL_TORCH_", 13) == 0) {
+            continue; /* picoll_torch's own (torch/: where its build finds picoll) */
+        }
         const picoll_config_var_t *var = picoll_config_find(name);
         if (var == NULL) {
             picoll_warn("unknown variable %s ignored (picoll_info lists the valid ones)", name);

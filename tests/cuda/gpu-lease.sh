@@ -124,7 +124,7 @@ for s in $steps; do
         # ranks' PATH.
         site=/tmp/picoll-torch-site
         py=$(command -v python3)
-        step torch-build 300 env PICOLL_DIR="$build" "$py" -m pip install --no-build-isolation \
+        step torch-build 300 env PICOLL_TORCH_DIR="$build" "$py" -m pip install --no-build-isolation \
             --no-deps --target "$site" -v "$src/torch"
         export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
         for np in ${LEASE_TORCH_NPS:-2 4}; do

@@ -28,6 +28,9 @@ grep -rhoE '\$\{?PICOLL_[A-Z0-9_]*[A-Z0-9]' "$src/tests" "$src/osu-bench" --incl
     tr -d '${' | sort -u >> "$tmp/known"
 grep -rhoE '^PICOLL_[A-Z0-9_]*[A-Z0-9] *=' "$src" --include='Makefile.inc' --include='Makefile.am' |
     tr -d ' =' >> "$tmp/known"
+# ... and what picoll_torch's build and package read (torch/: PICOLL_TORCH_DIR)
+grep -rhoE 'environ(\.get)?[[(]"PICOLL_[A-Z0-9_]*[A-Z0-9]"' "$src/torch" --include='*.py' |
+    grep -oE 'PICOLL_[A-Z0-9_]*' >> "$tmp/known"
 unknown() { # unknown FILE...: prints "FILE names NAME" for each name picoll does not have
     for f in "$@"; do
         for v in $(grep -oE '`PICOLL_[A-Z0-9_]*[A-Z0-9][`=]' "$f" | tr -d '`=' | sort -u); do
