@@ -27,12 +27,14 @@ const char *op_name(c10d::ReduceOp::RedOpType op) {
 }
 
 // How a reduction of one dtype runs: float16 and bfloat16 in float32 (rounded once, the same on
-// every rank), bool with the logical operations, AVG as a sum divided by the group's size,
-// PREMUL_SUM as a product by its factor before the sum.
+// every rank), uint8's MIN and MAX in int16 (MPICH 4.0.2 orders unsigned types as signed), bool
+// with the logical operations, AVG as a sum divided by the group's size, PREMUL_SUM as a product
+// by its factor before the sum.
 struct Plan {
   MPI_Datatype type;
   MPI_Op op;
-  bool upcast = false;
+  bool upcast = false;   // reduced in another dtype (work), converted before and after
+  at::ScalarType work = at::kFloat;
   bool average = false;
   std::optional<double> premul;
 };
@@ -49,8 +51,10 @@ Plan plan_for(const at::Tensor &t, const c10d::ReduceOp &rop, const char *call) 
   auto op = rop.op_;
   bool floating = at::isFloatingType(s), complex = at::isComplexType(s);
   bool boolean = s == at::kBool, integer = at::isIntegralType(s, false);
-  p.upcast = s == at::kHalf || s == at::kBFloat16;
-  p.type = p.upcast ? MPI_FLOAT : mpi_type(t, call);
+  p.upcast = s == at::kHalf || s == at::kBFloat16 ||
+             (s == at::kByte && (op == c10d::ReduceOp::MIN || op == c10d::ReduceOp::MAX));
+  if (s == at::kByte) p.work = at::kShort;
+  p.type = !p.upcast ? mpi_type(t, call) : p.work == at::kShort ? MPI_INT16_T : MPI_FLOAT;
   switch (op) {
   case c10d::ReduceOp::SUM: p.op = boolean ? MPI_LOR : MPI_SUM; break;
   case c10d::ReduceOp::PRODUCT: p.op = boolean ? MPI_LAND : MPI_PROD; break;
@@ -93,7 +97,7 @@ Plan plan_for(const at::Tensor &t, const c10d::ReduceOp &rop, const char *call) 
 
 // the buffer a reduction runs on: t itself, or a float32 (or premultiplied) copy of it
 at::Tensor reduce_input(const at::Tensor &t, const Plan &p, bool copy) {
-  at::Tensor r = p.upcast ? t.to(at::kFloat) : (copy || p.premul ? t.clone() : t);
+  at::Tensor r = p.upcast ? t.to(p.work) : (copy || p.premul ? t.clone() : t);
   if (p.premul) r.mul_(*p.premul);
   return r;
 }
@@ -238,13 +242,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor
   bool is_root = root == getRank();
   bool async = opts.asyncOp && !t.is_cuda();
   return run(async, c10d::OpType::REDUCE, call, {t}, {}, [=, this]() mutable {
-    // the other ranks' tensors stay as they are
-    at::Tensor r = reduce_input(t, p, !is_root);
-    host_ready(r);
-    mpi_ok(MPI_Reduce(is_root ? MPI_IN_PLACE : r.data_ptr(), is_root ? r.data_ptr() : nullptr,
-                      n, p.type, p.op, root, comm_),
+    // the other ranks' tensors stay as they are; the root reduces from a copy, not MPI_IN_PLACE
+    // (MPICH 4.0.2 crashes on an in-place MPI_Reduce of 2 KiB or more at a root other than 0)
+    at::Tensor in = reduce_input(t, p, true);
+    at::Tensor out = is_root && p.upcast ? at::empty_like(in) : t;
+    host_ready(in);
+    mpi_ok(MPI_Reduce(in.data_ptr(), is_root ? out.data_ptr() : nullptr, n, p.type, p.op, root,
+                      comm_),
            call);
-    if (is_root) reduce_output(t, r, p, size);
+    if (is_root) reduce_output(t, out, p, size);
   });
 }
 
