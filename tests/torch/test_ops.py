@@ -233,6 +233,15 @@ def test_point_to_point():
                 w.wait()
             expect(fwd, data(dtype, n, prv, 40), f"batch_isend_irecv from previous {what}")
             expect(bwd, data(dtype, n, nxt, 42), f"batch_isend_irecv from next {what}")
+    # an isend whose Work is dropped at once (gloo lets a program do so): every rank sends 4 MB
+    # round the ring before anyone receives, so the send completes only after its receive is
+    # posted; the message still arrives, and nothing waits for it in the Work's destructor
+    big = torch.arange(1 << 20, dtype=torch.float32) + RANK
+    dist.isend(big.clone(), dst=nxt, tag=6)
+    got = torch.zeros(1 << 20, dtype=torch.float32)
+    dist.recv(got, src=prv, tag=6)
+    expect(got, torch.arange(1 << 20, dtype=torch.float32) + prv,
+           "a dropped isend's message arrived")
 
 
 def test_barrier_coalesced_async():

@@ -589,6 +589,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::p2p(at::Tensor &t, int peer, 
   int n = mpi_count(t.numel(), call);
   host_ready(t);
   drain();
+  reap_orphans(false);
   auto w = c10::make_intrusive<PicollWork>(getRank(), type, call, std::vector<at::Tensor>{t});
   w->keep = {t};
   int rc = is_send ? MPI_Isend(t.data_ptr(), n, dt, peer, tag, comm_, &w->request)

@@ -92,9 +92,41 @@ PicollWork::PicollWork(int rank, c10d::OpType type, const char *name_,
                        std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type), name(name_), outputs_(std::move(outputs)) {}
 
+namespace {
+// Point-to-point requests whose Work was dropped before they completed (gloo and NCCL let a
+// program drop an isend's Work): kept with their tensors, so that their buffers live on, and
+// completed later (reap_orphans), not waited for in the destructor, where two ranks dropping
+// their sends to each other would wait for receives never posted.
+struct Orphan {
+  MPI_Request request;
+  std::vector<at::Tensor> keep;
+};
+std::mutex orphan_mutex;
+std::vector<Orphan> orphans;
+} // namespace
+
+void reap_orphans(bool wait_all) {
+  std::lock_guard<std::mutex> lock(orphan_mutex);
+  if (orphans.empty() || !mpi_usable()) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < orphans.size(); i++) {
+    Orphan &o = orphans[i];
+    int flag = 0;
+    if (wait_all)
+      MPI_Wait(&o.request, MPI_STATUS_IGNORE);
+    else
+      MPI_Test(&o.request, &flag, MPI_STATUS_IGNORE);
+    if (o.request == MPI_REQUEST_NULL) continue; // done: its tensors may go
+    if (kept != i) orphans[kept] = std::move(o); // (never onto itself: that would empty it)
+    kept++;
+  }
+  orphans.resize(kept);
+}
+
 PicollWork::~PicollWork() {
-  // a point-to-point request nobody waited for: complete it, never leave MPI a dangling buffer
-  if (request != MPI_REQUEST_NULL && mpi_usable()) MPI_Wait(&request, MPI_STATUS_IGNORE);
+  if (request == MPI_REQUEST_NULL || !mpi_usable()) return;
+  std::lock_guard<std::mutex> lock(orphan_mutex);
+  orphans.push_back(Orphan{request, std::move(keep)});
 }
 
 void PicollWork::done(std::exception_ptr error) {
@@ -427,6 +459,7 @@ void finalize() {
     std::lock_guard<std::mutex> lock(registry_mutex);
     for (auto *g : live_groups) g->shutdown();
   }
+  reap_orphans(true);
   if (finalized_by_us && mpi_usable()) MPI_Finalize();
 }
 

@@ -173,6 +173,8 @@ int mpi_count(int64_t n, const char *op);
 
 // MPI was initialised and is not finalised: MPI calls may be made
 bool mpi_usable();
+// completes the dropped point-to-point requests that are done (all of them with wait_all)
+void reap_orphans(bool wait_all);
 void throw_mpi(int rc, const char *op);
 
 } // namespace picoll_torch
