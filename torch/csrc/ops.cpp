@@ -156,6 +156,24 @@ void mpi_ok(int rc, const char *call) {
   if (rc != MPI_SUCCESS) throw_mpi(rc, call);
 }
 
+// the root's list of a gather or scatter: one tensor per rank, of like's dtype, device and size
+std::vector<at::Tensor> root_list(const std::vector<std::vector<at::Tensor>> &lists, int size,
+                                  const at::Tensor &like, const char *call, const char *what) {
+  TORCH_CHECK(lists.size() == 1, "picoll: ", call, " takes one ", what, " list at the root");
+  check_list(lists[0], size, like, call);
+  for (auto &t : lists[0])
+    TORCH_CHECK(t.numel() == like.numel(), "picoll: ", call, " needs ", what,
+                "s of one size: ", t.numel(), " and ", like.numel());
+  return lists[0];
+}
+
+// the tensors one after the other, flat
+at::Tensor flat_cat(const std::vector<at::Tensor> &v) {
+  std::vector<at::Tensor> parts;
+  for (auto &t : v) parts.push_back(t.reshape({-1}));
+  return at::cat(parts);
+}
+
 std::vector<int> counts_of(const std::vector<at::Tensor> &v, const char *call) {
   std::vector<int> c;
   for (auto &t : v) c.push_back(mpi_count(t.numel(), call));
@@ -188,7 +206,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Ten
     mpi_ok(MPIX_Allreduce_enqueue(MPI_IN_PLACE, r.data_ptr(), n, p.type, p.op, stream_comm_),
            call);
     bool post = p.upcast || p.average || p.premul;
-    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call, {t}, {t, r});
+    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call, {t});
     if (post) reduce_output(t, r, p, size);
     return w;
   }
@@ -225,7 +243,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::broadcast(std::vector<at::Ten
   if (t.is_cuda()) {
     cuda_begin(t, {t});
     mpi_ok(MPIX_Bcast_enqueue(t.data_ptr(), n, type, root, stream_comm_), call);
-    return cuda_end(opts.asyncOp, c10d::OpType::BROADCAST, call, {t}, {t});
+    return cuda_end(opts.asyncOp, c10d::OpType::BROADCAST, call, {t});
   }
   return run(opts.asyncOp, c10d::OpType::BROADCAST, call, {t}, {}, [=, this]() mutable {
     mpi_ok(MPI_Bcast(t.data_ptr(), n, type, root, comm_), call);
@@ -275,7 +293,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
     cuda_begin(input, {in, out});
     mpi_ok(MPIX_Allgather_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type, stream_comm_),
            call);
-    return cuda_end(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in});
+    return cuda_end(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out});
   }
   return run(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in}, [=, this]() mutable {
     mpi_ok(MPI_Allgather(in_place ? MPI_IN_PLACE : in.data_ptr(), n, type, out.data_ptr(), n,
@@ -368,11 +386,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
   bool is_root = root == getRank();
   std::vector<at::Tensor> outs;
   if (is_root) {
-    TORCH_CHECK(outputs.size() == 1, "picoll: gather takes one output list at the root");
-    outs = outputs[0];
-    check_list(outs, getSize(), in, call);
-    for (auto &o : outs)
-      TORCH_CHECK(o.numel() == in.numel(), "picoll: gather needs outputs of the input's size");
+    outs = root_list(outputs, getSize(), in, call, "output");
   } else {
     TORCH_CHECK(outputs.empty() || outputs[0].empty(), "picoll: gather takes no output list "
                 "on a rank that is not the root");
@@ -401,23 +415,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
   int root = (int)opts.rootRank;
   bool is_root = root == getRank();
   std::vector<at::Tensor> ins;
-  if (is_root) {
-    TORCH_CHECK(inputs.size() == 1, "picoll: scatter takes one input list at the root");
-    ins = inputs[0];
-    check_list(ins, getSize(), out, call);
-    for (auto &i : ins)
-      TORCH_CHECK(i.numel() == out.numel(), "picoll: scatter needs inputs of the output's size");
-  }
+  if (is_root) ins = root_list(inputs, getSize(), out, call, "input");
   MPI_Datatype type = mpi_type(out, call);
   int n = mpi_count(out.numel(), call);
   return run(opts.asyncOp && !out.is_cuda(), c10d::OpType::SCATTER, call, {out}, ins,
              [=, this]() mutable {
                at::Tensor flat;
-               if (is_root) {
-                 std::vector<at::Tensor> parts;
-                 for (auto &i : ins) parts.push_back(i.reshape({-1}));
-                 flat = at::cat(parts);
-               }
+               if (is_root) flat = flat_cat(ins);
                host_ready(out);
                mpi_ok(MPI_Scatter(is_root ? flat.data_ptr() : nullptr, n, type, out.data_ptr(), n,
                                   type, root, comm_),
@@ -446,8 +450,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
                                              stream_comm_),
            call);
     bool post = p.upcast || p.average;
-    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::_REDUCE_SCATTER_BASE, call, {out},
-                      {in, r_in, r_out});
+    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::_REDUCE_SCATTER_BASE, call, {out});
     if (post) reduce_output(out, r_out, p, size);
     return w;
   }
@@ -471,9 +474,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter(
   check_list(inputs[0], getSize(), out, call);
   for (auto &i : inputs[0])
     TORCH_CHECK(i.numel() == out.numel(), "picoll: ", call, " needs inputs of the output's size");
-  std::vector<at::Tensor> parts;
-  for (auto &i : inputs[0]) parts.push_back(i.reshape({-1}));
-  at::Tensor flat = at::cat(parts);
+  at::Tensor flat = flat_cat(inputs[0]);
   at::Tensor flat_out = out.is_contiguous() ? out.view({-1}) : at::empty({out.numel()},
                                                                          out.options());
   auto w = _reduce_scatter_base(flat_out, flat, opts);
@@ -517,7 +518,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
       mpi_ok(MPIX_Alltoall_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type,
                                    stream_comm_),
              call);
-      return cuda_end(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out}, {in});
+      return cuda_end(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out});
     }
     return run(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out}, {in}, [=, this]() mutable {
       mpi_ok(MPI_Alltoall(in.data_ptr(), n, type, out.data_ptr(), n, type, comm_), call);
@@ -568,9 +569,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall(std::vector<at::Tens
   std::vector<at::Tensor> outs = outputs, ins = inputs;
   return run(opts.asyncOp && !ins[0].is_cuda(), c10d::OpType::ALLTOALL, call, outs, ins,
              [=, this]() mutable {
-               std::vector<at::Tensor> parts;
-               for (auto &i : ins) parts.push_back(i.reshape({-1}));
-               at::Tensor src = at::cat(parts);
+               at::Tensor src = flat_cat(ins);
                at::Tensor dst = at::empty({(int64_t)rd.back() + rc.back()}, src.options());
                host_ready(src);
                mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type, dst.data_ptr(),

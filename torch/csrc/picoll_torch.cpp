@@ -413,15 +413,13 @@ bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t, const std::vector<at::T
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::cuda_end(bool async, c10d::OpType type,
                                                             const char *name,
-                                                            std::vector<at::Tensor> outputs,
-                                                            std::vector<at::Tensor> inputs) {
+                                                            std::vector<at::Tensor> outputs) {
   auto w = c10::make_intrusive<PicollWork>(getRank(), type, name, std::move(outputs));
   w->event.emplace(c10::DeviceType::CUDA);
   w->event->record(*cuda_stream_);
   // the caller's stream goes on after the call
   if (!async && !on_caller_stream_) w->event->block(*caller_stream_);
-  // the inputs need no keeping here: cuda_begin told the caching allocator about their use
-  (void)inputs;
+  // the tensors need no keeping here: cuda_begin told the caching allocator about their use
   w->done();
   return w;
 }

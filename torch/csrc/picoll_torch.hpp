@@ -138,8 +138,7 @@ class ProcessGroupPicoll : public c10d::Backend {
   // CUDA tensors
   bool cuda_begin(const at::Tensor &t, const std::vector<at::Tensor> &used);
   c10::intrusive_ptr<c10d::Work> cuda_end(bool async, c10d::OpType type, const char *name,
-                                          std::vector<at::Tensor> outputs,
-                                          std::vector<at::Tensor> inputs);
+                                          std::vector<at::Tensor> outputs);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   // A picoll stream and stream communicator per CUDA stream the calls run on: the group's own
