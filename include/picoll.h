@@ -40,6 +40,13 @@ typedef struct {
  * (one is created by the first intercepted collective on comm), MPI_ERR_OTHER if none does. */
 int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info);
 
+/* What this rank holds for comm's network step, once set up (by comm's first collective that
+ * spans nodes): the members of its rail (*rail_size, the nodes), the UCX endpoints it holds and
+ * the liveness connections that watch its rail partners. Returns MPI_SUCCESS, or MPI_ERR_OTHER
+ * where comm has no network step (one node, off a rail, not set up yet). For the scale tests:
+ * both counts grow as log2 of the nodes, until an alltoall connects to all. */
+int picoll_comm_net_query(MPI_Comm comm, int *rail_size, int *endpoints, int *watched);
+
 /* The algorithm that ran the calling thread's last MPI_Allreduce, MPI_Allgather, MPI_Alltoall,
  * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Bcast or MPI_Reduce,
  * as PICOLL_STATS names it ("cuda_oneshot", "oneshot", "hier_rd", ...; "fallback" when the call

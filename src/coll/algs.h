@@ -9,6 +9,7 @@
 #define PICOLL_ALGS_H
 
 #include "coll/dispatch.h"
+#include "coll/netmodel.h"
 #include "host/shm.h"
 #include "net/hier.h"
 
@@ -24,14 +25,16 @@ enum {
     PICOLL_ALLREDUCE_HIER_ONESHOT = 7,
     PICOLL_ALLREDUCE_CUDA_HCM = 8,
     PICOLL_ALLREDUCE_CMA = 9,
-    PICOLL_ALLREDUCE_HIER_CUDA = 10
+    PICOLL_ALLREDUCE_HIER_CUDA = 10,
+    PICOLL_ALLREDUCE_HIER_RAB = 11
 };
 enum {
     PICOLL_ALLGATHER_SHM = 1,
     PICOLL_ALLGATHER_CUDA_IPC = 2,
     PICOLL_ALLGATHER_HIER = 3,
     PICOLL_ALLGATHER_CMA = 4,
-    PICOLL_ALLGATHER_HIER_CUDA = 5
+    PICOLL_ALLGATHER_HIER_CUDA = 5,
+    PICOLL_ALLGATHER_HIER_BRUCK = 6
 };
 enum {
     PICOLL_ALLTOALL_SHM = 1,
@@ -59,9 +62,11 @@ picoll_status_t picoll_allreduce_oneshot(picoll_shm_t *shm, const picoll_allredu
 picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allreduce_args_t *args,
                                          int vote);
 /* Between nodes (hier.h): node step through shm, network step on the rails, node step. The
- * votes of every rank reach every rank through the messages and the last node barrier. */
+ * votes of every rank reach every rank through the messages and the last node barrier. how: the
+ * network step's method (PICOLL_RAIL_RD, _RAB or _RING), the same on every rank. */
 picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
-                                      const picoll_allreduce_args_t *args, int vote, int ring);
+                                      const picoll_allreduce_args_t *args, int vote,
+                                      picoll_rail_method_t how);
 picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *h,
                                               const picoll_allreduce_args_t *args, int vote);
 /* Bytes of the chunks the hierarchical allreduce works through one at a time (oneshot: the whole
@@ -73,16 +78,16 @@ size_t picoll_allreduce_hier_chunk_bytes(const picoll_shm_t *shm,
  * the vote between nodes). rails_chunk: the chunk, whole elements of esize bytes, at most max
  * bytes and what the network step's scratch buffers hold. rails: allreduce of count elements of
  * buf (host memory; args gives the type, the op and the staging pipe, whose chunks must be
- * chunk_bytes, from rails_chunk) with the members of my rail, chunk by chunk, recursive doubling
- * or, for chunks over rd_max on more than two nodes, a ring. */
+ * chunk_bytes, from rails_chunk) with the members of my rail, chunk by chunk, each chunk by the
+ * method picoll_netmodel_allreduce chooses for its bytes. */
 uint32_t picoll_allreduce_hier_rail_and(picoll_hier_t *h, uint32_t mask);
 size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize, size_t max);
 picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
-                                            char *buf, size_t count, size_t chunk_bytes,
-                                            size_t rd_max);
+                                            char *buf, size_t count, size_t chunk_bytes);
 /* The device hierarchy's allgather network step: buf holds len bytes per node, mine at my node's
- * index (my rank on the rail); the others arrive in ring order, arrived(k, arg) called for each
- * node k as its bytes are in. */
+ * index (my rank on the rail); the others arrive round the ring or by Bruck's steps
+ * (picoll_netmodel_allgather chooses for len), arrived(k, arg) called for each node k as its bytes
+ * are in. */
 picoll_status_t picoll_allgather_hier_rails(picoll_hier_t *h, char *buf, size_t len,
                                             void (*arrived)(int k, void *arg), void *arg);
 /* The device hierarchy's alltoall network step: sbuf and rbuf hold len bytes per node, by node
@@ -95,9 +100,13 @@ picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, c
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,
                                         const picoll_allreduce_args_t *args);
 size_t picoll_allgather_hier_piece_max(const picoll_hier_t *h, size_t slot_size);
+/* The most pieces one node's part holds on rail 0 (the allgather's largest part, in pieces). */
+int picoll_allgather_hier_rail_pieces(const picoll_hier_t *h);
 size_t picoll_alltoall_hier_piece_max(const picoll_hier_t *h, size_t slot_size);
+/* how: the allgather's network step, PICOLL_RAIL_RING or PICOLL_RAIL_BRUCK (every rank alike). */
 picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
-                                      const picoll_blocks_args_t *args, int vote);
+                                      const picoll_blocks_args_t *args, int vote,
+                                      picoll_rail_method_t how);
 picoll_status_t picoll_alltoall_hier(picoll_shm_t *shm, picoll_hier_t *h,
                                      const picoll_blocks_args_t *args, int vote);
 picoll_status_t picoll_allgather_shm(picoll_shm_t *shm, const picoll_blocks_args_t *args, int vote);

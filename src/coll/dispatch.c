@@ -74,6 +74,9 @@ static picoll_status_t hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allre
     picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
                                  .even = ctx->hier->even,
                                  .slot_size = shm->slot_size};
+    static const picoll_rail_method_t method[] = {[PICOLL_ALLREDUCE_HIER_RD] = PICOLL_RAIL_RD,
+                                                  [PICOLL_ALLREDUCE_HIER_RAB] = PICOLL_RAIL_RAB,
+                                                  [PICOLL_ALLREDUCE_HIER_RING] = PICOLL_RAIL_RING};
     int alg = picoll_select_hier_allreduce(&picoll_cfg, &shape, bytes,
                                            picoll_allreduce_hier_rail_block(shm, ctx->hier, args));
     if (alg == PICOLL_ALG_FALLBACK) {
@@ -88,8 +91,7 @@ static picoll_status_t hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allre
                                     picoll_cfg.stage_depth);
     a.pipe = pipe.piped ? &pipe : NULL;
     status = oneshot ? picoll_allreduce_hier_oneshot(shm, ctx->hier, &a, vote)
-                     : picoll_allreduce_hier(shm, ctx->hier, &a, vote,
-                                             alg == PICOLL_ALLREDUCE_HIER_RING);
+                     : picoll_allreduce_hier(shm, ctx->hier, &a, vote, method[alg]);
     picoll_reentry--;
     rc = staged_rc(picoll_stage_pipe_out(&pipe, status == PICOLL_OK));
     if (pipe.piped || pipe.host_bytes > 0) {
@@ -195,8 +197,9 @@ typedef struct {
     int (*select_cuda)(const picoll_config_t *, picoll_topo_reach_t, int, size_t);
     picoll_status_t (*run_cuda)(picoll_cuda_ws_t *, const void *, void *, size_t);
     size_t (*hier_piece_max)(const picoll_hier_t *, size_t);
-    int (*hier_select)(const picoll_config_t *, size_t, size_t);
-    picoll_status_t (*hier_run)(picoll_shm_t *, picoll_hier_t *, const picoll_blocks_args_t *, int);
+    int (*hier_select)(const picoll_config_t *, const picoll_hier_shape_t *, size_t, size_t);
+    picoll_status_t (*hier_run)(picoll_shm_t *, picoll_hier_t *, const picoll_blocks_args_t *, int,
+                                int alg);
     int hier_cuda_alg;
     picoll_status_t (*hier_cuda)(picoll_coll_ctx_t *, const picoll_blocks_args_t *, int *);
 } blocks_coll_t;
@@ -219,7 +222,11 @@ static picoll_status_t hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_a
             return finish(c->coll, c->hier_cuda_alg, status, total, rc, alg_out, mpi_rc);
         }
     }
-    int alg = c->hier_select(&picoll_cfg, args->block_bytes,
+    picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
+                                 .even = ctx->hier->even,
+                                 .slot_size = shm->slot_size,
+                                 .rail_pieces = picoll_allgather_hier_rail_pieces(ctx->hier)};
+    int alg = c->hier_select(&picoll_cfg, &shape, args->block_bytes,
                              c->hier_piece_max(ctx->hier, shm->slot_size));
     if (alg == PICOLL_ALG_FALLBACK) {
         return PICOLL_DECLINED;
@@ -232,7 +239,7 @@ static picoll_status_t hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_a
                picoll_stage_pair_in(&st, picoll_cuda.staging, &a.sendbuf, &a.recvbuf,
                                     c->coll == PICOLL_COLL_ALLTOALL ? total : args->block_bytes,
                                     total);
-    status = c->hier_run(shm, ctx->hier, &a, vote);
+    status = c->hier_run(shm, ctx->hier, &a, vote, alg);
     picoll_reentry--;
     rc = staged_rc(picoll_stage_pair_out(&st, status == PICOLL_OK));
     return finish(c->coll, alg, status, total, rc, alg_out, mpi_rc);
@@ -307,6 +314,30 @@ static picoll_status_t run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_ar
     return run_voted(ctx, &call, c->coll, args->block_bytes * (size_t)ctx->size, alg, mpi_rc);
 }
 
+/* The host hierarchy's network steps, as hier_blocks sees them: allgather's ring or Bruck's (its
+ * selection picks), alltoall's one method. */
+static picoll_status_t run_hier_allgather(picoll_shm_t *shm, picoll_hier_t *h,
+                                          const picoll_blocks_args_t *args, int vote, int alg)
+{
+    return picoll_allgather_hier(shm, h, args, vote,
+                                 alg == PICOLL_ALLGATHER_HIER_BRUCK ? PICOLL_RAIL_BRUCK
+                                                                    : PICOLL_RAIL_RING);
+}
+
+static int select_hier_alltoall(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
+                                size_t block_bytes, size_t piece_max)
+{
+    (void)shape;
+    return picoll_select_hier_alltoall(cfg, block_bytes, piece_max);
+}
+
+static picoll_status_t run_hier_alltoall(picoll_shm_t *shm, picoll_hier_t *h,
+                                         const picoll_blocks_args_t *args, int vote, int alg)
+{
+    (void)alg;
+    return picoll_alltoall_hier(shm, h, args, vote);
+}
+
 picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
                                  int *alg, int *mpi_rc)
 {
@@ -322,7 +353,7 @@ picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_arg
         .run_cuda = picoll_cuda_allgather,
         .hier_piece_max = picoll_allgather_hier_piece_max,
         .hier_select = picoll_select_hier_allgather,
-        .hier_run = picoll_allgather_hier,
+        .hier_run = run_hier_allgather,
         .hier_cuda_alg = PICOLL_ALLGATHER_HIER_CUDA,
         .hier_cuda = picoll_allgather_hier_cuda,
     };
@@ -343,8 +374,8 @@ picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args
         .select_cuda = picoll_select_cuda_alltoall,
         .run_cuda = picoll_cuda_alltoall,
         .hier_piece_max = picoll_alltoall_hier_piece_max,
-        .hier_select = picoll_select_hier_alltoall,
-        .hier_run = picoll_alltoall_hier,
+        .hier_select = select_hier_alltoall,
+        .hier_run = run_hier_alltoall,
         .hier_cuda_alg = PICOLL_ALLTOALL_HIER_CUDA,
         .hier_cuda = picoll_alltoall_hier_cuda,
     };

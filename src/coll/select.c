@@ -1,6 +1,7 @@
 #include "coll/select.h"
 #include "coll/algs.h"
 #include "coll/coll.h"
+#include "coll/netmodel.h"
 
 /* PICOLL_HOST=auto (the default): where the shared-memory executor beat Open MPI 4.1 in every job
  * measured (osu-bench, A/B in one job, np 2 and 4, 4 B to 16 MiB, MPI_FLOAT and MPI_CHAR, on a
@@ -75,18 +76,28 @@ int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_s
     if (shape->even && bytes <= cfg->allreduce_oneshot_max && bytes <= shape->slot_size) {
         return PICOLL_ALLREDUCE_HIER_ONESHOT;
     }
-    /* on two nodes a ring is recursive doubling in two halves: one more step, no fewer bytes */
-    return rail_block <= cfg->net_rd_max || shape->num_nodes <= 2 ? PICOLL_ALLREDUCE_HIER_RD
-                                                                  : PICOLL_ALLREDUCE_HIER_RING;
+    switch (picoll_netmodel_allreduce(cfg, shape->num_nodes, rail_block)) {
+    case PICOLL_RAIL_RING:
+        return PICOLL_ALLREDUCE_HIER_RING;
+    case PICOLL_RAIL_RAB:
+        return PICOLL_ALLREDUCE_HIER_RAB;
+    default:
+        return PICOLL_ALLREDUCE_HIER_RD;
+    }
 }
 
-int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max)
+int picoll_select_hier_allgather(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
+                                 size_t block_bytes, size_t piece_max)
 {
     if (cfg->host == PICOLL_HOST_OFF || !cfg->net || block_bytes == 0 || piece_max == 0 ||
         cfg->host == PICOLL_HOST_AUTO) {
         return PICOLL_ALG_FALLBACK;
     }
-    return PICOLL_ALLGATHER_HIER;
+    size_t piece = block_bytes < piece_max ? block_bytes : piece_max;
+    return picoll_netmodel_allgather(cfg, shape->num_nodes, piece * (size_t)shape->rail_pieces) ==
+                   PICOLL_RAIL_BRUCK
+               ? PICOLL_ALLGATHER_HIER_BRUCK
+               : PICOLL_ALLGATHER_HIER;
 }
 
 int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max)

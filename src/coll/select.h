@@ -25,16 +25,23 @@ int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_
 
 /* Between nodes (the hierarchical algorithms). Allreduce: one-shot node step and recursive
  * doubling of the whole vector on every rail up to PICOLL_ALLREDUCE_ONESHOT_MAX on nodes of equal
- * size; else rail blocks by recursive doubling, or by a ring for blocks over PICOLL_NET_RD_MAX on
- * more than two nodes. rail_block: the bytes rail 0 reduces in the first chunk; piece_max: the largest piece of a block the workspace holds (0: too many ranks). */
+ * size; else rail blocks by the method picoll_netmodel_allreduce chooses for rail_block on
+ * num_nodes members (coll/netmodel.h: PICOLL_NET_ALLREDUCE where set, recursive doubling on two
+ * nodes, PICOLL_NET_RD_MAX's rule where it is not 0, else the cost model of PICOLL_NET_LATENCY
+ * and PICOLL_NET_BANDWIDTH: recursive doubling, Rabenseifner's or a ring). Allgather: the ring or
+ * Bruck's, by picoll_netmodel_allgather for parts of min(block_bytes, piece_max) x rail_pieces
+ * bytes (PICOLL_NET_ALLGATHER where set). rail_block: the bytes rail 0 reduces in the first chunk;
+ * piece_max: the largest piece of a block the workspace holds (0: too many ranks). */
 typedef struct {
     int num_nodes;
     int even;            /* every node has the same number of ranks */
     size_t slot_size;    /* one workspace buffer of one rank */
+    int rail_pieces;     /* the most pieces one node's allgather part holds on rail 0 */
 } picoll_hier_shape_t;
 int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
                                  size_t bytes, size_t rail_block);
-int picoll_select_hier_allgather(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
+int picoll_select_hier_allgather(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
+                                 size_t block_bytes, size_t piece_max);
 int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
 
 /* The device executor (device buffers on a context with a device workspace): reach is the node's

@@ -31,8 +31,8 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                            "PICOLL_HCM_ONESHOT_MAX)"},
     [PICOLL_ALLREDUCE_HIER_RD] = {.name = "hier_rd",
                                   .desc = "between nodes: node reduce-scatter, recursive doubling "
-                                          "on each rail over UCX, node all-gather (rail blocks up "
-                                          "to PICOLL_NET_RD_MAX)"},
+                                          "on each rail over UCX, node all-gather (small rail "
+                                          "blocks: the cost model, PICOLL_NET_RD_MAX)"},
     [PICOLL_ALLREDUCE_HIER_ONESHOT] = {.name = "hier_oneshot",
                                        .desc = "between nodes, small, nodes of equal size: every "
                                                "rank reduces its node's inputs, then recursive "
@@ -48,6 +48,11 @@ static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALLREDUCE_HIER_RING] = {.name = "hier_ring",
                                     .desc = "between nodes: node reduce-scatter, ring allreduce "
                                             "on each rail over UCX, node all-gather"},
+    [PICOLL_ALLREDUCE_HIER_RAB] = {.name = "hier_rab",
+                                   .desc = "between nodes: node reduce-scatter, Rabenseifner's "
+                                           "allreduce (recursive halving, then doubling) on each "
+                                           "rail over UCX, node all-gather (large rail blocks on "
+                                           "many nodes: the cost model)"},
 };
 
 static const picoll_alg_desc_t allgather_algs[] = {
@@ -60,6 +65,10 @@ static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALLGATHER_HIER] = {.name = "hier",
                                .desc = "between nodes: blocks into the node's workspace, node "
                                        "parts round a ring on each rail over UCX, copied out"},
+    [PICOLL_ALLGATHER_HIER_BRUCK] = {.name = "hier_bruck",
+                                     .desc = "between nodes: as hier, the node parts by Bruck's "
+                                             "log2(nodes) steps on each rail (small parts on "
+                                             "many nodes: the cost model)"},
     [PICOLL_ALLGATHER_HIER_CUDA] = {.name = "hier_cuda",
                                     .desc = "between nodes, device buffers, nodes of equal size, "
                                             "ranks placed by node: the node's blocks gathered on "

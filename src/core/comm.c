@@ -6,6 +6,7 @@
 #include "core/comm.h"
 #include "cuda/cuda_dev.h"
 #include "core/core.h"
+#include "net/hier.h"
 #include "util/fatal.h"
 #include "util/log.h"
 #include <picoll.h>
@@ -230,6 +231,23 @@ int picoll_comm_query(MPI_Comm comm, picoll_comm_info_t *info)
     info->local_size = ctx->local_size;
     info->num_nodes = ctx->num_nodes;
     snprintf(info->reason, sizeof(info->reason), "%s", ctx->reason);
+    return MPI_SUCCESS;
+}
+
+PICOLL_EXPORT int picoll_comm_net_query(MPI_Comm comm, int *rail_size, int *endpoints,
+                                        int *watched);
+int picoll_comm_net_query(MPI_Comm comm, int *rail_size, int *endpoints, int *watched)
+{
+    picoll_comm_t *ctx;
+    int found = 0;
+
+    if (!picoll_g.initialized || comm == MPI_COMM_NULL ||
+        PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) != MPI_SUCCESS || !found ||
+        ctx->coll.hier == NULL || ctx->coll.hier->net == NULL) {
+        return MPI_ERR_OTHER;
+    }
+    *rail_size = picoll_net_size(ctx->coll.hier->net);
+    picoll_net_counts(ctx->coll.hier->net, endpoints, watched);
     return MPI_SUCCESS;
 }
 

@@ -1,6 +1,8 @@
-/* picoll_info: version, build, every PICOLL_* variable, and the algorithm tables. */
+/* picoll_info: version, build, the network step's cost model, every PICOLL_* variable, and the
+ * algorithm tables. */
 #include "build-config.h"
 #include "coll/coll.h"
+#include "coll/netmodel.h"
 #include "coll/select.h"
 #include "host/shm.h"
 #include "cuda/cuda_dev.h"
@@ -79,6 +81,55 @@ static void print_host(void)
     printf("  auto   : allreduce at every size; allgather while ranks x block <= %zu bytes, "
            "alltoall while ranks x ranks x block <= %zu bytes (PICOLL_HOST_AUTO_MAX)\n",
            picoll_cfg.host_auto_max, picoll_cfg.host_auto_max);
+}
+
+/* Seconds in a short unit: "12.3us", "4.56ms", "7.89s". */
+static void format_time(double s, char *buf, size_t len)
+{
+    if (s < 1e-3) {
+        snprintf(buf, len, "%.1fus", s * 1e6);
+    } else if (s < 1.0) {
+        snprintf(buf, len, "%.2fms", s * 1e3);
+    } else {
+        snprintf(buf, len, "%.2fs", s);
+    }
+}
+
+/* The network step's cost model (coll/netmodel.h) with the variables in force: for rails of a
+ * few sizes, the method chosen and its predicted time, allreduce by rail block and allgather by
+ * node part. */
+static void print_netmodel(void)
+{
+    static const int members[] = {2, 16, 128, 1024, 12500};
+    static const size_t sizes[] = {8, 1024, 64 << 10, 1 << 20, 16 << 20};
+    static const char *const labels[] = {"8 B", "1 KiB", "64 KiB", "1 MiB", "16 MiB"};
+    picoll_netmodel_t m;
+    char t[32];
+
+    picoll_config_load(&picoll_cfg, environ);
+    picoll_netmodel_get(&picoll_cfg, &m);
+    printf("network step (a rail's method, predicted time; latency %g s, %g B/s, reduce %g "
+           "s/B):\n  %-5s %-9s", m.alpha, m.beta > 0 ? 1.0 / m.beta : 0.0, m.gamma, "nodes", "");
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        printf(" %15s", labels[k]);
+    }
+    printf("\n");
+    for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
+        for (int ag = 0; ag < 2; ag++) {
+            printf("  %-5d %-9s", members[i], ag ? "allgather" : "allreduce");
+            for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+                int n = members[i];
+                picoll_rail_method_t how =
+                    ag ? picoll_netmodel_allgather(&picoll_cfg, n, sizes[k])
+                       : picoll_netmodel_allreduce(&picoll_cfg, n, sizes[k]);
+                format_time(ag ? picoll_netmodel_allgather_time(&m, how, n, (double)sizes[k])
+                               : picoll_netmodel_allreduce_time(&m, how, n, (double)sizes[k]),
+                            t, sizeof(t));
+                printf(" %-5s %9s", picoll_netmodel_name(how), t);
+            }
+            printf("\n");
+        }
+    }
 }
 
 /* CUDA support as MPI_Init would decide it with the current PICOLL_CUDA_STAGING. */
@@ -368,6 +419,7 @@ int main(int argc, char **argv)
     if (build) {
         print_build();
         print_host();
+        print_netmodel();
         print_cuda();
         print_calls(calls);
     }

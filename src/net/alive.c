@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* accept4, POLLRDHUP */
 #include "build-config.h"
 #include "net/alive.h"
+#include "net/partners.h"
 #include "util/fatal.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -53,10 +54,12 @@ typedef struct {
     int32_t pad;
 } alive_hello_t;
 
+/* Per partner p (member peer[p], sorted): */
 struct picoll_alive {
-    int n, me;
-    int *fd;                  /* connection to member i, -1: none */
-    unsigned char *watch;     /* 1: member i's process is watched in /proc */
+    int np, me;
+    int *peer;                /* member index */
+    int *fd;                  /* connection to it, -1: none */
+    unsigned char *watch;     /* 1: its process is watched in /proc */
     pid_t *pid;
     uint64_t *start;
     picoll_peer_state_t *verdict; /* gone or lost once seen; alive otherwise */
@@ -141,7 +144,7 @@ static void alive_barrier(MPI_Comm comm)
 /* A connection attempt of this member to a lower one. */
 enum { DIAL_NEXT, DIAL_CONNECTING, DIAL_REPLY, DIAL_DONE, DIAL_FAILED };
 typedef struct {
-    int member;
+    int slot;        /* the partner's */
     int fd;
     int phase;
     int addr;        /* next address to try */
@@ -232,9 +235,9 @@ static void dial_reply(alive_dial_t *d, const alive_card_t *peer, int *fd_out)
 }
 
 /* Bytes from an accepted connection: the hello (answered with my token when it names me and a
- * higher member that needs me), then the confirmation. */
+ * higher partner that needs me), then the confirmation. cards[p], need[p]: partner p's. */
 static void answer_read(alive_answer_t *a, picoll_alive_t *al, const alive_card_t *cards,
-                        const unsigned char *need)
+                        const alive_card_t *mine, const unsigned char *need)
 {
     if (a->phase == ANSWER_HELLO) {
         ssize_t r = read(a->fd, (char *)&a->hello + a->got, sizeof(a->hello) - a->got);
@@ -247,10 +250,10 @@ static void answer_read(alive_answer_t *a, picoll_alive_t *al, const alive_card_
                 return;
             }
             int i = a->hello.index;
-            uint64_t mine = cards[al->me].token;
-            if (a->hello.expect == mine && i > al->me && i < al->n && need[i] &&
-                al->fd[i] < 0 && a->hello.token == cards[i].token &&
-                write(a->fd, &mine, sizeof(mine)) == (ssize_t)sizeof(mine)) {
+            int p = i > al->me ? picoll_net_partner_index(al->peer, al->np, i) : -1;
+            if (a->hello.expect == mine->token && p >= 0 && need[p] && al->fd[p] < 0 &&
+                a->hello.token == cards[p].token &&
+                write(a->fd, &mine->token, sizeof(mine->token)) == (ssize_t)sizeof(mine->token)) {
                 a->phase = ANSWER_CONFIRM;
                 return;
             }
@@ -262,7 +265,7 @@ static void answer_read(alive_answer_t *a, picoll_alive_t *al, const alive_card_
             return;
         }
         if (r == 1) {
-            al->fd[a->hello.index] = a->fd;
+            al->fd[picoll_net_partner_index(al->peer, al->np, a->hello.index)] = a->fd;
             a->phase = ANSWER_CLOSED; /* the fd now belongs to the member's slot */
             a->fd = -1;
             return;
@@ -290,23 +293,24 @@ static void alive_conns_free(alive_conns_t *c)
     free(c->fds);
 }
 
-/* The connections of member me of n: a dial to each lower member on another host (need[i]) that
+/* The connections of a member: a dial to each lower partner on another host (need[p]) that
  * listens. */
-static picoll_status_t alive_conns_create(const alive_card_t *cards, const unsigned char *need,
-                                          int n, int me, alive_conns_t *out)
+static picoll_status_t alive_conns_create(const picoll_alive_t *al, const alive_card_t *cards,
+                                          const unsigned char *need, alive_conns_t *out)
 {
-    alive_conns_t c = {.max_answers = n * 2 + 1};
+    int np = al->np;
+    alive_conns_t c = {.max_answers = np * 2 + 1};
 
-    c.dials = calloc((size_t)n, sizeof(*c.dials));
-    c.answers = calloc((size_t)n * 2 + 1, sizeof(*c.answers));
-    c.fds = calloc((size_t)n * 3 + 2, sizeof(*c.fds));
+    c.dials = calloc((size_t)np + 1, sizeof(*c.dials));
+    c.answers = calloc((size_t)np * 2 + 1, sizeof(*c.answers));
+    c.fds = calloc((size_t)np * 3 + 2, sizeof(*c.fds));
     if (c.dials == NULL || c.answers == NULL || c.fds == NULL) {
         alive_conns_free(&c);
         return PICOLL_ERR_NO_MEMORY;
     }
-    for (int i = 0; i < me; i++) {
-        if (need[i] && cards[i].port != 0) {
-            c.dials[c.ndial++] = (alive_dial_t){.member = i, .fd = -1, .phase = DIAL_NEXT};
+    for (int p = 0; p < np && al->peer[p] < al->me; p++) {
+        if (need[p] && cards[p].port != 0) {
+            c.dials[c.ndial++] = (alive_dial_t){.slot = p, .fd = -1, .phase = DIAL_NEXT};
         }
     }
     *out = c;
@@ -325,7 +329,7 @@ static int alive_dials_advance(alive_conns_t *c, const alive_card_t *cards)
             dial_fail_address(x);
         }
         if (x->phase == DIAL_NEXT) {
-            dial_start(x, &cards[x->member]);
+            dial_start(x, &cards[x->slot]);
         }
         pending += x->phase != DIAL_DONE && x->phase != DIAL_FAILED;
     }
@@ -359,7 +363,7 @@ static int alive_poll_set(alive_conns_t *c, int listener)
 /* Serves what the poll of alive_poll_set's c->fds found: a connection to accept, a dial's
  * connection made or its reply, an accepted connection's bytes. */
 static void alive_serve(alive_conns_t *c, picoll_alive_t *al, const alive_card_t *cards,
-                        const unsigned char *need, int listener)
+                        const alive_card_t *mine, const unsigned char *need, int listener)
 {
     int k = 0;
     if (listener >= 0) {
@@ -383,9 +387,9 @@ static void alive_serve(alive_conns_t *c, picoll_alive_t *al, const alive_card_t
             continue;
         }
         if (x->phase == DIAL_CONNECTING) {
-            dial_hello(x, &cards[x->member], &cards[al->me], al->me);
+            dial_hello(x, &cards[x->slot], mine, al->me);
         } else {
-            dial_reply(x, &cards[x->member], &al->fd[x->member]);
+            dial_reply(x, &cards[x->slot], &al->fd[x->slot]);
         }
     }
     for (int a = 0; a < c->polled; a++) {
@@ -393,7 +397,7 @@ static void alive_serve(alive_conns_t *c, picoll_alive_t *al, const alive_card_t
             continue;
         }
         if (c->fds[k++].revents != 0) {
-            answer_read(&c->answers[a], al, cards, need);
+            answer_read(&c->answers[a], al, cards, mine, need);
         }
     }
 }
@@ -401,7 +405,7 @@ static void alive_serve(alive_conns_t *c, picoll_alive_t *al, const alive_card_t
 /* Every dialler has finished: a confirmation sent before its barrier may still be on the way.
  * Waits for those a little, then drops what is left unconfirmed, and the dials that failed. */
 static void alive_conns_settle(alive_conns_t *c, picoll_alive_t *al, const alive_card_t *cards,
-                               const unsigned char *need)
+                               const alive_card_t *mine, const unsigned char *need)
 {
     double until = picoll_clock_now() + ALIVE_REPLY_S;
     for (int a = 0; a < c->nanswer; a++) {
@@ -409,7 +413,7 @@ static void alive_conns_settle(alive_conns_t *c, picoll_alive_t *al, const alive
         while (x->phase == ANSWER_CONFIRM && picoll_clock_now() < until) {
             struct pollfd p = {.fd = x->fd, .events = POLLIN};
             if (poll(&p, 1, 10) > 0) {
-                answer_read(x, al, cards, need);
+                answer_read(x, al, cards, mine, need);
             }
         }
         if (x->phase != ANSWER_CLOSED) {
@@ -423,17 +427,18 @@ static void alive_conns_settle(alive_conns_t *c, picoll_alive_t *al, const alive
     }
 }
 
-/* Connects this member with every member on another host (need[i]): it dials the lower ones and
+/* Connects this member with its partners on another host (need[p]): it dials the lower ones and
  * answers the higher ones, serving both until every member has finished dialling (a barrier
- * over the rail, tested while serving). */
+ * over the rail, tested while serving). At most 2 log2 n dials of a member are in flight. */
 static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_card_t *cards,
-                          const unsigned char *need, int listener, double silence)
+                          const alive_card_t *mine, const unsigned char *need, int listener,
+                          double silence)
 {
     alive_conns_t c;
     int barrier_started = 0, barrier_done = 0;
     MPI_Request barrier = MPI_REQUEST_NULL;
 
-    if (alive_conns_create(cards, need, al->n, al->me, &c) != PICOLL_OK) {
+    if (alive_conns_create(al, cards, need, &c) != PICOLL_OK) {
         /* take part all the same: the others would wait in the barrier */
         alive_barrier(rail_comm);
         return;
@@ -452,16 +457,16 @@ static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_ca
         }
         int k = alive_poll_set(&c, listener);
         if (poll(c.fds, (nfds_t)k, 5) > 0) {
-            alive_serve(&c, al, cards, need, listener);
+            alive_serve(&c, al, cards, mine, need, listener);
         }
     }
-    alive_conns_settle(&c, al, cards, need);
-    for (int i = 0; i < al->n; i++) {
-        if (al->fd[i] >= 0) {
-            alive_keepalive(al->fd[i], silence);
-        } else if (need[i]) {
+    alive_conns_settle(&c, al, cards, mine, need);
+    for (int p = 0; p < al->np; p++) {
+        if (al->fd[p] >= 0) {
+            alive_keepalive(al->fd[p], silence);
+        } else if (need[p]) {
             picoll_debug("no connection to watch rail member %d: it is waited for without a "
-                         "liveness check", i);
+                         "liveness check", al->peer[p]);
         }
     }
     alive_conns_free(&c);
@@ -473,74 +478,100 @@ static uint64_t alive_pidns(void)
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-picoll_alive_t *picoll_alive_create(MPI_Comm rail_comm, const char (*hosts)[PICOLL_ALIVE_HOST_MAX],
-                                    int n, int me, double silence)
+static picoll_alive_t *alive_alloc(const int *peers, int np, int me)
 {
     picoll_alive_t *al = calloc(1, sizeof(*al));
-    alive_card_t mine = {0}, *cards = calloc((size_t)n, sizeof(*cards));
-    unsigned char *need = calloc((size_t)n, 1);
-    int listener = -1, remote = 0;
+    if (al == NULL) {
+        return NULL;
+    }
+    size_t k = (size_t)np + 1;
+    al->np = np;
+    al->me = me;
+    al->peer = malloc(k * sizeof(int));
+    al->fd = malloc(k * sizeof(int));
+    al->watch = calloc(k, 1);
+    al->pid = calloc(k, sizeof(pid_t));
+    al->start = calloc(k, sizeof(uint64_t));
+    al->verdict = calloc(k, sizeof(picoll_peer_state_t));
+    if (al->peer == NULL || al->fd == NULL || al->watch == NULL || al->pid == NULL ||
+        al->start == NULL || al->verdict == NULL) {
+        picoll_alive_destroy(al);
+        return NULL;
+    }
+    for (int p = 0; p < np; p++) {
+        al->peer[p] = peers[p];
+        al->fd[p] = -1;
+    }
+    return al;
+}
 
-    if (al != NULL) {
-        al->n = n;
-        al->me = me;
-        al->fd = malloc((size_t)n * sizeof(int));
-        al->watch = calloc((size_t)n, 1);
-        al->pid = calloc((size_t)n, sizeof(pid_t));
-        al->start = calloc((size_t)n, sizeof(uint64_t));
-        al->verdict = calloc((size_t)n, sizeof(picoll_peer_state_t));
+/* My card; a listener (*listener) when some partner is on another host. */
+static void alive_my_card(alive_card_t *mine, int remote, int np, int *listener)
+{
+    memset(mine, 0, sizeof(*mine));
+    mine->token = alive_token();
+    mine->pid = (int32_t)getpid();
+    mine->start = picoll_proc_start_time(getpid());
+    mine->pidns = alive_pidns();
+    alive_read_boot(mine->boot, sizeof(mine->boot));
+    *listener = -1;
+    if (!remote) {
+        return;
     }
-    int ok = al != NULL && cards != NULL && need != NULL && al->fd != NULL && al->watch != NULL &&
-             al->pid != NULL && al->start != NULL && al->verdict != NULL;
-    for (int i = 0; ok && i < n; i++) {
-        al->fd[i] = -1;
-        need[i] = i != me && strncmp(hosts[i], hosts[me], PICOLL_ALIVE_HOST_MAX) != 0;
-        remote |= need[i];
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, np) != 0 ||
+                    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)) {
+        close(fd);
+        fd = -1;
     }
-    mine.token = alive_token();
-    mine.pid = (int32_t)getpid();
-    mine.start = picoll_proc_start_time(getpid());
-    mine.pidns = alive_pidns();
-    alive_read_boot(mine.boot, sizeof(mine.boot));
-    if (ok && remote) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-        socklen_t len = sizeof(sa);
-        listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (listener >= 0 &&
-            (bind(listener, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(listener, n) != 0 ||
-             getsockname(listener, (struct sockaddr *)&sa, &len) != 0)) {
-            close(listener);
-            listener = -1;
-        }
-        if (listener >= 0) {
-            mine.port = sa.sin_port;
-            mine.naddr = (uint16_t)alive_addresses(mine.addr, ALIVE_MAX_ADDRS);
-        }
+    if (fd >= 0) {
+        mine->port = sa.sin_port;
+        mine->naddr = (uint16_t)alive_addresses(mine->addr, ALIVE_MAX_ADDRS);
     }
+    *listener = fd;
+}
+
+picoll_alive_t *picoll_alive_create(MPI_Comm rail_comm, const int *peers,
+                                    const char (*hosts)[PICOLL_ALIVE_HOST_MAX], int np,
+                                    const char *my_host, int me, double silence)
+{
+    picoll_alive_t *al = alive_alloc(peers, np, me);
+    alive_card_t mine, *cards = calloc((size_t)np + 1, sizeof(*cards));
+    unsigned char *need = calloc((size_t)np + 1, 1);
+    int listener = -1, remote = 0;
+    int ok = al != NULL && cards != NULL && need != NULL;
+
+    for (int p = 0; ok && p < np; p++) {
+        need[p] = strncmp(hosts[p], my_host, PICOLL_ALIVE_HOST_MAX) != 0;
+        remote |= need[p];
+    }
+    alive_my_card(&mine, ok && remote, np, &listener);
     if (cards == NULL) {
         /* cannot take part in the exchange: the others would wait in it */
         picoll_fatal("out of memory setting up the network step's liveness check: aborting the "
                      "job");
     }
-    PMPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, cards, (int)sizeof(mine), MPI_BYTE,
-                   rail_comm);
+    picoll_net_partner_exchange(rail_comm, peers, np, &mine, cards, sizeof(mine),
+                                PICOLL_ALIVE_TAG);
     /* the dials and their barrier: every member, even one that cannot watch anything */
     if (ok) {
-        alive_connect(al, rail_comm, cards, need, listener, silence);
+        alive_connect(al, rail_comm, cards, &mine, need, listener, silence);
     } else {
         alive_barrier(rail_comm);
     }
     if (listener >= 0) {
         close(listener);
     }
-    for (int i = 0; ok && i < n; i++) {
+    for (int p = 0; ok && p < np; p++) {
         /* same boot and pid namespace: the pid names the process; watched if seen now */
-        if (i != me && mine.pidns != 0 && cards[i].pidns == mine.pidns && mine.boot[0] != '\0' &&
-            memcmp(cards[i].boot, mine.boot, sizeof(mine.boot)) == 0 &&
-            picoll_proc_watchable((pid_t)cards[i].pid, cards[i].start)) {
-            al->watch[i] = 1;
-            al->pid[i] = (pid_t)cards[i].pid;
-            al->start[i] = cards[i].start;
+        if (mine.pidns != 0 && cards[p].pidns == mine.pidns && mine.boot[0] != '\0' &&
+            memcmp(cards[p].boot, mine.boot, sizeof(mine.boot)) == 0 &&
+            picoll_proc_watchable((pid_t)cards[p].pid, cards[p].start)) {
+            al->watch[p] = 1;
+            al->pid[p] = (pid_t)cards[p].pid;
+            al->start[p] = cards[p].start;
         }
     }
     free(cards);
@@ -557,11 +588,12 @@ void picoll_alive_destroy(picoll_alive_t *al)
     if (al == NULL) {
         return;
     }
-    for (int i = 0; al->fd != NULL && i < al->n; i++) {
-        if (al->fd[i] >= 0) {
-            close(al->fd[i]);
+    for (int p = 0; al->fd != NULL && p < al->np; p++) {
+        if (al->fd[p] >= 0) {
+            close(al->fd[p]);
         }
     }
+    free(al->peer);
     free(al->fd);
     free(al->watch);
     free(al->pid);
@@ -570,11 +602,20 @@ void picoll_alive_destroy(picoll_alive_t *al)
     free(al);
 }
 
-/* The connection to member i: open, closed by its process (gone) or dropped by the kernel for
- * lack of answers (lost). */
-static picoll_peer_state_t alive_connection(picoll_alive_t *al, int i)
+int picoll_alive_connections(const picoll_alive_t *al)
 {
-    int fd = al->fd[i];
+    int k = 0;
+    for (int p = 0; al != NULL && p < al->np; p++) {
+        k += al->fd[p] >= 0;
+    }
+    return k;
+}
+
+/* The connection to partner slot: open, closed by its process (gone) or dropped by the kernel
+ * for lack of answers (lost). */
+static picoll_peer_state_t alive_connection(picoll_alive_t *al, int slot)
+{
+    int fd = al->fd[slot];
     struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
     if (poll(&p, 1, 0) <= 0 || p.revents == 0) {
         return PICOLL_PEER_ALIVE;
@@ -607,31 +648,32 @@ static picoll_peer_state_t alive_connection(picoll_alive_t *al, int i)
 
 picoll_peer_state_t picoll_alive_state(picoll_alive_t *al, int i)
 {
-    if (al == NULL || i < 0 || i >= al->n) {
-        return PICOLL_PEER_UNKNOWN;
-    }
-    if (i == al->me) {
+    if (al != NULL && i == al->me) {
         return PICOLL_PEER_ALIVE;
     }
-    if (al->verdict[i] != PICOLL_PEER_ALIVE) {
-        return al->verdict[i];
+    int p = al != NULL ? picoll_net_partner_index(al->peer, al->np, i) : -1;
+    if (p < 0) {
+        return PICOLL_PEER_UNKNOWN;
+    }
+    if (al->verdict[p] != PICOLL_PEER_ALIVE) {
+        return al->verdict[p];
     }
     int known = 0;
-    if (al->watch[i]) {
+    if (al->watch[p]) {
         known = 1;
-        if (picoll_proc_state(al->pid[i], al->start[i]) == PICOLL_PROC_GONE) {
-            al->verdict[i] = PICOLL_PEER_GONE;
+        if (picoll_proc_state(al->pid[p], al->start[p]) == PICOLL_PROC_GONE) {
+            al->verdict[p] = PICOLL_PEER_GONE;
             return PICOLL_PEER_GONE;
         }
     }
-    if (al->fd[i] >= 0) {
+    if (al->fd[p] >= 0) {
         known = 1;
-        picoll_peer_state_t s = alive_connection(al, i);
-        if (s == PICOLL_PEER_GONE && al->watch[i]) {
+        picoll_peer_state_t s = alive_connection(al, p);
+        if (s == PICOLL_PEER_GONE && al->watch[p]) {
             s = PICOLL_PEER_ALIVE; /* its process is there: it closed the connection itself */
         }
         if (s != PICOLL_PEER_ALIVE) {
-            al->verdict[i] = s;
+            al->verdict[p] = s;
             return s;
         }
     }
@@ -640,8 +682,9 @@ picoll_peer_state_t picoll_alive_state(picoll_alive_t *al, int i)
 
 const char *picoll_alive_how(const picoll_alive_t *al, int i)
 {
-    if (al == NULL || i < 0 || i >= al->n) {
+    int p = al != NULL ? picoll_net_partner_index(al->peer, al->np, i) : -1;
+    if (p < 0) {
         return "none";
     }
-    return al->fd[i] >= 0 ? "connection" : al->watch[i] ? "process" : "none";
+    return al->fd[p] >= 0 ? "connection" : al->watch[p] ? "process" : "none";
 }

@@ -16,6 +16,10 @@
 
 typedef struct picoll_net picoll_net_t;
 
+/* A member talks to its partners only (net/partners.h: (me +- 2^k) mod n, at most 2 log2 n of
+ * them), and holds an endpoint and a liveness watch for each; picoll_net_connect_all adds
+ * endpoints to every member, for alltoall. */
+
 /* One transfer in progress. */
 typedef struct {
     void *ucx;           /* UCX request, NULL once complete */
@@ -28,14 +32,23 @@ typedef struct {
     } iov[2];            /* header and payload; UCX may read it until completion */
 } picoll_net_req_t;
 
-/* Collective over rail_comm: create the worker, exchange addresses with PMPI, connect to every
- * member, and set up the members' liveness check (net/alive.h; timeout: how long a host may be
- * silent before it counts as lost). comm_ranks[i] is the rank, in the user's communicator of size
+/* Collective over rail_comm: create the worker, exchange addresses with the partners over PMPI,
+ * connect to them, and set up their liveness check (net/alive.h; timeout: how long a host may be
+ * silent before it counts as lost). rail_comm must outlive the rail. comm_ranks[i] is the rank, in the user's communicator of size
  * comm_size, of rail member i (for error messages). Every rank takes part in every exchange even after a local
  * failure; then it returns an error and *out is NULL. */
 picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
                                   double timeout, picoll_net_t **out);
 void picoll_net_destroy(picoll_net_t *net);
+
+/* Collective over the rail, at the same point of the same collective on every member (alltoall's
+ * network step, which talks to every member, calls it first): endpoints to every member. The
+ * first call exchanges the addresses of all and wires the new endpoints up; later ones return at
+ * once. Returns PICOLL_OK on every member, or an error on every member (then always). */
+picoll_status_t picoll_net_connect_all(picoll_net_t *net);
+
+/* What this member holds: UCX endpoints, and connections that watch a partner's liveness. */
+void picoll_net_counts(const picoll_net_t *net, int *endpoints, int *watched);
 
 /* Start the next operation (a chunk of a collective): tags of earlier ones never match again. */
 void picoll_net_next(picoll_net_t *net);

@@ -76,6 +76,20 @@ void picoll_net_destroy(picoll_net_t *net)
     (void)net;
 }
 
+picoll_status_t picoll_net_connect_all(picoll_net_t *net)
+{
+    (void)net;
+    net_absent();
+    return PICOLL_ERR_NOT_SUPPORTED;
+}
+
+void picoll_net_counts(const picoll_net_t *net, int *endpoints, int *watched)
+{
+    (void)net;
+    *endpoints = 0;
+    *watched = 0;
+}
+
 void picoll_net_print_ucx(FILE *out)
 {
     fprintf(out, "none (built without UCX)\n");

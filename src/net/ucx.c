@@ -2,9 +2,7 @@
  * UCX only (src/Makefile.inc); no_ucx.c stands in for it without. */
 #define _GNU_SOURCE /* open_memstream, strtok_r */
 #include "build-config.h"
-#include "net/alive.h"
-#include "net/net.h"
-#include "net/ucx_load.h"
+#include "net/ucx_net.h"
 #include "util/config.h"
 #include "util/fatal.h"
 #include "util/log.h"
@@ -15,24 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define NET_HOST_MAX 64
-#define NET_MAX_MEMBERS 65535 /* the sender's index has 16 bits of the tag */
-
-struct picoll_net {
-    ucp_worker_h worker;
-    ucp_ep_h *eps;           /* per member; NULL for myself */
-    int rank, size;          /* in the rail */
-    uint32_t op;             /* operations started on this rail */
-    int *comm_ranks;         /* rank in the user's communicator of each member */
-    int comm_size;
-    char (*hosts)[NET_HOST_MAX];
-    double timeout;
-    picoll_alive_t *alive;   /* whether the members are still there (net/alive.h) */
-    pthread_mutex_t lock;    /* held by whoever drives the worker (it is serialized) */
-    int registered;
-    struct picoll_net *next; /* in the process's list of rails */
-};
 
 /* Every rail of the process. A send is complete once UCX has taken its data, which over tcp may
  * still wait in the endpoint's buffer and leave only while that worker is progressed; a rank that
@@ -82,7 +62,7 @@ static void net_progress_start(void)
     pthread_attr_destroy(&attr);
 }
 
-static void net_register(picoll_net_t *net, int networked)
+void picoll_net_register(picoll_net_t *net, int networked)
 {
     /* every wait of the process (host barriers, device ends of calls) progresses the rails */
     picoll_wait_set_progress(picoll_net_progress_all);
@@ -96,7 +76,7 @@ static void net_register(picoll_net_t *net, int networked)
     }
 }
 
-static void net_unregister(picoll_net_t *net)
+void picoll_net_unregister(picoll_net_t *net)
 {
     pthread_mutex_lock(&nets_lock);
     for (picoll_net_t **p = &nets; *p != NULL; p = &(*p)->next) {
@@ -186,356 +166,37 @@ static ucs_status_t ucx_get(int kind, ucp_context_h *out)
     return st;
 }
 
-/* An endpoint's peer failed: its requests complete with an error, reported by the wait. */
-static void net_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+ucs_status_t picoll_net_context(int local, ucp_context_h *out)
 {
-    (void)arg;
-    (void)ep;
-    picoll_debug("UCX endpoint error: %s", net_status_string(status));
+    return ucx_get(local ? UCX_LOCAL : UCX_ANY, out);
 }
 
-static void net_free(picoll_net_t *net)
+const char *picoll_net_status_string(ucs_status_t st)
 {
-    if (net->registered) {
-        net_unregister(net);
-    }
-    pthread_mutex_lock(&net->lock); /* another rank's wait may be progressing it */
-    pthread_mutex_unlock(&net->lock);
-    pthread_mutex_destroy(&net->lock);
-    if (net->eps != NULL) {
-        for (int i = 0; i < net->size; i++) {
-            if (net->eps[i] == NULL) {
-                continue;
-            }
-            /* a flushing close: what was sent reaches the peer before the connection goes; bounded,
-             * so that a peer that never progresses again cannot hold us here */
-            ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = 0};
-            ucs_status_ptr_t r = picoll_ucx.ep_close_nbx(net->eps[i], &p);
-            if (UCS_PTR_IS_PTR(r)) {
-                picoll_wait_t w;
-                picoll_wait_init(&w, 2.0, picoll_spin_max());
-                while (picoll_ucx.request_check_status(r) == UCS_INPROGRESS) {
-                    int moved = picoll_ucx.worker_progress(net->worker) != 0;
-                    if (picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
-                        picoll_debug("closing the endpoint to rail member %d timed out", i);
-                        break;
-                    }
-                }
-                picoll_ucx.request_free(r);
-            }
-        }
-        free(net->eps);
-    }
-    if (net->worker != NULL) {
-        picoll_ucx.worker_destroy(net->worker);
-    }
-    picoll_alive_destroy(net->alive); /* after the flushing closes: a peer may still wait */
-    free(net->comm_ranks);
-    free(net->hosts);
-    free(net);
+    return net_status_string(st);
 }
 
-/* UCX connects an endpoint lazily, at its first message, and completing the connection takes
- * progress on both sides. A rail's worker progresses only inside that rail's collectives, so a
- * connection left half made could wait, for ever, for a peer that has gone on to another
- * communicator's collective or into the MPI (seen between two hosts under MPICH: the ranks of
- * one host stuck in a communicator's first network step while those of the other had left it).
- * So every endpoint is connected here, while every member is here, and each member keeps
- * progressing until all are done. net is NULL on a member that failed: it only takes part. */
-static picoll_status_t net_wireup(picoll_net_t *net, MPI_Comm rail_comm)
+static int cmp_member(const void *a, const void *b)
 {
-    picoll_status_t status = PICOLL_OK;
-    ucp_request_param_t p = {.op_attr_mask = 0};
-    void **reqs = net != NULL ? calloc((size_t)net->size, sizeof(void *)) : NULL;
-    MPI_Request barrier;
-    int pending = 0, done = 0;
-
-    if (net != NULL && reqs == NULL) {
-        status = PICOLL_ERR_NO_MEMORY;
-    }
-    for (int i = 0; reqs != NULL && i < net->size; i++) {
-        ucs_status_ptr_t r = net->eps[i] != NULL ? picoll_ucx.ep_flush_nbx(net->eps[i], &p) : NULL;
-        if (UCS_PTR_IS_ERR(r)) {
-            picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
-                         net->hosts[i], net_status_string(UCS_PTR_STATUS(r)));
-            status = PICOLL_ERR_UCX;
-        } else if (r != NULL) {
-            reqs[i] = r;
-            pending++;
-        }
-    }
-    picoll_wait_t w;
-    picoll_wait_init(&w, net != NULL ? net->timeout : 0.0, picoll_spin_max());
-    while (pending > 0) {
-        int moved = picoll_ucx.worker_progress(net->worker) != 0;
-        for (int i = 0; i < net->size; i++) {
-            if (reqs[i] == NULL || picoll_ucx.request_check_status(reqs[i]) == UCS_INPROGRESS) {
-                continue;
-            }
-            if (picoll_ucx.request_check_status(reqs[i]) != UCS_OK) {
-                picoll_error("connecting to rank %d on host %s over UCX failed: %s",
-                             net->comm_ranks[i], net->hosts[i],
-                             net_status_string(picoll_ucx.request_check_status(reqs[i])));
-                status = PICOLL_ERR_UCX;
-            }
-            picoll_ucx.request_free(reqs[i]);
-            reqs[i] = NULL;
-            pending--;
-        }
-        if (pending > 0 && picoll_wait(&w, moved) == PICOLL_WAIT_EXPIRED) {
-            for (int i = 0; i < net->size; i++) {
-                if (reqs[i] != NULL) {
-                    picoll_error("connecting to rank %d on host %s over UCX did not finish within "
-                                 "%g s (PICOLL_TIMEOUT)", net->comm_ranks[i], net->hosts[i],
-                                 net->timeout);
-                    picoll_ucx.request_free(reqs[i]); /* released by UCX once it completes */
-                }
-            }
-            status = PICOLL_ERR_UCX;
-            break;
-        }
-    }
-    free(reqs);
-    /* every member, failed or not, until all have connected */
-    PMPI_Ibarrier(rail_comm, &barrier);
-    picoll_wait_init(&w, 0.0, 0); /* no deadline: the MPI's barrier; yield whenever idle */
-    for (;;) {
-        int moved = net != NULL && picoll_ucx.worker_progress(net->worker) != 0;
-        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (done) {
-            break;
-        }
-        picoll_wait(&w, moved);
-    }
-    return status;
+    int x = *(const int *)a, y = ((const net_peer_t *)b)->member;
+    return (x > y) - (x < y);
 }
 
-/* The rail's record, for n members (me among them; comm_ranks[i]: member i's rank in the user's
- * communicator of comm_size). */
-static picoll_status_t net_alloc(int n, int me, const int *comm_ranks, int comm_size,
-                                 double timeout, picoll_net_t **out)
+net_peer_t *picoll_net_peer(picoll_net_t *net, int i)
 {
-    picoll_status_t status;
-    picoll_net_t *net = calloc(1, sizeof(*net));
-
-    if (net == NULL) {
-        return PICOLL_ERR_NO_MEMORY;
+    if (net->all) {
+        return i >= 0 && i < net->size && net->peers[i].ep != NULL ? &net->peers[i] : NULL;
     }
-    pthread_mutex_init(&net->lock, NULL);
-    net->rank = me;
-    net->size = n;
-    net->comm_size = comm_size;
-    net->timeout = timeout;
-    net->comm_ranks = malloc((size_t)n * sizeof(int));
-    net->hosts = calloc((size_t)n, NET_HOST_MAX);
-    net->eps = calloc((size_t)n, sizeof(ucp_ep_h));
-    if (net->comm_ranks == NULL || net->hosts == NULL || net->eps == NULL) {
-        status = PICOLL_ERR_NO_MEMORY;
-        goto err_free_net;
-    }
-    memcpy(net->comm_ranks, comm_ranks, (size_t)n * sizeof(int));
-    if (n > NET_MAX_MEMBERS) {
-        picoll_warn("%d nodes: the network step supports at most %d", n, NET_MAX_MEMBERS);
-        status = PICOLL_ERR_NOT_SUPPORTED;
-        goto err_free_net;
-    }
-    *out = net;
-    return PICOLL_OK;
-
-err_free_net:
-    net_free(net);
-    return status;
+    return bsearch(&i, net->peers, (size_t)net->npeers, sizeof(net_peer_t), cmp_member);
 }
 
-/* Phase 1, hosts: the members' host names (net->hosts), which decide the context: *local when
- * they all run on this host and the user set no transports. Then the liveness watch of the members
- * (net->alive, net/alive.h), made with them. net is NULL on a member that failed: it only takes
- * part. */
-static picoll_status_t net_exchange_hosts(picoll_net_t *net, MPI_Comm rail_comm, int n, int me,
-                                          double timeout, int *local)
+const char *picoll_net_host(picoll_net_t *net, int i)
 {
-    picoll_status_t status = PICOLL_OK;
-    char *hosts = calloc((size_t)n, NET_HOST_MAX);
-    char mine_host[NET_HOST_MAX] = "?";
-    char host[MPI_MAX_PROCESSOR_NAME];
-    int hlen = 0;
-
-    if (PMPI_Get_processor_name(host, &hlen) == MPI_SUCCESS) {
-        host[NET_HOST_MAX - 1] = '\0';
-        memcpy(mine_host, host, strlen(host) + 1);
+    if (i == net->rank) {
+        return net->my_host;
     }
-    if (hosts == NULL) {
-        picoll_fatal("out of memory exchanging host names: aborting the job");
-    }
-    if (PMPI_Allgather(mine_host, NET_HOST_MAX, MPI_CHAR, hosts, NET_HOST_MAX, MPI_CHAR,
-                       rail_comm) != MPI_SUCCESS) {
-        status = PICOLL_ERR_MPI;
-    }
-    int here = getenv("UCX_TLS") == NULL && getenv("PICOLL_UCX_TLS") == NULL;
-    for (int i = 0; i < n; i++) {
-        here &= strncmp(hosts + (size_t)i * NET_HOST_MAX, mine_host, NET_HOST_MAX) == 0;
-    }
-    if (net != NULL && status == PICOLL_OK) {
-        memcpy(net->hosts, hosts, (size_t)n * NET_HOST_MAX);
-    }
-    /* collective: every member, failed or not */
-    _Static_assert(NET_HOST_MAX == PICOLL_ALIVE_HOST_MAX, "host name records differ");
-    picoll_alive_t *alive = picoll_alive_create(rail_comm, (const char(*)[NET_HOST_MAX])hosts, n,
-                                                me, timeout);
-    if (net != NULL) {
-        net->alive = alive;
-    } else {
-        picoll_alive_destroy(alive);
-    }
-    free(hosts);
-    if (status == PICOLL_OK) {
-        *local = here;
-    }
-    return status;
-}
-
-/* Phase 2, worker: this member's worker in the context of its rail (local: shared memory only),
- * and the worker's address for the others (*addr, *addr_len; released with
- * ucp_worker_release_address). */
-static picoll_status_t net_create_worker(picoll_net_t *net, int local, ucp_address_t **addr,
-                                         size_t *addr_len)
-{
-    ucp_context_h context;
-    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-                              .thread_mode = UCS_THREAD_MODE_SERIALIZED};
-    ucp_address_t *a = NULL;
-    size_t len = 0;
-    ucs_status_t st = ucx_get(local ? UCX_LOCAL : UCX_ANY, &context);
-
-    if (st == UCS_OK) {
-        st = picoll_ucx.worker_create(context, &wp, &net->worker);
-        if (st != UCS_OK) {
-            net->worker = NULL;
-        }
-    }
-    if (st == UCS_OK) {
-        st = picoll_ucx.worker_get_address(net->worker, &a, &len);
-    }
-    if (st != UCS_OK) {
-        picoll_error("creating a UCX worker failed: %s", net_status_string(st));
-        return PICOLL_ERR_UCX;
-    }
-    *addr = a;
-    *addr_len = len;
-    return PICOLL_OK;
-}
-
-/* An endpoint to member i at address (net->eps[i]). */
-static picoll_status_t net_create_ep(picoll_net_t *net, int i, const ucp_address_t *address,
-                                     int local)
-{
-    /* Peer failure handling lets a transfer with a dead peer fail at once instead of at the
-     * deadline, but UCX's shared-memory transports lack it (UCX would pick tcp instead): on this
-     * machine's own rails the deadline alone catches a dead peer. */
-    ucp_ep_params_t ep = {
-        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
-        .address = address,
-        .err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
-        .err_handler = {.cb = net_ep_error, .arg = net},
-    };
-    ucs_status_t st = picoll_ucx.ep_create(net->worker, &ep, &net->eps[i]);
-    if (st != UCS_OK) {
-        picoll_error("connecting to rank %d on host %s over UCX failed: %s", net->comm_ranks[i],
-                     net->hosts[i], net_status_string(st));
-        net->eps[i] = NULL;
-        return PICOLL_ERR_UCX;
-    }
-    return PICOLL_OK;
-}
-
-/* Phase 3, endpoints: the members' worker addresses (addr, addr_len: mine, released here), and an
- * endpoint to every other member (net->eps). net is NULL on a member that failed: it takes part
- * with an empty address, which fails the others. */
-static picoll_status_t net_exchange_addresses(picoll_net_t *net, MPI_Comm rail_comm, int n,
-                                              int me, int local, ucp_address_t *addr,
-                                              size_t addr_len)
-{
-    picoll_status_t status = PICOLL_OK;
-    int my_len = net != NULL ? (int)addr_len : 0, max_len = 0;
-
-    PMPI_Allreduce(&my_len, &max_len, 1, MPI_INT, MPI_MAX, rail_comm);
-    size_t rec = sizeof(int) + (size_t)max_len;
-    char *mine = calloc(1, rec);
-    char *all = calloc((size_t)n, rec);
-    if (mine == NULL || all == NULL) {
-        picoll_fatal("out of memory exchanging UCX addresses: aborting the job");
-    }
-    memcpy(mine, &my_len, sizeof(int));
-    if (my_len > 0) {
-        memcpy(mine + sizeof(int), addr, addr_len);
-    }
-    if (PMPI_Allgather(mine, (int)rec, MPI_BYTE, all, (int)rec, MPI_BYTE, rail_comm) !=
-        MPI_SUCCESS) {
-        status = PICOLL_ERR_MPI;
-    }
-    free(mine);
-    if (addr != NULL) {
-        picoll_ucx.worker_release_address(net->worker, addr);
-    }
-    for (int i = 0; net != NULL && status == PICOLL_OK && i < n; i++) {
-        const char *r = all + (size_t)i * rec;
-        int len;
-        memcpy(&len, r, sizeof(int));
-        if (i == me) {
-            continue;
-        }
-        if (len == 0) {
-            status = PICOLL_ERR_UCX; /* that member failed; it says why */
-            break;
-        }
-        status = net_create_ep(net, i, (const ucp_address_t *)(r + sizeof(int)), local);
-    }
-    free(all);
-    return status;
-}
-
-picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
-                                  double timeout, picoll_net_t **out)
-{
-    picoll_net_t *net = NULL;
-    ucp_address_t *addr = NULL;
-    size_t addr_len = 0;
-    picoll_status_t status, phase;
-    int n, me, local = 0;
-
-    *out = NULL;
-    PMPI_Comm_size(rail_comm, &n);
-    PMPI_Comm_rank(rail_comm, &me);
-    status = net_alloc(n, me, comm_ranks, comm_size, timeout, &net);
-    /* The phases exchange over the rail: a member that failed in an earlier one takes part in the
-     * later exchanges all the same (net NULL), so that every member fails together. */
-    phase = net_exchange_hosts(net, rail_comm, n, me, timeout, &local);
-    status = status == PICOLL_OK ? phase : status;
-    if (status == PICOLL_OK) {
-        status = net_create_worker(net, local, &addr, &addr_len);
-    }
-    phase = net_exchange_addresses(status == PICOLL_OK ? net : NULL, rail_comm, n, me, local,
-                                   addr, addr_len);
-    status = status == PICOLL_OK ? phase : status;
-    phase = net_wireup(status == PICOLL_OK ? net : NULL, rail_comm);
-    status = status == PICOLL_OK ? phase : status;
-    if (status != PICOLL_OK) {
-        if (net != NULL) {
-            net_free(net);
-        }
-        return status;
-    }
-    net_register(net, !local);
-    *out = net;
-    return PICOLL_OK;
-}
-
-void picoll_net_destroy(picoll_net_t *net)
-{
-    if (net != NULL) {
-        net_free(net);
-    }
+    net_peer_t *p = picoll_net_peer(net, i);
+    return p != NULL ? p->host : "?";
 }
 
 void picoll_net_next(picoll_net_t *net)
@@ -573,8 +234,13 @@ void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *bu
     req->iov[0].length = sizeof(req->hdr);
     req->iov[1].buffer = (void *)buf;
     req->iov[1].length = len;
+    net_peer_t *to = picoll_net_peer(net, peer);
+    if (to == NULL) {
+        picoll_fatal("network step: no endpoint to rail member %d of %d (picoll bug): aborting the "
+                     "job", peer, net->size);
+    }
     pthread_mutex_lock(&net->lock);
-    req->ucx = picoll_ucx.tag_send_nbx(net->eps[peer], req->iov, 2, net_tag(net, step, net->rank), &p);
+    req->ucx = picoll_ucx.tag_send_nbx(to->ep, req->iov, 2, net_tag(net, step, net->rank), &p);
     pthread_mutex_unlock(&net->lock);
 }
 
@@ -602,7 +268,7 @@ static void net_failed(picoll_net_t *net, const picoll_net_req_t *req, const cha
 {
     picoll_fatal("%s on a communicator of size %d: network step with rank %d on host %s failed: "
                  "%s: aborting the job",
-                 coll, net->comm_size, net->comm_ranks[req->peer], net->hosts[req->peer], what);
+                 coll, net->comm_size, net->comm_ranks[req->peer], picoll_net_host(net, req->peer), what);
 }
 
 /* The members of the rail that reqs still wait for (each named once), as "rank R on host H, ..."
@@ -634,7 +300,7 @@ static int net_pending(picoll_net_t *net, const picoll_net_req_t *reqs, int n, i
         if (off < (int)len - 96) {
             off += snprintf(list + off, len - (size_t)off, "%srank %d on host %s",
                             count ? ", " : "", net->comm_ranks[reqs[i].peer],
-                            net->hosts[reqs[i].peer]);
+                            picoll_net_host(net, reqs[i].peer));
         }
         count++;
     }

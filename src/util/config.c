@@ -92,10 +92,25 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, vnode_layout),
      .doc = "with PICOLL_VNODE_SIZE, block puts consecutive local ranks on a virtual node and "
             "cyclic deals them out round-robin"},
-    {.name = "PICOLL_NET_RD_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
+    {.name = "PICOLL_NET_RD_MAX", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, net_rd_max),
      .doc = "largest block (bytes per rail) the allreduce's network step reduces by recursive "
-            "doubling; larger ones go round a ring"},
+            "doubling, larger ones going round a ring (0: the cost model chooses)"},
+    {.name = "PICOLL_NET_LATENCY", .type = PICOLL_CFG_DOUBLE, .def = "5e-6",
+     .offset = offsetof(picoll_config_t, net_latency),
+     .doc = "seconds a message between nodes costs besides its bytes, in the cost model that "
+            "chooses the network step's method"},
+    {.name = "PICOLL_NET_BANDWIDTH", .type = PICOLL_CFG_SIZE, .def = "12500000000",
+     .offset = offsetof(picoll_config_t, net_bandwidth),
+     .doc = "bytes per second a rail carries between nodes, in the same cost model (12500000000: "
+            "100 Gb/s)"},
+    {.name = "PICOLL_NET_ALLREDUCE", .type = PICOLL_CFG_ENUM, .def = "auto",
+     .choices = "auto,rd,rabenseifner,ring", .offset = offsetof(picoll_config_t, net_allreduce),
+     .doc = "the allreduce's network step: auto (PICOLL_NET_RD_MAX, else the cost model), or "
+            "always recursive doubling, Rabenseifner's or the ring"},
+    {.name = "PICOLL_NET_ALLGATHER", .type = PICOLL_CFG_ENUM, .def = "auto",
+     .choices = "auto,ring,bruck", .offset = offsetof(picoll_config_t, net_allgather),
+     .doc = "the allgather's network step: auto (the cost model), or always the ring or Bruck's"},
     {.name = "PICOLL_NET_INFLIGHT", .type = PICOLL_CFG_INT, .def = "8", .min = 1, .max = 1024,
      .offset = offsetof(picoll_config_t, net_inflight),
      .doc = "most peers a rank exchanges with at once in the alltoall's network step"},

@@ -22,6 +22,13 @@ typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } pico
 /* PICOLL_CMA, in the order of its choices */
 typedef enum { PICOLL_CMA_AUTO, PICOLL_CMA_OFF } picoll_cma_mode_t;
 typedef enum { PICOLL_TIMEOUT_WAIT, PICOLL_TIMEOUT_ABORT } picoll_timeout_action_t;
+/* PICOLL_NET_ALLREDUCE and PICOLL_NET_ALLGATHER, in the order of their choices */
+typedef enum {
+    PICOLL_NET_AR_AUTO, PICOLL_NET_AR_RD, PICOLL_NET_AR_RAB, PICOLL_NET_AR_RING
+} picoll_net_allreduce_mode_t;
+typedef enum {
+    PICOLL_NET_AG_AUTO, PICOLL_NET_AG_RING, PICOLL_NET_AG_BRUCK
+} picoll_net_allgather_mode_t;
 
 /* Parsed values: one field per table entry. */
 typedef struct {
@@ -46,7 +53,11 @@ typedef struct {
     int net;
     long vnode_size;
     int vnode_layout;          /* picoll_vnode_layout_t */
-    size_t net_rd_max;
+    size_t net_rd_max;         /* PICOLL_NET_RD_MAX (0: the cost model decides) */
+    double net_latency;        /* PICOLL_NET_LATENCY: the model's seconds per message */
+    size_t net_bandwidth;      /* PICOLL_NET_BANDWIDTH: the model's bytes per second */
+    int net_allreduce;         /* picoll_net_allreduce_mode_t */
+    int net_allgather;         /* picoll_net_allgather_mode_t */
     long net_inflight;
     int cuda_staging;          /* picoll_staging_mode_t */
     int cuda;                  /* device executor (cuda/) allowed */

@@ -476,7 +476,7 @@ static const char *hier_staged(const char *path)
     const char *staging = getenv("PICOLL_CUDA_STAGING");
     return staging != NULL && strcmp(staging, "off") == 0 ? "fallback" : path;
 }
-#define HIER_STAGED hier_staged("hier_oneshot|hier_rd|hier_ring")
+#define HIER_STAGED hier_staged("hier_oneshot|hier_rd|hier_ring|hier_rab")
 
 const char *want_staged_allreduce(void)
 {
@@ -514,7 +514,7 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
         const char *min = getenv("PICOLL_HIER_CUDA_MIN");
         return (alltoall && in_place) || mt_size % hier != 0 /* nodes of unequal size */ ||
                        total / (size_t)mt_size * (size_t)hier < strtoull(min ? min : "0", NULL, 10)
-                   ? hier_staged("hier")
+                   ? hier_staged(alltoall ? "hier" : "hier|hier_bruck")
                    : "hier_cuda";
     }
     /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */

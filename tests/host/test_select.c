@@ -2,6 +2,7 @@
 #include "build-config.h"
 #include "coll/algs.h"
 #include "coll/coll.h"
+#include "coll/netmodel.h"
 #include "util/config.h"
 #include "coll/select.h"
 #include "pmpi/classify.h"
@@ -18,6 +19,116 @@ static void expect(const char *what, int got, int want)
         fprintf(stderr, "%s: algorithm %d, expected %d\n", what, got, want);
         failures++;
     }
+}
+
+/* Between nodes, the network step's cost model (coll/netmodel.h) with the default parameters:
+ * recursive doubling for small rail blocks; Rabenseifner's above, and on 12 nodes (not a power of
+ * two) in the middle, the ring beyond; the ring for large blocks on few nodes that are not a
+ * power of two; two nodes always recursive doubling. Allgather: Bruck's for small parts on many
+ * nodes, the ring for large parts and on few nodes. Then the variables that force a method or
+ * change the parameters. */
+static void check_netmodel(size_t slot)
+{
+    picoll_config_t cfg;
+    char *env_model[] = {"PICOLL_HOST=on", NULL};
+    picoll_config_load(&cfg, env_model);
+    expect("model: PICOLL_NET_RD_MAX defaults to 0", (int)cfg.net_rd_max, 0);
+    picoll_hier_shape_t s16 = {.num_nodes = 16, .even = 0, .slot_size = slot, .rail_pieces = 1};
+    picoll_hier_shape_t s12 = s16, s5 = s16, s2 = s16, s1024 = s16, s3 = s16;
+    s12.num_nodes = 12;
+    s5.num_nodes = 5;
+    s2.num_nodes = 2;
+    s1024.num_nodes = 1024;
+    s3.num_nodes = 3;
+    const struct {
+        const picoll_hier_shape_t *shape;
+        size_t block;
+        int alg;
+        const char *what;
+    } ar[] = {
+        {&s16, 8, PICOLL_ALLREDUCE_HIER_RD, "16 nodes, 8 B"},
+        {&s16, 4096, PICOLL_ALLREDUCE_HIER_RD, "16 nodes, 4 KiB"},
+        {&s16, 256 << 10, PICOLL_ALLREDUCE_HIER_RAB, "16 nodes, 256 KiB"},
+        {&s1024, 1024, PICOLL_ALLREDUCE_HIER_RD, "1024 nodes, 1 KiB"},
+        {&s1024, 1 << 20, PICOLL_ALLREDUCE_HIER_RAB, "1024 nodes, 1 MiB"},
+        {&s12, 8, PICOLL_ALLREDUCE_HIER_RD, "12 nodes, 8 B"},
+        {&s12, 128 << 10, PICOLL_ALLREDUCE_HIER_RAB, "12 nodes, 128 KiB"},
+        {&s12, 1 << 20, PICOLL_ALLREDUCE_HIER_RING, "12 nodes, 1 MiB"},
+        {&s5, 1 << 20, PICOLL_ALLREDUCE_HIER_RING, "5 nodes, 1 MiB"},
+        {&s3, 1 << 20, PICOLL_ALLREDUCE_HIER_RING, "3 nodes, 1 MiB"},
+        {&s3, 1024, PICOLL_ALLREDUCE_HIER_RD, "3 nodes, 1 KiB"},
+        {&s2, 16 << 20, PICOLL_ALLREDUCE_HIER_RD, "2 nodes, 16 MiB"},
+    };
+    char what[96];
+    for (size_t i = 0; i < sizeof(ar) / sizeof(ar[0]); i++) {
+        snprintf(what, sizeof(what), "model: allreduce, %s", ar[i].what);
+        expect(what, picoll_select_hier_allreduce(&cfg, ar[i].shape, 16 << 20, ar[i].block),
+               ar[i].alg);
+    }
+    /* the device hierarchy's chooser is the same */
+    expect("model: device, 12 nodes, 128 KiB", picoll_netmodel_allreduce(&cfg, 12, 128 << 10),
+           PICOLL_RAIL_RAB);
+    /* allgather parts: min(block, piece_max) x rail_pieces */
+    expect("model: allgather, 16 nodes, 8 B", picoll_select_hier_allgather(&cfg, &s16, 8, 1 << 20),
+           PICOLL_ALLGATHER_HIER_BRUCK);
+    expect("model: allgather, 1024 nodes, 64 KiB",
+           picoll_select_hier_allgather(&cfg, &s1024, 64 << 10, 1 << 20),
+           PICOLL_ALLGATHER_HIER_BRUCK);
+    expect("model: allgather, 16 nodes, 1 MiB",
+           picoll_select_hier_allgather(&cfg, &s16, 1 << 20, 4 << 20), PICOLL_ALLGATHER_HIER);
+    expect("model: allgather, 16 nodes, 1 MiB blocks in 8 KiB pieces",
+           picoll_select_hier_allgather(&cfg, &s16, 1 << 20, 8192), PICOLL_ALLGATHER_HIER_BRUCK);
+    s16.rail_pieces = 16;
+    expect("model: allgather, 16 nodes, 64 KiB pieces, 16 a part",
+           picoll_select_hier_allgather(&cfg, &s16, 64 << 10, 1 << 20), PICOLL_ALLGATHER_HIER);
+    expect("model: allgather, 3 nodes, 8 B", picoll_select_hier_allgather(&cfg, &s3, 8, 1 << 20),
+           PICOLL_ALLGATHER_HIER);
+    expect("model: device allgather, 16 nodes, 8 B", picoll_netmodel_allgather(&cfg, 16, 8),
+           PICOLL_RAIL_BRUCK);
+    /* Bruck's messages: a step whose ranges wrap on some member sends two (5 nodes: steps of 1,
+     * 2 and 1 parts, 4 messages as the ring's 4; 8 nodes: 1, 2 and 4 parts, 5 against 7) */
+    picoll_netmodel_t unit = {.alpha = 1, .beta = 0, .gamma = 0};
+    expect("model: Bruck's messages on 5 nodes",
+           (int)picoll_netmodel_allgather_time(&unit, PICOLL_RAIL_BRUCK, 5, 1), 4);
+    expect("model: Bruck's messages on 8 nodes",
+           (int)picoll_netmodel_allgather_time(&unit, PICOLL_RAIL_BRUCK, 8, 1), 5);
+    expect("model: the ring's messages on 8 nodes",
+           (int)picoll_netmodel_allgather_time(&unit, PICOLL_RAIL_RING, 8, 1), 7);
+
+    /* forced: over the model, PICOLL_NET_RD_MAX and two nodes; one-shot stays */
+    char *env_rab[] = {"PICOLL_HOST=on", "PICOLL_NET_ALLREDUCE=rabenseifner",
+                       "PICOLL_NET_RD_MAX=4k", "PICOLL_NET_ALLGATHER=bruck", NULL};
+    picoll_config_load(&cfg, env_rab);
+    expect("forced rab: 5 nodes, 8 B", picoll_select_hier_allreduce(&cfg, &s5, 1 << 20, 8),
+           PICOLL_ALLREDUCE_HIER_RAB);
+    expect("forced rab: 2 nodes", picoll_select_hier_allreduce(&cfg, &s2, 1 << 20, 1 << 20),
+           PICOLL_ALLREDUCE_HIER_RAB);
+    s2.even = 1;
+    expect("forced rab: one-shot stays", picoll_select_hier_allreduce(&cfg, &s2, 8, 8),
+           PICOLL_ALLREDUCE_HIER_ONESHOT);
+    expect("forced bruck: 3 nodes, 1 MiB",
+           picoll_select_hier_allgather(&cfg, &s3, 1 << 20, 4 << 20), PICOLL_ALLGATHER_HIER_BRUCK);
+    char *env_ring[] = {"PICOLL_HOST=on", "PICOLL_NET_ALLREDUCE=ring", "PICOLL_NET_ALLGATHER=ring",
+                        NULL};
+    picoll_config_load(&cfg, env_ring);
+    expect("forced ring: 16 nodes, 8 B", picoll_select_hier_allreduce(&cfg, &s16, 1 << 20, 8),
+           PICOLL_ALLREDUCE_HIER_RING);
+    expect("forced ring: allgather 1024 nodes, 8 B",
+           picoll_select_hier_allgather(&cfg, &s1024, 8, 64), PICOLL_ALLGATHER_HIER);
+    char *env_rd[] = {"PICOLL_HOST=on", "PICOLL_NET_ALLREDUCE=rd", NULL};
+    picoll_config_load(&cfg, env_rd);
+    expect("forced rd: 12 nodes, 1 MiB", picoll_select_hier_allreduce(&cfg, &s12, 1 << 20, 1 << 20),
+           PICOLL_ALLREDUCE_HIER_RD);
+    /* the parameters: with no latency the ring wins at 8 B (as few bytes as Rabenseifner's on a
+     * power of two, and the simpler); a second a message keeps recursive doubling at 16 MiB */
+    char *env_fast[] = {"PICOLL_HOST=on", "PICOLL_NET_LATENCY=0", NULL};
+    picoll_config_load(&cfg, env_fast);
+    expect("latency 0: 16 nodes, 8 B", picoll_select_hier_allreduce(&cfg, &s16, 1 << 20, 8),
+           PICOLL_ALLREDUCE_HIER_RING);
+    char *env_slow[] = {"PICOLL_HOST=on", "PICOLL_NET_LATENCY=1", "PICOLL_NET_BANDWIDTH=1G", NULL};
+    picoll_config_load(&cfg, env_slow);
+    expect("latency 1 s: 16 nodes, 16 MiB", picoll_netmodel_allreduce(&cfg, 16, 16 << 20),
+           PICOLL_RAIL_RD);
 }
 
 int main(void)
@@ -181,9 +292,17 @@ int main(void)
            picoll_select_hier_allreduce(&cfg, &two, 1 << 20, 4097), PICOLL_ALLREDUCE_HIER_RD);
     expect("net: allreduce 0 B", picoll_select_hier_allreduce(&cfg, &three, 0, 0),
            PICOLL_ALG_FALLBACK);
-    expect("net: allgather", picoll_select_hier_allgather(&cfg, 100, 64), PICOLL_ALLGATHER_HIER);
-    expect("net: allgather, no piece fits", picoll_select_hier_allgather(&cfg, 100, 0),
+    expect("net: allgather", picoll_select_hier_allgather(&cfg, &three, 100, 64),
+           PICOLL_ALLGATHER_HIER);
+    expect("net: allgather, no piece fits", picoll_select_hier_allgather(&cfg, &three, 100, 0),
            PICOLL_ALG_FALLBACK);
+    /* PICOLL_NET_RD_MAX set keeps its rule where the model would take Rabenseifner's */
+    picoll_hier_shape_t sixteen = {.num_nodes = 16, .even = 0, .slot_size = slot};
+    expect("net: PICOLL_NET_RD_MAX, 16 nodes, 4 KiB",
+           picoll_select_hier_allreduce(&cfg, &sixteen, 1 << 20, 4096), PICOLL_ALLREDUCE_HIER_RD);
+    expect("net: PICOLL_NET_RD_MAX, 16 nodes, 256 KiB",
+           picoll_select_hier_allreduce(&cfg, &sixteen, 1 << 20, 256 << 10),
+           PICOLL_ALLREDUCE_HIER_RING);
     expect("net: alltoall", picoll_select_hier_alltoall(&cfg, 1, 64), PICOLL_ALLTOALL_HIER);
     char *env_net_off[] = {"PICOLL_HOST=on", "PICOLL_NET=0", NULL};
     picoll_config_load(&cfg, env_net_off);
@@ -194,7 +313,9 @@ int main(void)
     picoll_config_load(&cfg, env_net_auto);
     expect("auto: net allreduce", picoll_select_hier_allreduce(&cfg, &three, 8, 8),
            PICOLL_ALLREDUCE_HIER_ONESHOT);
-    expect("auto: net allgather", picoll_select_hier_allgather(&cfg, 8, 64), PICOLL_ALG_FALLBACK);
+    expect("auto: net allgather", picoll_select_hier_allgather(&cfg, &three, 8, 64),
+           PICOLL_ALG_FALLBACK);
+    check_netmodel(slot);
 
 
     /* the device executor: the topology tables by reach (defaults: nvlink one-shot 256k, two-shot
@@ -283,12 +404,13 @@ int main(void)
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     checks++;
-    if (ar->count != 11 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 12 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_TWOSHOT].name, "cuda_twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RD].name, "hier_rd") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RING].name, "hier_ring") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_RAB].name, "hier_rab") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_HIER_ONESHOT].name, "hier_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_HCM].name, "cuda_hcm") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CMA].name, "cma") != 0 ||
@@ -300,7 +422,9 @@ int main(void)
     const picoll_coll_desc_t *ag = picoll_coll_desc(PICOLL_COLL_ALLGATHER);
     const picoll_coll_desc_t *aa = picoll_coll_desc(PICOLL_COLL_ALLTOALL);
     checks++;
-    if (ag->count != 6 || aa->count != 6 ||
+    if (ag->count != 7 || aa->count != 6 ||
+        strcmp(ag->algs[PICOLL_ALLGATHER_HIER].name, "hier") != 0 ||
+        strcmp(ag->algs[PICOLL_ALLGATHER_HIER_BRUCK].name, "hier_bruck") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER_CUDA].name, "hier_cuda") != 0 ||
         strcmp(aa->algs[PICOLL_ALLTOALL_HIER_CUDA].name, "hier_cuda") != 0) {
         fprintf(stderr, "the allgather and alltoall tables do not name their device hierarchy\n");

@@ -21,8 +21,11 @@
  * as MPI_UINT16_T with its own op); its inputs are exact in float16 as those of the other types.
  * Results are compared byte for byte, except long double (by value: the padding bytes of the x87
  * format are not data) and complex (by value: the sign of a zero part of a product depends on
- * the grouping). Where the underlying MPI itself is known to be wrong (MIN/MAX signedness bugs of
- * Open MPI 4.1 and MPICH 4.0), its own result, taken with picoll bypassed, is accepted too.
+ * the grouping). Every allreduce picoll takes must also give every rank the same bits (long
+ * double without its padding), whatever the type: each rank hashes its result and the hashes are
+ * compared through PMPI. Where the underlying MPI itself is known to be wrong (MIN/MAX
+ * signedness bugs of Open MPI 4.1 and MPICH 4.0), its own result, taken with picoll bypassed, is
+ * accepted too.
  *
  * Options: --expect-picoll   picoll's API must be present and each communicator get an enabled
  *                            context
@@ -44,6 +47,7 @@
 #include "mpitest.h"
 
 #include <complex.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -658,6 +662,67 @@ static uint64_t case_seed(const char *what, size_t a, size_t b, size_t count, co
 
 /* ---------------------------------------------------------------- allreduce */
 
+/* Bytes of one real part that are data: an x87 long double's padding is not. */
+static size_t real_data_bytes(fkind_t fk)
+{
+#if LDBL_MANT_DIG == 64
+    if (fk == FK_LDOUBLE) {
+        return 10;
+    }
+#endif
+    return real_size(fk);
+}
+
+/* A hash of the data bits of count result elements. */
+static uint64_t result_hash(const type_t *t, const unsigned char *buf, size_t count)
+{
+    uint64_t h = 1469598103934665603ull;
+    size_t parts = t->kind == K_COMPLEX ? 2 : 1;
+    for (size_t i = 0; i < count; i++) {
+        const unsigned char *e = buf + i * t->size;
+        for (size_t p = 0; p < parts; p++) {
+            size_t len = t->size, off = 0;
+            if (t->kind == K_FLOAT || t->kind == K_COMPLEX) {
+                off = p * real_size(t->fk);
+                len = real_data_bytes(t->fk);
+            } else if (t->kind == K_PAIR) {
+                len = t->fk == FK_DOUBLE ? sizeof(double) : sizeof(int); /* the value */
+            }
+            for (size_t b = 0; b < len; b++) {
+                h = (h ^ e[off + b]) * 1099511628211ull;
+            }
+        }
+        if (t->kind == K_PAIR) { /* and the index */
+            int idx = t->fk == FK_DOUBLE ? ((const pair_double_t *)e)->i
+                                         : ((const pair_int_t *)e)->i;
+            h = mt_hash(h ^ (uint64_t)(unsigned)idx);
+        }
+    }
+    return h;
+}
+
+/* The allreduce just made gave every rank of c the same bits, where picoll ran it (its own
+ * algorithms; a call picoll hands to the MPI counts as 0 on every rank, so a rank that took
+ * another path than the others shows too). Collective over c (every rank of a job runs the same
+ * cases); nothing without picoll. */
+static void check_same_bits(const type_t *t, op_t op, size_t count, int inplace, comm_t *c)
+{
+    if (!mt_picoll.found || mt_picoll.last_algorithm == NULL || c->size < 2) {
+        return;
+    }
+    const char *path = mt_picoll.last_algorithm();
+    int picolls = path != NULL && strcmp(path, "fallback") != 0;
+    uint64_t h = picolls ? result_hash(t, recvbuf, count) : 0, in[2] = {h, ~h}, out[2];
+    if (PMPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, c->comm) != MPI_SUCCESS) {
+        mt_fail("PMPI_Allreduce of the result hashes failed");
+        return;
+    }
+    MT_CHECK(out[0] == ~out[1],
+             "MPI_Allreduce %s %s count %zu%s on %s (size %d, path %s): the ranks' results "
+             "differ in their bits", t->name, op_names[op], count, inplace ? " in place" : "",
+             c->name, c->size, path ? path : "(none)");
+}
+
 /* The MPI_CHAR call just made took the path that the same call on the char type of the same
  * signedness takes (picoll reduces MPI_CHAR as that type; "fallback" for both where it does not). */
 static void char_same_path(const type_t *t, op_t op, size_t count, comm_t *c)
@@ -702,6 +767,7 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
     if (count > 0) {
         c->used = 1;
     }
+    check_same_bits(t, op, count, inplace, c);
     if (rc != MPI_SUCCESS) {
         char err[MPI_MAX_ERROR_STRING];
         int len = 0;

@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
 done
 host="$1"; shift
 if [ ! -f "$run/ns-$host" ]; then
-    echo "agent.sh: unknown host '$host' (known: h1, h2)" >&2
+    echo "agent.sh: unknown host '$host' (not one of hosts.sh's)" >&2
     exit 255
 fi
 ns=$(cat "$run/ns-$host")

@@ -1,13 +1,14 @@
 #!/bin/sh
-# hosts.sh [OPTIONS] -- PROGRAM ARGS...: runs an MPI job across two real "hosts" on this machine,
-# h1 and h2: two network namespaces joined by a veth pair (10.250.14.1 and .2 in a /24, lo up in
-# each), each process with its own hostname and IPC namespace (tests/net/agent.sh). The launcher
-# runs inside h1 and reaches h2 through the agent, as it would through ssh. Whatever happens (the
-# job fails, hangs, this script is interrupted or killed by CTest's timeout with SIGTERM), every
-# process it started is SIGKILLed and both namespaces (with the veth) are removed.
+# hosts.sh [OPTIONS] -- PROGRAM ARGS...: runs an MPI job across real "hosts" on this machine, h1,
+# h2, ...: network namespaces, two joined by a veth pair, more by a veth each to a bridge in a
+# namespace of its own (10.250.14.1, .2, ... in a /24, lo up in each), each process with its own
+# hostname and IPC namespace (tests/net/agent.sh). The launcher runs inside h1 and reaches the
+# others through the agent, as it would through ssh. Whatever happens (the job fails, hangs, this
+# script is interrupted or killed by CTest's timeout with SIGTERM), every process it started is
+# SIGKILLed and the namespaces (with the veths) are removed.
 #
 #   --mpi openmpi|mpich      the launcher's flavour (with --mpiexec PATH, the launcher itself)
-#   --np A+B                 A ranks on h1, then B on h2 (default 2+2)
+#   --np A+B[+C...]          A ranks on h1, then B on h2, C on h3, ... (default 2+2; up to 64 hosts)
 #   --preload LIB            LD_PRELOAD of the ranks (not of the launcher)
 #   --env NAME=VALUE         for every rank (repeatable)
 #   --keep-going             the launcher leaves the survivors of a dead rank running (so that
@@ -54,7 +55,14 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "usage: hosts.sh [OPTIONS] -- PROGRAM ARGS..." >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-n1=${np%+*}; n2=${np#*+}
+counts=$(echo "$np" | tr '+' ' ')
+nhosts=$(echo $counts | wc -w)
+[ "$nhosts" -ge 2 ] && [ "$nhosts" -le 64 ] || { echo "hosts.sh: --np needs 2 to 64 hosts ('$np')" >&2; exit 2; }
+total=0; hostlist=; i=0
+for c in $counts; do
+    i=$((i + 1)); total=$((total + c)); hostlist="$hostlist${hostlist:+,}h$i:$c"
+done
+n1=${np%%+*}
 subnet=10.250.14.0/24
 
 for tool in ip unshare tc; do
@@ -67,7 +75,8 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # unique names: tests may run side by side
 tag="pc$$"
-ns1="$tag-h1"; ns2="$tag-h2"
+ns1="$tag-h1"; ns2="$tag-h2"; nssw="$tag-sw"
+all_ns() { for i in $(seq "$nhosts"); do echo "$tag-h$i"; done; [ "$nhosts" -le 2 ] || echo "$nssw"; }
 run=$(mktemp -d /tmp/picoll-hosts.XXXXXX)
 shm_before="$run/shm-before"
 ls /dev/shm 2>/dev/null | sort > "$shm_before"
@@ -75,7 +84,7 @@ ls /dev/shm 2>/dev/null | sort > "$shm_before"
 kill_all() {
     # everything in the namespaces (launcher, daemons, ranks: they fork, so until none is left)
     for _ in 1 2 3 4 5 6 7 8 9 10; do
-        pids=$( (ip netns pids "$ns1"; ip netns pids "$ns2") 2>/dev/null)
+        pids=$(for ns in $(all_ns); do ip netns pids "$ns"; done 2>/dev/null)
         [ -n "$pids" ] || break
         kill -9 $pids 2>/dev/null
         sleep 0.1
@@ -86,18 +95,17 @@ cleanup() {
     trap '' PIPE # a reader that went away must not stop the cleaning
     for p in $watch_pid $steps_pid; do kill -9 "$p" 2>/dev/null; done
     kill_all
-    ip netns del "$ns1" 2>/dev/null
-    ip netns del "$ns2" 2>/dev/null
+    for ns in $(all_ns); do ip netns del "$ns" 2>/dev/null; done
     rm -rf "$run"
 }
 trap cleanup EXIT
 trap 'trap "" PIPE; echo "hosts.sh: interrupted: removing the hosts" 2>/dev/null; exit 143' INT TERM HUP PIPE
 
 # the hosts of an earlier run that was SIGKILLed (no trap runs then: CTest's timeout kills so)
-for old in $(ip netns list 2>/dev/null | sed -n 's/^pc\([0-9]*\)-h[12].*/\1/p' | sort -u); do
+for old in $(ip netns list 2>/dev/null | sed -n 's/^pc\([0-9]*\)-\(h[0-9]*\|sw\)\( .*\)*$/\1/p' | sort -u); do
     if ! kill -0 "$old" 2>/dev/null; then
         echo "hosts.sh: removing the hosts of an earlier run (process $old is gone)"
-        for ns in "pc$old-h1" "pc$old-h2"; do
+        for ns in $(ip netns list 2>/dev/null | sed -n "s/^\(pc$old-[a-z0-9]*\).*/\1/p"); do
             pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] || kill -9 $pids
             ip netns del "$ns" 2>/dev/null
         done
@@ -111,23 +119,39 @@ if ! err=$(ip netns add "$ns1" 2>&1); then
     echo "SKIP: cannot make network namespaces: $(echo "$err" | head -n 1)"
     exit 77
 fi
-ip netns add "$ns2" || exit 1
-ip link add veth1 netns "$ns1" type veth peer name veth2 netns "$ns2" || exit 1
-ip -n "$ns1" addr add 10.250.14.1/24 dev veth1 && ip -n "$ns2" addr add 10.250.14.2/24 dev veth2 &&
-ip -n "$ns1" link set veth1 up && ip -n "$ns2" link set veth2 up &&
-ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up || exit 1
+if [ "$nhosts" = 2 ]; then
+    ip netns add "$ns2" || exit 1
+    ip link add veth1 netns "$ns1" type veth peer name veth2 netns "$ns2" || exit 1
+else
+    # more hosts: each host's veth to a bridge in a namespace of its own (a switch)
+    ip netns add "$nssw" && ip -n "$nssw" link add br0 type bridge &&
+    ip -n "$nssw" link set br0 up || exit 1
+    for i in $(seq "$nhosts"); do
+        [ "$i" = 1 ] || ip netns add "$tag-h$i" || exit 1
+        ip link add "veth$i" netns "$tag-h$i" type veth peer name "p$i" netns "$nssw" &&
+        ip -n "$nssw" link set "p$i" master br0 && ip -n "$nssw" link set "p$i" up || exit 1
+    done
+fi
+for i in $(seq "$nhosts"); do
+    ip -n "$tag-h$i" addr add "10.250.14.$i/24" dev "veth$i" &&
+    ip -n "$tag-h$i" link set "veth$i" up && ip -n "$tag-h$i" link set lo up || exit 1
+done
 # the carrier comes up asynchronously (up to a second later): UCX leaves out an interface that
-# is not running yet, and would then find no way to the other host
+# is not running yet, and would then find no way to the other hosts
 for _ in $(seq 50); do
-    up1=$(ip netns exec "$ns1" cat /sys/class/net/veth1/operstate)
-    up2=$(ip netns exec "$ns2" cat /sys/class/net/veth2/operstate)
-    [ "$up1 $up2" = "up up" ] && break
+    down=
+    for i in $(seq "$nhosts"); do
+        [ "$(ip netns exec "$tag-h$i" cat "/sys/class/net/veth$i/operstate")" = up ] || down="$down h$i"
+    done
+    [ -z "$down" ] && break
     sleep 0.1
 done
-[ "$up1 $up2" = "up up" ] || { echo "hosts.sh: the veth pair is not up after 5 s ($up1, $up2)"; exit 1; }
-echo "$ns1" > "$run/ns-h1"; echo "$ns2" > "$run/ns-h2"
-mkdir -p "$run/tmp-h1" "$run/tmp-h2"
-printf '127.0.0.1 localhost\n10.250.14.1 h1\n10.250.14.2 h2\n' > "$run/hosts"
+[ -z "$down" ] || { echo "hosts.sh: the veths of$down are not up after 5 s"; exit 1; }
+printf '127.0.0.1 localhost\n' > "$run/hosts"
+for i in $(seq "$nhosts"); do
+    echo "$tag-h$i" > "$run/ns-h$i"; mkdir -p "$run/tmp-h$i"
+    printf '10.250.14.%d h%d\n' "$i" "$i" >> "$run/hosts"
+done
 printf '#!/bin/sh\nexec sh "%s" "%s" "$@"\n' "$here/agent.sh" "$run" > "$run/agent"
 chmod +x "$run/agent"
 
@@ -148,8 +172,8 @@ q() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
     case "$mpi" in
         openmpi)
             q "${mpiexec:-mpirun}"
-            printf -- '--allow-run-as-root --oversubscribe --bind-to none -np %d --host h1:%d,h2:%d ' \
-                $((n1 + n2)) "$n1" "$n2"
+            printf -- '--allow-run-as-root --oversubscribe --bind-to none -np %d --host %s ' \
+                "$total" "$hostlist"
             printf -- '--mca plm_rsh_agent %s ' "$(q "$run/agent")"
             printf -- '--mca oob_tcp_if_include %s --mca pml ob1 --mca btl self,vader,tcp ' $subnet
             printf -- '--mca btl_tcp_if_include %s --mca mpi_yield_when_idle 1 ' $subnet
@@ -159,8 +183,8 @@ q() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
             ;;
         mpich)
             q "${mpiexec:-mpiexec.mpich}"
-            printf -- '-launcher ssh -launcher-exec %s -hosts h1:%d,h2:%d -np %d ' \
-                "$(q "$run/agent")" "$n1" "$n2" $((n1 + n2))
+            printf -- '-launcher ssh -launcher-exec %s -hosts %s -np %d ' \
+                "$(q "$run/agent")" "$hostlist" "$total"
             [ -z "$keep_going" ] || printf -- '-disable-auto-cleanup '
             [ -z "$preload" ] || printf -- '-genv LD_PRELOAD %s ' "$(q "$preload")"
             for e in $envs; do printf -- '-genv %s %s ' "$(q "${e%%=*}")" "$(q "${e#*=}")"; done
@@ -171,7 +195,7 @@ q() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
     echo
 } > "$run/launch.sh"
 
-echo "hosts.sh: h1 ($n1 ranks) and h2 ($n2 ranks), $mpi${rate:+, link at $rate}${fault:+, fault: $fault}"
+echo "hosts.sh: $nhosts hosts, ranks $hostlist, $mpi${rate:+, link at $rate}${fault:+, fault: $fault}"
 : > "$run/out"
 t0=$(now)
 sh "$run/agent" h1 sh "$run/launch.sh" > "$run/out" 2>&1 &
@@ -196,7 +220,7 @@ steps() {
 # the ranks: processes of PROGRAM in either namespace
 prog=$(command -v "$1"); prog=$(readlink -f "$prog")
 ranks_alive() {
-    for p in $( (ip netns pids "$ns1"; ip netns pids "$ns2") 2>/dev/null); do
+    for p in $(for ns in $(all_ns); do ip netns pids "$ns"; done 2>/dev/null); do
         [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$prog" ] && return 0
     done
     return 1
@@ -283,7 +307,7 @@ for f in $(new_shm); do
     sh "$(dirname "$0")/../host/shm_in_use.sh" "$f" && continue
     case "$f" in
         picoll-*) echo "hosts.sh: FAIL: left in /dev/shm: $f"; status=1; rm -f "/dev/shm/$f" ;;
-        *h1*|*h2*) rm -f "/dev/shm/$f" ;;
+        *h[0-9]*) rm -f "/dev/shm/$f" ;;
     esac
 done
 exit $status

@@ -1,17 +1,22 @@
 /* Allreduce between nodes, in chunks: node reduce-scatter through the workspace (rail l reduces
  * block l of the chunk from every local rank, in local rank order), allreduce of each block on its
- * rail over the network (recursive doubling, or a ring for blocks over PICOLL_NET_RD_MAX on more
- * than two nodes), node all-gather (every local rank copies every block out of the rail ranks'
- * slots). Small messages on nodes of equal size skip the reduce-scatter: see
- * picoll_allreduce_hier_oneshot. */
+ * rail over the network (recursive doubling, Rabenseifner's or a ring: coll/netmodel.h chooses),
+ * node all-gather (every local rank copies every block out of the rail ranks' slots). Small
+ * messages on nodes of equal size skip the reduce-scatter: see picoll_allreduce_hier_oneshot.
+ *
+ * A rail member talks only to members (me + 2^k) mod n and (me - 2^k) mod n, 2^k < n (the
+ * partners the network connects, net/partners.h): the XOR partners within the largest power of
+ * two, the fold partners me +- p2 and the ring's neighbours are all such. */
 #include "coll/algs.h"
 #include "reduce/reduce.h"
+#include "util/config.h"
 
 #include <mpi.h>
 #include <string.h>
 
 #define HIER_CHUNK_MAX (1u << 20)
 #define COLL_NAME "MPI_Allreduce"
+#define FOLD_RESULT_STEP 1000
 
 /* Whether a op b and b op a have the same bits, so a pair may reduce in place: all but MIN and
  * MAX of floating types, whose answer with a NaN depends on the order. */
@@ -23,6 +28,59 @@ static int order_free(const picoll_allreduce_args_t *args)
     return !(fp && (args->op == PICOLL_OP_MIN || args->op == PICOLL_OP_MAX));
 }
 
+/* mine = the pair's reduction, the lower member's operand first: mine's where mine_lower, else
+ * theirs (then theirs is overwritten on the way). */
+static void reduce_pair(const picoll_allreduce_args_t *args, char *mine, char *theirs, size_t count,
+                        int mine_lower)
+{
+    if (mine_lower || order_free(args)) {
+        picoll_reduce_acc(args->dtype, args->op, mine, theirs, count);
+        return;
+    }
+    picoll_reduce_acc(args->dtype, args->op, theirs, mine, count);
+    memcpy(mine, theirs, count * picoll_dtype_size(args->dtype));
+}
+
+/* The largest power of two <= n. */
+static int rail_p2(int n)
+{
+    int p2 = 1;
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+    }
+    return p2;
+}
+
+/* The fold of the members beyond p2, for recursive doubling and Rabenseifner's. Member me >= p2
+ * (fold_out) hands its input to me - p2 and gets the result back into the same buffer (the
+ * partner sends it only after my input has fully arrived): returns the AND of every member's
+ * vote, which comes with it. Member me < n - p2 (fold_in) reduces me + p2's input into buf (mine
+ * first) and returns the vote it came with; fold_back sends the result. */
+static int fold_out(picoll_net_t *net, int partner, char *buf, size_t bytes, int vote)
+{
+    picoll_net_req_t r[2];
+    picoll_net_irecv(net, partner, FOLD_RESULT_STEP, buf, bytes, &r[0]);
+    picoll_net_isend(net, partner, 0, buf, bytes, vote, &r[1]);
+    return picoll_net_waitall(net, r, 2, COLL_NAME);
+}
+
+static int fold_in(picoll_hier_t *h, const picoll_allreduce_args_t *args, int partner, char *buf,
+                   size_t count)
+{
+    picoll_net_req_t r;
+    picoll_net_irecv(h->net, partner, 0, h->scratch[0], count * picoll_dtype_size(args->dtype), &r);
+    int vote = picoll_net_waitall(h->net, &r, 1, COLL_NAME);
+    picoll_reduce_acc(args->dtype, args->op, buf, h->scratch[0], count);
+    return vote;
+}
+
+static void fold_back(picoll_net_t *net, int partner, const char *buf, size_t bytes, int vote)
+{
+    picoll_net_req_t r;
+    picoll_net_isend(net, partner, FOLD_RESULT_STEP, buf, bytes, vote, &r);
+    picoll_net_waitall(net, &r, 1, COLL_NAME);
+}
+
 /* Recursive doubling on the rail, folding the members beyond the largest power of two into the
  * first ones. Each pair reduces in the order (lower member, higher member), so both get the same
  * bits. Returns the AND of every member's vote. */
@@ -30,33 +88,18 @@ static int rail_rd(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *
                    int vote)
 {
     picoll_net_t *net = h->net;
-    int n = picoll_net_size(net), me = picoll_net_rank(net);
+    int n = picoll_net_size(net), me = picoll_net_rank(net), p2 = rail_p2(n);
     size_t bytes = count * picoll_dtype_size(args->dtype);
     char *bufs[3] = {buf, h->scratch[0], h->scratch[1]};
     int cur = 0;
-    int p2 = 1;
-    unsigned step = 0;
+    unsigned step = 1;
 
-    while (p2 * 2 <= n) {
-        p2 *= 2;
-    }
     if (me >= p2) {
-        /* folded: hand my input over, get the result back into the same buffer (the partner sends
-         * it only after my input has fully arrived) */
-        picoll_net_req_t r[2];
-        picoll_net_irecv(net, me - p2, 1000, buf, bytes, &r[0]);
-        picoll_net_isend(net, me - p2, 0, buf, bytes, vote, &r[1]);
-        return picoll_net_waitall(net, r, 2, COLL_NAME);
+        return fold_out(net, me - p2, buf, bytes, vote);
     }
     if (me + p2 < n) {
-        picoll_net_req_t r;
-        picoll_net_irecv(net, me + p2, 0, bufs[1], bytes, &r);
-        vote &= picoll_net_waitall(net, &r, 1, COLL_NAME);
-        const void *srcs[2] = {bufs[0], bufs[1]};
-        picoll_reduce(args->dtype, args->op, bufs[2], srcs, 2, count);
-        cur = 2;
+        vote &= fold_in(h, args, me + p2, buf, count);
     }
-    step = 1;
     for (int mask = 1; mask < p2; mask <<= 1, step++) {
         int partner = me ^ mask;
         int in = (cur + 1) % 3, out = (cur + 2) % 3;
@@ -72,12 +115,66 @@ static int rail_rd(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *
         cur = out;
     }
     if (me + p2 < n) {
-        picoll_net_req_t r;
-        picoll_net_isend(net, me + p2, 1000, bufs[cur], bytes, vote, &r);
-        picoll_net_waitall(net, &r, 1, COLL_NAME);
+        fold_back(net, me + p2, bufs[cur], bytes, vote);
     }
     if (cur != 0) {
         memcpy(buf, bufs[cur], bytes);
+    }
+    return vote;
+}
+
+/* Element offset of block b of count elements split in p (picoll_split_block; b = p: count). */
+static size_t block_at(size_t count, size_t esize, int p, int b)
+{
+    size_t lo, hi;
+    picoll_split_block(count, esize, p, b, &lo, &hi);
+    return lo;
+}
+
+/* Rabenseifner's on the rail, in place, the members beyond p2 folded in as in rail_rd. Recursive
+ * halving (at each step a member keeps half of its range of blocks, sends the other half to its
+ * partner and reduces the partner's copy of the half it keeps) leaves block me of p2 reduced on
+ * member me; recursive doubling gathers the blocks. Each block is reduced on one member only, the
+ * lower member's operand first, so every member gets the same bits. Returns the AND of every
+ * member's vote: the halving is a butterfly, after which each has heard from all. */
+static int rail_rab(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *buf, size_t count,
+                    int vote)
+{
+    picoll_net_t *net = h->net;
+    int n = picoll_net_size(net), me = picoll_net_rank(net), p2 = rail_p2(n);
+    size_t esize = picoll_dtype_size(args->dtype);
+    int lo = 0, hi = p2; /* my range of blocks */
+    unsigned step = 1;
+
+    if (me >= p2) {
+        return fold_out(net, me - p2, buf, count * esize, vote);
+    }
+    if (me + p2 < n) {
+        vote &= fold_in(h, args, me + p2, buf, count);
+    }
+    for (int mask = p2 / 2; mask >= 1; mask /= 2, step++) {
+        int partner = me ^ mask, mid = lo + (hi - lo) / 2, upper = (me & mask) != 0;
+        size_t k0 = block_at(count, esize, p2, upper ? mid : lo);
+        size_t k1 = block_at(count, esize, p2, upper ? hi : mid);
+        size_t g0 = block_at(count, esize, p2, upper ? lo : mid);
+        size_t g1 = block_at(count, esize, p2, upper ? mid : hi);
+        vote &= picoll_net_sendrecv(net, step, partner, buf + g0 * esize, (g1 - g0) * esize,
+                                    partner, h->scratch[0], (k1 - k0) * esize, vote, COLL_NAME);
+        reduce_pair(args, buf + k0 * esize, h->scratch[0], k1 - k0, me < partner);
+        lo = upper ? mid : lo;
+        hi = upper ? hi : mid;
+    }
+    for (int mask = 1; mask < p2; mask <<= 1, step++) {
+        /* my range is the aligned group of mask blocks holding me, the partner's the next one */
+        int partner = me ^ mask, plo = lo ^ mask;
+        size_t m0 = block_at(count, esize, p2, lo), m1 = block_at(count, esize, p2, lo + mask);
+        size_t p0 = block_at(count, esize, p2, plo), p1 = block_at(count, esize, p2, plo + mask);
+        vote &= picoll_net_sendrecv(net, step, partner, buf + m0 * esize, (m1 - m0) * esize,
+                                    partner, buf + p0 * esize, (p1 - p0) * esize, vote, COLL_NAME);
+        lo = lo < plo ? lo : plo;
+    }
+    if (me + p2 < n) {
+        fold_back(net, me + p2, buf, count * esize, vote);
     }
     return vote;
 }
@@ -172,9 +269,24 @@ picoll_status_t picoll_allreduce_hier_oneshot(picoll_shm_t *shm, picoll_hier_t *
     return PICOLL_OK;
 }
 
-/* ring: the method of every rail in every chunk, chosen once per call so that all agree */
+/* The network step's method on my rail (the same on every member). */
+static int rail_allreduce(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *buf,
+                          size_t count, int vote, picoll_rail_method_t how)
+{
+    switch (how) {
+    case PICOLL_RAIL_RING:
+        return rail_ring(h, args, buf, count, vote);
+    case PICOLL_RAIL_RAB:
+        return rail_rab(h, args, buf, count, vote);
+    default:
+        return rail_rd(h, args, buf, count, vote);
+    }
+}
+
+/* how: the method of every rail in every chunk, chosen once per call so that all agree */
 picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
-                                      const picoll_allreduce_args_t *args, int vote, int ring)
+                                      const picoll_allreduce_args_t *args, int vote,
+                                      picoll_rail_method_t how)
 {
     size_t esize = picoll_dtype_size(args->dtype);
     size_t chunk = hier_chunk(shm, esize);
@@ -217,8 +329,7 @@ picoll_status_t picoll_allreduce_hier(picoll_shm_t *shm, picoll_hier_t *h,
                     srcs[me] = src + (off + lo) * esize;
                     picoll_reduce(args->dtype, args->op, mine, srcs, n, hi - lo);
                 }
-                all = ring ? rail_ring(h, args, mine, hi - lo, node_vote)
-                           : rail_rd(h, args, mine, hi - lo, node_vote);
+                all = rail_allreduce(h, args, mine, hi - lo, node_vote, how);
             }
         }
         /* rail 0 always has a block: through it every local rank learns the global vote */
@@ -262,12 +373,11 @@ size_t picoll_allreduce_hier_rails_chunk(const picoll_hier_t *h, size_t esize, s
 }
 
 picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allreduce_args_t *args,
-                                            char *buf, size_t count, size_t chunk_bytes,
-                                            size_t rd_max)
+                                            char *buf, size_t count, size_t chunk_bytes)
 {
     size_t esize = picoll_dtype_size(args->dtype);
     size_t chunk = chunk_bytes / esize;
-    int ring = picoll_net_size(h->net) > 2;
+    int n = picoll_net_size(h->net);
 
     for (size_t off = 0; off < count; off += chunk) {
         size_t cnt = count - off < chunk ? count - off : chunk;
@@ -276,8 +386,8 @@ picoll_status_t picoll_allreduce_hier_rails(picoll_hier_t *h, const picoll_allre
         }
         picoll_net_next(h->net);
         /* the same on every member of the rail: they all hold this rank's block of the vector */
-        int ok = ring && cnt * esize > rd_max ? rail_ring(h, args, buf + off * esize, cnt, 1)
-                                              : rail_rd(h, args, buf + off * esize, cnt, 1);
+        picoll_rail_method_t how = picoll_netmodel_allreduce(&picoll_cfg, n, cnt * esize);
+        int ok = rail_allreduce(h, args, buf + off * esize, cnt, 1, how);
         if (!ok) {
             return PICOLL_ERR_UCX;
         }

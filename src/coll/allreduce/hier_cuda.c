@@ -56,8 +56,7 @@ picoll_status_t picoll_allreduce_hier_cuda(picoll_coll_ctx_t *ctx,
                          "the device hierarchy's network step: aborting the job", pbytes[me]);
         }
         a.pipe = pipe.piped ? &pipe : NULL;
-        status = picoll_allreduce_hier_rails(h, &a, a.recvbuf, counts[me], chunk,
-                                             (size_t)picoll_cfg.net_rd_max);
+        status = picoll_allreduce_hier_rails(h, &a, a.recvbuf, counts[me], chunk);
         rc = picoll_stage_pipe_out(&pipe, status == PICOLL_OK) == PICOLL_OK ? MPI_SUCCESS
                                                                             : MPI_ERR_OTHER;
     }

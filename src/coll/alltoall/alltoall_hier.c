@@ -70,6 +70,9 @@ static int rail_exchange(const picoll_shm_t *shm, picoll_hier_t *h, uint64_t in,
     int all = vote;
 
     gather_part(shm, h, in, l, x0, c, recv + recv_offset(h, l, x0, c));
+    if (picoll_net_connect_all(h->net) != PICOLL_OK) {
+        return 0; /* on every member of every rail: every rank falls back */
+    }
     picoll_net_next(h->net);
     for (int s0 = 1; s0 < n; s0 += h->inflight) {
         int nreq = 0;
@@ -142,6 +145,9 @@ picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, c
     picoll_net_t *net = h->net;
     int n = picoll_net_size(net), me = picoll_net_rank(net);
 
+    if (picoll_net_connect_all(net) != PICOLL_OK) {
+        return PICOLL_ERR_UCX;
+    }
     picoll_net_next(net);
     for (int k = 1; k < n; k++) {
         int to = (me + k) % n, from = (me - k + n) % n;
