@@ -300,8 +300,14 @@ static char *net_card(picoll_net_t *net, MPI_Comm rail_comm, const char *my_host
     size_t addr_len = 0;
     int my_len = 0, max_len = 0;
 
+    if (net != NULL && net->registered) {
+        pthread_mutex_lock(&net->lock); /* the progress thread may drive the worker */
+    }
     if (net != NULL && picoll_ucx.worker_get_address(net->worker, &addr, &addr_len) == UCS_OK) {
         my_len = (int)addr_len;
+    }
+    if (net != NULL && net->registered) {
+        pthread_mutex_unlock(&net->lock);
     }
     PMPI_Allreduce(&my_len, &max_len, 1, MPI_INT, MPI_MAX, rail_comm);
     *rec = sizeof(int) + NET_HOST_MAX + (size_t)max_len;
@@ -314,7 +320,7 @@ static char *net_card(picoll_net_t *net, MPI_Comm rail_comm, const char *my_host
         }
     }
     if (addr != NULL) {
-        picoll_ucx.worker_release_address(net->worker, addr);
+        picoll_ucx.worker_release_address(net->worker, addr); /* UCX's memory: no worker state */
     }
     return card;
 }
@@ -444,8 +450,10 @@ static picoll_status_t net_table_all(picoll_net_t *net, const char *cards, size_
             all[i] = *old;
         } else if (i != net->rank && status == PICOLL_OK) {
             status = net_from_card(net, &all[i], cards + (size_t)i * rec);
-            eps[*k] = all[i].ep;
-            who[(*k)++] = i;
+            if (status == PICOLL_OK) {
+                eps[*k] = all[i].ep;
+                who[(*k)++] = i;
+            }
         }
     }
     if (status != PICOLL_OK) {
