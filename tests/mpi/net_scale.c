@@ -16,6 +16,9 @@
  * --max-held K it fails unless the endpoints and the liveness connections before the alltoall stay
  * within K each, with --max-sockets S unless the sockets gained before it stay within S; with
  * --nofile F every rank runs with its open-file limit lowered to F (ulimit -n F) from the start.
+ * With --starve-alltoall no rank may open another file during the first alltoall (the limit
+ * lowered to its highest open descriptor): picoll's connections to every node fail, and every
+ * rank must fall back to the MPI together, that call and the next one, with right results.
  * Prints "net_scale: passed" when every check held. */
 #define _DEFAULT_SOURCE /* readlink */
 #include <dirent.h>
@@ -75,15 +78,33 @@ static long rss_kb(void)
     return kb;
 }
 
+static const char *expect_path = "hier"; /* the prefix of every call's algorithm */
+
 static void check_path(int rank, last_alg_fn last, const char *coll)
 {
     const char *alg = last != NULL ? last() : NULL;
-    if (alg == NULL || strncmp(alg, "hier", 4) != 0) {
+    if (alg == NULL || strncmp(alg, expect_path, strlen(expect_path)) != 0) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "%s ran '%s', not picoll's hierarchical path", coll,
-                 alg != NULL ? alg : "(unknown)");
+        snprintf(msg, sizeof(msg), "%s ran '%s', not '%s'", coll, alg != NULL ? alg : "(unknown)",
+                 expect_path);
         fail(rank, msg);
     }
+}
+
+/* The highest open descriptor. */
+static int highest_fd(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int most = 2;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        most = fd > most ? fd : most;
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return most;
 }
 
 static void allreduce_check(MPI_Comm c, int rank, int size, int count, last_alg_fn last)
@@ -141,7 +162,10 @@ static void blocks_check(MPI_Comm c, int rank, int size, int block, int alltoall
 
 int main(int argc, char **argv)
 {
-    int rank, size, max_held = -1, max_sockets = -1;
+    int rank, size, max_held = -1, max_sockets = -1, starve = 0;
+    for (int i = 1; i < argc; i++) {
+        starve |= strcmp(argv[i], "--starve-alltoall") == 0;
+    }
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--max-held") == 0) {
             max_held = atoi(argv[i + 1]);
@@ -199,6 +223,16 @@ int main(int argc, char **argv)
     held[2] = count_sockets() - sockets0;
     held[3] = rail;
     held[8] = rss_kb() - rss0;
+    if (starve) {
+        struct rlimit rl, keep;
+        getrlimit(RLIMIT_NOFILE, &keep);
+        rl = keep;
+        rl.rlim_cur = (rlim_t)highest_fd() + 1;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        expect_path = "fallback";
+        blocks_check(c, rank, size, 8, 1, last);
+        setrlimit(RLIMIT_NOFILE, &keep);
+    }
     blocks_check(c, rank, size, 8, 1, last);
     if (query != NULL) {
         query(c, &rail, &eps, &watched);
