@@ -17,12 +17,13 @@
  * within K each, with --max-sockets S unless the sockets gained before it stay within S; with
  * --nofile F every rank runs with its open-file limit lowered to F (ulimit -n F) from the start.
  * With --starve-alltoall no rank may open another file during the first alltoall (the limit
- * lowered to its highest open descriptor): picoll's connections to every node fail, and every
+ * lowered to its highest open descriptor, the free numbers below it taken): picoll's connections to every node fail, and every
  * rank must fall back to the MPI together, that call and the next one, with right results.
  * Prints "net_scale: passed" when every check held. */
 #define _DEFAULT_SOURCE /* readlink */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,8 +230,16 @@ int main(int argc, char **argv)
         rl = keep;
         rl.rlim_cur = (rlim_t)highest_fd() + 1;
         setrlimit(RLIMIT_NOFILE, &rl);
+        /* and the free numbers below it taken */
+        int fill[4096], nfill = 0;
+        while (nfill < 4096 && (fill[nfill] = open("/dev/null", O_RDONLY)) >= 0) {
+            nfill++;
+        }
         expect_path = "fallback";
         blocks_check(c, rank, size, 8, 1, last);
+        for (int i = 0; i < nfill; i++) {
+            close(fill[i]);
+        }
         setrlimit(RLIMIT_NOFILE, &keep);
     }
     blocks_check(c, rank, size, 8, 1, last);
