@@ -19,6 +19,9 @@
  * With --starve-alltoall no rank may open another file during the first alltoall (the limit
  * lowered to its highest open descriptor, the free numbers below it taken): picoll's connections to every node fail, and every
  * rank must fall back to the MPI together, that call and the next one, with right results.
+ * With --time R, rank 0 also prints the mean time of R allreduces of 8 B, 64 KiB and 1 MiB and R
+ * allgathers of 8 B and 64 KiB a rank ("net_scale: time ..."), after 2 calls of warm-up each
+ * (tests/net/scale.sh --methods: each network method forced in turn).
  * Prints "net_scale: passed" when every check held. */
 #define _DEFAULT_SOURCE /* readlink */
 #include <dirent.h>
@@ -161,15 +164,43 @@ static void blocks_check(MPI_Comm c, int rank, int size, int block, int alltoall
     free(out);
 }
 
+/* Mean seconds of `reps` calls (allreduce of `bytes`, or allgather of `bytes` a rank), the
+ * slowest rank's. */
+static double time_calls(MPI_Comm c, int allgather, size_t bytes, int reps, int size)
+{
+    size_t n = allgather ? bytes * (size_t)size : bytes;
+    char *in = calloc(bytes > 8 ? bytes : 8, 1), *out = calloc(n > 8 ? n : 8, 1);
+    double t = 0;
+    for (int r = -2; r < reps; r++) {
+        MPI_Barrier(c);
+        double t0 = MPI_Wtime();
+        if (allgather) {
+            MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, c);
+        } else {
+            MPI_Allreduce(in, out, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, c);
+        }
+        if (r >= 0) {
+            t += MPI_Wtime() - t0;
+        }
+    }
+    double most = 0;
+    MPI_Allreduce(&t, &most, 1, MPI_DOUBLE, MPI_MAX, c);
+    free(in);
+    free(out);
+    return most / reps;
+}
+
 int main(int argc, char **argv)
 {
-    int rank, size, max_held = -1, max_sockets = -1, starve = 0;
+    int rank, size, max_held = -1, max_sockets = -1, starve = 0, reps = 0;
     for (int i = 1; i < argc; i++) {
         starve |= strcmp(argv[i], "--starve-alltoall") == 0;
     }
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--max-held") == 0) {
             max_held = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "--time") == 0) {
+            reps = atoi(argv[i + 1]);
         } else if (strcmp(argv[i], "--max-sockets") == 0) {
             max_sockets = atoi(argv[i + 1]);
         } else if (strcmp(argv[i], "--nofile") == 0) {
@@ -215,6 +246,15 @@ int main(int argc, char **argv)
     allreduce_check(c, rank, size, 262144, last);
     blocks_check(c, rank, size, 8, 0, last);
     blocks_check(c, rank, size, 65536, 0, last);
+    if (reps > 0) {
+        double t[5] = {time_calls(c, 0, 8, reps, size), time_calls(c, 0, 65536, reps, size),
+                       time_calls(c, 0, 1 << 20, reps, size), time_calls(c, 1, 8, reps, size),
+                       time_calls(c, 1, 65536, reps, size)};
+        if (rank == 0) {
+            printf("net_scale: time allreduce 8 %.1f 64k %.1f 1m %.1f allgather 8 %.1f 64k %.1f "
+                   "us\n", t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6);
+        }
+    }
     int rail = 0, eps = 0, watched = 0;
     if (query != NULL && query(c, &rail, &eps, &watched) != MPI_SUCCESS) {
         fail(rank, "picoll_comm_net_query: no network step on the communicator");
