@@ -43,7 +43,9 @@
  *                            allreduce of a type and op picoll reduces (all but MAXLOC/MINLOC) on
  *                            a communicator of more than one rank; NAME ending in '*' matches
  *                            every name it begins, e.g. allreduce=hier_*
- *          --path-min BYTES  (default 1) */
+ *          --path-min BYTES  (default 1)
+ *          --bits-each       compare the ranks' bits after every allreduce, not once a
+ *                            communicator (finds the call that differs) */
 #include "mpitest.h"
 
 #include <complex.h>
@@ -570,6 +572,8 @@ typedef struct {
     MPI_Comm comm;
     int rank, size;
     int used; /* a collective with data was run on it */
+    uint64_t bits; /* the hashes of its allreduce results so far (check_same_bits) */
+    long nbits;
 } comm_t;
 
 static comm_t comms[5];
@@ -703,8 +707,23 @@ static uint64_t result_hash(const type_t *t, const unsigned char *buf, size_t co
 
 /* The allreduce just made gave every rank of c the same bits, where picoll ran it (its own
  * algorithms; a call picoll hands to the MPI counts as 0 on every rank, so a rank that took
- * another path than the others shows too). Collective over c (every rank of a job runs the same
- * cases); nothing without picoll. */
+ * another path than the others shows too). The hashes of a communicator's calls are folded
+ * together and compared once, after the allreduces (same_bits_flush: one PMPI_Allreduce a
+ * communicator, where one a call doubled host.matrix.np3's time under MPICH's busy polling);
+ * with --bits-each every call is compared at once, to find the one that differs. Every rank of a
+ * job runs the same cases; nothing without picoll. */
+static int bits_each;
+
+static int same_bits_agree(uint64_t h, comm_t *c)
+{
+    uint64_t in[2] = {h, ~h}, out[2];
+    if (PMPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, c->comm) != MPI_SUCCESS) {
+        mt_fail("PMPI_Allreduce of the result hashes failed");
+        return 1;
+    }
+    return out[0] == ~out[1];
+}
+
 static void check_same_bits(const type_t *t, op_t op, size_t count, int inplace, comm_t *c)
 {
     if (!mt_picoll.found || mt_picoll.last_algorithm == NULL || c->size < 2) {
@@ -712,15 +731,31 @@ static void check_same_bits(const type_t *t, op_t op, size_t count, int inplace,
     }
     const char *path = mt_picoll.last_algorithm();
     int picolls = path != NULL && strcmp(path, "fallback") != 0;
-    uint64_t h = picolls ? result_hash(t, recvbuf, count) : 0, in[2] = {h, ~h}, out[2];
-    if (PMPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, c->comm) != MPI_SUCCESS) {
-        mt_fail("PMPI_Allreduce of the result hashes failed");
+    uint64_t h = picolls ? result_hash(t, recvbuf, count) : 0;
+    if (!bits_each) {
+        c->bits = mt_hash(c->bits ^ h);
+        c->nbits++;
         return;
     }
-    MT_CHECK(out[0] == ~out[1],
+    MT_CHECK(same_bits_agree(h, c),
              "MPI_Allreduce %s %s count %zu%s on %s (size %d, path %s): the ranks' results "
              "differ in their bits", t->name, op_names[op], count, inplace ? " in place" : "",
              c->name, c->size, path ? path : "(none)");
+}
+
+static void same_bits_flush(void)
+{
+    for (int ci = 0; ci < ncomms; ci++) {
+        comm_t *c = &comms[ci];
+        if (c->nbits > 0) {
+            MT_CHECK(same_bits_agree(c->bits, c),
+                     "MPI_Allreduce on %s (size %d): the ranks' results of its %ld allreduces "
+                     "differ in their bits (--bits-each names the call)", c->name, c->size,
+                     c->nbits);
+        }
+        c->bits = 0;
+        c->nbits = 0;
+    }
 }
 
 /* The MPI_CHAR call just made took the path that the same call on the char type of the same
@@ -1128,6 +1163,7 @@ int main(int argc, char **argv)
 {
     int expect_picoll = mt_flag(argc, argv, "--expect-picoll");
     int sparse = mt_flag(argc, argv, "--sparse");
+    bits_each = mt_flag(argc, argv, "--bits-each");
     const char *colls = mt_option(argc, argv, "--colls", "allreduce,allgather,alltoall");
     const char *comm_list = mt_option(argc, argv, "--comms", "world,split,dup,rev,self");
     size_t counts[16];
@@ -1193,6 +1229,7 @@ int main(int argc, char **argv)
                 }
             }
         }
+        same_bits_flush();
     }
     for (int which = 0; which < 2; which++) {
         const char *name = which == 0 ? "allgather" : "alltoall";
