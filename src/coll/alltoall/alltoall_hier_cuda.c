@@ -21,10 +21,15 @@ picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx,
     size_t total = args->block_bytes * (size_t)ctx->size;
     picoll_meminfo_t r;
 
-    /* in place: the parts of the receive buffer hold the input until the last kernel */
+    /* Alltoall talks to every node: the endpoints to all of them first (every rank is on a rail
+     * here, nodes being of equal size), so that where that fails (out of files) every rank votes
+     * no and all go on together (the host hierarchy then declines too: picoll_net_connect_all
+     * keeps its outcome). In place: the parts of the receive buffer hold the input until the
+     * last kernel. */
+    int connected = picoll_net_connect_all(h->net) == PICOLL_OK;
     picoll_status_t status = picoll_hier_cuda_begin(
         ctx, args->sendbuf, args->recvbuf, PICOLL_DT_NONE,
-        args->eligible && args->sendbuf != MPI_IN_PLACE, name, &r);
+        args->eligible && connected && args->sendbuf != MPI_IN_PLACE, name, &r);
     if (status != PICOLL_OK) {
         return status;
     }
