@@ -292,7 +292,7 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     pthread_cond_broadcast(&s->cond);
-    int err = s->error;
+    int err = __atomic_load_n(&s->error, __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&s->lock);
     if (up) {
         pthread_join(s->thread, NULL); /* it drains the queue first */
@@ -422,10 +422,12 @@ PICOLL_EXPORT int picoll_stream_query(MPIX_Stream handle, long *staged, long *ho
         return MPI_ERR_ARG;
     }
     long *out[] = {staged, host, device, captured, runs, kernels};
-    pthread_mutex_lock(&stream->lock);
-    long val[] = {stream->staged, stream->host, stream->device, stream->captured, stream->runs,
-                  stream->kernels};
-    pthread_mutex_unlock(&stream->lock);
+    long val[] = {__atomic_load_n(&stream->staged, __ATOMIC_RELAXED),
+                  __atomic_load_n(&stream->host, __ATOMIC_RELAXED),
+                  __atomic_load_n(&stream->device, __ATOMIC_RELAXED),
+                  __atomic_load_n(&stream->captured, __ATOMIC_RELAXED),
+                  __atomic_load_n(&stream->runs, __ATOMIC_RELAXED),
+                  __atomic_load_n(&stream->kernels, __ATOMIC_RELAXED)};
     for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
         if (out[i] != NULL) {
             *out[i] = val[i];

@@ -33,21 +33,14 @@ int picoll_stream_enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
                                    "picoll: %s: the communicator has no stream (make it with "
                                    "MPIX_Stream_comm_create and a CUDA stream)", fn);
     }
-    pthread_mutex_lock(&e->s->lock);
-    err = e->s->error;
-    e->s->error = MPI_SUCCESS;
-    pthread_mutex_unlock(&e->s->lock);
+    err = __atomic_exchange_n(&e->s->error, MPI_SUCCESS, __ATOMIC_ACQ_REL);
     if (err != MPI_SUCCESS) {
         return err; /* an earlier enqueued call's error, raised on the progress thread already */
     }
-    e->o = calloc(1, sizeof(op_t));
-    if (e->o == NULL) {
-        return picoll_raise_stream(comm, MPI_ERR_NO_MEM, "picoll: %s: out of memory", fn);
-    }
+    e->o = &e->here; /* zeroed with e */
     e->o->s = e->s;
     e->o->comm = comm;
     if (picoll_cu.ctx_push_current(e->s->ctx) != 0) {
-        free(e->o);
         return picoll_raise_stream(comm, MPI_ERR_OTHER,
                                    "picoll: %s: the stream's CUDA context cannot be made current",
                                    fn);
@@ -67,6 +60,21 @@ int picoll_stream_enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
     } else {
         picoll_stream_retire(e->s, 0);
     }
+    return MPI_SUCCESS;
+}
+
+/* The call goes to the progress thread: its record of its own, and its state word (once). */
+static int enq_own(enq_t *e)
+{
+    if (e->o != &e->here) {
+        return MPI_SUCCESS;
+    }
+    op_t *o = malloc(sizeof(op_t));
+    if (o == NULL) {
+        return picoll_stream_enq_fail(e, MPI_ERR_NO_MEM, "out of memory");
+    }
+    *o = e->here;
+    e->o = o;
     if (picoll_stream_cell_get(e->s, e->o) != 0) {
         return picoll_stream_enq_fail(e, MPI_ERR_NO_MEM,
                                       "no mapped pinned memory for the call's state word");
@@ -92,11 +100,14 @@ int picoll_stream_enq_fail(enq_t *e, int code, const char *what)
     if (e->out != NULL) {
         e->out->taken = 0;
     }
-    if (e->o->slab != NULL) {
+    if (e->o != NULL && e->o->slab != NULL) {
         e->o->slab->used[e->o->cell] = 0;
     }
     picoll_stream_enq_leave(e);
-    free(e->o);
+    if (e->o != &e->here) {
+        free(e->o);
+    }
+    e->o = NULL;
     return picoll_raise_stream(e->comm, code, "picoll: %s: %s", e->fn, what);
 }
 
@@ -183,7 +194,11 @@ int picoll_stream_enq_buffers(enq_t *e, const void *sendbuf, int scount, MPI_Dat
 {
     void *hs, *hr;
     long long sb = type_span(scount, stype), rb = type_span(rcount, rtype);
-    int rc = enq_side(e, sendbuf, sb, 1, &e->in, &hs, "sendbuf");
+    int rc = enq_own(e);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = enq_side(e, sendbuf, sb, 1, &e->in, &hs, "sendbuf");
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -208,6 +223,10 @@ int picoll_stream_enq_buffers(enq_t *e, const void *sendbuf, int scount, MPI_Dat
 int picoll_stream_enq_commit(enq_t *e)
 {
     picoll_stream_t s = e->s;
+    int own = enq_own(e);
+    if (own != MPI_SUCCESS) {
+        return own;
+    }
     op_t *o = e->o;
     int rc = picoll_cu.launch_host_func(s->cu, picoll_stream_post, o);
     if (rc == 0) {
@@ -247,12 +266,10 @@ int picoll_stream_enq_commit(enq_t *e)
     *s->kept_end = o;
     s->kept_end = &o->next_kept;
     picoll_stream_enq_leave(e);
-    pthread_mutex_lock(&s->lock);
-    s->staged += e->staged;
-    s->device += e->device && !e->staged;
-    s->host += !e->staged && !e->device;
-    s->captured += o->captured;
-    pthread_mutex_unlock(&s->lock);
+    __atomic_fetch_add(&s->staged, (long)e->staged, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->device, (long)(e->device && !e->staged), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->host, (long)(!e->staged && !e->device), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->captured, (long)o->captured, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
 

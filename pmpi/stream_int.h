@@ -131,13 +131,16 @@ struct picoll_mpix_stream {
     int stop, thread_up;
     pthread_t thread;
     int ncomms;                    /* stream communicators made with it, not yet freed */
-    int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS */
+    int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS
+                                    * (atomic: the enqueue takes it without the lock) */
     int created;                   /* a stream the application created (not the legacy or a
                                     * per-thread stream's handle): picoll's kernels may go there */
     int direct_ok;                 /* an application-created stream: device buffers of collectives
                                     * go to the progress thread as they are */
     long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
-                                    * host memory, device memory handed over as it is) */
+                                    * host memory, device memory handed over as it is); these
+                                    * counters and the next two are atomic (no lock on the
+                                    * enqueue's path) */
     long captured;                 /* of them, recorded into a CUDA graph */
     long kernels;                  /* of them, picoll's kernels launched on the stream itself */
     picoll_cu_deviceptr_t warm;    /* a few device bytes for the stream communicators' first
@@ -155,7 +158,9 @@ typedef struct {
     const char *fn;
     MPI_Comm comm;
     picoll_stream_t s;
-    op_t *o;
+    op_t *o;              /* &here until the call goes to the progress thread (enq_buffers): a
+                           * call on picoll's kernels allocates nothing */
+    op_t here;
     staging_t *in, *out;  /* staging of the send and receive sides; NULL: used in place */
     void *user_out;       /* the device buffer the receive staging goes back to */
     size_t out_bytes;

@@ -91,7 +91,7 @@ static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, v
 }
 
 /* After the kernels: the copies back, the copies' memory free again once the stream passed them
- * (a captured call keeps its own); the call's state word and record are not needed. */
+ * (a captured call keeps its own); the call has no state word and no record of its own. */
 static int enq_kernel_back(enq_t *e)
 {
     picoll_stream_t s = e->s;
@@ -124,14 +124,10 @@ static int enq_kernel_back(enq_t *e)
             }
         }
     }
-    e->o->slab->used[e->o->cell] = 0;
-    free(e->o);
-    e->o = NULL;
+    e->o = NULL; /* e->here: no record, no state word, no lock */
     picoll_stream_enq_leave(e);
-    pthread_mutex_lock(&s->lock);
-    s->kernels++;
-    s->captured += captured;
-    pthread_mutex_unlock(&s->lock);
+    __atomic_fetch_add(&s->kernels, 1L, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->captured, (long)captured, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
 

@@ -100,10 +100,12 @@ void *picoll_stream_progress(void *arg)
         pthread_mutex_unlock(&s->lock);
         int rc = run_op(o);
         pthread_mutex_lock(&s->lock);
-        if (rc != MPI_SUCCESS && s->error == MPI_SUCCESS) {
-            s->error = rc;
+        int none = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) { /* the first error stays */
+            __atomic_compare_exchange_n(&s->error, &none, rc, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
         }
-        s->runs++;
+        __atomic_fetch_add(&s->runs, 1L, __ATOMIC_RELAXED);
         /* the stream goes on (its copies back, the application's work) whatever happened: a
          * stream never hangs on a failed call */
         __atomic_store_n(o->state, 1, __ATOMIC_RELEASE);
