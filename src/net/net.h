@@ -34,9 +34,10 @@ typedef struct {
 
 /* Collective over rail_comm: create the worker, exchange addresses with the partners over PMPI,
  * connect to them, and set up their liveness check (net/alive.h; timeout: how long a host may be
- * silent before it counts as lost). rail_comm must outlive the rail. comm_ranks[i] is the rank, in the user's communicator of size
- * comm_size, of rail member i (for error messages). Every rank takes part in every exchange even after a local
- * failure; then it returns an error and *out is NULL. */
+ * silent before it counts as lost). rail_comm must outlive the rail. comm_ranks[i] is the rank,
+ * in the user's communicator of size comm_size, of rail member i (for error messages). Every
+ * rank takes part in every exchange even after a local failure; then it returns an error and
+ * *out is NULL. */
 picoll_status_t picoll_net_create(MPI_Comm rail_comm, const int *comm_ranks, int comm_size,
                                   double timeout, picoll_net_t **out);
 void picoll_net_destroy(picoll_net_t *net);

@@ -268,7 +268,8 @@ static void net_failed(picoll_net_t *net, const picoll_net_req_t *req, const cha
 {
     picoll_fatal("%s on a communicator of size %d: network step with rank %d on host %s failed: "
                  "%s: aborting the job",
-                 coll, net->comm_size, net->comm_ranks[req->peer], picoll_net_host(net, req->peer), what);
+                 coll, net->comm_size, net->comm_ranks[req->peer], picoll_net_host(net, req->peer),
+                 what);
 }
 
 /* The members of the rail that reqs still wait for (each named once), as "rank R on host H, ..."

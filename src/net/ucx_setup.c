@@ -116,8 +116,9 @@ static picoll_status_t net_flush(picoll_net_t *net, ucp_ep_h *eps, const int *wh
     while (pending > 0) {
         int moved = net_progress_own(net);
         for (int i = 0; i < k; i++) {
-            ucs_status_t st;
-            if (reqs[i] == NULL || (st = picoll_ucx.request_check_status(reqs[i])) == UCS_INPROGRESS) {
+            ucs_status_t st = reqs[i] != NULL ? picoll_ucx.request_check_status(reqs[i])
+                                              : UCS_INPROGRESS;
+            if (reqs[i] == NULL || st == UCS_INPROGRESS) {
                 continue;
             }
             if (st != UCS_OK) {
@@ -369,8 +370,8 @@ static picoll_status_t net_connect_partners(picoll_net_t *net, MPI_Comm rail_com
     }
     /* collective: every member, failed or not */
     _Static_assert(NET_HOST_MAX == PICOLL_ALIVE_HOST_MAX, "host name records differ");
-    picoll_alive_t *alive = picoll_alive_create(rail_comm, members, (const char(*)[NET_HOST_MAX])hosts,
-                                                np, my_host, me, timeout);
+    picoll_alive_t *alive = picoll_alive_create(
+        rail_comm, members, (const char(*)[NET_HOST_MAX])hosts, np, my_host, me, timeout);
     if (net != NULL) {
         net->alive = alive;
     } else {

@@ -17,8 +17,9 @@
  * within K each, with --max-sockets S unless the sockets gained before it stay within S; with
  * --nofile F every rank runs with its open-file limit lowered to F (ulimit -n F) from the start.
  * With --starve-alltoall no rank may open another file during the first alltoall (the limit
- * lowered to its highest open descriptor, the free numbers below it taken): picoll's connections to every node fail, and every
- * rank must fall back to the MPI together, that call and the next one, with right results.
+ * lowered to its highest open descriptor, the free numbers below it taken): picoll's
+ * connections to every node fail, and every rank must fall back to the MPI together, that call
+ * and the next one, with right results.
  * With --time R, rank 0 also prints the mean time of R allreduces of 8 B, 64 KiB and 1 MiB and R
  * allgathers of 8 B and 64 KiB a rank ("net_scale: time ..."), after 2 calls of warm-up each
  * (tests/net/scale.sh --methods: each network method forced in turn).
@@ -190,19 +191,24 @@ static double time_calls(MPI_Comm c, int allgather, size_t bytes, int reps, int 
     return most / reps;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    int max_held, max_sockets, starve, reps;
+} opts_t;
+
+/* The options; --nofile applied at once. Returns 0, or 1 where the limit cannot be lowered. */
+static int parse(int argc, char **argv, opts_t *o)
 {
-    int rank, size, max_held = -1, max_sockets = -1, starve = 0, reps = 0;
+    *o = (opts_t){.max_held = -1, .max_sockets = -1};
     for (int i = 1; i < argc; i++) {
-        starve |= strcmp(argv[i], "--starve-alltoall") == 0;
+        o->starve |= strcmp(argv[i], "--starve-alltoall") == 0;
     }
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--max-held") == 0) {
-            max_held = atoi(argv[i + 1]);
+            o->max_held = atoi(argv[i + 1]);
         } else if (strcmp(argv[i], "--time") == 0) {
-            reps = atoi(argv[i + 1]);
+            o->reps = atoi(argv[i + 1]);
         } else if (strcmp(argv[i], "--max-sockets") == 0) {
-            max_sockets = atoi(argv[i + 1]);
+            o->max_sockets = atoi(argv[i + 1]);
         } else if (strcmp(argv[i], "--nofile") == 0) {
             struct rlimit rl;
             getrlimit(RLIMIT_NOFILE, &rl);
@@ -213,6 +219,18 @@ int main(int argc, char **argv)
             }
         }
     }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    opts_t opt;
+    if (parse(argc, argv, &opt) != 0) {
+        return 1;
+    }
+    int max_held = opt.max_held, max_sockets = opt.max_sockets, starve = opt.starve;
+    int reps = opt.reps;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
