@@ -100,8 +100,6 @@ picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, c
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,
                                         const picoll_allreduce_args_t *args);
 size_t picoll_allgather_hier_piece_max(const picoll_hier_t *h, size_t slot_size);
-/* The most pieces one node's part holds on rail 0 (the allgather's largest part, in pieces). */
-int picoll_allgather_hier_rail_pieces(const picoll_hier_t *h);
 size_t picoll_alltoall_hier_piece_max(const picoll_hier_t *h, size_t slot_size);
 /* how: the allgather's network step, PICOLL_RAIL_RING or PICOLL_RAIL_BRUCK (every rank alike). */
 picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,

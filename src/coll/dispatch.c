@@ -225,7 +225,7 @@ static picoll_status_t hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_a
     picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
                                  .even = ctx->hier->even,
                                  .slot_size = shm->slot_size,
-                                 .rail_pieces = picoll_allgather_hier_rail_pieces(ctx->hier)};
+                                 .rail_pieces = ctx->hier->rail_most};
     int alg = c->hier_select(&picoll_cfg, &shape, args->block_bytes,
                              c->hier_piece_max(ctx->hier, shm->slot_size));
     if (alg == PICOLL_ALG_FALLBACK) {

@@ -100,6 +100,10 @@ picoll_status_t picoll_hier_create(MPI_Comm comm, MPI_Comm node_comm, size_t scr
         }
     }
     h->even = h->nrails * nn == size;
+    for (int x = 0; x < nn; x++) {
+        int k = (h->node_size[x] + h->nrails - 1) / h->nrails;
+        h->rail_most = k > h->rail_most ? k : h->rail_most;
+    }
     /* ranks come in increasing order, and so do local ranks within a node */
     for (int r = 0; r < size; r++) {
         int x = leader_index(leaders, nn, all[r].leader);

@@ -18,6 +18,8 @@ typedef struct {
     int node;             /* my node's index */
     int nrails;           /* ranks on the smallest node */
     int even;             /* every node has nrails ranks: every rank is on a rail */
+    int rail_most;        /* the most ranks one node has on a rail (rail 0's, the largest
+                           * picoll_hier_rail_count) */
     int *node_size;       /* [num_nodes] */
     int *node_offset;     /* [num_nodes + 1]: prefix sums of node_size */
     int *rank_of;         /* [comm size]: rank_of[node_offset[x] + j] is local rank j of node x */

@@ -30,16 +30,6 @@ size_t picoll_allgather_hier_piece_max(const picoll_hier_t *h, size_t slot_size)
     return slot_size / pieces;
 }
 
-int picoll_allgather_hier_rail_pieces(const picoll_hier_t *h)
-{
-    int most = 0;
-    for (int x = 0; x < h->num_nodes; x++) {
-        int k = picoll_hier_rail_count(h, x, 0);
-        most = k > most ? k : most;
-    }
-    return most;
-}
-
 /* A rail's buffer of the nodes' parts, in node order: node x's part is bytes [part_at(x),
  * part_at(x + 1)). Host (h set): rail `rail`'s pieces of c bytes, rail_count of them a node;
  * device (h NULL): parts of c bytes. arrived: called for each node's part as it is in, or NULL. */
