@@ -621,6 +621,18 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
     dev_coll(p, dev_red_any());
 }
 
+/* The floor of a launch (picoll_device_floor, osu-bench --floor): the generic kernel's launch
+ * shape and parameter block, no work. With a status, thread 0 of block 0 stores the launch's seq
+ * in done[0] as every call's block does when it finishes (the host polls that word, as a blocking
+ * call's end does); without one, it does nothing. */
+extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
+picoll_floor_kernel(const picoll_cuda_kparams_t p)
+{
+    if (p.status != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+        dev_flag_store((uint64_t *)&p.status->done[0], p.seq);
+    }
+}
+
 /* The entries of fixed type, op and rank count (PICOLL_CUDA_FIXED_LIST x PICOLL_CUDA_FIXED_RANKS,
  * named by PICOLL_CUDA_FIXED_NAME): the same launch bounds, so that the generic kernel's occupancy
  * holds for them (the workspace checks it). */

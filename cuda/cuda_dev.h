@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "build-config.h"
 #include "cuda/cuda_kernel.h"
@@ -24,6 +25,8 @@ typedef struct picoll_cuda_ws picoll_cuda_ws_t;
  * without creating a context: "sm_90 for compute capability 9.0", "PTX of compute_90, compiled by
  * the driver ...", or why none (also in a build without CUDA). */
 void picoll_cuda_kernel_image(int device, char *out, size_t len);
+
+enum { PICOLL_CUDA_FLOOR_LAUNCH = 1, PICOLL_CUDA_FLOOR_QUEUE = 2, PICOLL_CUDA_FLOOR_COPY = 3 };
 
 #ifdef PICOLL_HAVE_CUDA
 
@@ -125,7 +128,20 @@ picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf,
                                       const size_t *sbytes, const size_t *soffs,
                                       const size_t *rbytes, const size_t *roffs, size_t largest);
 
+/* picoll_device_floor (picoll.h): what is PICOLL_CUDA_FLOOR_*, the same numbers as
+ * PICOLL_FLOOR_*; cuda_floor.c. why: the reason of an error. */
+picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes, double *seconds,
+                                  char *why, size_t len);
+
 #else /* !PICOLL_HAVE_CUDA */
+
+static inline picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes,
+                                                double *seconds, char *why, size_t len)
+{
+    (void)what, (void)stream, (void)n, (void)bytes, (void)seconds;
+    snprintf(why, len, "picoll was built without CUDA");
+    return PICOLL_ERR_NOT_SUPPORTED;
+}
 
 static inline int picoll_cuda_device_present(const picoll_config_t *cfg)
 {

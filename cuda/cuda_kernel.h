@@ -168,6 +168,8 @@ typedef struct {
 
 /* The kernel's symbol in the fatbin (cuModuleGetFunction). */
 #define PICOLL_CUDA_KERNEL_NAME "picoll_coll_kernel"
+/* The empty kernel that times a launch (picoll_cuda_floor). */
+#define PICOLL_CUDA_FLOOR_NAME "picoll_floor_kernel"
 
 /* Kernel entries of one element type, op and local rank count fixed at compile time (issue 27):
  * the op's switch folds away and the loop over the ranks unrolls, every rank's 16-byte load of a

@@ -111,6 +111,25 @@ int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
 int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
                         long *captured, long *runs, long *kernels);
 
+/* ---- The GPU's floor, for benchmarks (osu-bench --floor) ----
+ *
+ * Times on the calling thread's current CUDA context, with picoll's own kernel module and the
+ * launch shape of its calls (one block of its threads, its parameter block), and stores the time
+ * of one in *seconds:
+ *   PICOLL_FLOOR_LAUNCH  one empty kernel launched and waited for as a blocking call waits (the
+ *                        host polls a word the kernel stores in mapped host memory); n times
+ *   PICOLL_FLOOR_QUEUE   n empty kernels queued on cuda_stream (a CUstream), then one synchronise,
+ *                        as enqueued calls run; the time per launch
+ *   PICOLL_FLOOR_COPY    n device-to-device copies of bytes queued on cuda_stream, then one
+ *                        synchronise; the time per copy (each reads and writes bytes)
+ * Not collective. MPI_SUCCESS; MPI_ERR_ARG for a bad argument or no current context;
+ * MPI_ERR_OTHER where picoll has no device kernels (built without CUDA, no driver) or CUDA
+ * failed; the reason is logged (PICOLL_LOG=warn). */
+#define PICOLL_FLOOR_LAUNCH 1
+#define PICOLL_FLOOR_QUEUE 2
+#define PICOLL_FLOOR_COPY 3
+int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes, double *seconds);
+
 #ifdef __cplusplus
 }
 #endif

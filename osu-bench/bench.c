@@ -15,6 +15,7 @@
 
 #include "bench.h"
 #include "bench_cuda.h"
+#include "bench_floor.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -87,6 +88,7 @@ typedef struct {
     int nccl;                  /* --nccl: a C column, NCCL on the same buffers */
     int enqueue;               /* --enqueue: MPIX_*_enqueue on the benchmark's stream */
     int graph;                 /* --graph: the same call captured into a CUDA graph, replayed */
+    int floor;                 /* --floor[=N]: the GPU's floor, N launches (0: off) */
 } options_t;
 
 /* The --nccl column: not asked for, timed, or skipped (one line says why). */
@@ -171,6 +173,8 @@ typedef struct {
     int graph_kernels; /* its captured call went to picoll's kernels on the stream */
     int in_stream;
     long stream_issued[STREAM_COLUMNS], stream_ran[STREAM_COLUMNS];
+    bench_floor_t floor; /* --floor */
+    char floor_why[256]; /* --floor skipped: why */
 } bench_t;
 
 /* ------------------------------------------------------------------ values */
@@ -285,6 +289,12 @@ static void print_usage(const bench_coll_t *coll)
            "                                (stream communicators need it); each column is skipped\n"
            "                                with one \"# enqueue: skipped: ...\" (\"# graph: ...\")\n"
            "                                line without picoll, a CUDA stream or that thread level\n"
+           "      --floor[=N]               with --ab and -d cuda: the GPU's floor in the same job\n"
+           "                                (picoll_device_floor, N launches, default 1000): an\n"
+           "                                empty kernel launched and waited for, N queued on the\n"
+           "                                stream, and per size a device-to-device copy of the\n"
+           "                                bytes a rank's call must move; under each row a\n"
+           "                                \"# floor (us):\" line with picoll's ratios to them\n"
            "      --factor F                ratio of successive sizes (default 2)\n"
            "      --test-corrupt            testing only: damage one result so that -c must fail\n",
            coll->name, coll->title, PACKAGE_VERSION, BENCH_MAX_SIZE_DEFAULT, BENCH_ITERS_SMALL,
@@ -378,6 +388,7 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'v'},
         {"ab", optional_argument, NULL, 'A'},
+        {"floor", optional_argument, NULL, 'L'},
         {"factor", required_argument, NULL, 'F'},
         {"test-corrupt", no_argument, NULL, 'C'},
         {"baseline", required_argument, NULL, 'B'},
@@ -451,6 +462,12 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
                 bad = "--ab wants a positive number of rounds";
             }
             break;
+        case 'L':
+            opt->floor = 1000;
+            if (optarg != NULL && parse_int(optarg, 1, &opt->floor) != 0) {
+                bad = "--floor wants a positive number of launches";
+            }
+            break;
         case 'F':
             if (parse_int(optarg, 2, &v) != 0 || v > 1024) {
                 bad = "--factor wants a whole number from 2 to 1024";
@@ -500,6 +517,9 @@ static int parse_options(const bench_coll_t *coll, int argc, char **argv, int ra
     }
     if (bad == NULL && opt->baseline != BASELINE_AUTO && opt->ab_rounds == 0) {
         bad = "--baseline chooses the A column of --ab: give --ab too";
+    }
+    if (bad == NULL && opt->floor > 0 && (opt->ab_rounds == 0 || opt->mem != MEM_CUDA)) {
+        bad = "--floor adds lines to --ab -d cuda: give both";
     }
     if (bad == NULL && opt->nccl && opt->ab_rounds == 0) {
         bad = "--nccl adds a column to --ab: give --ab too";
@@ -1121,6 +1141,11 @@ static void print_header(const bench_t *b)
                b->picoll.active != NULL ? b->picoll.active() : -1);
         print_nccl_line(b);
         print_stream_lines(b);
+        if (b->floor.on) {
+            bench_floor_header(&b->floor, b->coll->name, b->np);
+        } else if (o->floor > 0) {
+            printf("# floor: skipped: %s\n", b->floor_why);
+        }
         snprintf(a_lat, sizeof(a_lat), "%s(us)", a);
         snprintf(a_bw, sizeof(a_bw), "%s BusBW(MB/s)", a);
         printf("%-*s%*s%*s%*s%*s%*s", COL_SIZE, "# Size", COL_FIELD, a_lat, COL_FIELD,
@@ -1474,8 +1499,11 @@ static int run_ab(bench_t *b, size_t count, int first)
     b->in_nccl = 0;
     b->picoll.set_bypass(0);
     ok &= stream_check(b);
+    size_t moved = b->floor.on ? bench_floor_moved(b->coll->name, b->np, size) : 0;
+    double copy_us = b->floor.on ? bench_floor_copy(&b->floor, b->comm, moved, iters) : 0.0;
+    double pic = 0.0, med[STREAM_COLUMNS] = {0.0, 0.0};
     if (b->rank == 0) {
-        double mpi, pic;
+        double mpi;
         memcpy(lat + columns * rounds, lat, (size_t)columns * (size_t)rounds * sizeof(*lat));
         mpi = median(lat, rounds);
         pic = median(lat + rounds, rounds);
@@ -1491,13 +1519,13 @@ static int run_ab(bench_t *b, size_t count, int first)
                    COL_BUSBW, busbw(b, size, nc));
         }
         if (b->opt.enqueue || b->opt.graph) {
-            double med[STREAM_COLUMNS];
             double *by_col = slat + STREAM_COLUMNS * (size_t)rounds;
             for (int col = 0; col < STREAM_COLUMNS; col++) {
                 for (int r = 0; r < rounds; r++) {
                     by_col[col * rounds + r] = slat[r * STREAM_COLUMNS + col];
                 }
-                med[col] = median(by_col + col * rounds, rounds);
+                med[col] = b->stream_state[col] == NCCL_ON ? median(by_col + col * rounds, rounds)
+                                                           : 0.0;
             }
             print_stream_fields(b, med);
         }
@@ -1512,6 +1540,9 @@ static int run_ab(bench_t *b, size_t count, int first)
         print_stream_rounds(b, slat, rounds);
     }
     print_stream_calls(b);
+    if (b->rank == 0 && b->floor.on) {
+        bench_floor_row(&b->floor, moved, copy_us, pic, med);
+    }
     free(lat);
     free(slat);
     return ok;
@@ -1742,6 +1773,10 @@ static int bench_run(bench_t *b)
     if (o->enqueue || o->graph) {
         stream_setup(b);
     }
+    if (o->floor > 0) {
+        b->floor.n = o->floor;
+        bench_floor_setup(&b->floor, b->comm, b->cstream, b->floor_why, sizeof(b->floor_why));
+    }
     if (b->rank == 0) {
         print_header(b);
         print_counting(b);
@@ -1763,6 +1798,7 @@ static int bench_run(bench_t *b)
     if (b->nccl == NCCL_ON) {
         bench_nccl_close();
     }
+    bench_floor_close(&b->floor);
     stream_close(b);
     buffers_free(b);
     free(b->calls_start);

@@ -45,6 +45,11 @@ Checks (all by default on a successful run):
   --stream-calls N    each of those columns issued N calls per size (warm-up, timed, validation)
   --stream-skipped RE the stream columns asked for were skipped: "# enqueue: skipped: RE" and/or
                       "# graph: skipped: RE" lines (at least one), no such column, no calls line
+  --floor NP          --floor ran on NP ranks: one "# floor: ..." line with both launch floors,
+                      and under every row a "# floor (us): ..." line whose bytes are what the
+                      collective (--title) must move at that size on NP ranks, whose floors are
+                      the larger of the launch's and the copy's, and whose ratios are the row's
+                      latencies over them
 """
 
 import argparse
@@ -178,6 +183,19 @@ def stream_columns(a):
     return [c for c, on in (("enqueue", a.enqueue), ("graph", a.graph)) if on]
 
 
+def rows_below(lines):
+    """Each row of the table with the '#' lines under it."""
+    for i, row in enumerate(lines):
+        if not row.strip() or row.startswith("#"):
+            continue
+        below = []
+        for l in lines[i + 1:]:
+            if not l.startswith("#"):
+                break
+            below.append(l)
+        yield row, below
+
+
 def check_stream(a, lines, header, columns, out, err):
     """--enqueue/--graph: the columns' lines, their calls all run under every row, and with --ab
     their rounds; --stream-skipped: only skip lines."""
@@ -201,14 +219,7 @@ def check_stream(a, lines, header, columns, out, err):
         if "Enqueue(us)" in header or "Graph(us)" in header:
             fail("a stream column although none was asked for: %r" % header, out, err)
         return
-    for i, row in enumerate(lines):
-        if not row.strip() or row.startswith("#"):
-            continue
-        below = []
-        for l in lines[i + 1:]:
-            if not l.startswith("#"):
-                break
-            below.append(l)
+    for row, below in rows_below(lines):
         m = [STREAM_CALLS.match(l) for l in below if l.startswith("# stream calls ran")]
         if not m or not m[0]:
             fail("row %r has no '# stream calls ran: ...' line under it" % row, out, err)
@@ -235,6 +246,50 @@ def check_stream(a, lines, header, columns, out, err):
                         abs(median([p[k] for p in rounds]) - want) > 0.011 + 0.001 * want:
                     fail("row %r: the median of its %s rounds is not the row's" % (row, c), out, err)
     print("stream columns %s: every call issued ran, under each row" % "/".join(cols))
+
+
+FLOOR_HEAD = re.compile(r"# floor: every rank at once, .* launched and waited for ([0-9.]+) us "
+                        r"\(blocking floor\), queued on the stream ([0-9.]+) us per launch")
+FLOOR_ROW = re.compile(r"# floor \(us\): blocking ([0-9.]+), stream ([0-9.]+) \(copy ([0-9.]+): "
+                       r"(\d+) B read and written, [0-9.]+ GB/s\); picoll/floor ([0-9.]+)x"
+                       r"(?:, enqueue/floor ([0-9.]+)x)?(?:, graph/floor ([0-9.]+)x)?$")
+
+
+def check_floor(a, lines, columns, out, err):
+    """--floor NP: the floor's header, and under each row its floors and the row's ratios."""
+    head = [FLOOR_HEAD.match(l) for l in lines if l.startswith("# floor: ")]
+    if len(head) != 1 or not head[0]:
+        fail("expected one '# floor: every rank at once, ...' line, got %r"
+             % [l for l in lines if l.startswith("# floor: ")], out, err)
+    launch, queue = float(head[0].group(1)), float(head[0].group(2))
+    if launch <= 0 or queue <= 0:
+        fail("a launch floor is not positive: %r" % head[0].group(0), out, err)
+    near = lambda x, y: abs(x - y) <= 0.006 + 0.002 * abs(y)
+    for row, below in rows_below(lines):
+        m = [FLOOR_ROW.match(l) for l in below if l.startswith("# floor (us): ")]
+        if len(m) != 1 or not m[0]:
+            fail("row %r has no '# floor (us): ...' line under it" % row, out, err)
+        f, g = row.split(), m[0].groups()
+        size, np_ = int(f[0]), a.floor
+        moved = {"Allgather": (np_ + 1) * size, "Alltoall": 2 * np_ * size}.get(a.title, 2 * size)
+        blocking, stream, copy = float(g[0]), float(g[1]), float(g[2])
+        if int(g[3]) != moved or copy <= 0:
+            fail("row %r: floor of %s B (copy %s us), expected %d B" % (row, g[3], g[2], moved),
+                 out, err)
+        if not near(blocking, max(launch, copy)) or not near(stream, max(queue, copy)):
+            fail("row %r: floors %s/%s are not the larger of launch and copy" % (row, g[0], g[1]),
+                 out, err)
+        pic = float(f[1 + columns.index("picoll(us)")])
+        if abs(float(g[4]) - pic / blocking) > 0.002 + 0.002 * pic / blocking:
+            fail("row %r: picoll/floor %s is not %.3f" % (row, g[4], pic / blocking), out, err)
+        for k, c in ((5, "Enqueue(us)"), (6, "Graph(us)")):
+            if (g[k] is not None) != (c in columns):
+                fail("row %r: a %s ratio without its column, or none with it" % (row, c), out, err)
+            if g[k] is not None:
+                want = float(f[1 + columns.index(c)]) / stream
+                if abs(float(g[k]) - want) > 0.002 + 0.002 * want:
+                    fail("row %r: %s/floor %s is not %.3f" % (row, c, g[k], want), out, err)
+    print("floor: launch %.2f us, queue %.2f us; a floor line under each row" % (launch, queue))
 
 
 def check_format(a, out, err):
@@ -313,6 +368,8 @@ def check_format(a, out, err):
         check_rounds(lines, a.nccl, out, err)
     if rows:
         check_stream(a, lines, header, columns, out, err)
+    if rows and a.floor:
+        check_floor(a, lines, columns, out, err)
     # the path first: a count is only meaningful on the path it was expected on
     if a.expect_path:
         check_paths(a, lines, out, err)
@@ -453,6 +510,7 @@ def main():
     p.add_argument("--graph", action="store_true")
     p.add_argument("--stream-calls", type=int)
     p.add_argument("--stream-skipped")
+    p.add_argument("--floor", type=int)
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command

@@ -6,6 +6,9 @@
 
 #include "build-config.h"
 #include "util/export.h"
+#include "util/log.h"
+#include "cuda/cuda_dev.h"
+#include "picoll.h"
 #include "core/core.h"
 #include "mem/cuda_state.h"
 
@@ -22,4 +25,20 @@ PICOLL_EXPORT int MPIX_Query_cuda_support(void)
         return picoll_cuda.mpi_aware;
     }
     return picoll_mpi_cuda_aware(&how); /* before MPI_Init, or with picoll off */
+}
+
+PICOLL_EXPORT int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes,
+                                      double *seconds)
+{
+    char why[256] = "";
+    if (seconds == NULL) {
+        picoll_warn("picoll_device_floor: seconds is NULL");
+        return MPI_ERR_ARG;
+    }
+    picoll_status_t st = picoll_cuda_floor(what, cuda_stream, n, bytes, seconds, why, sizeof(why));
+    if (st != PICOLL_OK) {
+        picoll_warn("picoll_device_floor: %s", why);
+    }
+    return st == PICOLL_OK ? MPI_SUCCESS : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG
+                                                                           : MPI_ERR_OTHER;
 }

@@ -21,6 +21,7 @@ static const struct {
     PICOLL_CUDA_FIXED_LIST(EMU_FIXED_RANKS)
 #undef EMU_FIXED_RANKS
 #undef EMU_FIXED_ENTRY
+    {PICOLL_CUDA_FLOOR_NAME, picoll_floor_kernel},
 };
 
 /* Entry i's function and name (-1 beyond the last); by name: its index, or -1. */
