@@ -211,8 +211,8 @@ static int coll_launch(picoll_cuda_ws_t *ws, coll_call_t *c, size_t i, uint64_t 
     c->p.resume = resume;
     c->p.done_mask = done_mask;
     int rc = picoll_cu.launch_kernel(picoll_cuda_ws_function(ws, &c->p), (unsigned)blocks, 1, 1,
-                                     (unsigned)ws->threads, 1, 1, 0, PICOLL_CU_STREAM_PER_THREAD,
-                                     params, NULL);
+                                     picoll_cuda_launch_threads(ws, blocks), 1, 1, 0,
+                                     PICOLL_CU_STREAM_PER_THREAD, params, NULL);
     if (rc != 0 && !c->entered && c->p.veto_at != 0 && i == 0 && !resume) {
         /* a hot-path call that took the buffers' context as current (the quick vote): the driver
          * refuses the launch of a module's kernel in another context than its own
@@ -513,8 +513,8 @@ static picoll_status_t coll_enqueue(picoll_cuda_ws_t *ws, coll_call_t *c)
         c->p.seq = ++ws->seq;
         c->p.seq_floor = c->p.seq; /* nothing gives up here (the halt word stays 0) */
         int rc = picoll_cu.launch_kernel(picoll_cuda_ws_function(ws, &c->p), (unsigned)blocks, 1,
-                                         1, (unsigned)ws->threads, 1, 1, 0, ws->stream, params,
-                                         NULL);
+                                         1, picoll_cuda_launch_threads(ws, blocks), 1, 1, 0,
+                                         ws->stream, params, NULL);
         if (rc != 0) {
             coll_fatal(c->coll, "cuLaunchKernel on the communicator's stream", rc);
         }

@@ -272,6 +272,9 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     msg->resident = sms * per_sm;
     msg->own = ws_context_sms(sms, msg->mps) * per_sm;
     msg->threads = ws->threads;
+    /* PICOLL_CUDA_SMALL_THREADS: whole warps, at least one per local rank's wait (one warp) */
+    ws->small_threads = (int)((picoll_cfg.cuda_small_threads + 31) / 32 * 32);
+    ws->small_threads = ws->small_threads > ws->threads ? ws->threads : ws->small_threads;
     WS_CHECK(picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id), ws->device),
              "cuDeviceGetPCIBusId");
     for (char *c = msg->bus_id; *c; c++) {

@@ -25,6 +25,8 @@ struct picoll_cuda_ws {
     int comm_ranks[PICOLL_CUDA_MAX_LOCAL]; /* rank in the user's communicator of each local rank */
     int max_blocks;             /* blocks per launch at most: all ranks' blocks resident at once */
     int threads;                /* threads per block */
+    int small_threads;          /* threads of a one-block launch (PICOLL_CUDA_SMALL_THREADS);
+                                 * 0: threads */
     size_t slot_size;           /* bytes of one data buffer */
     char *base;                 /* my allocation: flags, then two data buffers */
     char *peer[PICOLL_CUDA_MAX_LOCAL]; /* the peers' allocations as mapped here (mine: base) */
@@ -91,6 +93,14 @@ void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws));
  * is on, else the generic kernel. The same on every rank (it depends on what every rank's call passes alike). */
 picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
                                              const picoll_cuda_kparams_t *p);
+
+/* Threads per block of a launch of blocks blocks: fewer for one block where
+ * PICOLL_CUDA_SMALL_THREADS asks (the kernel takes any multiple of 32: thread t waits for local
+ * rank t, and on a stream block 0's thread t for the launch's block t). */
+static inline unsigned picoll_cuda_launch_threads(const picoll_cuda_ws_t *ws, int blocks)
+{
+    return (unsigned)(blocks == 1 && ws->small_threads > 0 ? ws->small_threads : ws->threads);
+}
 
 static inline char *picoll_cuda_slot(const picoll_cuda_ws_t *ws, int rank, uint64_t parity)
 {

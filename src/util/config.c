@@ -132,6 +132,10 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, cuda_spin),
      .doc = "seconds a device kernel spins for a late peer's kernel before it gives its SMs "
             "back and the host waits instead (at least 0.001)"},
+    {.name = "PICOLL_CUDA_SMALL_THREADS", .type = PICOLL_CFG_INT, .def = "0", .min = 0,
+     .max = 1024, .offset = offsetof(picoll_config_t, cuda_small_threads),
+     .doc = "threads per block of a device kernel launch of one block (small calls), rounded up "
+            "to whole warps; 0 launches as many as larger calls (512)"},
     {.name = "PICOLL_STREAM_DIRECT", .type = PICOLL_CFG_BOOL, .def = "0",
      .offset = offsetof(picoll_config_t, stream_direct),
      .doc = "enqueued collectives on device buffers that do not run as kernels on the stream: 0 "

@@ -62,6 +62,7 @@ typedef struct {
     int cuda_staging;          /* picoll_staging_mode_t */
     int cuda;                  /* device executor (cuda/) allowed */
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
+    long cuda_small_threads;   /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
     int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers

@@ -28,6 +28,16 @@
 #              LEASE_BEFORE_LIB and with this build's library, turn about, twice
 #   fixedab    osu_allreduce on device buffers at np 2 and 4 with PICOLL_CUDA_FIXED=0 (the generic
 #              kernel) and 1 (the entries), turn about, twice: their A/B in one lease
+#   floor      osu-bench --floor (issue 40): the GPU's floor in the same job (an empty kernel
+#              launched and waited for, queued on the stream, a copy of the bytes each call must
+#              move) beside allreduce (8 B to 16 MiB), allgather and alltoall (8 B to 4 MiB),
+#              blocking, enqueued and graph-launched, at np 2 and 4, each row with its ratios
+#   smallab    allreduce 8 B to 64 KiB with --floor at np 2 and 4, one-block launches of 512
+#              threads (PICOLL_CUDA_SMALL_THREADS=0) and of 32, turn about, LEASE_AB_ROUNDS times
+#              (default 2)
+#   torchhang  the group stream's hang at np 4 (docs/torch.md): test_cuda.py on the group's stream
+#              with picoll naming late ranks after 10 s, its Python stacks dumped at 40 s and every
+#              rank's threads' kernel waits (wchan) at 30 s (hang-watch.sh); after the torch step
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -70,6 +80,8 @@ if [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
 fi
 export PICOLL_HOST=on
 bench="$build/osu-bench"
+site=/tmp/picoll-torch-site
+py=$(command -v python3)
 for s in $steps; do
     case $s in
     tests)
@@ -122,8 +134,6 @@ for s in $steps; do
         # (LEASE_TORCH_NPS), each under LEASE_TORCH_ENV (e.g. CUDA_DEVICE_MAX_CONNECTIONS=32).
         # The Python by its path: mpirun, started by its path, puts its own folder first on the
         # ranks' PATH.
-        site=/tmp/picoll-torch-site
-        py=$(command -v python3)
         step torch-build 300 env PICOLL_TORCH_DIR="$build" "$py" -m pip install --no-build-isolation \
             --no-deps --target "$site" -v "$src/torch"
         export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
@@ -135,6 +145,33 @@ for s in $steps; do
                 "$src/tests/torch/test_cuda.py" --backend picoll
             grep -E "passed|FAIL|Error|error|still waiting" "$logs/torch-cuda-np$np.log" | head -8
         done ;;
+    floor)
+        for np in 2 4; do
+            step floor-allreduce-np$np 75 "$build/tests/mpirun.sh" $np --preload \
+                "$bench/osu_allreduce" -d cuda --ab=3 --enqueue --graph --floor -c -T mpi_float \
+                -m 8:16M --factor 4
+            for c in allgather alltoall; do
+                step floor-$c-np$np 60 "$build/tests/mpirun.sh" $np --preload "$bench/osu_$c" \
+                    -d cuda --ab=3 --enqueue --graph --floor -c -T mpi_char -m 8:4M --factor 8
+            done
+        done
+        grep -h "^# floor: \|^# floor: skipped" "$logs"/floor-*.log | head -6 ;;
+    smallab)
+        for round in $(seq "${LEASE_AB_ROUNDS:-2}"); do
+            for t in 0 32; do
+                for np in 2 4; do
+                    step smallab-$t-np$np-$round 40 env PICOLL_CUDA_SMALL_THREADS=$t \
+                        "$build/tests/mpirun.sh" $np --preload "$bench/osu_allreduce" -d cuda \
+                        --ab=3 --enqueue --graph --floor -c -T mpi_float -m 8:64K --factor 8
+                done
+            done
+        done ;;
+    torchhang)
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        step torchhang-np4 75 bash "$src/tests/cuda/hang-watch.sh" 30 "$logs/torchhang-wchan.txt" \
+            env TORCH_TEST_CUDA_STREAM=group PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" 4 "$py" \
+            "$src/tests/torch/test_cuda.py" --timeout 40
+        grep -E "passed|FAIL|still waiting|File" "$logs/torchhang-np4.log" | head -20 ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
     stream)
