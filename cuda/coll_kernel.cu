@@ -48,17 +48,24 @@ __device__ __forceinline__ uint64_t dev_globaltimer()
     return t;
 }
 
-__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v)
-{
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(f), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");
-    return v;
-}
+/* A 64-bit store (st_sem) and load (ld_sem) of global memory at system scope. */
+#define DEV_PTX_WORD(store, st_sem, load, ld_sem)                                             \
+    __device__ __forceinline__ void store(uint64_t *f, uint64_t v)                            \
+    {                                                                                         \
+        asm volatile("st." st_sem ".sys.global.u64 [%0], %1;" ::"l"(f), "l"(v) : "memory");   \
+    }                                                                                         \
+    __device__ __forceinline__ uint64_t load(const uint64_t *f)                               \
+    {                                                                                         \
+        uint64_t v;                                                                           \
+        asm volatile("ld." ld_sem ".sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory"); \
+        return v;                                                                             \
+    }
+/* the flags: release and acquire */
+DEV_PTX_WORD(dev_flag_store, "release", dev_flag_load, "acquire")
+/* a word that orders nothing (PICOLL_CUDA_FENCES=needed): relaxed, seen by the other side
+ * eventually, with no fence */
+DEV_PTX_WORD(dev_word_store, "relaxed", dev_word_load, "relaxed")
+#undef DEV_PTX_WORD
 
 /* A plain store to global memory. */
 template <typename T>
@@ -79,6 +86,8 @@ __device__ __forceinline__ void dev_st(T *p, T v)
 __device__ __forceinline__ uint64_t dev_globaltimer() { return emu_globaltimer(); }
 __device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v, 1); }
 __device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f, 1); }
+__device__ __forceinline__ void dev_word_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v, 0); }
+__device__ __forceinline__ uint64_t dev_word_load(const uint64_t *f) { return emu_flag_load(f, 0); }
 
 template <typename T>
 __device__ __forceinline__ void dev_st(T *p, T v)
@@ -102,6 +111,16 @@ __device__ __forceinline__ void dev_st(T *p, T v)
  * not started as the late one) and this rank's host. */
 __device__ void dev_start(const picoll_cuda_kparams_t &p, uint64_t first)
 {
+    if (p.lean) {
+        /* relaxed, from the second warp where there is one: thread 0's releases (the arrivals)
+         * then wait for none of these stores, one of them across PCIe */
+        if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
+            dev_word_store(p.flags[p.me] + PICOLL_CUDA_STARTED_WORD +
+                               (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, first);
+            dev_word_store((uint64_t *)&p.status->started[blockIdx.x], first);
+        }
+        return;
+    }
     if (threadIdx.x == 0) {
         dev_flag_store(p.flags[p.me] + PICOLL_CUDA_STARTED_WORD +
                            (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, first);
@@ -245,11 +264,22 @@ __device__ void dev_finish(const picoll_cuda_kparams_t &p, uint64_t first, uint6
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-            dev_flag_store(p.epoch_word, epoch);
+            /* the next launch on the stream reads it after this one ended: stream order makes
+             * it visible there, a release adds nothing (lean) */
+            if (p.lean) {
+                dev_word_store(p.epoch_word, epoch);
+            } else {
+                dev_flag_store(p.epoch_word, epoch);
+            }
         }
     }
     if (threadIdx.x == 0) {
-        DEV_FLAG_STORE(7, (uint64_t *)&p.status->done[blockIdx.x], epoch);
+        if (p.lean && p.epoch_word != nullptr) {
+            /* on a stream nothing waits for it: only the host's watch reads it */
+            dev_word_store((uint64_t *)&p.status->done[blockIdx.x], epoch);
+        } else {
+            DEV_FLAG_STORE(7, (uint64_t *)&p.status->done[blockIdx.x], epoch);
+        }
     }
 }
 
@@ -560,7 +590,9 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
     size_t lo, hi;
     /* the launch's first epoch: the host's count, or on a stream (epoch_word) the last epoch of
      * this rank's previous launch there, + 1 (dev_finish advances it) */
-    const uint64_t ep = p.epoch_word != nullptr ? dev_flag_load(p.epoch_word) + 1 : p.epoch;
+    const uint64_t ep = p.epoch_word == nullptr ? p.epoch
+                        : p.lean                 ? dev_word_load(p.epoch_word) + 1
+                                                 : dev_flag_load(p.epoch_word) + 1;
     char *const *in = p.slot[ep & 1];
     char *const *out = p.slot[(ep + 1) & 1];
 

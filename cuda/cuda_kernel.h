@@ -143,6 +143,10 @@ typedef struct {
     uint64_t done_mask; /* resume: blocks that finished in an earlier attempt (they return) */
     int resume;         /* relaunch of the launch that gave up: each block goes on from where its
                          * own flag says it arrived */
+    int lean;           /* PICOLL_CUDA_FENCES=needed: the words that order nothing (the started
+                         * words; on a stream the epoch word and the status's done) stored and
+                         * loaded relaxed, the started words by another warp than the arrivals'
+                         * thread, so that no system-scope fence waits for them */
     uint64_t veto_at;   /* a call on the hot path (no host barrier before it): its number, which
                          * status->veto takes when a rank said no; 0: the ranks agreed before */
     size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer;

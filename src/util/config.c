@@ -136,6 +136,10 @@ static const picoll_config_var_t config_vars[] = {
      .max = 1024, .offset = offsetof(picoll_config_t, cuda_small_threads),
      .doc = "threads per block of a device kernel launch of one block (small calls), rounded up "
             "to whole warps; 0 launches as many as larger calls (512)"},
+    {.name = "PICOLL_CUDA_FENCES", .type = PICOLL_CFG_ENUM, .def = "all", .choices = "all,needed",
+     .offset = offsetof(picoll_config_t, cuda_fences),
+     .doc = "the device kernels' status words: all stored with a system-scope release (all), or "
+            "relaxed where they order nothing (needed: fewer fences per launch)"},
     {.name = "PICOLL_STREAM_DIRECT", .type = PICOLL_CFG_BOOL, .def = "0",
      .offset = offsetof(picoll_config_t, stream_direct),
      .doc = "enqueued collectives on device buffers that do not run as kernels on the stream: 0 "

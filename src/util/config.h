@@ -31,6 +31,9 @@ typedef enum {
 } picoll_net_allgather_mode_t;
 
 /* Parsed values: one field per table entry. */
+/* PICOLL_CUDA_FENCES, in its choices' order. */
+typedef enum { PICOLL_CUDA_FENCES_ALL, PICOLL_CUDA_FENCES_NEEDED } picoll_cuda_fences_t;
+
 typedef struct {
     int enable;
     int log_level;             /* picoll_log_level_t */
@@ -63,6 +66,7 @@ typedef struct {
     int cuda;                  /* device executor (cuda/) allowed */
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
     long cuda_small_threads;   /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
+    int cuda_fences;           /* PICOLL_CUDA_FENCES: picoll_cuda_fences_t */
     int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers

@@ -32,12 +32,14 @@
 #              launched and waited for, queued on the stream, a copy of the bytes each call must
 #              move) beside allreduce (8 B to 16 MiB), allgather and alltoall (8 B to 4 MiB),
 #              blocking, enqueued and graph-launched, at np 2 and 4, each row with its ratios
-#   smallab    allreduce 8 B to 64 KiB with --floor at np 2 and 4, one-block launches of 512
-#              threads (PICOLL_CUDA_SMALL_THREADS=0) and of 32, turn about, LEASE_AB_ROUNDS times
-#              (default 2)
+#   envab      a variable's A/B: allreduce and allgather (LEASE_AB_COLLS) 8 B to 64 KiB with --floor,
+#              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
+#              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
+#              times (default 2); e.g. PICOLL_CUDA_SMALL_THREADS with "0 32"
 #   torchhang  the group stream's hang at np 4 (docs/torch.md): test_cuda.py on the group's stream
-#              with picoll naming late ranks after 10 s, its Python stacks dumped at 40 s and every
-#              rank's threads' kernel waits (wchan) at 30 s (hang-watch.sh); after the torch step
+#              under LEASE_TORCH_ENV, with picoll naming late ranks after 10 s, its Python stacks
+#              dumped at 40 s and every rank's threads' kernel waits (wchan) at 30 s
+#              (hang-watch.sh); builds picoll_torch first where the torch step has not
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -156,21 +158,28 @@ for s in $steps; do
             done
         done
         grep -h "^# floor: \|^# floor: skipped" "$logs"/floor-*.log | head -6 ;;
-    smallab)
+    envab)
+        var=${LEASE_AB_VAR:-PICOLL_CUDA_FENCES}
         for round in $(seq "${LEASE_AB_ROUNDS:-2}"); do
-            for t in 0 32; do
-                for np in 2 4; do
-                    step smallab-$t-np$np-$round 40 env PICOLL_CUDA_SMALL_THREADS=$t \
-                        "$build/tests/mpirun.sh" $np --preload "$bench/osu_allreduce" -d cuda \
-                        --ab=3 --enqueue --graph --floor -c -T mpi_float -m 8:64K --factor 8
+            for v in ${LEASE_AB_VALUES:-all needed}; do
+                for c in ${LEASE_AB_COLLS:-allreduce allgather}; do
+                    for np in 2 4; do
+                        step envab-$c-$v-np$np-$round 40 env "$var=$v" "$build/tests/mpirun.sh" \
+                            $np --preload "$bench/osu_$c" -d cuda --ab=3 --enqueue --graph --floor \
+                            -c -T mpi_float -m 8:64K --factor 8
+                    done
                 done
             done
         done ;;
     torchhang)
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 300 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
         export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
         step torchhang-np4 75 bash "$src/tests/cuda/hang-watch.sh" 30 "$logs/torchhang-wchan.txt" \
-            env TORCH_TEST_CUDA_STREAM=group PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" 4 "$py" \
-            "$src/tests/torch/test_cuda.py" --timeout 40
+            env ${LEASE_TORCH_ENV:-} TORCH_TEST_CUDA_STREAM=group PICOLL_TIMEOUT=10 \
+            "$build/tests/mpirun.sh" 4 "$py" "$src/tests/torch/test_cuda.py" --timeout 40
         grep -E "passed|FAIL|still waiting|File" "$logs/torchhang-np4.log" | head -20 ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;

@@ -602,10 +602,12 @@ void emu_flag_store(uint64_t *fl, uint64_t v, int release)
     __atomic_store_n(fl, v, release ? __ATOMIC_RELEASE : __ATOMIC_RELAXED);
     /* the host's acquire points: on done (or quit) it takes the block's stores as visible, so
      * this store must release them all (an earlier release of another word does not: the host
-     * may have read that one before the block's last stores) */
+     * may have read that one before the block's last stores). Not done of a launch on a stream
+     * (epoch_word): the stream's order ends that call, and its done word is the watch's only */
     volatile picoll_cuda_status_t *st = b->params->status;
     unsigned blk = emu_block_idx.x;
-    int done = fl == (uint64_t *)&st->done[blk], quit = fl == (uint64_t *)&st->quit[blk];
+    int done = fl == (uint64_t *)&st->done[blk] && b->params->epoch_word == NULL,
+        quit = fl == (uint64_t *)&st->quit[blk];
     if ((done || quit) && b->last_pub > t) {
         emu_race(b, "tells the host the block %s with a store of its %s word that does not "
                     "release the block's stores (a relaxed store, and no fence of its thread "
@@ -620,7 +622,7 @@ void emu_flag_store(uint64_t *fl, uint64_t v, int release)
                      EMU_FIBER(e->who), e->addr);
         }
     }
-    b->told = b->told || done;
+    b->told = b->told || fl == (uint64_t *)&st->done[blk];
 }
 
 uint64_t emu_flag_load(const uint64_t *fl, int acquire);
