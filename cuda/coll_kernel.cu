@@ -225,7 +225,9 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t first, 
                 atomicMax(&gave_up, 1);
                 break;
             }
-            __nanosleep(256); /* ranks sharing a GPU: leave the peer's kernel some room */
+            if (p.nap_ns != 0) { /* ranks sharing a GPU: leave the peer's kernel some room */
+                __nanosleep(p.nap_ns);
+            }
         }
     }
     /* thread t's acquire orders every thread's reads of peer t after this barrier (no fence:

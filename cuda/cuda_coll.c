@@ -476,6 +476,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->max_blocks = ws->max_blocks;
     p->spin_ns = (uint64_t)((ws->spin < 0.001 ? 0.001 : ws->spin) * 1e9);
     p->lean = picoll_cfg.cuda_fences == PICOLL_CUDA_FENCES_NEEDED;
+    p->nap_ns = (unsigned)picoll_cfg.cuda_nap;
     p->status = ws->status_dev;
     p->veto_at = ws->veto_at;
     p->type = PICOLL_CUDA_T_NONE;

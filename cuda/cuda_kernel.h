@@ -143,6 +143,7 @@ typedef struct {
     uint64_t done_mask; /* resume: blocks that finished in an earlier attempt (they return) */
     int resume;         /* relaunch of the launch that gave up: each block goes on from where its
                          * own flag says it arrived */
+    unsigned nap_ns;    /* a wait for a peer sleeps this long between looks (PICOLL_CUDA_NAP) */
     int lean;           /* PICOLL_CUDA_FENCES=needed: the words that order nothing (the started
                          * words; on a stream the epoch word and the status's done) stored and
                          * loaded relaxed, the started words by another warp than the arrivals'

@@ -140,6 +140,10 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, cuda_fences),
      .doc = "the device kernels' status words: all stored with a system-scope release (all), or "
             "relaxed where they order nothing (needed: fewer fences per launch)"},
+    {.name = "PICOLL_CUDA_NAP", .type = PICOLL_CFG_INT, .def = "256", .min = 0, .max = 100000,
+     .offset = offsetof(picoll_config_t, cuda_nap),
+     .doc = "nanoseconds a device kernel waiting for a peer sleeps between two looks at its flag "
+            "(0: none)"},
     {.name = "PICOLL_STREAM_DIRECT", .type = PICOLL_CFG_BOOL, .def = "0",
      .offset = offsetof(picoll_config_t, stream_direct),
      .doc = "enqueued collectives on device buffers that do not run as kernels on the stream: 0 "

@@ -67,6 +67,7 @@ typedef struct {
     double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
     long cuda_small_threads;   /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
     int cuda_fences;           /* PICOLL_CUDA_FENCES: picoll_cuda_fences_t */
+    long cuda_nap;             /* PICOLL_CUDA_NAP: ns a kernel's wait sleeps between looks */
     int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
     int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
