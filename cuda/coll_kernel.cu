@@ -142,6 +142,9 @@ __device__ void dev_quit(const picoll_cuda_kparams_t &p)
  * may already reuse the slots it read). One load of this rank's own flag lines. */
 __device__ bool dev_skip(const picoll_cuda_kparams_t &p)
 {
+    if (p.lean && p.epoch_word != nullptr) {
+        return false; /* on a stream nothing gives up (seq_floor is seq) nor resumes */
+    }
     uint64_t halt = dev_flag_load(p.flags[p.me] + PICOLL_CUDA_HALT_WORD);
     if (halt >= p.seq_floor && halt < p.seq) {
         dev_quit(p);

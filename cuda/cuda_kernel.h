@@ -147,7 +147,8 @@ typedef struct {
     int lean;           /* PICOLL_CUDA_FENCES=needed: the words that order nothing (the started
                          * words; on a stream the epoch word and the status's done) stored and
                          * loaded relaxed, the started words by another warp than the arrivals'
-                         * thread, so that no system-scope fence waits for them */
+                         * thread, so that no system-scope fence waits for them; on a stream no
+                         * load of the halt word (nothing gives up there) */
     uint64_t veto_at;   /* a call on the hot path (no host barrier before it): its number, which
                          * status->veto takes when a rank said no; 0: the ranks agreed before */
     size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer;

@@ -103,7 +103,7 @@ int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
 
 /* For tests: the calls enqueued on stream so far, by how their buffers went: copied through host
  * memory on the stream (staged), used in place as host buffers (host), or handed to the blocking
- * call as device buffers (device: collectives on a stream the application created); of them,
+ * call as device buffers (device: always 0, the progress thread stages them); of them,
  * those recorded into a CUDA graph (captured); the calls its progress thread ran (a graph's
  * replays included); and, apart from all these, the collectives that went to picoll's kernels on
  * the stream itself (kernels; their graph replays are not counted: nothing of the host sees

@@ -53,7 +53,7 @@ int bench_floor_setup(bench_floor_t *f, MPI_Comm comm, void *stream, char *why, 
     }
     PMPI_Barrier(comm);
     if (floor_time(f, comm, FLOOR_LAUNCH, f->n, 0, &f->launch_us) != 0) {
-        snprintf(why, len, "picoll_device_floor(PICOLL_FLOOR_LAUNCH) failed (its warning says why)");
+        snprintf(why, len, "picoll_device_floor(PICOLL_FLOOR_LAUNCH) failed (see its warning)");
         return -1;
     }
     PMPI_Barrier(comm);

@@ -8,12 +8,13 @@
 #include "util/export.h"
 #include "util/log.h"
 #include "cuda/cuda_dev.h"
-#include "picoll.h"
 #include "core/core.h"
 #include "mem/cuda_state.h"
 
 /* Open MPI declares it in mpi-ext.h, MPICH in mpi.h: declared here for both. */
 int MPIX_Query_cuda_support(void);
+/* include/picoll.h's (its PICOLL_FLOOR_* are cuda_dev.h's PICOLL_CUDA_FLOOR_*) */
+int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes, double *seconds);
 
 PICOLL_EXPORT int MPIX_Query_cuda_support(void)
 {

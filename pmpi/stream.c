@@ -41,17 +41,14 @@
  * epochs (the kernels count them in device memory). The progress thread watches those kernels
  * about once a second for a peer that never comes (picoll_cuda_stream_watch).
  *
- * With PICOLL_STREAM_DIRECT=1 (default 0: it hangs under MPS, docs/cuda.md), collectives on device
- * buffers skip the copies on a stream the application created: the progress thread hands the
- * device buffers themselves to the blocking call (picoll's device
- * kernels where every rank can, else picoll's staging, as for any blocking call), while the
- * stream waits at the state word, so nothing of the stream touches the buffers meanwhile. The
- * progress thread's own work goes on its per-thread stream, which synchronises with the legacy
- * stream only: on the legacy stream (handle 0 or CU_STREAM_LEGACY) or a per-thread stream handle
- * it would wait behind the wait that waits for it, so there the device buffers are staged on the
- * stream as above. The progress thread has the stream's context current and its capture mode
+ * Device buffers of the calls the progress thread runs are copied on the stream through pinned
+ * host memory, always. Handed to the progress thread as they are (PICOLL_STREAM_DIRECT=1, removed
+ * in issue 40), its kernels went on a stream of its own while the application's stream waited at
+ * the state word: where the driver maps both streams to one hardware queue (always possible; under
+ * MPS often), the kernel queued behind the wait that waited for it, and the job hung
+ * (docs/cuda.md). The progress thread has the stream's context current and its capture mode
  * relaxed: an application thread that records a graph in the global mode does not forbid it the
- * driver calls of a collective (an allocation, a copy).
+ * driver calls of a call (a copy).
  *
  * This file holds the stream objects and their stream communicators; the other files of the path,
  * by job, are listed in pmpi/stream_int.h.
@@ -232,7 +229,6 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
     }
     s->cu = cu;
     s->created = cu != NULL && cu != PICOLL_CU_STREAM_LEGACY && cu != PICOLL_CU_STREAM_PER_THREAD;
-    s->direct_ok = picoll_cfg.stream_direct && s->created;
     /* the stream's context: the driver says (cuStreamGetCtx), else the current one */
     if (picoll_cu.stream_get_ctx == NULL || picoll_cu.stream_get_ctx(cu, &s->ctx) != 0) {
         picoll_cu.ctx_get_current(&s->ctx);
@@ -303,9 +299,6 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
     }
     if (entered) {
         picoll_stream_stage_free(s);
-        if (s->warm != 0) {
-            picoll_cu.mem_free(s->warm);
-        }
         picoll_cu.ctx_pop_current(&popped);
     }
     stream_handle_drop(*stream);
@@ -318,29 +311,13 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
     return err;
 }
 
-/* The first collective of a new stream communicator, on every rank, here on the creating thread:
- * an allreduce of a few bytes of device memory of the stream's context (host memory where none
- * could be had, or the stream takes no device buffers as they are: then every rank falls back
- * together), which makes the communicator's device workspace now. Made by the progress thread at
- * its first call instead, the workspace's allocations and module load would run while the
- * application's stream waits at that call's state word, and a driver call that synchronises
- * implicitly would wait for the stream that waits for it. */
-static void stream_warm(picoll_stream_t s, MPI_Comm comm)
+/* The first collective of a new stream communicator, on every rank, here on the creating thread
+ * (a few bytes of host memory): picoll's context of the communicator is made now, not by the
+ * progress thread at its first call while the application's stream waits for that call. */
+static void stream_warm(MPI_Comm comm)
 {
     unsigned host[4] = {0, 0, 0, 0};
-    void *buf = host;
-    picoll_cu_context_t popped;
-    int entered = s->direct_ok && picoll_cu.ctx_push_current(s->ctx) == 0;
-    if (entered && s->warm == 0 && picoll_cu.mem_alloc(&s->warm, sizeof(host)) != 0) {
-        s->warm = 0;
-    }
-    if (entered && s->warm != 0) {
-        buf = (void *)(uintptr_t)s->warm; /* its bits matter to nobody */
-    }
-    MPI_Allreduce(MPI_IN_PLACE, buf, 4, MPI_UNSIGNED, MPI_BOR, comm);
-    if (entered) {
-        picoll_cu.ctx_pop_current(&popped);
-    }
+    MPI_Allreduce(MPI_IN_PLACE, host, 4, MPI_UNSIGNED, MPI_BOR, comm);
 }
 
 static int comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
@@ -405,7 +382,7 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream handle, MPI
                                    "picoll: MPIX_Stream_comm_create: the stream's progress thread "
                                    "could not start");
     }
-    stream_warm(stream, *newcomm);
+    stream_warm(*newcomm);
 #ifdef PICOLL_HAVE_CUDA
     /* collective: every rank asks, a rank that cannot says no (a legacy or per-thread stream
      * handle: kernels there would be ordered with every thread's work of the process) */

@@ -130,24 +130,9 @@ static long long type_span(int count, MPI_Datatype type)
     return last;
 }
 
-/* Whether e's call takes device buffers as they are (a collective, on a stream the application
- * created: see the top of pmpi/stream.c). */
-static int enq_direct(const enq_t *e)
-{
-    switch (e->o->kind) {
-    case OP_ALLREDUCE:
-    case OP_ALLGATHER:
-    case OP_ALLTOALL:
-    case OP_REDUCE_SCATTER_BLOCK:
-    case OP_BCAST: return e->s->direct_ok;
-    default: return 0;
-    }
-}
-
 /* The buffer the MPI call uses for user buffer buf (bytes of it significant): buf itself unless
- * it is device memory of a call that does not take it as it is (enq_direct), then a staging
- * buffer, filled on the stream from buf where copy_in. Device memory of another context than the
- * stream's is refused. */
+ * it is device memory, then a staging buffer, filled on the stream from buf where copy_in. Device
+ * memory of another context than the stream's is refused. */
 static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, staging_t **g,
                     void **host, const char *arg)
 {
@@ -166,10 +151,6 @@ static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, sta
         snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
                  "stream's", arg, m.device);
         return picoll_stream_enq_fail(e, MPI_ERR_BUFFER, why);
-    }
-    if (enq_direct(e)) {
-        e->device = 1; /* the blocking call gets the device buffer itself */
-        return MPI_SUCCESS;
     }
     if (bytes < 0) {
         snprintf(why, sizeof(why), "%s: a datatype with a negative lower bound is not staged",
@@ -267,8 +248,7 @@ int picoll_stream_enq_commit(enq_t *e)
     s->kept_end = &o->next_kept;
     picoll_stream_enq_leave(e);
     __atomic_fetch_add(&s->staged, (long)e->staged, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&s->device, (long)(e->device && !e->staged), __ATOMIC_RELAXED);
-    __atomic_fetch_add(&s->host, (long)(!e->staged && !e->device), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->host, (long)!e->staged, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->captured, (long)o->captured, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }

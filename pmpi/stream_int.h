@@ -135,16 +135,13 @@ struct picoll_mpix_stream {
                                     * (atomic: the enqueue takes it without the lock) */
     int created;                   /* a stream the application created (not the legacy or a
                                     * per-thread stream's handle): picoll's kernels may go there */
-    int direct_ok;                 /* an application-created stream: device buffers of collectives
-                                    * go to the progress thread as they are */
     long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
-                                    * host memory, device memory handed over as it is); these
+                                    * host memory; device: none since the progress thread's
+                                    * device path was removed, docs/cuda.md); these
                                     * counters and the next two are atomic (no lock on the
                                     * enqueue's path) */
     long captured;                 /* of them, recorded into a CUDA graph */
     long kernels;                  /* of them, picoll's kernels launched on the stream itself */
-    picoll_cu_deviceptr_t warm;    /* a few device bytes for the stream communicators' first
-                                    * collective (stream_warm); 0: none */
     long runs;                     /* calls the progress thread ran (graph replays included) */
     pthread_mutex_t enq_lock;      /* one enqueue at a time: the lists below, the staging */
     staging_t *staging;
@@ -165,7 +162,6 @@ typedef struct {
     void *user_out;       /* the device buffer the receive staging goes back to */
     size_t out_bytes;
     int staged;
-    int device;           /* device memory handed to the progress thread as it is */
     int mode, mode_set;   /* the thread's capture mode, relaxed while a capture is recorded */
     struct {              /* a kernel call's sides that are not device memory of the stream's
                            * context (enq_kernel_side) */

@@ -68,7 +68,7 @@ void picoll_stream_post(void *arg)
 void *picoll_stream_progress(void *arg)
 {
     picoll_stream_t s = arg;
-    /* the stream's context for the device buffers handed over as they are; never forbidden a
+    /* the stream's context (the calls' driver calls, a staging copy's); never forbidden a
      * driver call by another thread's global-mode capture */
     picoll_cu.ctx_set_current(s->ctx);
     if (picoll_cu.thread_exchange_capture_mode != NULL) {

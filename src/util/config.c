@@ -136,19 +136,14 @@ static const picoll_config_var_t config_vars[] = {
      .max = 1024, .offset = offsetof(picoll_config_t, cuda_small_threads),
      .doc = "threads per block of a device kernel launch of one block (small calls), rounded up "
             "to whole warps; 0 launches as many as larger calls (512)"},
-    {.name = "PICOLL_CUDA_FENCES", .type = PICOLL_CFG_ENUM, .def = "all", .choices = "all,needed",
-     .offset = offsetof(picoll_config_t, cuda_fences),
-     .doc = "the device kernels' status words: all stored with a system-scope release (all), or "
-            "relaxed where they order nothing (needed: fewer fences per launch)"},
+    {.name = "PICOLL_CUDA_FENCES", .type = PICOLL_CFG_ENUM, .def = "needed",
+     .choices = "all,needed", .offset = offsetof(picoll_config_t, cuda_fences),
+     .doc = "the device kernels' status words: relaxed where they order nothing (needed: fewer "
+            "fences per launch), or all stored with a system-scope release (all, as before)"},
     {.name = "PICOLL_CUDA_NAP", .type = PICOLL_CFG_INT, .def = "256", .min = 0, .max = 100000,
      .offset = offsetof(picoll_config_t, cuda_nap),
      .doc = "nanoseconds a device kernel waiting for a peer sleeps between two looks at its flag "
             "(0: none)"},
-    {.name = "PICOLL_STREAM_DIRECT", .type = PICOLL_CFG_BOOL, .def = "0",
-     .offset = offsetof(picoll_config_t, stream_direct),
-     .doc = "enqueued collectives on device buffers that do not run as kernels on the stream: 0 "
-            "copies them through pinned host memory, 1 hands them to the device path "
-            "(can hang under MPS)"},
     {.name = "PICOLL_STAGE_DEPTH", .type = PICOLL_CFG_INT, .def = "2", .min = 0, .max = 8,
      .offset = offsetof(picoll_config_t, stage_depth),
      .doc = "chunks of a staged allreduce between nodes copied to the host ahead of the chunk "

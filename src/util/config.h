@@ -70,8 +70,6 @@ typedef struct {
     long cuda_nap;             /* PICOLL_CUDA_NAP: ns a kernel's wait sleeps between looks */
     int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
-    int stream_direct;         /* PICOLL_STREAM_DIRECT: enqueued collectives' device buffers
-                                * handed over as they are */
     long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
     int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the collectives between
                                 * nodes */

@@ -22,10 +22,8 @@
  * stream (staged there: neither kernels nor the progress thread's work may go there), and the
  * errors: an enqueue on a communicator without a stream, a stream of an unknown type, a bad
  * stream handle.
- * --thread: run with PICOLL_STREAM_KERNELS=0 PICOLL_STREAM_DIRECT=1: the collectives' device
- * buffers go to the progress thread as they are.
- * --staged: run with PICOLL_STREAM_KERNELS=0 PICOLL_STREAM_DIRECT=0: every device buffer is
- * staged on the stream.
+ * --staged: run with PICOLL_STREAM_KERNELS=0: every device buffer is staged on the stream for
+ * the progress thread.
  * --late: see late().
  * --queue: see queue().
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
@@ -78,8 +76,6 @@ static cu_ptr_t dalloc(size_t bytes)
 }
 
 static int staged_only; /* --staged */
-static int on_thread;   /* --thread: PICOLL_STREAM_KERNELS=0, the collectives go to the progress
-                         * thread; else to picoll's kernels on the stream */
 
 /* got[e] must be the sum over the p ranks of value(q, round, e) */
 static void check_sum(const int *got, int round, int p, const char *what)
@@ -255,7 +251,6 @@ int main(int argc, char **argv)
 {
     int provided, single = mt_flag(argc, argv, "--thread-single");
     staged_only = mt_flag(argc, argv, "--staged");
-    on_thread = staged_only || mt_flag(argc, argv, "--thread");
     char why[256];
 
     if (single) {
@@ -560,9 +555,10 @@ int main(int argc, char **argv)
             break;
         }
     }
-    /* the collectives on device buffers went to the progress thread as they are (the stream is
-     * one the test created), the point-to-point ones were staged on the stream, the host ones
-     * used in place; which path each collective took there is in picoll's statistics (CTest) */
+    /* the collectives on device buffers went to picoll's kernels on the stream (the stream is
+     * one the test created; with --staged, to the progress thread, staged on the stream), the
+     * point-to-point ones were staged on the stream, the host ones used in place; which path
+     * each collective took there is in picoll's statistics (CTest) */
     long staged = -1, host = -1, device = -1, captured = -1, runs = -1, kernels = -1;
     MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs, &kernels) == MPI_SUCCESS,
              "picoll_stream_query");
@@ -573,7 +569,7 @@ int main(int argc, char **argv)
     if (staged_only) {
         want_staged += want_device;
         want_device = 0;
-    } else if (!on_thread) {
+    } else {
         /* every collective, the one on host buffers too (copied to the device on the stream) */
         want_kernels = want_device + 1;
         want_device = 0;
@@ -588,7 +584,7 @@ int main(int argc, char **argv)
     /* the stream waits for the progress thread once per call it runs, never for a kernel call:
      * no wait on the host for those (emulated GPU: every driver call counted) */
     /* (and the second stream's call) */
-    long want_waits = want_staged + want_host + want_device + on_thread;
+    long want_waits = want_staged + want_host + want_device + staged_only;
     MT_CHECK(waits < 0 || waits == want_waits,
              "%ld cuStreamWaitValue64 in the enqueues, want %ld (one per call the progress "
              "threads run)", waits, want_waits);
@@ -630,13 +626,13 @@ int main(int argc, char **argv)
         long runs2 = -1, kernels2 = -1;
         MT_CHECK(mx.query(s, &staged, &host, &device, &captured, &runs2, &kernels2) ==
                          MPI_SUCCESS &&
-                     captured == 1 && device == want_device + (on_thread && !staged_only) &&
-                     kernels2 == want_kernels + !on_thread &&
-                     runs2 == runs + (on_thread ? GRAPH_RUNS : 0),
+                     captured == 1 && device == want_device + 0 &&
+                     kernels2 == want_kernels + !staged_only &&
+                     runs2 == runs + (staged_only ? GRAPH_RUNS : 0),
                  "after the graph: %ld captured (want 1), %ld device (want %ld), %ld on the "
                  "stream's kernels (want %ld), %ld runs (want %ld)", captured, device,
-                 want_device + (on_thread && !staged_only), kernels2, want_kernels + !on_thread,
-                 runs2, runs + (on_thread ? GRAPH_RUNS : 0));
+                 want_device, kernels2, want_kernels + !staged_only,
+                 runs2, runs + (staged_only ? GRAPH_RUNS : 0));
         if (mt_rank == 0 && bad == 0) {
             printf("enqueue: a captured allreduce right in %d graph launches of %d\n",
                    GRAPH_RUNS, GRAPH_RUNS);
