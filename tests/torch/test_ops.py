@@ -403,6 +403,18 @@ def test_stream_mode():
             picoll_torch.cuda_stream = "auto"
             got = picoll_torch._stream_mode()
             C.check(got == want, f"{gpus} GPUs, {local} local ranks: {got!r}, not {want!r}")
+        # an explicit "group" where the group's stream hung: kept, with a warning naming why
+        for gpus, local, warned in ((1, 4, True), (1, 2, False), (4, 4, False)):
+            torch.cuda.is_available = lambda g=gpus: g > 0
+            torch.cuda.device_count = lambda g=gpus: g
+            os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(local)
+            picoll_torch.cuda_stream = "group"
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                got = picoll_torch._stream_mode()
+            said = [str(x.message) for x in w if "hung" in str(x.message)]
+            C.check(got == "group" and bool(said) == warned,
+                    f"'group', {gpus} GPUs, {local} local ranks: {got!r}, warned {said}")
         picoll_torch.cuda_stream = "mine"
         try:
             picoll_torch._stream_mode()

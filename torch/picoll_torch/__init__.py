@@ -88,11 +88,16 @@ def _stream_mode():
     if cuda_stream not in ("auto", "group", "caller"):
         raise ValueError(f"picoll_torch.cuda_stream is {cuda_stream!r}: 'auto', 'group' or "
                          "'caller'")
-    if cuda_stream != "auto":
-        return cuda_stream
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     local = _local_ranks()
-    return "caller" if gpus and local > 2 and local > gpus else "group"
+    crowded = gpus and local > 2 and local > gpus
+    if cuda_stream == "group" and crowded:
+        warnings.warn(f"picoll_torch.cuda_stream = 'group' with {local} ranks on {gpus} GPU(s): "
+                      "the group's stream hung there on an H100 under MPS (docs/torch.md); "
+                      "'auto' takes 'caller'", RuntimeWarning, stacklevel=3)
+    if cuda_stream != "auto":
+        return cuda_stream
+    return "caller" if crowded else "group"
 
 
 def _create(dist_opts, backend_opts):
