@@ -24,6 +24,9 @@
  * stream handle.
  * --staged: run with PICOLL_STREAM_KERNELS=0: every device buffer is staged on the stream for
  * the progress thread.
+ * --same-order: every rank enqueues the second stream's call at the same point among the first
+ * stream's (calls that take the progress thread must: where the streams share a hardware queue,
+ * a call's wait for the progress thread holds up the other stream's calls, FAKECUDA_QUEUES=1).
  * --late: see late().
  * --queue: see queue().
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
@@ -76,6 +79,7 @@ static cu_ptr_t dalloc(size_t bytes)
 }
 
 static int staged_only; /* --staged */
+static int same_order;  /* --same-order */
 
 /* got[e] must be the sum over the p ranks of value(q, round, e) */
 static void check_sum(const int *got, int round, int p, const char *what)
@@ -251,6 +255,7 @@ int main(int argc, char **argv)
 {
     int provided, single = mt_flag(argc, argv, "--thread-single");
     staged_only = mt_flag(argc, argv, "--staged");
+    same_order = mt_flag(argc, argv, "--same-order");
     char why[256];
 
     if (single) {
@@ -425,17 +430,18 @@ int main(int argc, char **argv)
     MT_CHECK(mx.allreduce(hsend, hrecv, N, MPI_INT, MPI_SUM, scomm) == MPI_SUCCESS,
              "MPIX_Allreduce_enqueue of host buffers");
     /* the second stream: each rank interleaves its calls with the first stream's in another
-     * order (rank-dependent), which per-stream progress makes harmless */
+     * order (rank-dependent), which per-stream progress makes harmless where the streams have
+     * hardware queues of their own (not with --same-order) */
     cu_ptr_t d2in = dalloc(blk), d2out = dalloc(blk);
     CK(drv.memcpy_htod_async(d2in, pattern, blk, cs2));
     cu_ptr_t d3out = dalloc(blk);
-    if (r % 2 == 0) {
+    if (r % 2 == 0 || same_order) {
         MT_CHECK(mx.allreduce((void *)(uintptr_t)d2in, (void *)(uintptr_t)d2out, N, MPI_INT,
                               MPI_MIN, scomm2) == MPI_SUCCESS, "enqueue on the second stream");
     }
     MT_CHECK(mx.allreduce((void *)(uintptr_t)dsrc, (void *)(uintptr_t)d3out, N, MPI_INT,
                           MPI_BXOR, scomm) == MPI_SUCCESS, "enqueue on the first stream");
-    if (r % 2 == 1) {
+    if (r % 2 == 1 && !same_order) {
         MT_CHECK(mx.allreduce((void *)(uintptr_t)d2in, (void *)(uintptr_t)d2out, N, MPI_INT,
                               MPI_MIN, scomm2) == MPI_SUCCESS, "enqueue on the second stream");
     }

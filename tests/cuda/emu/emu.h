@@ -59,6 +59,8 @@ int emu_called_from_picoll(void *ra);
 /* ---- contexts (emu_ctx.c) ---- */
 struct emu_stream;
 
+#define EMU_MAX_QUEUES 32 /* FAKECUDA_QUEUES at most */
+
 typedef struct emu_ctx {
     uint32_t magic;
     int device;
@@ -70,6 +72,11 @@ typedef struct emu_ctx {
                                    * after each reset (its handle stays the same) */
     struct emu_stream *legacy;    /* its legacy default stream, made at first use */
     struct emu_stream *streams;   /* every stream of the context (list through next_in_ctx) */
+    /* FAKECUDA_QUEUES: the hardware work queues its streams share, round robin in the order the
+     * streams were made: per queue the tickets handed out (one an operation, in the order they
+     * were queued) and those dispatched, in that order (emu_stream.c) */
+    int queue_next;
+    uint64_t queue_ticket[EMU_MAX_QUEUES], queue_dispatched[EMU_MAX_QUEUES];
 } emu_ctx_t;
 
 #define EMU_CTX_MAGIC 0x43747845u
@@ -127,6 +134,7 @@ typedef struct emu_op {
     struct emu_op *next;
     emu_op_type_t type;
     uint64_t seq;
+    uint64_t ticket; /* its place in its stream's hardware queue (FAKECUDA_QUEUES); 0: none */
     emu_dep_t *deps;
     int ndeps;
     union {
@@ -174,6 +182,7 @@ typedef struct emu_stream {
     int capture_invalid;         /* a refused call broke the capture: cuStreamEndCapture fails */
     pthread_t capture_thread;    /* the thread that began it */
     struct emu_stream *next_in_ctx;
+    int queue;                   /* its hardware queue (FAKECUDA_QUEUES); -1: one of its own */
 } emu_stream_t;
 
 #define EMU_STREAM_MAGIC 0x5374726du

@@ -342,6 +342,42 @@ static void mode_streams(void)
     streams_destroy();
 }
 
+/* Rule hardware-queue (FAKECUDA_QUEUES): with one queue, a host function holds up the next
+ * operation of another stream, a memset does not; with a queue per stream (unset), neither. */
+static void mode_queues(void)
+{
+    const char *q = getenv("FAKECUDA_QUEUES");
+    int shared = q != NULL && atoi(q) == 1;
+    stream_t a, b;
+    dptr_t d;
+    stamp_t held = {.sleep_ms = 300}, next = {0};
+    choose_device(0);
+    CK(cu.stream_create(&a, 1 /* CU_STREAM_NON_BLOCKING */));
+    CK(cu.stream_create(&b, 1));
+    CK(cu.mem_alloc(&d, 64));
+    CK(cu.launch_host_func(a, stamp_fn, &held));
+    CK(cu.memset_async(d, 1, 64, b));
+    CK(cu.launch_host_func(b, stamp_fn, &next));
+    CK(cu.stream_synchronize(b));
+    CK(cu.stream_synchronize(a));
+    if (shared) {
+        EXPECT(next.start >= held.end, "one hardware queue: the other stream's work ran while a "
+               "host function held the queue");
+    } else {
+        EXPECT(next.end < held.end, "a queue per stream: the other stream waited for a host "
+               "function");
+    }
+    /* kernels-like work does not hold: a memset then a host function on a, one on b */
+    stamp_t first = {0}, other = {.sleep_ms = 0};
+    CK(cu.memset_async(d, 2, 64, a));
+    CK(cu.launch_host_func(b, stamp_fn, &other));
+    CK(cu.launch_host_func(a, stamp_fn, &first));
+    CK(cu.stream_synchronize(a));
+    CK(cu.stream_synchronize(b));
+    EXPECT(other.end > 0 && first.end > 0, "work after a memset in a shared queue never ran");
+    CK(cu.mem_free(d));
+}
+
 /* ---- events ---- */
 
 static void mode_events(void)
@@ -1149,6 +1185,8 @@ int main(int argc, char **argv)
         load_driver();
         if (strcmp(mode, "streams") == 0) {
             mode_streams();
+        } else if (strcmp(mode, "queues") == 0) {
+            mode_queues();
         } else if (strcmp(mode, "events") == 0) {
             mode_events();
         } else if (strcmp(mode, "capture") == 0) {

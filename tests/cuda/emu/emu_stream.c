@@ -12,6 +12,17 @@
  * streams' earlier work, as in CUDA.
  * Dependencies only point to earlier operations, so they cannot form a cycle.
  *
+ * Rule "hardware-queue" (FAKECUDA_QUEUES=N, default 0: off): a GPU maps a context's streams onto
+ * a few hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, fewer under MPS), and a queue
+ * dispatches its operations in the order they were queued, whatever their streams: an operation
+ * waits until the one queued before it in its queue was dispatched. A kernel, copy, memset or
+ * marker is dispatched when it starts; a stream memory wait (cuStreamWaitValue64) and a host
+ * function only once they are done, and any operation only once its dependencies are met, so a
+ * wait holds up every stream of its queue. With N queues the streams take them round robin, in
+ * the order they were made: with N = 1 every stream of a context shares one, the case CUDA
+ * allows (a stream may always share its queue) and that a protocol must survive; work that
+ * waits for a kernel queued behind the wait then hangs, as it does on a GPU.
+ *
  * Rule "stream-context": a stream made by cuStreamCreate (or an event) used while another context
  * is current is a failure (CUDA returns an error or, worse, orders the work with the wrong
  * device).
@@ -117,6 +128,16 @@ static void emu_op_free(emu_op_t *op)
     free(op);
 }
 
+/* FAKECUDA_QUEUES, read once */
+static int emu_queues(void)
+{
+    static int n = -1;
+    if (n < 0) {
+        n = emu_env_int("FAKECUDA_QUEUES", 0, 0, EMU_MAX_QUEUES);
+    }
+    return n;
+}
+
 static emu_stream_t *emu_stream_new_locked(emu_ctx_t *ctx, unsigned flags)
 {
     if (emu_nstreams == (int)(sizeof(emu_all_streams) / sizeof(emu_all_streams[0]))) {
@@ -130,6 +151,7 @@ static emu_stream_t *emu_stream_new_locked(emu_ctx_t *ctx, unsigned flags)
     s->ctx = ctx;
     s->flags = flags;
     s->live = 1;
+    s->queue = emu_queues() > 0 ? ctx->queue_next++ % emu_queues() : -1;
     s->next_in_ctx = ctx->streams;
     ctx->streams = s;
     emu_all_streams[emu_nstreams++] = s;
@@ -190,6 +212,21 @@ CUresult emu_stream_resolve_locked(void *h, const char *call, emu_stream_t **out
     return CUDA_SUCCESS;
 }
 
+/* Rule hardware-queue: whether op (on s) is its queue's next to dispatch. */
+static int emu_queue_turn_locked(const emu_stream_t *s, const emu_op_t *op)
+{
+    return op->ticket == 0 || s->ctx->queue_dispatched[s->queue] + 1 == op->ticket;
+}
+
+/* Op (on s) was dispatched: the next of its queue may go. */
+static void emu_queue_dispatched_locked(const emu_stream_t *s, const emu_op_t *op)
+{
+    if (op->ticket != 0) {
+        s->ctx->queue_dispatched[s->queue] = op->ticket;
+        pthread_cond_broadcast(&emu_cond);
+    }
+}
+
 static int emu_deps_met_locked(const emu_op_t *op)
 {
     for (int i = 0; i < op->ndeps; i++) {
@@ -205,7 +242,8 @@ static void *emu_worker(void *arg)
     emu_stream_t *s = arg;
     pthread_mutex_lock(&emu_lock);
     for (;;) {
-        while (s->head == NULL || !emu_deps_met_locked(s->head)) {
+        while (s->head == NULL || !emu_deps_met_locked(s->head) ||
+               !emu_queue_turn_locked(s, s->head)) {
             if (s->head == NULL && !s->live) { /* destroyed and drained */
                 s->has_worker = 0;
                 pthread_mutex_unlock(&emu_lock);
@@ -215,6 +253,11 @@ static void *emu_worker(void *arg)
             pthread_cond_wait(&emu_cond, &emu_lock);
         }
         emu_op_t *op = s->head;
+        /* a wait or a host function holds its queue until it is done; the others start */
+        int holds = op->type == EMU_OP_WAITVAL || op->type == EMU_OP_HOSTFN;
+        if (!holds) {
+            emu_queue_dispatched_locked(s, op);
+        }
         pthread_mutex_unlock(&emu_lock);
         switch (op->type) {
         case EMU_OP_COPY:
@@ -243,6 +286,9 @@ static void *emu_worker(void *arg)
             break;
         }
         pthread_mutex_lock(&emu_lock);
+        if (holds) {
+            emu_queue_dispatched_locked(s, op);
+        }
         s->head = op->next;
         if (s->head == NULL) {
             s->tail = NULL;
@@ -376,6 +422,9 @@ CUresult emu_stream_enqueue_locked(emu_stream_t *s, emu_op_t *op, const emu_dep_
         s->has_worker = 1;
     }
     op->seq = ++s->enqueued;
+    if (s->queue >= 0) {
+        op->ticket = ++s->ctx->queue_ticket[s->queue];
+    }
     if (s->tail != NULL) {
         s->tail->next = op;
     } else {
