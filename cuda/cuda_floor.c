@@ -5,12 +5,11 @@
 #include "cuda/cuda_ws.h"
 #include "util/wait.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-/* The floor kernel of the calling thread's current context (its module loaded once per context
- * and kept, as the workspaces keep theirs), and what a launch of it passes. */
+/* The floor kernel of the calling thread's current context (in the module the workspaces load,
+ * picoll_cuda_floor_function), and what a launch of it passes. */
 typedef struct {
     picoll_cu_function_t fn;
     int threads;              /* per block: as picoll's calls launch (cuda_ws.c) */
@@ -31,47 +30,15 @@ static picoll_status_t floor_check(int rc, const char *call, char *why, size_t l
     return PICOLL_ERR_CUDA;
 }
 
-/* The floor kernel in ctx: loaded at the first call in ctx (at most 8 contexts, then again each
- * call). */
-static picoll_status_t floor_function(picoll_cu_context_t ctx, picoll_cu_function_t *fn,
-                                      char *why, size_t len)
-{
-    static struct {
-        picoll_cu_context_t ctx;
-        picoll_cu_function_t fn;
-    } cache[8];
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    picoll_cu_module_t mod = NULL;
-    picoll_status_t st = PICOLL_OK;
-    int slot = -1;
-
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < 8 && slot < 0; i++) {
-        slot = cache[i].ctx == ctx || cache[i].ctx == NULL ? i : -1;
-    }
-    if (slot >= 0 && cache[slot].ctx == ctx) {
-        *fn = cache[slot].fn;
-    } else {
-        st = floor_check(picoll_cu.module_load_data(&mod, picoll_cuda_fatbin), "cuModuleLoadData",
-                         why, len);
-        if (st == PICOLL_OK) {
-            st = floor_check(picoll_cu.module_get_function(fn, mod, PICOLL_CUDA_FLOOR_NAME),
-                             "cuModuleGetFunction(" PICOLL_CUDA_FLOOR_NAME ")", why, len);
-        }
-        if (st == PICOLL_OK && slot >= 0) {
-            cache[slot].ctx = ctx;
-            cache[slot].fn = *fn;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    return st;
-}
-
 static picoll_status_t floor_open(floor_t *f, picoll_cu_context_t ctx, int mapped, char *why,
                                   size_t len)
 {
     memset(f, 0, sizeof(*f));
-    picoll_status_t st = floor_function(ctx, &f->fn, why, len);
+    picoll_status_t st = picoll_cuda_floor_function(ctx, &f->fn);
+    if (st != PICOLL_OK) {
+        snprintf(why, len, "no %s in picoll's kernel module (%s)", PICOLL_CUDA_FLOOR_NAME,
+                 picoll_status_string(st));
+    }
     int fn_threads = 0;
     if (st == PICOLL_OK) {
         st = floor_check(picoll_cu.func_get_attribute(

@@ -126,12 +126,13 @@ picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
  * uses it). A context reset since, at the same handle, has another id: its module went with the
  * reset, and is loaded again. */
 static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id, int device,
-                                 picoll_cu_function_t *out, picoll_cu_function_t *fixed)
+                                 picoll_cu_function_t *out, picoll_cu_function_t *fixed,
+                                 picoll_cu_function_t *floor)
 {
     static struct {
         picoll_cu_context_t ctx;
         unsigned long long id;
-        picoll_cu_function_t fn;
+        picoll_cu_function_t fn, floor;
         picoll_cu_function_t fixed[PICOLL_CUDA_FIXED_COUNT];
     } cache[16];
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -147,6 +148,7 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
     }
     if (slot >= 0 && cache[slot].ctx == ctx && cache[slot].id == id) {
         *out = cache[slot].fn;
+        *floor = cache[slot].floor;
         memcpy(fixed, cache[slot].fixed, sizeof(cache[slot].fixed));
         goto unlock;
     }
@@ -178,15 +180,30 @@ static picoll_status_t ws_kernel(picoll_cu_context_t ctx, unsigned long long id,
             fixed[k] = NULL;
         }
     }
+    if (picoll_cu.module_get_function(floor, mod, PICOLL_CUDA_FLOOR_NAME) != 0) {
+        *floor = NULL; /* picoll_device_floor says so */
+    }
     if (slot >= 0) {
         cache[slot].ctx = ctx;
         cache[slot].id = id;
         cache[slot].fn = *out;
+        cache[slot].floor = *floor;
         memcpy(cache[slot].fixed, fixed, sizeof(cache[slot].fixed));
     }
 unlock:
     pthread_mutex_unlock(&lock);
     return status;
+}
+
+picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, picoll_cu_function_t *fn)
+{
+    picoll_cu_function_t kernel, fixed[PICOLL_CUDA_FIXED_COUNT];
+    picoll_cu_device_t device = 0;
+    if (picoll_cu.ctx_get_device(&device) != 0) {
+        return PICOLL_ERR_CUDA;
+    }
+    picoll_status_t st = ws_kernel(ctx, picoll_cudrv_ctx_id(ctx), (int)device, &kernel, fixed, fn);
+    return st != PICOLL_OK ? st : *fn != NULL ? PICOLL_OK : PICOLL_ERR_NOT_SUPPORTED;
 }
 
 /* Multiprocessors the current context may use, of the device's sms (issue 26, defect 3): an MPS
@@ -224,7 +241,8 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
 
     WS_CHECK(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
-    status = ws_kernel(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed);
+    picoll_cu_function_t floor;
+    status = ws_kernel(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed, &floor);
     if (status != PICOLL_OK) {
         return status;
     }

@@ -94,6 +94,10 @@ void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws));
 picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
                                              const picoll_cuda_kparams_t *p);
 
+/* The floor kernel (PICOLL_CUDA_FLOOR_NAME) in the current context ctx, from the module the
+ * workspaces load (once per context); PICOLL_ERR_NOT_SUPPORTED where the module lacks it. */
+picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, picoll_cu_function_t *fn);
+
 /* Threads per block of a launch of blocks blocks: fewer for one block where
  * PICOLL_CUDA_SMALL_THREADS asks (the kernel takes any multiple of 32: thread t waits for local
  * rank t, and on a stream block 0's thread t for the launch's block t). */
