@@ -6,6 +6,7 @@
 #define PICOLL_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
