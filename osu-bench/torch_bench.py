@@ -2,19 +2,23 @@
 """dist.all_reduce bandwidth and latency through torch.distributed: picoll against gloo (and nccl).
 
     mpirun -np 2 python osu-bench/torch_bench.py [--backend picoll|gloo] [--max 64M]
-        [--factor 4] [--rounds 5] [--seconds 0.05] [--device cpu|cuda] [--json FILE]
+        [--factor 4] [--rounds 5] [--seconds 0.05] [--device cpu|cuda] [--mpi] [--json FILE]
 
 The all_reduce (SUM) of float32 tensors from 8 B to --max (8 B times the powers of --factor, and
 --max itself), on the default group (--backend) and, in the same run, on a second group made with
-dist.new_group(backend="gloo") (CPU tensors), or "nccl" (--device cuda, where NCCL is available).
+dist.new_group(backend="gloo") (CPU tensors), or "nccl" (--device cuda, where NCCL is available),
+and with CUDA tensors (or --mpi) a third column, "mpi": the blocking staged MPI that a user of
+ProcessGroupMPI over an MPI that is not CUDA-aware gets (picoll_torch.time_staged_allreduce: per
+call a copy to host memory, the MPI's own MPI_Allreduce with picoll bypassed, a copy back; on CPU
+tensors the MPI's call alone).
 Per size, --rounds A/B rounds time each group in turn (A B A B ...) so that the machine's noise
 falls on both; each timing is warm-up calls then a timed loop of about --seconds (3 to --iters
 calls, per group: the "calls" column), the slowest rank's time per call, with CUDA tensors
 between two torch.cuda.synchronize(). The table shows per group the median latency over rounds, its
-spread (min-max) and the algorithm bandwidth (bytes / median time); the last column is the
-second group's latency over the default one's (median and min-max of the per-round ratios: above
-1x the default group is faster). Each size's result is checked once before timing. With picoll on
-CPU tensors, the 8 B row also times picoll_torch.time_c_allreduce (a plain C loop of
+spread (min-max) and the algorithm bandwidth (bytes / median time); the last columns are each
+other column's latency over the default group's (median and min-max of the per-round ratios:
+above 1x the default group is faster). Each size's result is checked once before timing. With
+picoll on CPU tensors, the 8 B row also times picoll_torch.time_c_allreduce (a plain C loop of
 MPI_Allreduce on the same memory) in each round; the difference is the backend's own cost.
 """
 
@@ -49,6 +53,8 @@ def add_options(parser):
                         help="about how long one timing runs (calls per timing: this over the "
                              "time of a call, 3 to --iters)")
     parser.add_argument("--iters", type=int, default=1000, help="most calls per timing")
+    parser.add_argument("--mpi", action="store_true",
+                        help="CPU tensors: also the MPI's own all_reduce (picoll bypassed)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.set_defaults(timeout=3600.0)
 
@@ -80,46 +86,74 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def time_allreduce(tensor, group, iters):
-    """Seconds per all_reduce call on group, the slowest rank's."""
-    for _ in range(max(1, iters // 10)):
-        dist.all_reduce(tensor, group=group)
-    sync(tensor.device)
+class Group:
+    """A column: a process group's dist.all_reduce, timed in Python."""
+
+    def __init__(self, name, group):
+        self.name, self.group = name, group
+
+    def call(self, tensor):
+        dist.all_reduce(tensor, group=self.group)
+
+    def seconds(self, tensor, iters):
+        """Seconds per call, this rank's: iters calls between two synchronisations."""
+        sync(tensor.device)
+        start = time.perf_counter()
+        for _ in range(iters):
+            self.call(tensor)
+        sync(tensor.device)
+        return (time.perf_counter() - start) / iters
+
+
+class Staged(Group):
+    """The "mpi" column: the blocking staged MPI, timed by picoll_torch's C loop."""
+
+    def __init__(self):
+        super().__init__("mpi", None)
+
+    def call(self, tensor):
+        self.seconds(tensor, 1)
+
+    def seconds(self, tensor, iters):
+        import picoll_torch
+        return picoll_torch.time_staged_allreduce(tensor, iters)
+
+
+def time_allreduce(tensor, col, iters):
+    """Seconds per all_reduce call of column col, the slowest rank's."""
+    col.seconds(tensor, max(1, iters // 10))
     dist.barrier()
-    start = time.perf_counter()
-    for _ in range(iters):
-        dist.all_reduce(tensor, group=group)
-    sync(tensor.device)
-    return slowest((time.perf_counter() - start) / iters)
+    return slowest(col.seconds(tensor, iters))
 
 
-def calibrate(tensor, group, args):
-    """Calls per timing on group for this tensor: about --seconds of calls, 3 to --iters (from
-    the time of 5 calls after 2)."""
-    for _ in range(2):
-        dist.all_reduce(tensor, group=group)
-    sync(tensor.device)
-    start = time.perf_counter()
-    for _ in range(5):
-        dist.all_reduce(tensor, group=group)
-    sync(tensor.device)
-    per_call = slowest((time.perf_counter() - start) / 5)
+def calibrate(tensor, col, args):
+    """Calls per timing of column col for this tensor: about --seconds of calls, 3 to --iters
+    (from the time of 5 calls after 2)."""
+    col.seconds(tensor, 2)
+    per_call = slowest(col.seconds(tensor, 5))
     return max(3, min(args.iters, int(args.seconds / per_call)))
 
 
-def check(tensor, group, name, size):
-    """One all_reduce of rank + 1 everywhere: the sum of 1..np, else the run stops."""
+def check(tensor, col, size):
+    """One all_reduce of rank + 1 everywhere: the sum of 1..np, else the run stops; the "mpi"
+    column's calls must not have been picoll's."""
     n = dist.get_world_size()
     tensor.fill_(dist.get_rank() + 1)
-    dist.all_reduce(tensor, group=group)
+    col.call(tensor)
     if not bool((tensor == n * (n + 1) / 2).all()):
-        sys.exit(f"rank {dist.get_rank()}: {name} all_reduce of {label(size)} is wrong")
+        sys.exit(f"rank {dist.get_rank()}: {col.name} all_reduce of {label(size)} is wrong")
+    if isinstance(col, Staged):
+        import picoll_torch
+        if picoll_torch.last_algorithm() != "fallback":
+            sys.exit(f"rank {dist.get_rank()}: the mpi column's all_reduce of {label(size)} took "
+                     f"picoll's {picoll_torch.last_algorithm()}, not the MPI's")
     tensor.zero_()
 
 
 def groups(args, device):
-    """[(name, group)]: the default group first, then the one it is compared with."""
-    out = [(args.backend, None)]
+    """The columns: the default group first, then the one it is compared with, then (CUDA
+    tensors, or --mpi) the blocking staged MPI."""
+    out = [Group(args.backend, None)]
     other = "nccl" if device.type == "cuda" else "gloo"
     say = print if dist.get_rank() == 0 else (lambda *a: None)
     if device.type == "cuda":
@@ -135,7 +169,10 @@ def groups(args, device):
                 "refuses: gloo (CUDA tensors staged through the host) instead")
             other = "gloo"
     name = other if other != args.backend else f"{other}(new_group)"
-    return out + [(name, dist.new_group(backend=other))]
+    out.append(Group(name, dist.new_group(backend=other)))
+    if args.backend == "picoll" and (device.type == "cuda" or args.mpi):
+        out.append(Staged())
+    return out
 
 
 def c_loop(tensor, iters):
@@ -171,21 +208,23 @@ def spread(values):
 
 
 def bench(args, device, pgs):
-    """Per size: {"bytes", "iters", name: [seconds per round], "ratio": [...], "c": [...]}"""
+    """Per size: {"bytes", "iters", name: [seconds per round], "ratios": {name: [...]} (each other
+    column over the default), "ratio" (the second column's), "c": [...]}"""
     rows = []
     with_c = args.backend == "picoll" and device.type == "cpu"
     for size in sizes(args):
         tensor = torch.zeros(max(1, size // 4), dtype=torch.float32, device=device)
-        row = {"bytes": size, "iters": {}, "ratio": [], "c": []}
-        for name, group in pgs:
-            check(tensor, group, name, size)
-            row["iters"][name] = calibrate(tensor, group, args)
-            row[name] = []
+        row = {"bytes": size, "iters": {}, "ratios": {col.name: [] for col in pgs[1:]}, "c": []}
+        row["ratio"] = row["ratios"][pgs[1].name] if len(pgs) > 1 else []
+        for col in pgs:
+            check(tensor, col, size)
+            row["iters"][col.name] = calibrate(tensor, col, args)
+            row[col.name] = []
         for _ in range(args.rounds):
-            for name, group in pgs:
-                row[name].append(time_allreduce(tensor, group, row["iters"][name]))
-            if len(pgs) > 1:
-                row["ratio"].append(row[pgs[1][0]][-1] / row[pgs[0][0]][-1])
+            for col in pgs:
+                row[col.name].append(time_allreduce(tensor, col, row["iters"][col.name]))
+            for col in pgs[1:]:
+                row["ratios"][col.name].append(row[col.name][-1] / row[pgs[0].name][-1])
             if with_c and size == args.min:
                 row["c"].append(c_loop(tensor, row["iters"][args.backend]))
                 pg_s, be_s = layer_loops(tensor, row["iters"][args.backend])
@@ -198,18 +237,19 @@ def bench(args, device, pgs):
 
 
 def print_header(pgs):
-    cols = "".join(f" | {name + ': us median (min-max)':>36} {'GB/s':>7}" for name, _ in pgs)
-    ratio = f" | {pgs[1][0] + '/' + pgs[0][0] + ' median (min-max)':>30}" if len(pgs) > 1 else ""
-    print(f"{'size':>9} {'calls':>9}{cols}{ratio}", flush=True)
+    cols = "".join(f" | {col.name + ': us median (min-max)':>36} {'GB/s':>7}" for col in pgs)
+    ratios = "".join(f" | {col.name + '/' + pgs[0].name + ' median (min-max)':>30}"
+                     for col in pgs[1:])
+    print(f"{'size':>9} {'calls':>9}{cols}{ratios}", flush=True)
 
 
 def print_row(row, pgs):
     line = f"{label(row['bytes']):>9} {'/'.join(map(str, row['iters'].values())):>9}"
-    for name, _ in pgs:
-        med, lo, hi = (s * 1e6 for s in spread(row[name]))
+    for col in pgs:
+        med, lo, hi = (s * 1e6 for s in spread(row[col.name]))
         line += f" | {f'{med:.2f} ({lo:.2f}-{hi:.2f})':>36} {row['bytes'] / med / 1e3:>7.3g}"
-    if row["ratio"]:
-        med, lo, hi = spread(row["ratio"])
+    for col in pgs[1:]:
+        med, lo, hi = spread(row["ratios"][col.name])
         line += f" | {f'{med:.2f}x ({lo:.2f}-{hi:.2f})':>30}"
     print(line, flush=True)
 
@@ -241,7 +281,7 @@ def main():
         print(f"# torch_bench: torch {torch.__version__}, np {size} on {cpus} CPUs"
               f"{' (oversubscribed)' if size > cpus else ''}, device {device}, "
               f"all_reduce SUM float32, {args.rounds} A/B rounds, groups "
-              f"{' '.join(name for name, _ in pgs)}; load {os.getloadavg()[0]:.2f}")
+              f"{' '.join(col.name for col in pgs)}; load {os.getloadavg()[0]:.2f}")
         print_header(pgs)
     rows = bench(args, device, pgs)
     if rank == 0 and rows[0]["c"]:
@@ -250,7 +290,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"unit": "seconds per call, the slowest rank's, per round",
                        "torch": torch.__version__, "np": size, "device": str(device),
-                       "rounds": args.rounds, "groups": [name for name, _ in pgs],
+                       "rounds": args.rounds, "groups": [col.name for col in pgs],
                        "rows": rows}, f, indent=1)
     dist.destroy_process_group()
 

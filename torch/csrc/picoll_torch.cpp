@@ -504,6 +504,8 @@ PYBIND11_MODULE(_C, m) {
            py::call_guard<py::gil_scoped_release>())
       .def("time_c_allreduce", &ProcessGroupPicoll::time_c_allreduce,
            py::call_guard<py::gil_scoped_release>())
+      .def("time_staged_allreduce", &ProcessGroupPicoll::time_staged_allreduce,
+           py::call_guard<py::gil_scoped_release>())
       .def("stream_stats", &ProcessGroupPicoll::stream_stats);
   m.def("bootstrap", &bootstrap, "initialise MPI (MPI_THREAD_MULTIPLE); the level provided");
   m.def("finalize", &finalize, py::call_guard<py::gil_scoped_release>());

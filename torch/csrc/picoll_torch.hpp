@@ -119,6 +119,10 @@ class ProcessGroupPicoll : public c10d::Backend {
 
   // the benchmark's reference: seconds per call of a C loop of MPI_Allreduce(SUM) on t
   double time_c_allreduce(at::Tensor &t, int64_t iters);
+  // what an MPI that is not CUDA-aware makes the application do, the user's MPI alone (picoll
+  // bypassed): per call a blocking copy of t to host memory, MPI_Allreduce(SUM) in place there, a
+  // blocking copy back (CPU tensors: the MPI call only); seconds per call
+  double time_staged_allreduce(at::Tensor &t, int64_t iters);
   // picoll_stream_query of the group's stream (all zero before the first CUDA call)
   std::vector<int64_t> stream_stats();
   MPI_Comm comm() const { return comm_; }

@@ -30,7 +30,7 @@ try:
 finally:
     sys.setdlopenflags(_flags)
 
-__all__ = ["active", "last_algorithm", "time_c_allreduce", "version"]
+__all__ = ["active", "last_algorithm", "time_c_allreduce", "time_staged_allreduce", "version"]
 
 _THREAD_MULTIPLE = 3  # MPI_THREAD_MULTIPLE in every MPI's numbering we build with
 if _C.bootstrap() < _THREAD_MULTIPLE:
@@ -138,6 +138,14 @@ def time_c_allreduce(tensor, iters, group=None):
     communicator (every rank of the group calls it): the backend's own cost is the difference
     from dist.all_reduce."""
     return _backend(group).time_c_allreduce(tensor, iters)
+
+
+def time_staged_allreduce(tensor, iters, group=None):
+    """Seconds per call of what ProcessGroupMPI over an MPI that is not CUDA-aware makes of an
+    all_reduce(SUM) on tensor, with the MPI alone (picoll bypassed on every rank of the group,
+    which all call it): per call a blocking copy to host memory, MPI_Allreduce in place there,
+    a blocking copy back (CPU tensors: the MPI call only). The tensor holds the result."""
+    return _backend(group).time_staged_allreduce(tensor, iters)
 
 
 def stream_stats(group=None):
