@@ -19,9 +19,10 @@
  * host when it started and when it finished
  * there too, so that the host waits without any driver call.
  *
- * The sync points the protocol needs carry an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD):
- * on the GPU the plain instruction; in the emulated GPU's build (tests/cuda/emu) FAKECUDA_MUTANT
- * weakens the one it names (no barrier, a relaxed store or load), and tests/cuda/mutants.sh proves
+ * The sync points the protocol needs carry an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD,
+ * DEV_LINE_STORE, DEV_LINE_LOAD, DEV_WAIT): on the GPU the plain instruction; in the emulated
+ * GPU's build (tests/cuda/emu) FAKECUDA_MUTANT weakens the one it names (no barrier, a relaxed
+ * store or load, a line split into words, a wait deleted), and tests/cuda/mutants.sh proves
  * that the tests then fail, under the emulation's PTX memory model. Global stores go through
  * dev_st, a plain store here, where the emulation records them.
  *
@@ -74,12 +75,32 @@ __device__ __forceinline__ void dev_st(T *p, T v)
     *p = v;
 }
 
-/* The protocol's sync points, id for the mutation check (ids 1 to 8, each once); DEV_WAIT(id)
+/* A low-latency line (cuda_kernel.h): one 16-byte vector store or load, volatile (relaxed at
+ * system scope, never cached in L1), each 8-byte half {data, flag} single-copy atomic. */
+__device__ __forceinline__ void dev_line_store(uint4 *p, uint4 v)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+__device__ __forceinline__ uint4 dev_line_load(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+/* The protocol's sync points, id for the mutation check (ids 1 to 11, each once); DEV_WAIT(id)
  * guards a wait loop, which the check deletes */
 #define DEV_WAIT(id) true
 #define DEV_SYNCTHREADS(id) __syncthreads()
 #define DEV_FLAG_STORE(id, f, v) dev_flag_store(f, v)
 #define DEV_FLAG_LOAD(id, f) dev_flag_load(f)
+#define DEV_LINE_STORE(id, p, v) dev_line_store(p, v)
+#define DEV_LINE_LOAD(id, p) dev_line_load(p)
 /* A variable of the block's shared memory */
 #define DEV_SHARED(T, name) __shared__ T name
 #else
@@ -95,11 +116,24 @@ __device__ __forceinline__ void dev_st(T *p, T v)
     emu_st(p, v);
 }
 
+__device__ __forceinline__ void dev_line_store(uint4 *p, uint4 v, bool whole)
+{
+    emu_line_store(p, &v, whole);
+}
+__device__ __forceinline__ uint4 dev_line_load(const uint4 *p, bool whole)
+{
+    uint4 v;
+    emu_line_load(p, &v, whole);
+    return v;
+}
+
 #define DEV_MUTANT(id, what) emu_mutant(id, __LINE__, __func__, what)
 #define DEV_WAIT(id) (!DEV_MUTANT(id, "wait loop"))
 #define DEV_SYNCTHREADS(id) (DEV_MUTANT(id, "__syncthreads") ? (void)0 : __syncthreads())
 #define DEV_FLAG_STORE(id, f, v) emu_flag_store(f, v, !DEV_MUTANT(id, "st.release"))
 #define DEV_FLAG_LOAD(id, f) emu_flag_load(f, !DEV_MUTANT(id, "ld.acquire"))
+#define DEV_LINE_STORE(id, p, v) dev_line_store(p, v, !DEV_MUTANT(id, "16-byte line store"))
+#define DEV_LINE_LOAD(id, p) dev_line_load(p, !DEV_MUTANT(id, "16-byte line load"))
 /* the blocks of a launch run together on one CPU thread: each has its own shared memory, where
  * the variable has the same offset (reserved once per process) */
 #define DEV_SHARED(T, name)                                                          \
@@ -164,6 +198,52 @@ __device__ int dev_arrived(const picoll_cuda_kparams_t &p, uint64_t first)
     return mine >= first + 1 ? 2 : mine >= first ? 1 : 0;
 }
 
+/* After a wait, thread 0 of a block that gave up (gave_up: 1, a late peer, 2, the host's veto)
+ * tells the host. Returns whether it gave up. */
+__device__ bool dev_gave_up(const picoll_cuda_kparams_t &p, int gave_up)
+{
+    if (gave_up != 0 && threadIdx.x == 0) {
+        /* the halt word first: the launches queued behind this one read it when they start (the
+         * release of halted orders it before; a fence between adds nothing) */
+        dev_flag_store(p.flags[p.me] + PICOLL_CUDA_HALT_WORD, p.seq);
+        if (gave_up == 1) {
+            dev_flag_store((uint64_t *)&p.status->halted, p.seq);
+        }
+        DEV_FLAG_STORE(5, (uint64_t *)&p.status->quit[blockIdx.x], p.seq);
+    }
+    return gave_up != 0;
+}
+
+/* One look of a waiting thread at the clock (every 64 spins) while it waits for peer t: 0 to go on
+ * waiting, else why it stops (gave_up's value: 1, the peer is late past spin_ns, which is named in
+ * the status; 2, the host vetoed the call). On a stream (epoch_word) nobody relaunches: the wait
+ * goes on, naming the peer to the host's watch (picoll_cuda_stream_watch) every spin, until the
+ * peer arrives or the host aborts the stream's calls (the veto word). since: 0 at the first. */
+__device__ int dev_wait_tick(const picoll_cuda_kparams_t &p, int t, uint64_t first,
+                             uint64_t *since)
+{
+    if (p.veto_at != 0 && dev_flag_load((const uint64_t *)&p.status->veto) == p.veto_at) {
+        return 2;
+    }
+    uint64_t now = dev_globaltimer();
+    if (*since == 0) {
+        *since = now;
+    } else if (now - *since > p.spin_ns) {
+        /* late, or running and waiting for somebody else (its block 0 or this block started
+         * this launch)? */
+        const size_t line = (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE;
+        const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD;
+        bool runs = dev_flag_load(started) >= first || dev_flag_load(started + line) >= first;
+        dev_st((uint8_t *)&p.status->missing[t], (uint8_t)(runs ? 1 : 2));
+        if (p.epoch_word != nullptr) {
+            *since = now;
+            return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 /* Arrive at epoch (unless an earlier attempt did) and wait for block blockIdx.x of every peer.
  * Returns true when some peer did not arrive within spin_ns: the block has told the host and
  * returns; its arrival stays stored, so the peers go on, and a relaunch waits again at epoch.
@@ -204,28 +284,9 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t first, 
             }
             /* several peers' threads may give up at once: atomicMax, so that a veto (2) wins
              * over a late peer (1) whatever their order, and the stores do not race */
-            if (p.veto_at != 0 && dev_flag_load((const uint64_t *)&p.status->veto) == p.veto_at) {
-                atomicMax(&gave_up, 2);
-                break;
-            }
-            uint64_t now = dev_globaltimer();
-            if (since == 0) {
-                since = now;
-            } else if (now - since > p.spin_ns) {
-                /* late, or running and waiting for somebody else (its block 0 or this block
-                 * started this launch)? */
-                const uint64_t *started = p.flags[t] + PICOLL_CUDA_STARTED_WORD;
-                bool runs = dev_flag_load(started) >= first ||
-                            dev_flag_load(started + line) >= first;
-                dev_st((uint8_t *)&p.status->missing[t], (uint8_t)(runs ? 1 : 2));
-                if (p.epoch_word != nullptr) {
-                    /* on a stream nobody relaunches: the block waits on, naming the peer to the
-                     * host's watch (picoll_cuda_stream_watch) every spin, until the peer arrives
-                     * or the host aborts the stream's calls (the veto word) */
-                    since = now;
-                    continue;
-                }
-                atomicMax(&gave_up, 1);
+            int why = dev_wait_tick(p, t, first, &since);
+            if (why != 0) {
+                atomicMax(&gave_up, why);
                 break;
             }
             if (p.nap_ns != 0) { /* ranks sharing a GPU: leave the peer's kernel some room */
@@ -237,16 +298,7 @@ __device__ bool dev_arrive_wait(const picoll_cuda_kparams_t &p, uint64_t first, 
      * causality order is transitive through bar.sync), and the missing word before thread 0's
      * release of quit */
     DEV_SYNCTHREADS(4);
-    if (gave_up != 0 && threadIdx.x == 0) {
-        /* the halt word first: the launches queued behind this one read it when they start (the
-         * release of halted orders it before; a fence between adds nothing) */
-        dev_flag_store(p.flags[p.me] + PICOLL_CUDA_HALT_WORD, p.seq);
-        if (gave_up == 1) {
-            dev_flag_store((uint64_t *)&p.status->halted, p.seq);
-        }
-        DEV_FLAG_STORE(5, (uint64_t *)&p.status->quit[blockIdx.x], p.seq);
-    }
-    return gave_up != 0;
+    return dev_gave_up(p, gave_up);
 }
 
 /* The block is done: the host is told, with every thread's writes visible system-wide (thread 0's
@@ -408,6 +460,9 @@ __device__ __forceinline__ void dev_mode_oneshot(const picoll_cuda_kparams_t &p,
     }
     dev_finish(p, b.ep, b.ep);
 }
+
+/* One-shot with low-latency lines (dev_mode_oneshot_ll) */
+#include "cuda/coll_kernel_ll.cuh"
 
 /* Reduce-scatter: piece r of this chunk is [lo, hi) of its bytes [chunk_off, chunk_off + bytes),
  * cut to the piece's length (uneven pieces: some may be shorter, or over); it goes to slot
@@ -611,6 +666,7 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
     switch (p.mode) {
     case PICOLL_CUDA_K_ONESHOT:
     case PICOLL_CUDA_K_REDUCE: dev_mode_oneshot(p, red, b); break;
+    case PICOLL_CUDA_K_ONESHOT_LL: dev_mode_oneshot_ll(p, red, b); break;
     case PICOLL_CUDA_K_REDSCAT: dev_mode_redscat(p, red, b); break;
     case PICOLL_CUDA_K_ALLGATHERV:
         if constexpr (!R::FIXED) {

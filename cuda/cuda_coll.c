@@ -642,7 +642,12 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t 
                                       const void *sendbuf, void *recvbuf, size_t count,
                                       picoll_dtype_t dtype, picoll_op_t op)
 {
-    coll_call_t c = {.coll = "MPI_Allreduce", .arrivals = mode == PICOLL_CUDA_K_ONESHOT ? 1 : 2};
+    size_t bytes = count * picoll_dtype_size(dtype);
+    if (mode == PICOLL_CUDA_K_ONESHOT_LL && !picoll_cuda_ll_fits(ws->slot_size, ws->nlocal, bytes)) {
+        mode = PICOLL_CUDA_K_ONESHOT; /* the selection's job; the same on every rank */
+    }
+    coll_call_t c = {.coll = "MPI_Allreduce",
+                     .arrivals = mode == PICOLL_CUDA_K_TWOSHOT || mode == PICOLL_CUDA_K_HCM ? 2 : 1};
 
     coll_params(ws, mode, &c.p);
     coll_reduce_params(dtype, op, &c.p);

@@ -63,10 +63,47 @@ typedef enum {
                               * rank's slot into dst */
     PICOLL_CUDA_K_ALLGATHERV, /* allgather with blocks of every size (piece) at their offsets in
                                * dst (piece_off) */
-    PICOLL_CUDA_K_ALLTOALLV  /* alltoall with pieces of every size: the piece for every rank in
+    PICOLL_CUDA_K_ALLTOALLV, /* alltoall with pieces of every size: the piece for every rank in
                               * (piece, piece_off of src) at slot_stride apart, arrive, the piece
                               * from every rank out (rpiece, rpiece_off of dst) */
+    PICOLL_CUDA_K_ONESHOT_LL /* one-shot with low-latency lines: push my input as lines into every
+                              * rank's slot, wait for every rank's lines in mine, reduce them */
 } picoll_cuda_kmode_t;
+
+/* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL, PICOLL_CUDA_LL_MAX). A line is 16 bytes stored and
+ * loaded as one vector: {data 4 bytes, flag, data 4 bytes, flag}, each 8-byte half of data and its
+ * flag single-copy atomic (what NCCL's LL protocol relies on too), so a reader that sees both flags
+ * has both halves of the data: an arrival is the data itself, no release, no acquire, no flag
+ * round trip. The flag is picoll_cuda_ll_flag(epoch): never 0 (a zeroed workspace holds no line)
+ * and different at consecutive epochs. Every rank's slot of the launch's parity (slot[ep & 1][r])
+ * holds, for a chunk of B = picoll_cuda_ll_bytes(bytes) bytes of payload:
+ *   lines of sender s     at s * 2B (2B bytes of lines: 16 for every 8 of payload)
+ *   unpacked of sender s  at nranks * 2B + s * B: the payload of s's lines, stored by the reader,
+ *                         which then reduces every sender's in rank order as one-shot does
+ * A sender writes a rank's slot of parity x at epoch e only when every rank is done with epoch
+ * e - 2 (it finished epoch e - 1, whose every call waits for every rank; HCM, which does not, never
+ * takes the lines), so no line a reader still waits for is overwritten. */
+#ifdef __CUDACC__
+#define PICOLL_CUDA_HD __host__ __device__
+#else
+#define PICOLL_CUDA_HD
+#endif
+PICOLL_CUDA_HD static inline size_t picoll_cuda_ll_bytes(size_t bytes)
+{
+    return (bytes + 15) & ~(size_t)15;
+}
+
+PICOLL_CUDA_HD static inline uint32_t picoll_cuda_ll_flag(uint64_t epoch)
+{
+    return (uint32_t)(epoch % 0xffffffffull) + 1u;
+}
+
+/* Whether a slot of slot_size bytes holds the lines and the unpacked payload of nranks ranks. */
+static inline int picoll_cuda_ll_fits(size_t slot_size, int nranks, size_t bytes)
+{
+    return nranks >= 1 && nranks <= PICOLL_CUDA_MAX_LOCAL &&
+           picoll_cuda_ll_bytes(bytes) <= slot_size / (3 * (size_t)nranks);
+}
 
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
  * as uint8; the complex types as float2/double2, real part first; float16 and bfloat16 as their
@@ -200,7 +237,8 @@ typedef struct {
 static inline int picoll_cuda_fixed_mode(int mode)
 {
     return mode == PICOLL_CUDA_K_ONESHOT || mode == PICOLL_CUDA_K_REDUCE ||
-           mode == PICOLL_CUDA_K_REDSCAT || mode == PICOLL_CUDA_K_TWOSHOT;
+           mode == PICOLL_CUDA_K_REDSCAT || mode == PICOLL_CUDA_K_TWOSHOT ||
+           mode == PICOLL_CUDA_K_ONESHOT_LL;
 }
 
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank: one per

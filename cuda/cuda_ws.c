@@ -305,8 +305,11 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     WS_CHECK(picoll_cu.mem_alloc(&base, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size), "cuMemAlloc");
     ws->base = (char *)(uintptr_t)base;
     /* on this thread's stream, not the legacy one, which would also wait for kernels other
-     * threads have queued (and those for their peers); synchronised: peers read them next */
-    WS_CHECK(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES, PICOLL_CU_STREAM_PER_THREAD),
+     * threads have queued (and those for their peers); synchronised: peers read them next. The
+     * slots too: a low-latency line is taken when its flags match (cuda_kernel.h), and memory
+     * that held another workspace's lines may hold those flags */
+    WS_CHECK(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size,
+                                       PICOLL_CU_STREAM_PER_THREAD),
              "cuMemsetD8Async");
     WS_CHECK(picoll_cu.memcpy_htod_async(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
                                          sizeof(hello), PICOLL_CU_STREAM_PER_THREAD),

@@ -107,6 +107,7 @@ static picoll_status_t hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allre
 typedef struct {
     const picoll_allreduce_args_t *args;
     size_t bytes;
+    int size;
 } allreduce_call_t;
 
 static int select_host_allreduce(const picoll_coll_ctx_t *ctx, const void *arg)
@@ -120,7 +121,7 @@ static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
 {
     const allreduce_call_t *c = arg;
     return picoll_select_cuda_allreduce(&picoll_cfg, picoll_cuda_ws_reach(ws),
-                                        picoll_cuda_ws_slot_size(ws), c->bytes,
+                                        picoll_cuda_ws_slot_size(ws), c->size, c->bytes,
                                         picoll_cuda.staging);
 }
 
@@ -129,6 +130,7 @@ static picoll_cuda_kmode_t cuda_kmode(int alg)
 {
     return alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
            : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
+           : alg == PICOLL_ALLREDUCE_CUDA_LL      ? PICOLL_CUDA_K_ONESHOT_LL
                                                   : PICOLL_CUDA_K_ONESHOT;
 }
 
@@ -169,7 +171,8 @@ picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_
     if (ctx->shm == NULL) {
         return PICOLL_DECLINED;
     }
-    allreduce_call_t c = {.args = args, .bytes = args->count * picoll_dtype_size(args->dtype)};
+    allreduce_call_t c = {.args = args, .bytes = args->count * picoll_dtype_size(args->dtype),
+                          .size = ctx->size};
     if (ctx->hier != NULL) {
         return hier_allreduce(ctx, args, c.bytes, alg, mpi_rc);
     }

@@ -26,7 +26,7 @@ int picoll_enq_select(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *arg
     switch (args->coll) {
     case PICOLL_COLL_ALLREDUCE:
         return picoll_select_cuda_allreduce(&picoll_cfg, reach, picoll_cuda_ws_slot_size(ws),
-                                            args->count * esize, picoll_cuda.staging);
+                                            ctx->size, args->count * esize, picoll_cuda.staging);
     case PICOLL_COLL_REDUCE_SCATTER_BLOCK:
         return picoll_select_cuda_reduce(&picoll_cfg, reach,
                                          args->count * esize * (size_t)ctx->size,
@@ -52,7 +52,8 @@ picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *
         status = picoll_cuda_allreduce(ws,
                                        alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
                                        : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
-                                                                              : PICOLL_CUDA_K_ONESHOT,
+                                       : alg == PICOLL_ALLREDUCE_CUDA_LL ? PICOLL_CUDA_K_ONESHOT_LL
+                                                                         : PICOLL_CUDA_K_ONESHOT,
                                        args->sendbuf, args->recvbuf, args->count, args->dtype,
                                        args->op);
         break;

@@ -2,6 +2,7 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 #include "coll/netmodel.h"
+#include "cuda/cuda_kernel.h"
 
 /* PICOLL_HOST=auto (the default): where the shared-memory executor beat Open MPI 4.1 in every job
  * measured (osu-bench, A/B in one job, np 2 and 4, 4 B to 16 MiB, MPI_FLOAT and MPI_CHAR, on a
@@ -111,6 +112,8 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
 
 /* The device executor, by the node's reach (topo/reach.c), PyTorch's intra-node thresholds as
  * defaults:
+ *   any but hcm: low-latency lines (cuda_ll) <= PICOLL_CUDA_LL_MAX (0: never, until an A/B on a
+ *           GPU shows them faster) where one slot holds every rank's lines and payload
  *   nvlink  one-shot <= PICOLL_NVLINK_ONESHOT_MAX (256k), two-shot <= PICOLL_NVLINK_TWOSHOT_MAX
  *           (10M), then hand over to a CUDA-aware MPI; where picoll stages the calls it hands
  *           over (the MPI is not CUDA-aware), two-shot at every size: a 16 MiB allreduce took
@@ -129,10 +132,16 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
  * access (across sockets), so those hand over, as does none. A one-shot message larger than a
  * device data buffer runs two-shot, in chunks. */
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
-                                 size_t slot_size, size_t bytes, int staged)
+                                 size_t slot_size, int nranks, size_t bytes, int staged)
 {
     if (bytes == 0) {
         return PICOLL_ALG_FALLBACK;
+    }
+    /* low-latency lines where the slot holds them (picoll_cuda_ll_fits), on every reach whose
+     * workspace maps every peer */
+    if (bytes <= cfg->cuda_ll_max && reach != PICOLL_TOPO_REACH_HCM &&
+        reach != PICOLL_TOPO_REACH_NONE && picoll_cuda_ll_fits(slot_size, nranks, bytes)) {
+        return PICOLL_ALLREDUCE_CUDA_LL;
     }
     switch (reach) {
     case PICOLL_TOPO_REACH_NVLINK:
@@ -160,7 +169,8 @@ int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t re
                               int staged)
 {
     if (reach == PICOLL_TOPO_REACH_HCM ||
-        picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes, staged) == PICOLL_ALG_FALLBACK) {
+        picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, 1, bytes, staged) ==
+            PICOLL_ALG_FALLBACK) {
         return PICOLL_ALG_FALLBACK;
     }
     return PICOLL_DEVICE_ONLY_CUDA;

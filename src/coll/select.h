@@ -50,7 +50,7 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
  * is staged through host memory by picoll (the MPI is not CUDA-aware), which is never the faster
  * way over NVLink: no upper limit to two-shot there then. */
 int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
-                                 size_t slot_size, size_t bytes, int staged);
+                                 size_t slot_size, int nranks, size_t bytes, int staged);
 /* block_bytes as above; the tables take one rank's receive bytes. */
 int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                                  size_t block_bytes);

@@ -20,6 +20,12 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                        .desc = "device buffers over CUDA IPC: every rank reduces all "
                                                "inputs in rank order (PICOLL_NVLINK_ONESHOT_MAX, "
                                                "PICOLL_PCIE_ONESHOT_MAX)"},
+    [PICOLL_ALLREDUCE_CUDA_LL] = {.name = "cuda_ll",
+                                  .desc = "device buffers over CUDA IPC, small: one-shot where "
+                                          "each rank pushes its input into every peer's "
+                                          "workspace, 8 bytes with their flag in each 16-byte "
+                                          "line, and reduces the lines that reach its own in "
+                                          "rank order (up to PICOLL_CUDA_LL_MAX)"},
     [PICOLL_ALLREDUCE_CUDA_TWOSHOT] = {.name = "cuda_twoshot",
                                        .desc = "device buffers over CUDA IPC: reduce-scatter then "
                                                "all-gather, chunked by the workspace (up to "

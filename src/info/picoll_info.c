@@ -274,7 +274,7 @@ static const char *device_alg(picoll_coll_t coll, const picoll_config_t *cfg,
 {
     int staged = info_staged(cfg);
     int alg = coll == PICOLL_COLL_ALLREDUCE
-                  ? picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, bytes, staged)
+                  ? picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, 1, bytes, staged)
               : coll == PICOLL_COLL_ALLGATHER ? picoll_select_cuda_allgather(cfg, reach, 1, bytes)
               : coll == PICOLL_COLL_ALLTOALL  ? picoll_select_cuda_alltoall(cfg, reach, 1, bytes)
               : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV ||

@@ -483,6 +483,15 @@ const char *want_staged_allreduce(void)
     return hier > 0 ? HIER_STAGED : "fallback";
 }
 
+/* PICOLL_CUDA_LL_MAX in bytes (a number, with k or M), 0 unset */
+static size_t ll_max(void)
+{
+    const char *v = getenv("PICOLL_CUDA_LL_MAX");
+    char *end;
+    size_t n = v != NULL ? strtoull(v, &end, 10) : 0;
+    return v == NULL ? 0 : *end == 'k' || *end == 'K' ? n << 10 : *end == 'M' ? n << 20 : n;
+}
+
 const char *want_allreduce(const type_t *t, size_t bytes)
 {
     if (hier > 0) {
@@ -496,6 +505,12 @@ const char *want_allreduce(const type_t *t, size_t bytes)
     }
     if (groups > 0) {
         return "cuda_hcm"; /* PICOLL_HCM_ONESHOT_MAX=1G */
+    }
+    /* the low-latency lines where one slot holds 3 x 16-byte rounded bytes of every rank */
+    int n = 1;
+    MPI_Comm_size(test_comm, &n);
+    if (bytes <= ll_max() && 3 * (size_t)n * ((bytes + 15) & ~(size_t)15) <= SLOT) {
+        return "cuda_ll";
     }
     if (bytes <= ONESHOT_MAX) {
         return "cuda_oneshot";
@@ -635,7 +650,8 @@ static void check_kernel(const call_t *k)
         return;
     }
     const char *path = last_algorithm(), *got = drv.last_kernel();
-    if (path == NULL || (strcmp(path, "cuda_oneshot") != 0 && strcmp(path, "cuda_twoshot") != 0)) {
+    if (path == NULL || (strcmp(path, "cuda_oneshot") != 0 && strcmp(path, "cuda_twoshot") != 0 &&
+                         strcmp(path, "cuda_ll") != 0)) {
         return;
     }
     if (got == NULL || strcmp(got, k->kernel) != 0) {

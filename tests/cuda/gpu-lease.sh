@@ -36,6 +36,8 @@
 #              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
 #              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
 #              times (default 2); e.g. PICOLL_CUDA_SMALL_THREADS with "0 32"
+#   ll         issue 40's low-latency lines (PICOLL_CUDA_LL_MAX): cuda_coll's matrix and the
+#              40-call enqueued queue with them on the GPU, then envab's A/B of "0 64k" (allreduce)
 #   torchhang  the group stream's hang at np 4 (docs/torch.md): test_cuda.py on the group's stream
 #              under LEASE_TORCH_ENV, with picoll naming late ranks after 10 s, its Python stacks
 #              dumped at 40 s and every rank's threads' kernel waits (wchan) at 30 s
@@ -82,6 +84,22 @@ if [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
 fi
 export PICOLL_HOST=on
 bench="$build/osu-bench"
+# env_ab VAR "VALUES" "COLLS" ROUNDS: osu-bench on device buffers 8 B to 64 KiB with the floor,
+# enqueued and graph-launched, at np 2 and 4, with VAR set to each value in turn, ROUNDS times
+env_ab() {
+    local var=$1 values=$2 colls=$3 rounds=$4 round v c np
+    for round in $(seq "$rounds"); do
+        for v in $values; do
+            for c in $colls; do
+                for np in 2 4; do
+                    step envab-$c-$v-np$np-$round 40 env "$var=$v" "$build/tests/mpirun.sh" \
+                        $np --preload "$bench/osu_$c" -d cuda --ab=3 --enqueue --graph --floor \
+                        -c -T mpi_float -m 8:64K --factor 8
+                done
+            done
+        done
+    done
+}
 site=/tmp/picoll-torch-site
 py=$(command -v python3)
 for s in $steps; do
@@ -159,18 +177,24 @@ for s in $steps; do
         done
         grep -h "^# floor: \|^# floor: skipped" "$logs"/floor-*.log | head -6 ;;
     envab)
-        var=${LEASE_AB_VAR:-PICOLL_CUDA_FENCES}
-        for round in $(seq "${LEASE_AB_ROUNDS:-2}"); do
-            for v in ${LEASE_AB_VALUES:-all needed}; do
-                for c in ${LEASE_AB_COLLS:-allreduce allgather}; do
-                    for np in 2 4; do
-                        step envab-$c-$v-np$np-$round 40 env "$var=$v" "$build/tests/mpirun.sh" \
-                            $np --preload "$bench/osu_$c" -d cuda --ab=3 --enqueue --graph --floor \
-                            -c -T mpi_float -m 8:64K --factor 8
-                    done
-                done
-            done
-        done ;;
+        env_ab "${LEASE_AB_VAR:-PICOLL_CUDA_FENCES}" "${LEASE_AB_VALUES:-all needed}" \
+            "${LEASE_AB_COLLS:-allreduce allgather}" "${LEASE_AB_ROUNDS:-2}" ;;
+    ll)
+        # issue 40's low-latency lines: right on the GPU first (cuda_coll's matrix with every
+        # allreduce up to 4 KiB on the lines, np 2 and 4; the 40-call queue of enqueued 16 KiB
+        # calls), then their A/B against one-shot's flags (PICOLL_CUDA_LL_MAX 0 and 64k: every
+        # size of the table up to 64 KiB), allreduce with the floor, blocking, enqueued and
+        # graph-launched, np 2 and 4, turn about, twice
+        for np in 2 4; do
+            step ll-matrix-np$np 120 env PICOLL_STATS=1 PICOLL_WORKSPACE_SIZE=128k \
+                PICOLL_NVLINK_ONESHOT_MAX=4k PICOLL_PCIE_ONESHOT_MAX=1G PICOLL_PCIE_IPC_MAX=1G \
+                PICOLL_CUDA_LL_MAX=4k "$build/tests/mpirun.sh" $np --preload \
+                "$build/tests/cuda/cuda_coll" matrix --fast
+        done
+        step ll-queue-np3 60 env PICOLL_STATS=1 PICOLL_WORKSPACE_SIZE=1M PICOLL_CUDA_LL_MAX=16k \
+            "$build/tests/mpirun.sh" 3 --preload "$build/tests/cuda/enqueue" --queue
+        grep -hE "passed|FAIL|cuda_ll" "$logs"/ll-*.log | head -12
+        env_ab PICOLL_CUDA_LL_MAX "0 64k" allreduce 2 ;;
     torchhang)
         if [ ! -d "$site/picoll_torch" ]; then
             step torch-build 300 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \

@@ -1,8 +1,9 @@
 #!/bin/sh
 # mutants.sh SRCDIR BUILDDIR [--soak N]
 # The mutation check of the device kernel's sync points (CTest cuda.emu.mutants). Every sync point
-# cuda/coll_kernel.cu marks with an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD) is weakened
-# in turn on the emulated GPU (FAKECUDA_MUTANT: no barrier, a relaxed store or load), and a few
+# cuda/coll_kernel.cu (and cuda/coll_kernel_ll.cuh) marks with an id (DEV_SYNCTHREADS, DEV_FLAG_STORE, DEV_FLAG_LOAD,
+# DEV_LINE_STORE, DEV_LINE_LOAD, DEV_WAIT) is weakened in turn on the emulated GPU (FAKECUDA_MUTANT:
+# no barrier, a relaxed store or load, a low-latency line split into words, a wait deleted), and a few
 # short device tests run until one fails: the emulation's memory model (tests/cuda/emu/emu_launch.c)
 # must notice every one, or the point is either useless under PTX (remove it from the kernel,
 # saying why) or the model too gentle (fix it). The unweakened kernel must then pass each test
@@ -28,6 +29,7 @@ trap 'rm -f "$log"' EXIT
 # needs it): name, then the command (run through sh -c); each must end within its limit (a hang
 # counts as caught: a GPU would hang too)
 tests='matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
+ll.np3|90|env PICOLL_CUDA_LL_MAX=4k '"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 late.np3|60|env PICOLL_TIMEOUT=1 '"$run"' 3 --preload env '"$emu $coll"' late 1 1.5 allreduce
 hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast
@@ -69,8 +71,10 @@ export FAKECUDA_SEED="$seed0"
 echo "mutants.sh: FAKECUDA_SEED=$FAKECUDA_SEED"
 
 # the sync points: id, line, what (from the source, so that a new one is checked at once)
-points=$(grep -n -o 'DEV_\(SYNCTHREADS\|FLAG_STORE\|FLAG_LOAD\|WAIT\)([0-9]*' "$kernel" |
-         sed 's/^\([0-9]*\):DEV_\([A-Z_]*\)(\([0-9]*\)$/\3 \1 \2/' | sort -n)
+# (id file line what: the kernel and the headers it includes with modes of their own)
+points=$(grep -H -n -o 'DEV_\(SYNCTHREADS\|FLAG_STORE\|FLAG_LOAD\|LINE_STORE\|LINE_LOAD\|WAIT\)([0-9]*' \
+             "$kernel" "$src/cuda/coll_kernel_ll.cuh" |
+         sed 's/^\([^:]*\):\([0-9]*\):DEV_\([A-Z_]*\)(\([0-9]*\)$/\4 \1 \2 \3/' | sort -n)
 if [ -z "$points" ]; then
     echo "mutants.sh: no sync point found in $kernel"; exit 1
 fi
@@ -78,10 +82,11 @@ printf '%-7s %-44s %s\n' mutant where "caught by"
 survivors=0
 catchers=""
 for id in $(echo "$points" | cut -d' ' -f1 | uniq); do
-    line=$(echo "$points" | awk -v id="$id" '$1 == id { print $2; exit }')
-    what=$(echo "$points" | awk -v id="$id" '$1 == id { print $3; exit }')
+    file=$(echo "$points" | awk -v id="$id" '$1 == id { print $2; exit }')
+    line=$(echo "$points" | awk -v id="$id" '$1 == id { print $3; exit }')
+    what=$(echo "$points" | awk -v id="$id" '$1 == id { print $4; exit }')
     # the function around it: the last line opening a __device__ function before it
-    fn=$(head -n "$line" "$kernel" | grep -E '^__device__ [a-z_ ]*[a-z_]+\(' | tail -n 1 |
+    fn=$(head -n "$line" "$file" | grep -E '^__device__ [a-z_ ]*[a-z_]+\(' | tail -n 1 |
          sed 's/.* \([a-z_]*\)(.*/\1/')
     caught=""
     for t in $(echo "$tests" | cut -d'|' -f1); do

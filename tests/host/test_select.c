@@ -323,28 +323,28 @@ int main(void)
      * workspace buffer runs two-shot */
     picoll_config_load(&cfg, env_off);
     size_t dslot = 128u << 10;
-    expect("cuda nvlink 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 8, 0),
+    expect("cuda nvlink 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda nvlink 200 KiB > buffer",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 200u << 10, 0),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 200u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 1 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 1u << 20, 0),
+    expect("cuda nvlink 1 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 20, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20, 0),
+    expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 65536, 0),
+    expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB > buffer",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 256u << 10, 0),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 256u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB + 1",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, (256u << 10) + 1, 0),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65536, 0),
+    expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
-    expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537, 0),
+    expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda none 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 8, 0),
+    expect("cuda none 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 2, 8, 0),
            PICOLL_ALG_FALLBACK);
     expect("cuda allgather pcie 4 x 256 KiB",
            picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, 256u << 10),
@@ -374,19 +374,19 @@ int main(void)
     /* where picoll stages what it hands over (an MPI that is not CUDA-aware), two-shot over
      * NVLink has no upper limit (reduce follows); HCM and PCIe hand over as before */
     expect("cuda nvlink 11 MiB staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 11u << 20, 1),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 1),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
     expect("cuda nvlink 1 GiB staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 1u << 30, 1),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 30, 1),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
     expect("cuda nvlink 8 B staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 8, 1),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 1),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda hcm 256 KiB + 1 staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, (256u << 10) + 1, 1),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 1),
            PICOLL_ALG_FALLBACK);
     expect("cuda pcie 64 KiB + 1 staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 65537, 1),
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 1),
            PICOLL_ALG_FALLBACK);
     expect("cuda reduce nvlink 10 MiB + 1 staged",
            picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1, 1),
@@ -404,7 +404,8 @@ int main(void)
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     checks++;
-    if (ar->count != 12 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 13 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_LL].name, "cuda_ll") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_TWOSHOT].name, "cuda_twoshot") != 0 ||

@@ -40,7 +40,7 @@ static picoll_topo_reach_t reach_of(const picoll_topo_t *t, int n, const int *gp
 /* bytes: allreduce: the message; allgather, alltoall: one rank's receive buffer (one block) */
 static int ar_cfg(picoll_topo_reach_t r, size_t b, const picoll_config_t *c)
 {
-    return picoll_select_cuda_allreduce(c, r, (size_t)-1, b, 0);
+    return picoll_select_cuda_allreduce(c, r, (size_t)-1, 1, b, 0);
 }
 static int ar(picoll_topo_reach_t r, size_t b) { return ar_cfg(r, b, &cfg); }
 static int ag(picoll_topo_reach_t r, size_t b) { return picoll_select_cuda_allgather(&cfg, r, 1, b); }
@@ -58,6 +58,21 @@ static void check_nvlink_table(picoll_topo_reach_t r)
     CHECK_EQ(ag(r, 1 * G), PICOLL_ALLGATHER_CUDA_IPC);
     CHECK_EQ(ag(r, 1 * G + 1), PICOLL_ALG_FALLBACK);
     CHECK_EQ(aa(r, 4 * K), PICOLL_ALLTOALL_CUDA_IPC);
+
+    /* PICOLL_CUDA_LL_MAX: the low-latency lines up to it, where a slot holds 3 x 16-byte rounded
+     * bytes per rank (64 KiB slots: 8 ranks take 2720 bytes, not 2736) */
+    picoll_config_t c2;
+    char *env[] = {"PICOLL_CUDA_LL_MAX=4k", NULL};
+    CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 4 * K, 0), PICOLL_ALLREDUCE_CUDA_LL);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 4 * K + 1, 0),
+             PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 8, 2720, 0), PICOLL_ALLREDUCE_CUDA_LL);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 8, 2721, 0),
+             PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 0, 0), PICOLL_ALG_FALLBACK);
+    /* the default: none */
+    CHECK_EQ(picoll_select_cuda_allreduce(&cfg, r, 64 * K, 2, 8, 0), PICOLL_ALLREDUCE_CUDA_ONESHOT);
 }
 
 /* peer access over PCIe only: 64k one-shot, 1M IPC */
@@ -156,6 +171,10 @@ static void test_dgx1(void)
     CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
     CHECK_EQ(ar_cfg(r, 1 * M, &c2), PICOLL_ALLREDUCE_CUDA_HCM);
     CHECK_EQ(ar_cfg(r, 1 * M + 1, &c2), PICOLL_ALG_FALLBACK);
+    /* HCM's workspaces map only the quad and the relay: never the low-latency lines */
+    char *ll[] = {"PICOLL_CUDA_LL_MAX=4k", NULL};
+    CHECK_EQ(picoll_config_load(&c2, ll), PICOLL_OK);
+    CHECK_EQ(ar_cfg(r, 8, &c2), PICOLL_ALLREDUCE_CUDA_HCM);
 }
 
 static void test_dgx_a100(void)

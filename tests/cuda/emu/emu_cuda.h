@@ -44,6 +44,10 @@ void emu_store(void *p, const void *v, size_t n);
 void emu_fence(void);
 void emu_flag_store(uint64_t *f, uint64_t v, int release);
 uint64_t emu_flag_load(const uint64_t *f, int acquire);
+/* a low-latency line (cuda_kernel.h): 16 bytes at p, 16-aligned, stored or loaded as two whole
+ * 8-byte halves (whole 0: as four words, flags first on a store, last on a load) */
+void emu_line_store(void *p, const void *v, int whole);
+void emu_line_load(const void *p, void *out, int whole);
 /* Shared memory: n bytes aligned to align at an offset, the same in every block (once per
  * variable and process); the running block's shared memory */
 size_t emu_shared_reserve(size_t n, size_t align);
@@ -70,6 +74,8 @@ struct alignas(8) float2 {
 struct alignas(16) double2 {
     double x, y;
 };
+
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
 inline void __syncthreads() { emu_syncthreads(); }
 inline void __threadfence_system() { emu_fence(); }

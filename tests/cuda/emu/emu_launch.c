@@ -648,6 +648,78 @@ uint64_t emu_flag_load(const uint64_t *fl, int acquire)
     return v;
 }
 
+/* A low-latency line (cuda_kernel.h): 16 bytes {data, flag, data, flag} stored and loaded as one
+ * vector, volatile (relaxed, system scope: a strong access, never a data race), of which PTX and
+ * the GPUs keep each 8-byte half {data, flag} whole, not the 16 bytes: the emulation stores and
+ * loads the two halves apart, another fiber (and another process) possibly between them, so that
+ * a reader that checks one flag only can take half a line. The line is the arrival: no store is
+ * published by it and no acquire point taken. whole 0 (a mutant): not even the halves are whole,
+ * the flags stored before the data and loaded after it, with a pause between, as a store or load
+ * split into words in the wrong order would be. */
+static void emu_line_words(uint32_t *w, const uint32_t *v, int first, int yield)
+{
+    __atomic_store_n(&w[first], __atomic_load_n(&v[first], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    __atomic_store_n(&w[first + 2], __atomic_load_n(&v[first + 2], __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    if (yield) {
+        emu_yield();
+        sched_yield();
+    }
+}
+
+void emu_line_store(void *p, const void *v, int whole);
+void emu_line_store(void *p, const void *v, int whole)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL || ((uintptr_t)p & 15) != 0) {
+        emu_fail("emulator", "a 16-byte line store at %p %s", p,
+                 b == NULL ? "outside a kernel" : "not 16-byte aligned");
+    }
+    emu_maybe_switch(b);
+    const emu_cached_range_t *r = emu_range(b, p, 16, "line store");
+    if (b->told) {
+        emu_race(b, "stores a line at %p after thread 0 told the host the block finished", p);
+    }
+    if (r->shadow != NULL) {
+        emu_shadow_t *s = emu_shadow_of(r, (uintptr_t)p);
+        __atomic_store_n(&s->who, b->me | (uint64_t)b->cur << 16 | 0xffff, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->state, b->fiber[b->cur].fence_t, __ATOMIC_RELEASE);
+    }
+    uint64_t *h = p;
+    const uint64_t *src = v;
+    if (!whole) {
+        emu_line_words(p, v, 1, 1); /* the flags */
+        emu_line_words(p, v, 0, 0); /* then the data */
+        return;
+    }
+    __atomic_store_n(&h[0], src[0], __ATOMIC_RELAXED);
+    emu_maybe_switch(b);
+    __atomic_store_n(&h[1], src[1], __ATOMIC_RELAXED);
+}
+
+void emu_line_load(const void *p, void *out, int whole);
+void emu_line_load(const void *p, void *out, int whole)
+{
+    emu_block_t *b = emu_blk;
+    if (b == NULL || ((uintptr_t)p & 15) != 0) {
+        emu_fail("emulator", "a 16-byte line load at %p %s", p,
+                 b == NULL ? "outside a kernel" : "not 16-byte aligned");
+    }
+    emu_range(b, p, 16, "line load");
+    const uint64_t *h = p;
+    uint64_t *o = out;
+    if (!whole) {
+        emu_line_words(out, p, 0, 1); /* the data */
+        emu_line_words(out, p, 1, 0); /* then the flags */
+    } else {
+        o[0] = __atomic_load_n(&h[0], __ATOMIC_RELAXED);
+        emu_maybe_switch(b);
+        o[1] = __atomic_load_n(&h[1], __ATOMIC_RELAXED);
+    }
+    b->spun = 1;
+    emu_yield();
+}
+
 static size_t emu_shared_used;
 
 size_t emu_shared_reserve(size_t n, size_t align);
