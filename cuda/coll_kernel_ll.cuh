@@ -58,7 +58,10 @@ __device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t 
     const uint32_t flag = picoll_cuda_ll_flag(b.ep);
     char *const mine = b.in[p.me];
     char *const unpacked = mine + (size_t)p.nranks * 2 * nb;
-    const size_t u_lo = b.lo / 16, u_hi = (b.hi + 15) / 16;
+    /* 32-bit unit and pair indices: a call of the lines is small (PICOLL_CUDA_LL_MAX fits one
+     * slot), and 64-bit division costs registers the generic kernel does not have */
+    const unsigned u_lo = (unsigned)(b.lo / 16), u_hi = (unsigned)((b.hi + 15) / 16);
+    const unsigned nr = (unsigned)p.nranks;
 
     /* reset where not 0, before the barrier below (as dev_arrive_wait's gave_up) */
     if (threadIdx.x == 0) {
@@ -66,11 +69,11 @@ __device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t 
             ll_gave_up = 0;
         }
     }
-    const size_t pairs = (u_hi - u_lo) * (size_t)p.nranks;
-    for (size_t i = threadIdx.x; i < pairs; i += blockDim.x) {
-        const size_t u = u_lo + i / (size_t)p.nranks;
-        const int r = (int)(i % (size_t)p.nranks);
-        uint4 d = dev_line_payload(p, u * 16);
+    const unsigned pairs = (u_hi - u_lo) * nr;
+    for (unsigned i = threadIdx.x; i < pairs; i += blockDim.x) {
+        const unsigned u = u_lo + i / nr;
+        const int r = (int)(i % nr);
+        uint4 d = dev_line_payload(p, (size_t)u * 16);
         uint4 line[2] = {make_uint4(d.x, flag, d.y, flag), make_uint4(d.z, flag, d.w, flag)};
         uint4 *to = (uint4 *)(b.in[r] + (size_t)p.me * 2 * nb) + 2 * u;
         for (int k = 0; k < 2; k++) {
@@ -79,9 +82,9 @@ __device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t 
     }
     __syncthreads(); /* ll_gave_up's reset before any thread's atomicMax (no data to order) */
     int why = 0;
-    for (size_t i = threadIdx.x; i < pairs && why == 0; i += blockDim.x) {
-        const size_t u = u_lo + i / (size_t)p.nranks;
-        const int r = (int)(i % (size_t)p.nranks);
+    for (unsigned i = threadIdx.x; i < pairs && why == 0; i += blockDim.x) {
+        const unsigned u = u_lo + i / nr;
+        const int r = (int)(i % nr);
         const uint4 *from = (const uint4 *)(mine + (size_t)r * 2 * nb) + 2 * u;
         uint4 line[2];
         for (int k = 0; k < 2 && why == 0; k++) {
