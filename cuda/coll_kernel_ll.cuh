@@ -45,10 +45,11 @@ __device__ int dev_line_wait(const picoll_cuda_kparams_t &p, const uint4 *from, 
  * unit as two lines into my region of that rank's slot, then waits for that rank's two lines of
  * the unit in my slot and stores their payload in my unpacked area (so that up to blockDim.x
  * lines are pushed and waited for at once, whatever the rank count), and after a barrier the block
- * reduces every rank's unpacked part in rank order into dst, as one-shot does (the same bits). No flag is waited for and no release made before the reduction; the block's own flag
- * line still records its arrival (relaxed), for the stream's epoch word (dev_finish). A resumed
- * launch pushes again: the same bytes with the same flag, which a peer that took them already
- * ignores (it has moved to the other parity). */
+ * reduces every rank's unpacked part in rank order into dst, as one-shot does (the same bits). No
+ * flag is waited for and no release made before the reduction; the block's own flag line still
+ * records its arrival (relaxed), for the stream's epoch word (dev_finish). A resumed launch pushes
+ * again: the same bytes with the same flag, which a peer that took them already ignores (it has
+ * moved to the other parity). */
 template <class R>
 __device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t &p, R red,
                                                     const dev_block_t &b)

@@ -579,7 +579,7 @@ static void *crossed_main(void *arg)
     drv.delay_launches(c->delay_ms);
     pthread_barrier_wait(c->go);
     MPI_Allreduce(c->sb.p, c->rb.p, (int)c->count, MPI_INT32_T, MPI_SUM, c->comm);
-    check_path(c->name, c->count, "cuda_oneshot");
+    check_path(c->name, c->count, want_allreduce(&types[T_INT32], c->count * 4));
     drv.delay_launches(0);
     return NULL;
 }

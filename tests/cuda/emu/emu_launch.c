@@ -675,6 +675,12 @@ void emu_line_store(void *p, const void *v, int whole)
         emu_fail("emulator", "a 16-byte line store at %p %s", p,
                  b == NULL ? "outside a kernel" : "not 16-byte aligned");
     }
+    if (b->frozen) {
+        /* a kernel that started and never arrives (fakecuda_freeze_next_kernel): with the lines
+         * the arrival is the data, so it stops before its first one, at a barrier that never
+         * opens */
+        emu_syncthreads();
+    }
     emu_maybe_switch(b);
     const emu_cached_range_t *r = emu_range(b, p, 16, "line store");
     if (b->told) {
