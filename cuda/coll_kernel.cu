@@ -667,6 +667,11 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
     case PICOLL_CUDA_K_ONESHOT:
     case PICOLL_CUDA_K_REDUCE: dev_mode_oneshot(p, red, b); break;
     case PICOLL_CUDA_K_ONESHOT_LL: dev_mode_oneshot_ll(p, red, b); break;
+    case PICOLL_CUDA_K_ALLGATHER_LL:
+        if constexpr (!R::FIXED) {
+            dev_mode_allgather_ll(p, b);
+        }
+        break;
     case PICOLL_CUDA_K_REDSCAT: dev_mode_redscat(p, red, b); break;
     case PICOLL_CUDA_K_ALLGATHERV:
         if constexpr (!R::FIXED) {

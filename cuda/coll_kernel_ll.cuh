@@ -40,25 +40,24 @@ __device__ int dev_line_wait(const picoll_cuda_kparams_t &p, const uint4 *from, 
     }
 }
 
-/* One-shot allreduce with low-latency lines (PICOLL_CUDA_K_ONESHOT_LL, cuda_kernel.h): the block's
- * threads take the (16-byte unit of my part, rank) pairs in turn; for each, a thread pushes the
- * unit as two lines into my region of that rank's slot, then waits for that rank's two lines of
- * the unit in my slot and stores their payload in my unpacked area (so that up to blockDim.x
- * lines are pushed and waited for at once, whatever the rank count), and after a barrier the block
- * reduces every rank's unpacked part in rank order into dst, as one-shot does (the same bits). No
- * flag is waited for and no release made before the reduction; the block's own flag line still
- * records its arrival (relaxed), for the stream's epoch word (dev_finish). A resumed launch pushes
- * again: the same bytes with the same flag, which a peer that took them already ignores (it has
- * moved to the other parity). */
-template <class R>
-__device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t &p, R red,
-                                                    const dev_block_t &b)
+/* The lines' exchange (PICOLL_CUDA_K_ONESHOT_LL, PICOLL_CUDA_K_ALLGATHER_LL; cuda_kernel.h): the
+ * block's threads take the (16-byte unit of my part, rank) pairs in turn; for each, a thread
+ * pushes the unit of my input as two lines into my region of that rank's slot, then waits for that
+ * rank's two lines of the unit in my slot and hands their payload to unpack(r, u, payload) (so
+ * that up to blockDim.x lines are pushed and waited for at once, whatever the rank count). Then a
+ * barrier: every thread's unpacked payload before any thread reads it, and the give-up. Returns
+ * true when the block gave up (the host is told; the caller returns). No flag is waited for and
+ * no release made; the block's own flag line still records its arrival (relaxed), for the
+ * stream's epoch word (dev_finish). A resumed launch pushes again: the same bytes with the same
+ * flag, which a peer that took them already ignores (it has moved to the other parity). */
+template <class Unpack>
+__device__ __forceinline__ bool dev_lines(const picoll_cuda_kparams_t &p, const dev_block_t &b,
+                                          Unpack unpack)
 {
     DEV_SHARED(int, ll_gave_up);
     const size_t nb = picoll_cuda_ll_bytes(p.bytes);
     const uint32_t flag = picoll_cuda_ll_flag(b.ep);
     char *const mine = b.in[p.me];
-    char *const unpacked = mine + (size_t)p.nranks * 2 * nb;
     /* 32-bit unit and pair indices: a call of the lines is small (PICOLL_CUDA_LL_MAX fits one
      * slot), and 64-bit division costs registers the generic kernel does not have */
     const unsigned u_lo = (unsigned)(b.lo / 16), u_hi = (unsigned)((b.hi + 15) / 16);
@@ -92,28 +91,60 @@ __device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t 
             why = dev_line_wait(p, from + k, flag, r, b.ep, &line[k]);
         }
         if (why == 0) {
-            dev_st((uint4 *)(unpacked + (size_t)r * nb) + u,
-                   make_uint4(line[0].x, line[0].z, line[1].x, line[1].z));
+            unpack(r, u, make_uint4(line[0].x, line[0].z, line[1].x, line[1].z));
         }
     }
     if (why != 0) { /* a veto (2) wins over a late peer (1), whatever the threads' order */
         atomicMax(&ll_gave_up, why);
     }
-    /* every thread's unpacked payload before any thread reduces it, and the missing word before
+    /* every thread's unpacked payload before any thread reads it, and the missing word before
      * thread 0's release of quit */
     DEV_SYNCTHREADS(11);
     if (dev_gave_up(p, ll_gave_up)) {
-        return;
+        return true;
     }
     if (threadIdx.x == 0) {
         /* my arrival, for dev_finish's wait on a stream: after the barrier, so after every
          * thread's read of the epoch word */
         dev_word_store(p.flags[p.me] + (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, b.ep);
     }
+    return false;
+}
+
+/* One-shot allreduce with the lines: every rank's payload into my unpacked area, then the block
+ * reduces every rank's unpacked part in rank order into dst, as one-shot does (the same bits). */
+template <class R>
+__device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t &p, R red,
+                                                    const dev_block_t &b)
+{
+    const size_t nb = picoll_cuda_ll_bytes(p.bytes);
+    char *const unpacked = b.in[p.me] + (size_t)p.nranks * 2 * nb;
+    if (dev_lines(p, b, [&](int r, unsigned u, uint4 v) {
+            dev_st((uint4 *)(unpacked + (size_t)r * nb) + u, v);
+        })) {
+        return;
+    }
     char *from[PICOLL_CUDA_MAX_LOCAL];
     for (int r = 0; r < p.nranks; r++) {
         from[r] = unpacked + (size_t)r * nb;
     }
     red(p, p.dst + b.lo, from, p.nranks, b.lo, (b.hi - b.lo) / (size_t)p.esize);
+    dev_finish(p, b.ep, b.ep);
+}
+
+/* Allgather with the lines: each rank's payload straight to its place in dst (skip_self: mine is
+ * there already), cut to the chunk. */
+__device__ __forceinline__ void dev_mode_allgather_ll(const picoll_cuda_kparams_t &p,
+                                                      const dev_block_t &b)
+{
+    if (dev_lines(p, b, [&](int r, unsigned u, uint4 v) {
+            size_t off = (size_t)u * 16;
+            if ((r != p.me || !p.skip_self) && off < p.bytes) {
+                dev_store_part(p.dst + (size_t)r * p.dst_stride + off, v,
+                               p.bytes - off < 16 ? (int)(p.bytes - off) : 16);
+            }
+        })) {
+        return;
+    }
     dev_finish(p, b.ep, b.ep);
 }

@@ -643,11 +643,12 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t 
                                       picoll_dtype_t dtype, picoll_op_t op)
 {
     size_t bytes = count * picoll_dtype_size(dtype);
-    if (mode == PICOLL_CUDA_K_ONESHOT_LL && !picoll_cuda_ll_fits(ws->slot_size, ws->nlocal, bytes)) {
+    if (mode == PICOLL_CUDA_K_ONESHOT_LL &&
+        !picoll_cuda_ll_fits(ws->slot_size, ws->nlocal, bytes)) {
         mode = PICOLL_CUDA_K_ONESHOT; /* the selection's job; the same on every rank */
     }
-    coll_call_t c = {.coll = "MPI_Allreduce",
-                     .arrivals = mode == PICOLL_CUDA_K_TWOSHOT || mode == PICOLL_CUDA_K_HCM ? 2 : 1};
+    int two = mode == PICOLL_CUDA_K_TWOSHOT || mode == PICOLL_CUDA_K_HCM;
+    coll_call_t c = {.coll = "MPI_Allreduce", .arrivals = two ? 2 : 1};
 
     coll_params(ws, mode, &c.p);
     coll_reduce_params(dtype, op, &c.p);
@@ -659,10 +660,20 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t 
 picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                       size_t block)
 {
+    return picoll_cuda_allgather_mode(ws, PICOLL_CUDA_K_ALLGATHER, sendbuf, recvbuf, block);
+}
+
+picoll_status_t picoll_cuda_allgather_mode(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
+                                           const void *sendbuf, void *recvbuf, size_t block)
+{
     int in_place = sendbuf == MPI_IN_PLACE;
     coll_call_t c = {.coll = "MPI_Allgather"};
 
-    coll_params(ws, PICOLL_CUDA_K_ALLGATHER, &c.p);
+    if (mode == PICOLL_CUDA_K_ALLGATHER_LL &&
+        !picoll_cuda_ll_fits(ws->slot_size, ws->nlocal, block)) {
+        mode = PICOLL_CUDA_K_ALLGATHER; /* the selection's job; the same on every rank */
+    }
+    coll_params(ws, mode, &c.p);
     c.p.skip_self = in_place;
     c.p.dst_stride = block;
     return coll_call(ws, &c,

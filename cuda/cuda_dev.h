@@ -104,6 +104,9 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t 
                                       picoll_dtype_t dtype, picoll_op_t op);
 picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                       size_t block);
+/* The same in kernel mode PICOLL_CUDA_K_ALLGATHER or _ALLGATHER_LL (the lines). */
+picoll_status_t picoll_cuda_allgather_mode(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
+                                           const void *sendbuf, void *recvbuf, size_t block);
 picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
                                      size_t block);
 /* Reduce-scatter: counts[r] elements for local rank r (MPI_Reduce_scatter_block: all equal); in
@@ -216,6 +219,14 @@ static inline picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const 
                                                     void *recvbuf, size_t block)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)block;
+    return PICOLL_DECLINED;
+}
+static inline picoll_status_t picoll_cuda_allgather_mode(picoll_cuda_ws_t *ws,
+                                                         picoll_cuda_kmode_t mode,
+                                                         const void *sendbuf, void *recvbuf,
+                                                         size_t block)
+{
+    (void)ws, (void)mode, (void)sendbuf, (void)recvbuf, (void)block;
     return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf,

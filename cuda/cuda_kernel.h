@@ -66,20 +66,23 @@ typedef enum {
     PICOLL_CUDA_K_ALLTOALLV, /* alltoall with pieces of every size: the piece for every rank in
                               * (piece, piece_off of src) at slot_stride apart, arrive, the piece
                               * from every rank out (rpiece, rpiece_off of dst) */
-    PICOLL_CUDA_K_ONESHOT_LL /* one-shot with low-latency lines: push my input as lines into every
-                              * rank's slot, wait for every rank's lines in mine, reduce them */
+    PICOLL_CUDA_K_ONESHOT_LL, /* one-shot with low-latency lines: push my input as lines into
+                               * every rank's slot, wait for every rank's lines in mine, reduce */
+    PICOLL_CUDA_K_ALLGATHER_LL /* allgather with the lines: push my block as lines into every
+                                * rank's slot, wait for every rank's lines in mine, into dst */
 } picoll_cuda_kmode_t;
 
-/* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL, PICOLL_CUDA_LL_MAX). A line is 16 bytes stored and
- * loaded as one vector: {data 4 bytes, flag, data 4 bytes, flag}, each 8-byte half of data and its
- * flag single-copy atomic (what NCCL's LL protocol relies on too), so a reader that sees both flags
- * has both halves of the data: an arrival is the data itself, no release, no acquire, no flag
- * round trip. The flag is picoll_cuda_ll_flag(epoch): never 0 (a zeroed workspace holds no line)
+/* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, PICOLL_CUDA_LL_MAX). A line is
+ * 16 bytes stored and loaded as one vector: {data 4 bytes, flag, data 4 bytes, flag}, each 8-byte
+ * half of data and its flag single-copy atomic (what NCCL's LL protocol relies on too), so a
+ * reader that sees both flags has both halves of the data: an arrival is the data itself, no
+ * release, no acquire, no flag round trip. The flag is picoll_cuda_ll_flag(epoch): never 0 (a zeroed workspace holds no line)
  * and different at consecutive epochs. Every rank's slot of the launch's parity (slot[ep & 1][r])
  * holds, for a chunk of B = picoll_cuda_ll_bytes(bytes) bytes of payload:
  *   lines of sender s     at s * 2B (2B bytes of lines: 16 for every 8 of payload)
  *   unpacked of sender s  at nranks * 2B + s * B: the payload of s's lines, stored by the reader,
  *                         which then reduces every sender's in rank order as one-shot does
+ *                         (allreduce; an allgather stores the payload in dst)
  * A sender writes a rank's slot of parity x at epoch e only when every rank is done with epoch
  * e - 2 (it finished epoch e - 1, whose every call waits for every rank; HCM, which does not, never
  * takes the lines), so no line a reader still waits for is overwritten. */
@@ -96,6 +99,14 @@ PICOLL_CUDA_HD static inline size_t picoll_cuda_ll_bytes(size_t bytes)
 PICOLL_CUDA_HD static inline uint32_t picoll_cuda_ll_flag(uint64_t epoch)
 {
     return (uint32_t)(epoch % 0xffffffffull) + 1u;
+}
+
+/* Bytes of one data buffer (slot) of a workspace of PICOLL_WORKSPACE_SIZE ws_size: half of it in
+ * 4 KiB pages, at least 64 KiB. */
+static inline size_t picoll_cuda_slot_bytes(size_t ws_size)
+{
+    size_t slot = (ws_size / 2 + 4095) / 4096 * 4096;
+    return slot < 65536 ? 65536 : slot;
 }
 
 /* Whether a slot of slot_size bytes holds the lines and the unpacked payload of nranks ranks. */

@@ -298,10 +298,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     for (char *c = msg->bus_id; *c; c++) {
         *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
     }
-    ws->slot_size = (cfg->workspace_size / 2 + 4095) / 4096 * 4096;
-    if (ws->slot_size < 65536) {
-        ws->slot_size = 65536;
-    }
+    ws->slot_size = picoll_cuda_slot_bytes(cfg->workspace_size);
     WS_CHECK(picoll_cu.mem_alloc(&base, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size), "cuMemAlloc");
     ws->base = (char *)(uintptr_t)base;
     /* on this thread's stream, not the legacy one, which would also wait for kernels other

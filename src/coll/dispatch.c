@@ -270,7 +270,11 @@ static int select_cuda_blocks(const picoll_cuda_ws_t *ws, const void *arg)
 static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const void *arg)
 {
     const blocks_call_t *b = arg;
-    (void)alg;
+    if (b->c->coll == PICOLL_COLL_ALLGATHER && alg == PICOLL_ALLGATHER_CUDA_LL) {
+        return picoll_cuda_allgather_mode(ctx->cuda, PICOLL_CUDA_K_ALLGATHER_LL,
+                                          b->args->sendbuf, b->args->recvbuf,
+                                          b->args->block_bytes);
+    }
     return b->c->run_cuda(ctx->cuda, b->args->sendbuf, b->args->recvbuf, b->args->block_bytes);
 }
 

@@ -69,7 +69,11 @@ picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *
     }
     case PICOLL_COLL_ALLGATHER:
         bytes *= (size_t)ctx->size;
-        status = picoll_cuda_allgather(ws, args->sendbuf, args->recvbuf, args->count);
+        status = picoll_cuda_allgather_mode(ws,
+                                            alg == PICOLL_ALLGATHER_CUDA_LL
+                                                ? PICOLL_CUDA_K_ALLGATHER_LL
+                                                : PICOLL_CUDA_K_ALLGATHER,
+                                            args->sendbuf, args->recvbuf, args->count);
         break;
     case PICOLL_COLL_ALLTOALL:
         bytes *= (size_t)ctx->size;

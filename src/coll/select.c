@@ -190,6 +190,13 @@ static int select_cuda_ipc(const picoll_config_t *cfg, picoll_topo_reach_t reach
 int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
                                  size_t block_bytes)
 {
+    /* the low-latency lines up to PICOLL_CUDA_LL_MAX received bytes, where a slot of the
+     * workspace holds them (as allreduce's; the hybrid cube mesh hands allgather over) */
+    if (block_bytes != 0 && block_bytes * (size_t)nranks <= cfg->cuda_ll_max &&
+        (reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE) &&
+        picoll_cuda_ll_fits(picoll_cuda_slot_bytes(cfg->workspace_size), nranks, block_bytes)) {
+        return PICOLL_ALLGATHER_CUDA_LL;
+    }
     return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLGATHER_CUDA_IPC);
 }
 

@@ -65,6 +65,12 @@ static const picoll_alg_desc_t allgather_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
     [PICOLL_ALLGATHER_SHM] = {.name = "shm",
                               .desc = "shared memory: blocks copied in, one barrier, copied out"},
+    [PICOLL_ALLGATHER_CUDA_LL] = {.name = "cuda_ll",
+                                  .desc = "device buffers over CUDA IPC, small: each rank pushes "
+                                          "its block into every peer's workspace, 8 bytes with "
+                                          "their flag in each 16-byte line, and copies the lines "
+                                          "that reach its own into place (up to "
+                                          "PICOLL_CUDA_LL_MAX received bytes)"},
     [PICOLL_ALLGATHER_CUDA_IPC] = {.name = "cuda_ipc",
                                    .desc = "device buffers over CUDA IPC: one kernel copies the block "
                                            "in, waits for the peers' flags, copies every block out"},

@@ -146,8 +146,8 @@ static const picoll_config_var_t config_vars[] = {
             "(0: none)"},
     {.name = "PICOLL_CUDA_LL_MAX", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, cuda_ll_max),
-     .doc = "largest device allreduce (bytes) run with low-latency lines (cuda_ll: 8 bytes and "
-            "their flag per 16-byte store into each peer's workspace); 0: none"},
+     .doc = "largest device allreduce or allgather (bytes a rank receives) run with low-latency "
+            "lines (cuda_ll: 8 bytes and their flag per 16-byte store); 0: none"},
     {.name = "PICOLL_STAGE_DEPTH", .type = PICOLL_CFG_INT, .def = "2", .min = 0, .max = 8,
      .offset = offsetof(picoll_config_t, stage_depth),
      .doc = "chunks of a staged allreduce between nodes copied to the host ahead of the chunk "

@@ -68,8 +68,9 @@ typedef struct {
     long cuda_small_threads;   /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
     int cuda_fences;           /* PICOLL_CUDA_FENCES: picoll_cuda_fences_t */
     long cuda_nap;             /* PICOLL_CUDA_NAP: ns a kernel's wait sleeps between looks */
-    size_t cuda_ll_max;        /* PICOLL_CUDA_LL_MAX: largest allreduce (bytes) run with the
-                                * low-latency lines (cuda_ll); 0: none */
+    size_t cuda_ll_max;        /* PICOLL_CUDA_LL_MAX: largest allreduce or allgather (bytes a
+                                * rank receives) run with the low-latency lines (cuda_ll); 0:
+                                * none */
     int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
     long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */

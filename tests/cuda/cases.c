@@ -533,7 +533,17 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
                    : "hier_cuda";
     }
     /* the hybrid cube mesh has GPU pairs without peer access: copies hand over */
-    return expect_fallback || groups > 0 ? "fallback" : "cuda_ipc";
+    if (expect_fallback || groups > 0) {
+        return "fallback";
+    }
+    /* allgather's low-latency lines up to PICOLL_CUDA_LL_MAX received bytes, where a slot holds
+     * 3 x the 16-byte rounded block of every rank */
+    size_t block = total / (size_t)mt_size;
+    if (!alltoall && total != 0 && total <= ll_max() &&
+        3 * (size_t)mt_size * ((block + 15) & ~(size_t)15) <= SLOT) {
+        return "cuda_ll";
+    }
+    return "cuda_ipc";
 }
 
 /* ---------------------------------------------------------------- the worker thread */

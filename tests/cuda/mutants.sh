@@ -29,7 +29,7 @@ trap 'rm -f "$log"' EXIT
 # needs it): name, then the command (run through sh -c); each must end within its limit (a hang
 # counts as caught: a GPU would hang too)
 tests='matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
-ll.np3|90|env PICOLL_CUDA_LL_MAX=4k '"$run"' 3 --preload env '"$emu $coll"' matrix --fast
+ll.np3|90|env PICOLL_CUDA_LL_MAX=64k '"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 late.np3|60|env PICOLL_TIMEOUT=1 '"$run"' 3 --preload env '"$emu $coll"' late 1 1.5 allreduce
 hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast

@@ -423,7 +423,8 @@ int main(void)
     const picoll_coll_desc_t *ag = picoll_coll_desc(PICOLL_COLL_ALLGATHER);
     const picoll_coll_desc_t *aa = picoll_coll_desc(PICOLL_COLL_ALLTOALL);
     checks++;
-    if (ag->count != 7 || aa->count != 6 ||
+    if (ag->count != 8 || aa->count != 6 ||
+        strcmp(ag->algs[PICOLL_ALLGATHER_CUDA_LL].name, "cuda_ll") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER].name, "hier") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER_BRUCK].name, "hier_bruck") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER_CUDA].name, "hier_cuda") != 0 ||

@@ -71,8 +71,16 @@ static void check_nvlink_table(picoll_topo_reach_t r)
     CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 8, 2721, 0),
              PICOLL_ALLREDUCE_CUDA_ONESHOT);
     CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 0, 0), PICOLL_ALG_FALLBACK);
+    /* allgather: up to PICOLL_CUDA_LL_MAX received bytes, where the workspace's slot holds them */
+    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 4, 1 * K), PICOLL_ALLGATHER_CUDA_LL);
+    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 4, 1 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
+    char *small[] = {"PICOLL_CUDA_LL_MAX=64k", "PICOLL_WORKSPACE_SIZE=128k", NULL};
+    CHECK_EQ(picoll_config_load(&c2, small), PICOLL_OK);
+    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 2720), PICOLL_ALLGATHER_CUDA_LL);
+    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 2721), PICOLL_ALLGATHER_CUDA_IPC);
     /* the default: none */
     CHECK_EQ(picoll_select_cuda_allreduce(&cfg, r, 64 * K, 2, 8, 0), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ag(r, 8), PICOLL_ALLGATHER_CUDA_IPC);
 }
 
 /* peer access over PCIe only: 64k one-shot, 1M IPC */
