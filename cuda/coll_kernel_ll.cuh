@@ -57,7 +57,9 @@ __device__ __forceinline__ bool dev_lines(const picoll_cuda_kparams_t &p, const 
     DEV_SHARED(int, ll_gave_up);
     const size_t nb = picoll_cuda_ll_bytes(p.bytes);
     const uint32_t flag = picoll_cuda_ll_flag(b.ep);
-    char *const mine = b.in[p.me];
+    /* rank r's line area of this parity: after its flags and both data buffers */
+    const size_t area = PICOLL_CUDA_FLAGS_BYTES + 2 * p.slot_size + (b.ep & 1) * p.ll_size;
+    char *const mine = (char *)p.flags[p.me] + area;
     /* 32-bit unit and pair indices: a call of the lines is small (PICOLL_CUDA_LL_MAX fits one
      * slot), and 64-bit division costs registers the generic kernel does not have */
     const unsigned u_lo = (unsigned)(b.lo / 16), u_hi = (unsigned)((b.hi + 15) / 16);
@@ -75,7 +77,7 @@ __device__ __forceinline__ bool dev_lines(const picoll_cuda_kparams_t &p, const 
         const int r = (int)(i % nr);
         uint4 d = dev_line_payload(p, (size_t)u * 16);
         uint4 line[2] = {make_uint4(d.x, flag, d.y, flag), make_uint4(d.z, flag, d.w, flag)};
-        uint4 *to = (uint4 *)(b.in[r] + (size_t)p.me * 2 * nb) + 2 * u;
+        uint4 *to = (uint4 *)((char *)p.flags[r] + area + (size_t)p.me * 2 * nb) + 2 * u;
         for (int k = 0; k < 2; k++) {
             DEV_LINE_STORE(9, to + k, line[k]);
         }
@@ -118,7 +120,7 @@ __device__ __forceinline__ void dev_mode_oneshot_ll(const picoll_cuda_kparams_t 
                                                     const dev_block_t &b)
 {
     const size_t nb = picoll_cuda_ll_bytes(p.bytes);
-    char *const unpacked = b.in[p.me] + (size_t)p.nranks * 2 * nb;
+    char *const unpacked = b.in[p.me];
     if (dev_lines(p, b, [&](int r, unsigned u, uint4 v) {
             dev_st((uint4 *)(unpacked + (size_t)r * nb) + u, v);
         })) {

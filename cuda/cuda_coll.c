@@ -483,6 +483,8 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
     p->esize = 1;
     p->root = -1;
     p->peers = ws->peers;
+    p->slot_size = ws->slot_size;
+    p->ll_size = ws->ll_size;
     for (int r = 0; r < ws->nlocal; r++) {
         if (ws->peer[r] != NULL) { /* hcm: only the quad and the relay are mapped */
             p->slot[0][r] = picoll_cuda_slot(ws, r, 0);
@@ -644,7 +646,7 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t 
 {
     size_t bytes = count * picoll_dtype_size(dtype);
     if (mode == PICOLL_CUDA_K_ONESHOT_LL &&
-        !picoll_cuda_ll_fits(ws->slot_size, ws->nlocal, bytes)) {
+        !picoll_cuda_ll_fits(ws->slot_size, picoll_cfg.cuda_ll_max, ws->nlocal, bytes, 0)) {
         mode = PICOLL_CUDA_K_ONESHOT; /* the selection's job; the same on every rank */
     }
     int two = mode == PICOLL_CUDA_K_TWOSHOT || mode == PICOLL_CUDA_K_HCM;
@@ -670,7 +672,7 @@ picoll_status_t picoll_cuda_allgather_mode(picoll_cuda_ws_t *ws, picoll_cuda_kmo
     coll_call_t c = {.coll = "MPI_Allgather"};
 
     if (mode == PICOLL_CUDA_K_ALLGATHER_LL &&
-        !picoll_cuda_ll_fits(ws->slot_size, ws->nlocal, block)) {
+        !picoll_cuda_ll_fits(ws->slot_size, picoll_cfg.cuda_ll_max, ws->nlocal, block, 1)) {
         mode = PICOLL_CUDA_K_ALLGATHER; /* the selection's job; the same on every rank */
     }
     coll_params(ws, mode, &c.p);

@@ -76,14 +76,20 @@ typedef enum {
  * 16 bytes stored and loaded as one vector: {data 4 bytes, flag, data 4 bytes, flag}, each 8-byte
  * half of data and its flag single-copy atomic (what NCCL's LL protocol relies on too), so a
  * reader that sees both flags has both halves of the data: an arrival is the data itself, no
- * release, no acquire, no flag round trip. The flag is picoll_cuda_ll_flag(epoch): never 0 (a zeroed workspace holds no line)
- * and different at consecutive epochs. Every rank's slot of the launch's parity (slot[ep & 1][r])
- * holds, for a chunk of B = picoll_cuda_ll_bytes(bytes) bytes of payload:
+ * release, no acquire, no flag round trip. The flag is picoll_cuda_ll_flag(epoch): never 0 (a
+ * zeroed workspace holds no line) and different at every epoch. The lines live in an area of their
+ * own after the two data buffers, one per parity (picoll_cuda_ll_area_bytes), where nothing but
+ * lines is ever stored: raw data (a slot's copy-in, an unpacked payload) may hold any words, the
+ * flag's at a line's places included, and taken for a line it would be an arrival with wrong data
+ * (the emulated matrix found that: bytes of 0 and 1 read as flag 257). For a chunk of
+ * B = picoll_cuda_ll_bytes(bytes) bytes of payload, every rank's area of the launch's parity
+ * (ep & 1) holds
  *   lines of sender s     at s * 2B (2B bytes of lines: 16 for every 8 of payload)
- *   unpacked of sender s  at nranks * 2B + s * B: the payload of s's lines, stored by the reader,
- *                         which then reduces every sender's in rank order as one-shot does
- *                         (allreduce; an allgather stores the payload in dst)
- * A sender writes a rank's slot of parity x at epoch e only when every rank is done with epoch
+ * and its slot of that parity (slot[ep & 1][r])
+ *   unpacked of sender s  at s * B: the payload of s's lines, stored by the reader, which then
+ *                         reduces every sender's in rank order as one-shot does (allreduce; an
+ *                         allgather stores the payload in dst)
+ * A sender writes a rank's area of parity x at epoch e only when every rank is done with epoch
  * e - 2 (it finished epoch e - 1, whose every call waits for every rank; HCM, which does not, never
  * takes the lines), so no line a reader still waits for is overwritten. */
 #ifdef __CUDACC__
@@ -109,11 +115,22 @@ static inline size_t picoll_cuda_slot_bytes(size_t ws_size)
     return slot < 65536 ? 65536 : slot;
 }
 
-/* Whether a slot of slot_size bytes holds the lines and the unpacked payload of nranks ranks. */
-static inline int picoll_cuda_ll_fits(size_t slot_size, int nranks, size_t bytes)
+/* Bytes of one parity's line area of a workspace of nranks ranks where calls up to ll_max bytes
+ * (PICOLL_CUDA_LL_MAX) take the lines: every rank's lines of a call of ll_max bytes; 0: none. */
+static inline size_t picoll_cuda_ll_area_bytes(int nranks, size_t ll_max)
 {
-    return nranks >= 1 && nranks <= PICOLL_CUDA_MAX_LOCAL &&
-           picoll_cuda_ll_bytes(bytes) <= slot_size / (3 * (size_t)nranks);
+    return ll_max == 0 ? 0 : (size_t)nranks * 2 * picoll_cuda_ll_bytes(ll_max);
+}
+
+/* Whether a call of bytes bytes (an allreduce's vector; gather: an allgather's block) takes the
+ * lines: at most ll_max bytes received (so its lines fit the area, picoll_cuda_ll_area_bytes),
+ * and a slot of slot_size bytes holds the unpacked payload of nranks ranks. */
+static inline int picoll_cuda_ll_fits(size_t slot_size, size_t ll_max, int nranks, size_t bytes,
+                                      int gather)
+{
+    return nranks >= 1 && nranks <= PICOLL_CUDA_MAX_LOCAL && bytes != 0 &&
+           (gather ? bytes * (size_t)nranks : bytes) <= ll_max &&
+           picoll_cuda_ll_bytes(bytes) <= slot_size / (size_t)nranks;
 }
 
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
@@ -206,6 +223,8 @@ typedef struct {
     size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
     size_t slot_stride; /* reduce-scatter, alltoallv: bytes between the pieces in a slot (16-byte
                          * multiple) */
+    size_t slot_size;   /* the lines: bytes of a data buffer, and of one parity's line area (after */
+    size_t ll_size;     /* both data buffers of each rank's workspace, at flags[r]) */
     size_t piece[PICOLL_CUDA_MAX_LOCAL];     /* reduce-scatter, allgatherv: bytes of rank r's
                                               * whole piece (block) */
     size_t piece_off[PICOLL_CUDA_MAX_LOCAL]; /* its offset in the send buffer (reduce-scatter), in

@@ -299,14 +299,15 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
         *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
     }
     ws->slot_size = picoll_cuda_slot_bytes(cfg->workspace_size);
-    WS_CHECK(picoll_cu.mem_alloc(&base, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size), "cuMemAlloc");
+    ws->ll_size = picoll_cuda_ll_area_bytes(ws->nlocal, cfg->cuda_ll_max);
+    size_t bytes = PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size + 2 * ws->ll_size;
+    WS_CHECK(picoll_cu.mem_alloc(&base, bytes), "cuMemAlloc");
     ws->base = (char *)(uintptr_t)base;
     /* on this thread's stream, not the legacy one, which would also wait for kernels other
      * threads have queued (and those for their peers); synchronised: peers read them next. The
-     * slots too: a low-latency line is taken when its flags match (cuda_kernel.h), and memory
+     * rest too: a low-latency line is taken when its flags match (cuda_kernel.h), and memory
      * that held another workspace's lines may hold those flags */
-    WS_CHECK(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size,
-                                       PICOLL_CU_STREAM_PER_THREAD),
+    WS_CHECK(picoll_cu.memset_d8_async(base, 0, bytes, PICOLL_CU_STREAM_PER_THREAD),
              "cuMemsetD8Async");
     WS_CHECK(picoll_cu.memcpy_htod_async(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
                                          sizeof(hello), PICOLL_CU_STREAM_PER_THREAD),

@@ -28,6 +28,8 @@ struct picoll_cuda_ws {
     int small_threads;          /* threads of a one-block launch (PICOLL_CUDA_SMALL_THREADS);
                                  * 0: threads */
     size_t slot_size;           /* bytes of one data buffer */
+    size_t ll_size;             /* bytes of one parity's low-latency lines (after the two data
+                                 * buffers: picoll_cuda_ll_area_bytes); 0: none */
     char *base;                 /* my allocation: flags, then two data buffers */
     char *peer[PICOLL_CUDA_MAX_LOCAL]; /* the peers' allocations as mapped here (mine: base) */
     int mapped[PICOLL_CUDA_MAX_LOCAL]; /* peer[r] came from cuIpcOpenMemHandle */

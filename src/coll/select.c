@@ -137,10 +137,10 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
     if (bytes == 0) {
         return PICOLL_ALG_FALLBACK;
     }
-    /* low-latency lines where the slot holds them (picoll_cuda_ll_fits), on every reach whose
-     * workspace maps every peer */
-    if (bytes <= cfg->cuda_ll_max && reach != PICOLL_TOPO_REACH_HCM &&
-        reach != PICOLL_TOPO_REACH_NONE && picoll_cuda_ll_fits(slot_size, nranks, bytes)) {
+    /* low-latency lines where the slot holds the unpacked payload (picoll_cuda_ll_fits), on every
+     * reach whose workspace maps every peer */
+    if (reach != PICOLL_TOPO_REACH_HCM && reach != PICOLL_TOPO_REACH_NONE &&
+        picoll_cuda_ll_fits(slot_size, cfg->cuda_ll_max, nranks, bytes, 0)) {
         return PICOLL_ALLREDUCE_CUDA_LL;
     }
     switch (reach) {
@@ -192,9 +192,9 @@ int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t
 {
     /* the low-latency lines up to PICOLL_CUDA_LL_MAX received bytes, where a slot of the
      * workspace holds them (as allreduce's; the hybrid cube mesh hands allgather over) */
-    if (block_bytes != 0 && block_bytes * (size_t)nranks <= cfg->cuda_ll_max &&
-        (reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE) &&
-        picoll_cuda_ll_fits(picoll_cuda_slot_bytes(cfg->workspace_size), nranks, block_bytes)) {
+    if ((reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE) &&
+        picoll_cuda_ll_fits(picoll_cuda_slot_bytes(cfg->workspace_size), cfg->cuda_ll_max, nranks,
+                            block_bytes, 1)) {
         return PICOLL_ALLGATHER_CUDA_LL;
     }
     return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLGATHER_CUDA_IPC);

@@ -506,10 +506,10 @@ const char *want_allreduce(const type_t *t, size_t bytes)
     if (groups > 0) {
         return "cuda_hcm"; /* PICOLL_HCM_ONESHOT_MAX=1G */
     }
-    /* the low-latency lines where one slot holds 3 x 16-byte rounded bytes of every rank */
+    /* the low-latency lines where one slot holds the 16-byte rounded bytes of every rank */
     int n = 1;
     MPI_Comm_size(test_comm, &n);
-    if (bytes <= ll_max() && 3 * (size_t)n * ((bytes + 15) & ~(size_t)15) <= SLOT) {
+    if (bytes <= ll_max() && (size_t)n * ((bytes + 15) & ~(size_t)15) <= SLOT) {
         return "cuda_ll";
     }
     if (bytes <= ONESHOT_MAX) {
@@ -537,10 +537,10 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
         return "fallback";
     }
     /* allgather's low-latency lines up to PICOLL_CUDA_LL_MAX received bytes, where a slot holds
-     * 3 x the 16-byte rounded block of every rank */
+     * the 16-byte rounded block of every rank */
     size_t block = total / (size_t)mt_size;
     if (!alltoall && total != 0 && total <= ll_max() &&
-        3 * (size_t)mt_size * ((block + 15) & ~(size_t)15) <= SLOT) {
+        (size_t)mt_size * ((block + 15) & ~(size_t)15) <= SLOT) {
         return "cuda_ll";
     }
     return "cuda_ipc";

@@ -59,16 +59,19 @@ static void check_nvlink_table(picoll_topo_reach_t r)
     CHECK_EQ(ag(r, 1 * G + 1), PICOLL_ALG_FALLBACK);
     CHECK_EQ(aa(r, 4 * K), PICOLL_ALLTOALL_CUDA_IPC);
 
-    /* PICOLL_CUDA_LL_MAX: the low-latency lines up to it, where a slot holds 3 x 16-byte rounded
-     * bytes per rank (64 KiB slots: 8 ranks take 2720 bytes, not 2736) */
+    /* PICOLL_CUDA_LL_MAX: the low-latency lines up to it, where a slot holds the 16-byte rounded
+     * bytes of every rank (64 KiB slots: 8 ranks take 8192 bytes, not 8193) */
     picoll_config_t c2;
     char *env[] = {"PICOLL_CUDA_LL_MAX=4k", NULL};
     CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
     CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 4 * K, 0), PICOLL_ALLREDUCE_CUDA_LL);
     CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 4 * K + 1, 0),
              PICOLL_ALLREDUCE_CUDA_ONESHOT);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 8, 2720, 0), PICOLL_ALLREDUCE_CUDA_LL);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 8, 2721, 0),
+    char *big[] = {"PICOLL_CUDA_LL_MAX=64k", NULL};
+    picoll_config_t c3;
+    CHECK_EQ(picoll_config_load(&c3, big), PICOLL_OK);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c3, r, 64 * K, 8, 8 * K, 0), PICOLL_ALLREDUCE_CUDA_LL);
+    CHECK_EQ(picoll_select_cuda_allreduce(&c3, r, 64 * K, 8, 8 * K + 1, 0),
              PICOLL_ALLREDUCE_CUDA_ONESHOT);
     CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 0, 0), PICOLL_ALG_FALLBACK);
     /* allgather: up to PICOLL_CUDA_LL_MAX received bytes, where the workspace's slot holds them */
@@ -76,8 +79,8 @@ static void check_nvlink_table(picoll_topo_reach_t r)
     CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 4, 1 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
     char *small[] = {"PICOLL_CUDA_LL_MAX=64k", "PICOLL_WORKSPACE_SIZE=128k", NULL};
     CHECK_EQ(picoll_config_load(&c2, small), PICOLL_OK);
-    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 2720), PICOLL_ALLGATHER_CUDA_LL);
-    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 2721), PICOLL_ALLGATHER_CUDA_IPC);
+    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 8 * K), PICOLL_ALLGATHER_CUDA_LL);
+    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 8 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
     /* the default: none */
     CHECK_EQ(picoll_select_cuda_allreduce(&cfg, r, 64 * K, 2, 8, 0), PICOLL_ALLREDUCE_CUDA_ONESHOT);
     CHECK_EQ(ag(r, 8), PICOLL_ALLGATHER_CUDA_IPC);

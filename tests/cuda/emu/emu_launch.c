@@ -48,7 +48,8 @@
  *     and host-mapped buffer (each worker caches the ranges it found, until memory is freed);
  *   "kernel-race": a load of another thread's store not ordered after its publication, a block
  *     telling the host it finished (done) or gave up (quit) with a store unpublished, or storing
- *     after done. */
+ *     after done;
+ *   "line-on-data": a low-latency line loaded from a granule that a plain store wrote last. */
 #define _GNU_SOURCE
 #include "emu.h"
 #include "cuda/cuda_kernel.h"
@@ -655,7 +656,9 @@ uint64_t emu_flag_load(const uint64_t *fl, int acquire)
  * a reader that checks one flag only can take half a line. The line is the arrival: no store is
  * published by it and no acquire point taken. whole 0 (a mutant): not even the halves are whole,
  * the flags stored before the data and loaded after it, with a pause between, as a store or load
- * split into words in the wrong order would be. */
+ * split into words in the wrong order would be. A line store's shadow names no bytes (bytes 0):
+ * rule "line-on-data" fails a line load of a granule that a plain store wrote last (raw data can
+ * hold any words, a line's flags included: read as a line it is an arrival with wrong data). */
 static void emu_line_words(uint32_t *w, const uint32_t *v, int first, int yield)
 {
     __atomic_store_n(&w[first], __atomic_load_n(&v[first], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
@@ -688,8 +691,8 @@ void emu_line_store(void *p, const void *v, int whole)
     }
     if (r->shadow != NULL) {
         emu_shadow_t *s = emu_shadow_of(r, (uintptr_t)p);
-        __atomic_store_n(&s->who, b->me | (uint64_t)b->cur << 16 | 0xffff, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->state, b->fiber[b->cur].fence_t, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->who, b->me | (uint64_t)b->cur << 16, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->state, b->fiber[b->cur].fence_t | 1, __ATOMIC_RELEASE);
     }
     uint64_t *h = p;
     const uint64_t *src = v;
@@ -711,7 +714,20 @@ void emu_line_load(const void *p, void *out, int whole)
         emu_fail("emulator", "a 16-byte line load at %p %s", p,
                  b == NULL ? "outside a kernel" : "not 16-byte aligned");
     }
-    emu_range(b, p, 16, "line load");
+    const emu_cached_range_t *r = emu_range(b, p, 16, "line load");
+    if (r->shadow != NULL) {
+        emu_shadow_t *s = emu_shadow_of(r, (uintptr_t)p);
+        uint64_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        uint64_t who = __atomic_load_n(&s->who, __ATOMIC_RELAXED);
+        if (st != 0 && EMU_BYTES(who) != 0) {
+            emu_fail("line-on-data",
+                     "rank %d, block %u thread %u of picoll_coll_kernel: a line load at %p of a "
+                     "granule that a plain store (raw data, thread %u of pid %llu) wrote last: "
+                     "its words may look like the flags (FAKECUDA_SEED=%llu)",
+                     emu_rank(), emu_block_idx.x, (unsigned)b->cur, p, EMU_FIBER(who),
+                     (unsigned long long)EMU_PID(who), (unsigned long long)emu_seed);
+        }
+    }
     const uint64_t *h = p;
     uint64_t *o = out;
     if (!whole) {
