@@ -223,8 +223,8 @@ typedef struct {
     size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
     size_t slot_stride; /* reduce-scatter, alltoallv: bytes between the pieces in a slot (16-byte
                          * multiple) */
-    size_t slot_size;   /* the lines: bytes of a data buffer, and of one parity's line area (after */
-    size_t ll_size;     /* both data buffers of each rank's workspace, at flags[r]) */
+    size_t slot_size;   /* the lines: bytes of a data buffer, and of one parity's line area */
+    size_t ll_size;     /* (after both data buffers of each rank's workspace, at flags[r]) */
     size_t piece[PICOLL_CUDA_MAX_LOCAL];     /* reduce-scatter, allgatherv: bytes of rank r's
                                               * whole piece (block) */
     size_t piece_off[PICOLL_CUDA_MAX_LOCAL]; /* its offset in the send buffer (reduce-scatter), in
