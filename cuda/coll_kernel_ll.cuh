@@ -1,5 +1,5 @@
-/* The device kernel's low-latency lines (PICOLL_CUDA_K_ONESHOT_LL, the layout and the flag in
- * cuda/cuda_kernel.h), included by cuda/coll_kernel.cu inside its anonymous namespace, after its
+/* The device kernel's low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, the layout
+ * and the flag in cuda/cuda_kernel.h), included by cuda/coll_kernel.cu inside its anonymous namespace, after its
  * primitives (DEV_LINE_STORE, DEV_LINE_LOAD, DEV_SYNCTHREADS, dev_st, dev_word_store), the waits'
  * clock (dev_wait_tick), the give-up (dev_gave_up), dev_finish and dev_block_t. */
 
@@ -42,8 +42,8 @@ __device__ int dev_line_wait(const picoll_cuda_kparams_t &p, const uint4 *from, 
 
 /* The lines' exchange (PICOLL_CUDA_K_ONESHOT_LL, PICOLL_CUDA_K_ALLGATHER_LL; cuda_kernel.h): the
  * block's threads take the (16-byte unit of my part, rank) pairs in turn; for each, a thread
- * pushes the unit of my input as two lines into my region of that rank's slot, then waits for that
- * rank's two lines of the unit in my slot and hands their payload to unpack(r, u, payload) (so
+ * pushes the unit of my input as two lines into my region of that rank's line area, then waits for
+ * that rank's two lines of the unit in mine and hands their payload to unpack(r, u, payload) (so
  * that up to blockDim.x lines are pushed and waited for at once, whatever the rank count). Then a
  * barrier: every thread's unpacked payload before any thread reads it, and the give-up. Returns
  * true when the block gave up (the host is told; the caller returns). No flag is waited for and
@@ -60,7 +60,7 @@ __device__ __forceinline__ bool dev_lines(const picoll_cuda_kparams_t &p, const 
     /* rank r's line area of this parity: after its flags and both data buffers */
     const size_t area = PICOLL_CUDA_FLAGS_BYTES + 2 * p.slot_size + (b.ep & 1) * p.ll_size;
     char *const mine = (char *)p.flags[p.me] + area;
-    /* 32-bit unit and pair indices: a call of the lines is small (PICOLL_CUDA_LL_MAX fits one
+    /* 32-bit unit and pair indices: a call of the lines is small (its unpacked payload fits one
      * slot), and 64-bit division costs registers the generic kernel does not have */
     const unsigned u_lo = (unsigned)(b.lo / 16), u_hi = (unsigned)((b.hi + 15) / 16);
     const unsigned nr = (unsigned)p.nranks;
