@@ -72,16 +72,16 @@ typedef enum {
                                 * rank's slot, wait for every rank's lines in mine, into dst */
 } picoll_cuda_kmode_t;
 
-/* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, PICOLL_CUDA_LL_MAX). A line is
- * 16 bytes stored and loaded as one vector: {data 4 bytes, flag, data 4 bytes, flag}, each 8-byte
+/* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, PICOLL_CUDA_LL_MAX). A line is 16
+ * bytes stored and loaded as one vector: {data 4 bytes, flag, data 4 bytes, flag}, each 8-byte
  * half of data and its flag single-copy atomic (what NCCL's LL protocol relies on too), so a
  * reader that sees both flags has both halves of the data: an arrival is the data itself, no
  * release, no acquire, no flag round trip. The flag is picoll_cuda_ll_flag(epoch): never 0 (a
- * zeroed workspace holds no line) and different at every epoch. The lines live in an area of their
- * own after the two data buffers, one per parity (picoll_cuda_ll_area_bytes), where nothing but
- * lines is ever stored: raw data (a slot's copy-in, an unpacked payload) may hold any words, the
- * flag's at a line's places included, and taken for a line it would be an arrival with wrong data
- * (the emulated matrix found that: bytes of 0 and 1 read as flag 257). For a chunk of
+ * zeroed workspace holds no line), the same again only 2^32 - 1 epochs on. The lines live in an
+ * area of their own after the two data buffers, one per parity (picoll_cuda_ll_area_bytes), where
+ * nothing but lines is ever stored: raw data (a slot's copy-in, an unpacked payload) may hold any
+ * words, the flag's at a line's places included, and taken for a line it would be an arrival with
+ * wrong data (the emulated matrix found that: bytes of 0 and 1 read as flag 257). For a chunk of
  * B = picoll_cuda_ll_bytes(bytes) bytes of payload, every rank's area of the launch's parity
  * (ep & 1) holds
  *   lines of sender s     at s * 2B (2B bytes of lines: 16 for every 8 of payload)
