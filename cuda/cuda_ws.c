@@ -305,10 +305,16 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     ws->base = (char *)(uintptr_t)base;
     /* on this thread's stream, not the legacy one, which would also wait for kernels other
      * threads have queued (and those for their peers); synchronised: peers read them next. The
-     * rest too: a low-latency line is taken when its flags match (cuda_kernel.h), and memory
-     * that held another workspace's lines may hold those flags */
-    WS_CHECK(picoll_cu.memset_d8_async(base, 0, bytes, PICOLL_CU_STREAM_PER_THREAD),
+     * line areas too: a low-latency line is taken when its flags match (cuda_kernel.h), and
+     * memory that held another workspace's lines may hold those flags (the data buffers' bytes
+     * are never read before they are written) */
+    WS_CHECK(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES, PICOLL_CU_STREAM_PER_THREAD),
              "cuMemsetD8Async");
+    if (ws->ll_size != 0) {
+        WS_CHECK(picoll_cu.memset_d8_async(base + PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size, 0,
+                                           2 * ws->ll_size, PICOLL_CU_STREAM_PER_THREAD),
+                 "cuMemsetD8Async");
+    }
     WS_CHECK(picoll_cu.memcpy_htod_async(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
                                          sizeof(hello), PICOLL_CU_STREAM_PER_THREAD),
              "cuMemcpyHtoDAsync");

@@ -45,6 +45,20 @@ enum {
     PICOLL_ALLTOALL_CMA = 4,
     PICOLL_ALLTOALL_HIER_CUDA = 5
 };
+/* The device executor's kernel mode for a device allreduce or allgather algorithm (the blocking
+ * dispatch's and the stream's). */
+static inline picoll_cuda_kmode_t picoll_allreduce_kmode(int alg)
+{
+    return alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
+           : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
+           : alg == PICOLL_ALLREDUCE_CUDA_LL      ? PICOLL_CUDA_K_ONESHOT_LL
+                                                  : PICOLL_CUDA_K_ONESHOT;
+}
+static inline picoll_cuda_kmode_t picoll_allgather_kmode(int alg)
+{
+    return alg == PICOLL_ALLGATHER_CUDA_LL ? PICOLL_CUDA_K_ALLGATHER_LL : PICOLL_CUDA_K_ALLGATHER;
+}
+
 /* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only. */
 enum { PICOLL_DEVICE_ONLY_CUDA = 1 };
 

@@ -125,19 +125,10 @@ static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
                                         picoll_cuda.staging);
 }
 
-/* The device executor's kernel mode for a device allreduce algorithm. */
-static picoll_cuda_kmode_t cuda_kmode(int alg)
-{
-    return alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
-           : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
-           : alg == PICOLL_ALLREDUCE_CUDA_LL      ? PICOLL_CUDA_K_ONESHOT_LL
-                                                  : PICOLL_CUDA_K_ONESHOT;
-}
-
 static picoll_status_t run_cuda_allreduce(picoll_coll_ctx_t *ctx, int alg, const void *arg)
 {
     const picoll_allreduce_args_t *args = ((const allreduce_call_t *)arg)->args;
-    return picoll_cuda_allreduce(ctx->cuda, cuda_kmode(alg), args->sendbuf, args->recvbuf,
+    return picoll_cuda_allreduce(ctx->cuda, picoll_allreduce_kmode(alg), args->sendbuf, args->recvbuf,
                                  args->count, args->dtype, args->op);
 }
 
@@ -270,8 +261,8 @@ static int select_cuda_blocks(const picoll_cuda_ws_t *ws, const void *arg)
 static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const void *arg)
 {
     const blocks_call_t *b = arg;
-    if (b->c->coll == PICOLL_COLL_ALLGATHER && alg == PICOLL_ALLGATHER_CUDA_LL) {
-        return picoll_cuda_allgather_mode(ctx->cuda, PICOLL_CUDA_K_ALLGATHER_LL,
+    if (b->c->coll == PICOLL_COLL_ALLGATHER) {
+        return picoll_cuda_allgather_mode(ctx->cuda, picoll_allgather_kmode(alg),
                                           b->args->sendbuf, b->args->recvbuf,
                                           b->args->block_bytes);
     }

@@ -49,13 +49,8 @@ picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *
 
     switch (args->coll) {
     case PICOLL_COLL_ALLREDUCE:
-        status = picoll_cuda_allreduce(ws,
-                                       alg == PICOLL_ALLREDUCE_CUDA_HCM       ? PICOLL_CUDA_K_HCM
-                                       : alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_CUDA_K_TWOSHOT
-                                       : alg == PICOLL_ALLREDUCE_CUDA_LL ? PICOLL_CUDA_K_ONESHOT_LL
-                                                                         : PICOLL_CUDA_K_ONESHOT,
-                                       args->sendbuf, args->recvbuf, args->count, args->dtype,
-                                       args->op);
+        status = picoll_cuda_allreduce(ws, picoll_allreduce_kmode(alg), args->sendbuf,
+                                       args->recvbuf, args->count, args->dtype, args->op);
         break;
     case PICOLL_COLL_REDUCE_SCATTER_BLOCK: {
         size_t counts[PICOLL_CUDA_MAX_LOCAL];
@@ -69,11 +64,8 @@ picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *
     }
     case PICOLL_COLL_ALLGATHER:
         bytes *= (size_t)ctx->size;
-        status = picoll_cuda_allgather_mode(ws,
-                                            alg == PICOLL_ALLGATHER_CUDA_LL
-                                                ? PICOLL_CUDA_K_ALLGATHER_LL
-                                                : PICOLL_CUDA_K_ALLGATHER,
-                                            args->sendbuf, args->recvbuf, args->count);
+        status = picoll_cuda_allgather_mode(ws, picoll_allgather_kmode(alg), args->sendbuf,
+                                            args->recvbuf, args->count);
         break;
     case PICOLL_COLL_ALLTOALL:
         bytes *= (size_t)ctx->size;

@@ -536,11 +536,9 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
     if (expect_fallback || groups > 0) {
         return "fallback";
     }
-    /* allgather's low-latency lines up to PICOLL_CUDA_LL_MAX received bytes, where a slot holds
-     * the 16-byte rounded block of every rank */
-    size_t block = total / (size_t)mt_size;
-    if (!alltoall && total != 0 && total <= ll_max() &&
-        (size_t)mt_size * ((block + 15) & ~(size_t)15) <= SLOT) {
+    /* allgather's low-latency lines up to PICOLL_CUDA_LL_MAX received bytes (the payload goes
+     * straight to the receive buffer: no slot bound) */
+    if (!alltoall && total != 0 && total <= ll_max()) {
         return "cuda_ll";
     }
     return "cuda_ipc";

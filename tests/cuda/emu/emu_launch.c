@@ -670,14 +670,21 @@ static void emu_line_words(uint32_t *w, const uint32_t *v, int first, int yield)
     }
 }
 
-void emu_line_store(void *p, const void *v, int whole);
-void emu_line_store(void *p, const void *v, int whole)
+/* The running block of a line store or load at p (what: which), which must be 16-byte aligned. */
+static emu_block_t *emu_line_block(const void *p, const char *what)
 {
     emu_block_t *b = emu_blk;
     if (b == NULL || ((uintptr_t)p & 15) != 0) {
-        emu_fail("emulator", "a 16-byte line store at %p %s", p,
+        emu_fail("emulator", "a 16-byte line %s at %p %s", what, p,
                  b == NULL ? "outside a kernel" : "not 16-byte aligned");
     }
+    return b;
+}
+
+void emu_line_store(void *p, const void *v, int whole);
+void emu_line_store(void *p, const void *v, int whole)
+{
+    emu_block_t *b = emu_line_block(p, "store");
     if (b->frozen) {
         /* a kernel that started and never arrives (fakecuda_freeze_next_kernel): with the lines
          * the arrival is the data, so it stops before its first one, at a barrier that never
@@ -709,11 +716,7 @@ void emu_line_store(void *p, const void *v, int whole)
 void emu_line_load(const void *p, void *out, int whole);
 void emu_line_load(const void *p, void *out, int whole)
 {
-    emu_block_t *b = emu_blk;
-    if (b == NULL || ((uintptr_t)p & 15) != 0) {
-        emu_fail("emulator", "a 16-byte line load at %p %s", p,
-                 b == NULL ? "outside a kernel" : "not 16-byte aligned");
-    }
+    emu_block_t *b = emu_line_block(p, "load");
     const emu_cached_range_t *r = emu_range(b, p, 16, "line load");
     if (r->shadow != NULL) {
         emu_shadow_t *s = emu_shadow_of(r, (uintptr_t)p);
