@@ -28,11 +28,20 @@ phase() {
 "
     phase_start=$now
 }
+# failed WHAT: records a failure, said again at the end (a long log's tail is what is read first)
+failures=""
+failed() {
+    echo "== $1"
+    failures="$failures   $1
+"
+    status=1
+}
 report() {
     phase_start=$start
     phase "whole suite"
     echo "== wall time"
     printf '%s' "$times"
+    if [ -n "$failures" ]; then echo "== what failed"; printf '%s' "$failures"; fi
 }
 trap report EXIT
 
@@ -77,6 +86,18 @@ slots=${PICOLL_TEST_SLOTS:-4}
 # them out). PICOLL_TEST_TORCH=0 leaves PyTorch out altogether. --no-compile: Python compiles the
 # modules a test imports when it first imports them; byte-compiling all of torch's at install
 # time took 15 s of CPU beside the build (2026-11-27).
+# pip_retry PIP ARGS...: pip, three times at most, with its own retries and a longer timeout per
+# connection: once (CI, 2026-11-27) PyTorch's installation failed where it had passed the run
+# before with the same version, and the whole run was red for it alone
+pip_retry() {
+    local pip=$1 try; shift
+    for try in 1 2 3; do
+        "$pip" --retries 10 --timeout 60 "$@" && return 0
+        echo "== pip $* failed (try $try of 3)"
+        [ "$try" = 3 ] || sleep $((30 * try))
+    done
+    return 1
+}
 TORCH_VERSION=2.15.0
 torch_mpi=""
 torch_venv="$top/${prefix}torch/venv"
@@ -86,7 +107,8 @@ if [ "${PICOLL_TEST_TORCH:-1}" != 0 ]; then
     (
         if ! "$torch_venv/bin/python" -c "import torch, numpy" 2>/dev/null; then
             python3 -m venv "$torch_venv" &&
-                "$torch_venv/bin/pip" install -q --no-compile "torch==$TORCH_VERSION" numpy ninja
+                pip_retry "$torch_venv/bin/pip" install -q --no-compile "torch==$TORCH_VERSION" \
+                    numpy ninja
         fi
     ) > "$top/${prefix}torch/install.log" 2>&1 &
     torch_pid=$!
@@ -96,13 +118,13 @@ fi
 torch_build() {
     local log="$top/${prefix}torch/install.log"
     if ! wait "$torch_pid"; then
-        echo "== torch: pip install torch==$TORCH_VERSION failed:"; tail -n 20 "$log"; status=1
+        tail -n 20 "$log"; failed "torch: pip install torch==$TORCH_VERSION failed (above)"
         phase "torch install (beside the build)"; return
     fi
     phase "torch install (beside the build)"
     if ! PICOLL_TORCH_DIR="$top/$1" "$torch_venv/bin/pip" install -q "$top/torch" >> "$log" 2>&1
     then
-        echo "== torch: pip install ./torch failed:"; tail -n 40 "$log"; status=1
+        tail -n 40 "$log"; failed "torch: pip install ./torch failed (above)"
     fi
     export TORCH_TEST_PYTHON="$torch_venv/bin/python"
     phase "torch: pip install ./torch"
@@ -125,8 +147,8 @@ for mpi in $mpis; do
             if [ ! -x "$mpicc" ]; then
                 echo "== $mpi: pip install mpich==$MPICH5_VERSION into ${prefix}mpich5/mpi"
                 if ! { python3 -m venv "$venv" &&
-                       "$venv/bin/pip" install -q "mpich==$MPICH5_VERSION"; }; then
-                    echo "== $mpi: installing MPICH $MPICH5_VERSION failed"; status=1
+                       pip_retry "$venv/bin/pip" install -q "mpich==$MPICH5_VERSION"; }; then
+                    failed "$mpi: installing MPICH $MPICH5_VERSION failed"
                     phase "$mpi install"; continue
                 fi
             fi
@@ -135,7 +157,7 @@ for mpi in $mpis; do
            exit 2 ;;
     esac
     echo "== $mpi: configure, build and test in $dir"
-    (cd "$dir" && "$top/configure" -q MPICC="$mpicc" ${archs:+--with-cuda-archs="$archs"}) || { echo "== $mpi: configure failed"; status=1; phase "$mpi configure"; continue; }
+    (cd "$dir" && "$top/configure" -q MPICC="$mpicc" ${archs:+--with-cuda-archs="$archs"}) || { failed "$mpi: configure failed"; phase "$mpi configure"; continue; }
     phase "$mpi configure"
     # The kernels' fatbin (nvcc, every GPU architecture: most of a build's time) does not depend
     # on the MPI: a build configured with the same nvcc and architectures reuses the first one's.
@@ -149,7 +171,8 @@ for mpi in $mpis; do
         echo "== $mpi: the kernels' fatbin from $fatbin_from"
     fi
     if ! (cd "$dir" && make -j"$jobs" all tests > build.log 2>&1); then
-        echo "== $mpi: build failed:"; tail -n 40 "$dir/build.log"; status=1; phase "$mpi build"; continue
+        tail -n 40 "$dir/build.log"; failed "$mpi: build failed (above; $dir/build.log)"
+        phase "$mpi build"; continue
     fi
     phase "$mpi build"
     if [ -z "$fatbin_from" ] && [ -f "$dir/cuda/coll_kernel.fatbin" ]; then fatbin_from=$dir; fi
@@ -171,7 +194,9 @@ for mpi in $mpis; do
     # -j 4: tests side by side in four slots of half a core each, a test taking the slots it was
     # measured to need (tests/slots.cmake; CTestTestfile.cmake.in); PICOLL_TEST_SLOTS=1 runs them
     # one at a time
-    (cd "$dir" && ctest --output-on-failure --timeout 300 -j "$slots" "${subset[@]}") || status=1
+    if ! (cd "$dir" && ctest --output-on-failure --timeout 300 -j "$slots" "${subset[@]}"); then
+        failed "$mpi: ctest: $(tr '\n' ' ' < "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"
+    fi
     phase "$mpi ctest$what"
 done
 exit $status
