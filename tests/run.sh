@@ -85,7 +85,9 @@ slots=${PICOLL_TEST_SLOTS:-4}
 # extension is built against that build, whose CTest runs the torch tests (the other MPIs leave
 # them out). PICOLL_TEST_TORCH=0 leaves PyTorch out altogether. --no-compile: Python compiles the
 # modules a test imports when it first imports them; byte-compiling all of torch's at install
-# time took 15 s of CPU beside the build (2026-11-27).
+# time took 15 s of CPU beside the build (2026-11-27). --no-cache-dir: torch's wheels and their
+# CUDA libraries are about 3 GB, kept a second time in pip's cache otherwise (the venv is 5.4 GB;
+# a disk that ran out of space made pip fail here, 2026-11-28).
 # pip_retry PIP ARGS...: pip, three times at most, with its own retries and a longer timeout per
 # connection: once (CI, 2026-11-27) PyTorch's installation failed where it had passed the run
 # before with the same version, and the whole run was red for it alone
@@ -107,8 +109,8 @@ if [ "${PICOLL_TEST_TORCH:-1}" != 0 ]; then
     (
         if ! "$torch_venv/bin/python" -c "import torch, numpy" 2>/dev/null; then
             python3 -m venv "$torch_venv" &&
-                pip_retry "$torch_venv/bin/pip" install -q --no-compile "torch==$TORCH_VERSION" \
-                    numpy ninja
+                pip_retry "$torch_venv/bin/pip" install -q --no-compile --no-cache-dir \
+                    "torch==$TORCH_VERSION" numpy ninja
         fi
     ) > "$top/${prefix}torch/install.log" 2>&1 &
     torch_pid=$!
@@ -118,7 +120,8 @@ fi
 torch_build() {
     local log="$top/${prefix}torch/install.log"
     if ! wait "$torch_pid"; then
-        tail -n 20 "$log"; failed "torch: pip install torch==$TORCH_VERSION failed (above)"
+        tail -n 20 "$log"; df -h "$top" | sed 's/^/   /'
+        failed "torch: pip install torch==$TORCH_VERSION failed (above)"
         phase "torch install (beside the build)"; return
     fi
     phase "torch install (beside the build)"
