@@ -1,11 +1,11 @@
 /* The MPI functions picoll intercepts. They only classify the call and dispatch it: to picoll's
  * algorithms, or untouched to PMPI_*. Anything invalid goes to PMPI_* so that the application
  * sees the underlying MPI's own error. */
+#include "build-config.h" /* first: _GNU_SOURCE before any system header (MPICH's mpi.h has some) */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
 
-#include "build-config.h"
 #include "util/export.h"
 #include "pmpi/classify.h"
 #include "coll/dispatch.h"
@@ -16,7 +16,35 @@
 #include "pmpi/records.h"
 #include "coll/stats.h"
 #include "cuda/cuda_kernel.h"
+#include "util/wait.h"
 
+
+/* Nonzero while this thread runs one of picoll's collectives for the application (inside its MPI
+ * call, not inside the MPI): there it may call the MPI at any thread level. */
+static _Thread_local int app_call __attribute__((tls_model("initial-exec")));
+
+/* The MPI's progress from picoll's waits (util/wait.h): a collective the MPI runs itself drives
+ * its progress engine while it waits, and with it the application's other transfers, such as a
+ * nonblocking send whose rendezvous a peer needs before it can join the call (MPI's progress
+ * rule). A rank waiting in picoll's barriers instead would wait for a peer stuck in MPI_Recv for
+ * bytes this rank's MPI never moves on: a correct program hung (2 ranks, MPICH's shared memory,
+ * or Open MPI without single-copy: tests/mpi/progress.c). A probe moves the MPI's engine on. */
+static void mpi_progress(void)
+{
+    int flag;
+    if (app_call > 0) {
+        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+static void init_done(int provided)
+{
+    picoll_init(provided);
+    picoll_half_ops_init();
+    picoll_classify_probe_chars();
+    picoll_classify_check_fortran();
+    picoll_wait_set_mpi_progress(mpi_progress);
+}
 
 PICOLL_EXPORT int MPI_Init(int *argc, char ***argv)
 {
@@ -24,10 +52,7 @@ PICOLL_EXPORT int MPI_Init(int *argc, char ***argv)
     if (rc == MPI_SUCCESS) {
         int provided = MPI_THREAD_SINGLE;
         PMPI_Query_thread(&provided);
-        picoll_init(provided);
-        picoll_half_ops_init();
-        picoll_classify_probe_chars();
-        picoll_classify_check_fortran();
+        init_done(provided);
     }
     return rc;
 }
@@ -36,16 +61,14 @@ PICOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
-        picoll_init(*provided);
-        picoll_half_ops_init();
-        picoll_classify_probe_chars();
-        picoll_classify_check_fortran();
+        init_done(*provided);
     }
     return rc;
 }
 
 PICOLL_EXPORT int MPI_Finalize(void)
 {
+    picoll_wait_set_mpi_progress(NULL);
     picoll_orphans_poll(1); /* requests the application freed while active */
     picoll_half_ops_free();
     picoll_finalize();
@@ -138,7 +161,10 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
         return 0;
     }
     int alg;
-    return picoll_allreduce(&ctx->coll, &args, &alg, rc) == PICOLL_OK;
+    app_call++;
+    int ran = picoll_allreduce(&ctx->coll, &args, &alg, rc) == PICOLL_OK;
+    app_call--;
+    return ran;
 }
 
 PICOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -222,8 +248,13 @@ static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcou
         return 0;
     }
     picoll_comm_t *ctx = picoll_comm_get(comm);
-    int ran;
-    return ctx != NULL && ctx->enabled && alg(&ctx->coll, &args, &ran, rc) == PICOLL_OK;
+    int ran, done = 0;
+    if (ctx != NULL && ctx->enabled) {
+        app_call++;
+        done = alg(&ctx->coll, &args, &ran, rc) == PICOLL_OK;
+        app_call--;
+    }
+    return done;
 }
 
 /* MPI_Allgather, MPI_Alltoall and their large-count forms: picoll's algorithm, else the staging
@@ -283,7 +314,10 @@ static int device_accel(picoll_comm_t *ctx, picoll_device_args_t *args, int *rc)
 {
     args->me = ctx->rank;
     int alg;
-    return picoll_device_only(&ctx->coll, args, &alg, rc) == PICOLL_OK;
+    app_call++;
+    int ran = picoll_device_only(&ctx->coll, args, &alg, rc) == PICOLL_OK;
+    app_call--;
+    return ran;
 }
 
 /* MPI_Reduce_scatter_block and MPI_Reduce_scatter: counts of every rank (equal for the block

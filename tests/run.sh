@@ -60,7 +60,7 @@ mpis=${PICOLL_TEST_MPIS:-openmpi mpich mpich5 mpich5-abi}
 # invalid arguments (less the calls that MPICH 5 from pip aborts on without picoll too:
 # mt_mpich_version in the tests).
 MPICH5_VERSION=5.0.2
-MPICH5_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|large_count|null_status|comm_lifecycle|threads|config|bad_args|stats)\..*|host\.matrix\..*|cuda\.(staged\.fake|every\.fake|every\.host\.fake|bad_args\.fake)\..*|cuda\.emu\.enqueue\.(np3|thread\.np3|single\.np1|late\.np2|queue\.np3)|net\.matrix\.np4\.v2\.tcp|hosts\.matrix\.np4)$'
+MPICH5_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|large_count|null_status|progress|comm_lifecycle|threads|config|bad_args|stats)\..*|host\.matrix\..*|cuda\.(staged\.fake|every\.fake|every\.host\.fake|bad_args\.fake)\..*|cuda\.emu\.enqueue\.(np3|thread\.np3|single\.np1|late\.np2|queue\.np3)|net\.matrix\.np4\.v2\.tcp|hosts\.matrix\.np4)$'
 # The standard-ABI build (the same MPICH 5 through mpicc_abi and libmpi_abi.so.1): the table, the
 # collectives, staging and the stream layer (picoll's own MPIX_Stream there: mpi_abi.h has none).
 ABI_TESTS='^(unit\.table_complete|mpi\.(setup|matrix)\..*|cuda\.(staged\.fake|every\.fake)\.np2|cuda\.emu\.enqueue\.np3)$'

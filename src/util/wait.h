@@ -48,6 +48,12 @@ static inline unsigned picoll_spin_max(void)
  * moves the bytes its peers wait for elsewhere (a rail's worker). One hook per process, set by the
  * layer that owns what needs progress; NULL: none. */
 void picoll_wait_set_progress(void (*progress)(void));
+/* The MPI's progress hook: run at each clock reading of a wait but its first (every 256 polls
+ * from the 512th on: a short wait never pays for it), so that a rank waiting in
+ * picoll still moves the bytes of the MPI's own transfers that a peer waits for before it can
+ * join (a nonblocking send's rendezvous, which plain MPI's collective would have moved along).
+ * Set by the layer that calls the MPI; NULL: none. */
+void picoll_wait_set_mpi_progress(void (*progress)(void));
 
 typedef struct {
     unsigned polls;   /* polls so far */
