@@ -225,6 +225,26 @@ ranks_alive() {
     done
     return 1
 }
+# say_alive: each rank still running, with its host, rank, state and where it is (the kernel's
+# wait channel; where gdb is installed, every thread's backtrace, of 4 ranks at most: 10 s each at
+# most, inside CTest's time limit), before the limit's kill
+say_alive() {
+    local ns p rank traced=0
+    for ns in $(all_ns); do
+        for p in $(ip netns pids "$ns" 2>/dev/null); do
+            [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$prog" ] || continue
+            rank=$(tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+                   sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -n 1)
+            echo "hosts.sh: still running on ${ns#"$tag"-}: rank ${rank:-?}, pid $p, state" \
+                 "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null), in $(cat "/proc/$p/wchan" 2>/dev/null)"
+            if [ "$traced" -lt 4 ] && command -v gdb >/dev/null 2>&1; then
+                traced=$((traced + 1))
+                timeout 10 gdb -p "$p" -batch -nx -ex "thread apply all bt 12" 2>/dev/null |
+                    grep -E '^(#|Thread)' | head -n 60 | sed 's/^/hosts.sh:   /'
+            fi
+        done
+    done
+}
 status=0; started=0; matched=; ranks_gone=
 while kill -0 $job 2>/dev/null; do
     if [ $started = 0 ] && [ -n "$fault$expect_re" ] && grep -Eq -- "$start_re" "$run/out"; then
@@ -260,6 +280,7 @@ while kill -0 $job 2>/dev/null; do
     fi
     if [ "$(since "$t0" | cut -d. -f1)" -ge "$limit" ]; then
         echo "hosts.sh: still running after $limit s: killing everything"
+        say_alive
         kill_all
         status=124
         break
