@@ -308,6 +308,26 @@ static int net_pending(picoll_net_t *net, const picoll_net_req_t *reqs, int n, i
     return count;
 }
 
+/* The members of the rail that this rank watches (its partners) and whose host or link stopped
+ * answering, in list; their number. */
+static int net_partners_down(picoll_net_t *net, char *list, size_t len)
+{
+    int off = 0, count = 0;
+    list[0] = '\0';
+    for (int r = 0; r < net->size; r++) {
+        picoll_peer_state_t s = picoll_alive_state(net->alive, r);
+        if (s != PICOLL_PEER_LOST) {
+            continue;
+        }
+        if (off < (int)len - 96) {
+            off += snprintf(list + off, len - (size_t)off, "%srank %d on host %s",
+                            count ? ", " : "", net->comm_ranks[r], picoll_net_host(net, r));
+        }
+        count++;
+    }
+    return count;
+}
+
 /* A wait in the network step read the clock (expired: past PICOLL_TIMEOUT, 2x, 4x, ...). As in
  * the node step's barrier (host/shm.c): the peers waited for are looked at once a second from
  * the wait's first second on; one whose process is gone, or whose host or link stopped answering
@@ -335,6 +355,22 @@ static void net_wait_tick(picoll_net_t *net, const picoll_net_req_t *reqs, int n
         picoll_fatal("%s on a communicator of size %d: network step: %s did not answer within %g s "
                      "(PICOLL_TIMEOUT): its host, or the link to it, is down: aborting the job",
                      coll, net->comm_size, list, net->timeout);
+    }
+    /* Past the timeout, waiting for peers this rank does not watch (alltoall's exchange with
+     * every node): a partner it watches whose host stopped answering says the network is cut
+     * around it, this host or that one (a partner's process that exited is no such sign: it may
+     * have ended its part). A host cut off from all others would otherwise wait forever for
+     * a peer it cannot see, and its launcher cannot reach it to end it (hosts.linkdown.np8: the
+     * link went down in an alltoall). */
+    char down[512];
+    if (nunknown > 0 && w->now - w->start >= net->timeout &&
+        net_partners_down(net, down, sizeof(down)) > 0) {
+        net_pending(net, reqs, n, -1, list, sizeof(list), &nunknown);
+        picoll_fatal("%s on a communicator of size %d: network step: still waiting after %.0f s "
+                     "for %s, which picoll cannot watch, and %s, watched by this rank, did not "
+                     "answer within %g s (PICOLL_TIMEOUT): this host, or a link, is down: aborting "
+                     "the job", coll, net->comm_size, w->now - w->start, list, down,
+                     net->timeout);
     }
     if (!expired) {
         return;

@@ -292,6 +292,43 @@ static void mode_run(double seconds)
     }
 }
 
+/* Alltoall alone, for seconds (rank 0's stop flag travels in its blocks): a fault then strikes
+ * inside an alltoall, whose exchange reaches peers beyond the network step's watched partners. */
+static void mode_alltoall(double seconds)
+{
+    const size_t n = 4096; /* ints a block */
+    int *in = malloc(n * (size_t)size * sizeof(int)), *out = malloc(n * (size_t)size * sizeof(int));
+    double start = MPI_Wtime();
+    for (int it = 0;; it++) {
+        int stop = rank == 0 && MPI_Wtime() - start > seconds;
+        for (int p = 0; p < size; p++) {
+            for (size_t i = 0; i < n; i++) {
+                in[(size_t)p * n + i] = i == 0 ? stop : rank * 100003 + p * 7 + (int)i + it;
+            }
+        }
+        MPI_Alltoall(in, (int)n, MPI_INT, out, (int)n, MPI_INT, MPI_COMM_WORLD);
+        for (int p = 0; p < size; p++) {
+            for (size_t i = 1; i < n; i++) {
+                int e = p * 100003 + rank * 7 + (int)i + it;
+                if (out[(size_t)p * n + i] != e) {
+                    CHECK(0, "alltoall %d: from rank %d [%zu] = %d, expected %d", it, p, i,
+                          out[(size_t)p * n + i], e);
+                    break;
+                }
+            }
+        }
+        if (out[0]) {
+            break;
+        }
+        if (it == 20 && rank == 0) {
+            printf("test_host alltoall: loop running\n");
+            fflush(stdout);
+        }
+    }
+    free(in);
+    free(out);
+}
+
 static void mode_twocomms(void)
 {
     MPI_Comm rev;
@@ -460,12 +497,14 @@ int main(int argc, char **argv)
         mode_volume(argc > 2 ? atol(argv[2]) : 10, argc > 3 ? strtoul(argv[3], NULL, 10) : 1000000);
     } else if (strcmp(mode, "run") == 0) {
         mode_run(argc > 2 ? atof(argv[2]) : 10.0);
+    } else if (strcmp(mode, "alltoall") == 0) {
+        mode_alltoall(argc > 2 ? atof(argv[2]) : 10.0);
     } else if (strcmp(mode, "late") == 0) {
         mode_late(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atof(argv[3]) : 3.0);
     } else if (strcmp(mode, "kill") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGKILL);
     } else {
-        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|auto|mixed|stall [R N]|kill [R N]|late [R S]|volume [N COUNT]|run [S]\n");
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|auto|mixed|stall [R N]|kill [R N]|late [R S]|volume [N COUNT]|run [S]|alltoall [S]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all;
