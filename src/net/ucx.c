@@ -365,7 +365,7 @@ static void net_wait_tick(picoll_net_t *net, const picoll_net_req_t *reqs, int n
     char down[512];
     if (nunknown > 0 && w->now - w->start >= net->timeout &&
         net_partners_down(net, down, sizeof(down)) > 0) {
-        net_pending(net, reqs, n, -1, list, sizeof(list), &nunknown);
+        net_pending(net, reqs, n, PICOLL_PEER_UNKNOWN, list, sizeof(list), &nunknown);
         picoll_fatal("%s on a communicator of size %d: network step: still waiting after %.0f s "
                      "for %s, which picoll cannot watch, and %s, watched by this rank, did not "
                      "answer within %g s (PICOLL_TIMEOUT): this host, or a link, is down: aborting "
