@@ -80,14 +80,6 @@ if [ -z "${PICOLL_TEST_CUDA_ARCHS+set}" ] && ! nvidia-smi -L >/dev/null 2>&1; th
     echo "== no GPU answers (nvidia-smi -L): the kernels' fatbin for sm_80 and sm_90 only (PICOLL_TEST_CUDA_ARCHS=all for every one)"
 fi
 slots=${PICOLL_TEST_SLOTS:-4}
-# picoll_torch (torch/, label torch): PyTorch from the package registry in a virtual environment
-# (${prefix}torch/venv), installed in the background while the first MPI's build runs; the
-# extension is built against that build, whose CTest runs the torch tests (the other MPIs leave
-# them out). PICOLL_TEST_TORCH=0 leaves PyTorch out altogether. --no-compile: Python compiles the
-# modules a test imports when it first imports them; byte-compiling all of torch's at install
-# time took 15 s of CPU beside the build (2026-11-27). --no-cache-dir: torch's wheels and their
-# CUDA libraries are about 3 GB, kept a second time in pip's cache otherwise (the venv is 5.4 GB;
-# a disk that ran out of space made pip fail here, 2026-11-28).
 # pip_retry PIP ARGS...: pip, three times at most, with its own retries and a longer timeout per
 # connection: once (CI, 2026-11-27) PyTorch's installation failed where it had passed the run
 # before with the same version, and the whole run was red for it alone
@@ -100,6 +92,14 @@ pip_retry() {
     done
     return 1
 }
+# picoll_torch (torch/, label torch): PyTorch from the package registry in a virtual environment
+# (${prefix}torch/venv), installed in the background while the first MPI's build runs; the
+# extension is built against that build, whose CTest runs the torch tests (the other MPIs leave
+# them out). PICOLL_TEST_TORCH=0 leaves PyTorch out altogether. --no-compile: Python compiles the
+# modules a test imports when it first imports them; byte-compiling all of torch's at install
+# time took 15 s of CPU beside the build (2026-11-27). --no-cache-dir: torch's wheels and their
+# CUDA libraries are about 3 GB, kept a second time in pip's cache otherwise (the venv is 5.4 GB;
+# a disk that ran out of space made pip fail here, 2026-11-28).
 TORCH_VERSION=2.15.0
 torch_mpi=""
 torch_venv="$top/${prefix}torch/venv"
