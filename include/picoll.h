@@ -103,8 +103,9 @@ int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int re
 int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 
 /* For tests: the calls enqueued on stream so far, by how their buffers went: copied through host
- * memory on the stream (staged), used in place as host buffers (host), or handed to the blocking
- * call as device buffers (device: always 0, the progress thread stages them); of them,
+ * memory on the stream (staged), used in place as host buffers (host), or kept on the device
+ * without a kernel (device: the collectives of a communicator of one rank, a copy on the stream
+ * from the input to the output, or nothing in place); of them,
  * those recorded into a CUDA graph (captured); the calls its progress thread ran (a graph's
  * replays included); and, apart from all these, the collectives that went to picoll's kernels on
  * the stream itself (kernels; their graph replays are not counted: nothing of the host sees

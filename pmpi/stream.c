@@ -33,13 +33,19 @@
  * MPIX_Isend/Irecv_enqueue return a generalized request that only MPIX_Wait(all)_enqueue takes
  * (as MPICH's); the irecv's data goes back to the device after its wait. They cannot be captured.
  *
- * Before all that, a collective of a stream communicator on one node, on a stream the application
- * created, goes to picoll's kernels on the stream itself where picoll's device selection takes it
+ * Before all that, a collective of a stream communicator on one node, on any CUDA stream (one the
+ * application created, or the legacy or per-thread default stream: issue 49), goes to picoll's
+ * kernels on the stream itself where picoll's device selection takes it
  * (pmpi/stream_kernel.c, src/coll/enqueue.c, the workspace made at MPIX_Stream_comm_create):
  * only launches on the stream (buffers of other kinds copied through device memory of picoll's on
  * the stream first), no host function, no wait, no state word; a graph replays them with new
  * epochs (the kernels count them in device memory). The progress thread watches those kernels
- * about once a second for a peer that never comes (picoll_cuda_stream_watch).
+ * about once a second for a peer that never comes (picoll_cuda_stream_watch). On a default
+ * stream the kernels are ordered as any work there: after what every thread queued on the legacy
+ * stream (and on blocking streams, for the legacy one), so the threads of a process that enqueue
+ * on different communicators there must do so in the same order on every rank, as on any stream
+ * shared by communicators. A communicator of one rank runs no kernel: its collectives are a copy
+ * on the stream from the input to the output, or nothing in place (pmpi/stream_kernel.c).
  *
  * Device buffers of the calls the progress thread runs are copied on the stream through pinned
  * host memory, always. Handed to the progress thread as they are (PICOLL_STREAM_DIRECT=1, removed
@@ -228,7 +234,6 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
                                    "picoll: MPIX_Stream_create: out of memory");
     }
     s->cu = cu;
-    s->created = cu != NULL && cu != PICOLL_CU_STREAM_LEGACY && cu != PICOLL_CU_STREAM_PER_THREAD;
     /* the stream's context: the driver says (cuStreamGetCtx), else the current one */
     if (picoll_cu.stream_get_ctx == NULL || picoll_cu.stream_get_ctx(cu, &s->ctx) != 0) {
         picoll_cu.ctx_get_current(&s->ctx);
@@ -384,9 +389,9 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream handle, MPI
     }
     stream_warm(*newcomm);
 #ifdef PICOLL_HAVE_CUDA
-    /* collective: every rank asks, a rank that cannot says no (a legacy or per-thread stream
-     * handle: kernels there would be ordered with every thread's work of the process) */
-    picoll_comm_stream_enable(*newcomm, stream->created ? stream->ctx : NULL, stream->cu);
+    /* collective: every rank asks, a rank that cannot says no; a default stream's handle takes
+     * the kernels too (issue 49: torch's calls on its default stream were staged before) */
+    picoll_comm_stream_enable(*newcomm, stream->ctx, stream->cu);
 #endif
     return MPI_SUCCESS;
 }

@@ -133,11 +133,9 @@ struct picoll_mpix_stream {
     int ncomms;                    /* stream communicators made with it, not yet freed */
     int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS
                                     * (atomic: the enqueue takes it without the lock) */
-    int created;                   /* a stream the application created (not the legacy or a
-                                    * per-thread stream's handle): picoll's kernels may go there */
     long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
-                                    * host memory; device: none since the progress thread's
-                                    * device path was removed, docs/cuda.md); these
+                                    * host memory; device: the collectives of a communicator of
+                                    * one rank, a copy on the stream or nothing); these
                                     * counters and the next two are atomic (no lock on the
                                     * enqueue's path) */
     long captured;                 /* of them, recorded into a CUDA graph */

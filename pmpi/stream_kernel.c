@@ -131,9 +131,53 @@ static int enq_kernel_back(enq_t *e)
     return MPI_SUCCESS;
 }
 
+/* A communicator of one rank (issue 49): every collective's output is its input, so the call is
+ * a copy on the stream from the input to the output where they differ, and nothing in place or
+ * for a bcast; no kernel, no host thread. Taken where both buffers are device memory of the
+ * stream's context (other kinds, and sizes that do not match, take the usual path). */
+static int enq_self(enq_t *e, const picoll_enq_args_t *a, long long sbytes, long long rbytes,
+                    int *rc)
+{
+    picoll_stream_t s = e->s;
+    int size = 0;
+    if (PMPI_Comm_size(e->comm, &size) != MPI_SUCCESS || size != 1) {
+        return 0;
+    }
+    int copy = a->coll != PICOLL_COLL_BCAST && a->sendbuf != MPI_IN_PLACE &&
+               a->sendbuf != a->recvbuf && rbytes != 0;
+    if (copy) {
+        picoll_meminfo_t ms, mr;
+        if (sbytes != rbytes || rbytes < 0) {
+            return 0;
+        }
+        picoll_memkind_query(a->sendbuf, &ms);
+        picoll_memkind_query(a->recvbuf, &mr);
+        if (ms.kind != PICOLL_MEM_DEVICE || ms.context != (void *)s->ctx ||
+            mr.kind != PICOLL_MEM_DEVICE || mr.context != (void *)s->ctx) {
+            return 0;
+        }
+        if (picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)a->recvbuf,
+                                   (picoll_cu_deviceptr_t)(uintptr_t)a->sendbuf, (size_t)rbytes,
+                                   s->cu) != 0) {
+            *rc = picoll_stream_enq_fail(e, MPI_ERR_OTHER, "the copy on the stream failed");
+            return 1;
+        }
+    }
+    int captured = e->o->captured;
+    e->o = NULL; /* e->here: no record, no state word */
+    picoll_stream_enq_leave(e);
+    __atomic_fetch_add(&s->device, 1L, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->captured, (long)captured, __ATOMIC_RELAXED);
+    *rc = MPI_SUCCESS;
+    return 1;
+}
+
 int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
                               int recv_in, int *rc)
 {
+    if (enq_self(e, a, sbytes, rbytes, rc)) {
+        return 1;
+    }
     picoll_comm_t *ctx = picoll_g.active ? picoll_comm_get(e->comm) : NULL;
     if (ctx == NULL || ctx->coll.cuda_enq == NULL) {
         return 0;

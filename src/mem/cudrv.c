@@ -107,6 +107,7 @@ static void cudrv_load_once(void)
     *(void **)&table.event_query = dlsym(lib, "cuEventQuery");
     *(void **)&table.event_synchronize = dlsym(lib, "cuEventSynchronize");
     *(void **)&table.launch_host_func = dlsym(lib, "cuLaunchHostFunc");
+    *(void **)&table.ctx_synchronize = dlsym(lib, "cuCtxSynchronize");
     picoll_cu = table;
     if (table.driver_get_version(&cudrv_version) != 0) {
         cudrv_version = 0;

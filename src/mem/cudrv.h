@@ -126,6 +126,7 @@ typedef struct {
     picoll_cu_result_t (*event_query)(picoll_cu_event_t);
     picoll_cu_result_t (*event_synchronize)(picoll_cu_event_t);
     picoll_cu_result_t (*launch_host_func)(picoll_cu_stream_t, void (*fn)(void *), void *arg);
+    picoll_cu_result_t (*ctx_synchronize)(void);
 } picoll_cudrv_t;
 
 /* The table; its entries are valid only after picoll_cudrv_load() returned PICOLL_OK. */

@@ -18,8 +18,9 @@
  * enqueues counted (no stream or context synchronise among the driver calls they made, on the
  * emulated GPU; and no cuStreamWaitValue64 but for the calls the progress threads run), the
  * counts of picoll_stream_query (every collective on picoll's kernels on the stream, those of host
- * buffers too; point-to-point ones staged), an allreduce on a stream communicator of the legacy
- * stream (staged there: neither kernels nor the progress thread's work may go there), and the
+ * buffers too; point-to-point ones staged), allreduces on stream communicators of the legacy
+ * stream and the per-thread stream (on picoll's kernels there too), the collectives of a stream
+ * communicator of MPI_COMM_SELF (a copy on the stream or nothing: no kernel, no staging), and the
  * errors: an enqueue on a communicator without a stream, a stream of an unknown type, a bad
  * stream handle.
  * --staged: run with PICOLL_STREAM_KERNELS=0: every device buffer is staged on the stream for
@@ -248,6 +249,107 @@ static void queue(MPI_Comm scomm, cu_stream_t cs)
     if (drv.event_destroy != NULL) {
         drv.event_destroy(ev);
     }
+    free(h);
+}
+
+/* A stream communicator of MPI_COMM_WORLD on each default stream's handle (the legacy stream, 0
+ * and CU_STREAM_LEGACY, and the per-thread stream): an allreduce there, its input written on that
+ * stream just before, runs on picoll's kernels (none staged, none run by the progress thread)
+ * unless --staged, and gives the sum. */
+static void default_streams(const int *pattern, int p)
+{
+    const struct {
+        cu_stream_t cs;
+        const char *name;
+    } kinds[] = {{(cu_stream_t)0, "legacy stream (0)"},
+                 {(cu_stream_t)0x1, "legacy stream (CU_STREAM_LEGACY)"},
+                 {(cu_stream_t)0x2, "per-thread stream"}};
+    size_t blk = N * sizeof(int);
+    int *hout = malloc(blk);
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        stream_t sl = make_stream(kinds[k].cs, 0);
+        MPI_Comm lcomm = MPI_COMM_NULL;
+        MT_CHECK(mx.comm_create(MPI_COMM_WORLD, sl, &lcomm) == MPI_SUCCESS,
+                 "MPIX_Stream_comm_create (%s)", kinds[k].name);
+        cu_ptr_t lin = dalloc(blk), lout = dalloc(blk);
+        for (int round = 0; round < 2; round++) {
+            CK(drv.memcpy_htod_async(lin, pattern + round * N, blk, kinds[k].cs));
+            MT_CHECK(mx.allreduce((void *)(uintptr_t)lin, (void *)(uintptr_t)lout, N, MPI_INT,
+                                  MPI_SUM, lcomm) == MPI_SUCCESS,
+                     "MPIX_Allreduce_enqueue on the %s", kinds[k].name);
+            CK(drv.memset_d8_async(lin, 0xa5, blk, kinds[k].cs)); /* after the call */
+            CK(drv.stream_synchronize(kinds[k].cs));
+            get(hout, lout, blk);
+            check_sum(hout, round, p, kinds[k].name);
+        }
+        long ls = -1, lr = -1, lk = -1;
+        long want_k = staged_only ? 0 : 2;
+        MT_CHECK(mx.query(sl, &ls, NULL, NULL, NULL, &lr, &lk) == MPI_SUCCESS &&
+                     ls == 2 - want_k && lk == want_k && lr == 2 - want_k,
+                 "%s: %ld staged (want %ld), %ld on picoll's kernels (want %ld), %ld run by the "
+                 "progress thread (want %ld)", kinds[k].name, ls, 2 - want_k, lk, want_k, lr,
+                 2 - want_k);
+        MPI_Comm_free(&lcomm);
+        MT_CHECK(mx.free_(&sl) == MPI_SUCCESS, "MPIX_Stream_free (%s)", kinds[k].name);
+        CK(drv.mem_free(lin));
+        CK(drv.mem_free(lout));
+    }
+    free(hout);
+}
+
+/* A stream communicator of MPI_COMM_SELF on cs: allreduce (in place and not), allgather,
+ * alltoall, reduce_scatter_block and bcast give their input, and none of them is staged, run by
+ * the progress thread or launched as a kernel: a copy on the stream, or nothing. */
+static void self_comm(cu_stream_t cs, const int *pattern)
+{
+    size_t blk = N * sizeof(int);
+    stream_t ss = make_stream(cs, 0);
+    MPI_Comm one = MPI_COMM_NULL;
+    MT_CHECK(mx.comm_create(MPI_COMM_SELF, ss, &one) == MPI_SUCCESS,
+             "MPIX_Stream_comm_create (MPI_COMM_SELF)");
+    cu_ptr_t in = dalloc(blk), out[6];
+    int *h = malloc(blk);
+    CK(drv.memcpy_htod_async(in, pattern, blk, cs));
+    for (int k = 0; k < 6; k++) {
+        out[k] = dalloc(blk);
+        CK(drv.memset_d8_async(out[k], 0x5a, blk, cs));
+    }
+    void *i = (void *)(uintptr_t)in;
+#define OUT(k) ((void *)(uintptr_t)out[k])
+    MT_CHECK(mx.allreduce(i, OUT(0), N, MPI_INT, MPI_SUM, one) == MPI_SUCCESS &&
+                 mx.allgather(i, N, MPI_INT, OUT(1), N, MPI_INT, one) == MPI_SUCCESS &&
+                 mx.alltoall(i, N, MPI_INT, OUT(2), N, MPI_INT, one) == MPI_SUCCESS &&
+                 mx.rsb(i, OUT(3), N, MPI_INT, MPI_MAX, one) == MPI_SUCCESS,
+             "the enqueued collectives on MPI_COMM_SELF");
+    CK(drv.memcpy_htod_async(out[4], pattern, blk, cs));
+    CK(drv.memcpy_htod_async(out[5], pattern, blk, cs));
+    MT_CHECK(mx.allreduce(MPI_IN_PLACE, OUT(4), N, MPI_INT, MPI_PROD, one) == MPI_SUCCESS &&
+                 mx.bcast(OUT(5), N, MPI_INT, 0, one) == MPI_SUCCESS,
+             "in place allreduce and bcast on MPI_COMM_SELF");
+#undef OUT
+    CK(drv.memset_d8_async(in, 0xa5, blk, cs)); /* after the calls: the copies read before */
+    CK(drv.stream_synchronize(cs));
+    const char *what[6] = {"allreduce", "allgather", "alltoall", "reduce_scatter_block",
+                           "allreduce in place", "bcast"};
+    for (int k = 0; k < 6; k++) {
+        get(h, out[k], blk);
+        int bad = 0;
+        for (int e = 0; e < N; e++) {
+            if (h[e] != pattern[e] && bad++ < 3) {
+                mt_fail("MPI_COMM_SELF %s: element %d is %d, want %d", what[k], e, h[e],
+                        pattern[e]);
+            }
+        }
+        CK(drv.mem_free(out[k]));
+    }
+    long st = -1, dv = -1, rn = -1, kn = -1;
+    MT_CHECK(mx.query(ss, &st, NULL, &dv, NULL, &rn, &kn) == MPI_SUCCESS && st == 0 && dv == 6 &&
+                 rn == 0 && kn == 0,
+             "MPI_COMM_SELF: %ld staged (want 0), %ld on the device without a kernel (want 6), "
+             "%ld run by the progress thread (want 0), %ld on kernels (want 0)", st, dv, rn, kn);
+    MPI_Comm_free(&one);
+    MT_CHECK(mx.free_(&ss) == MPI_SUCCESS, "MPIX_Stream_free (MPI_COMM_SELF)");
+    CK(drv.mem_free(in));
     free(h);
 }
 
@@ -647,29 +749,11 @@ int main(int argc, char **argv)
         printf("enqueue: no graph test (the driver lacks cuGraphInstantiateWithFlags)\n");
     }
 
-    /* ---- the legacy stream: the progress thread's own work would wait behind the stream's wait
-     * for it, so device buffers are staged on the stream there, and the result is the same ---- */
-    {
-        stream_t sl = make_stream((cu_stream_t)0, 0);
-        MPI_Comm lcomm = MPI_COMM_NULL;
-        MT_CHECK(mx.comm_create(MPI_COMM_WORLD, sl, &lcomm) == MPI_SUCCESS,
-                 "MPIX_Stream_comm_create (legacy stream)");
-        cu_ptr_t lin = dalloc(blk), lout = dalloc(blk);
-        CK(drv.memcpy_htod_async(lin, pattern, blk, (cu_stream_t)0));
-        MT_CHECK(mx.allreduce((void *)(uintptr_t)lin, (void *)(uintptr_t)lout, N, MPI_INT, MPI_SUM,
-                              lcomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue on the legacy stream");
-        CK(drv.stream_synchronize((cu_stream_t)0));
-        get(hout, lout, blk);
-        check_sum(hout, 0, p, "legacy stream");
-        long ls = -1, lh = -1, ld = -1, lc = -1, lr = -1;
-        MT_CHECK(mx.query(sl, &ls, &lh, &ld, &lc, &lr, NULL) == MPI_SUCCESS && ls == 1 &&
-                     ld == 0 &&
-                     lr == 1,
-                 "legacy stream: %ld staged (want 1), %ld device (want 0), %ld run (want 1)", ls,
-                 ld, lr);
-        MPI_Comm_free(&lcomm);
-        MT_CHECK(mx.free_(&sl) == MPI_SUCCESS, "MPIX_Stream_free (legacy stream)");
-    }
+    /* ---- the default streams (issue 49): the legacy stream (handle 0) and this thread's
+     * per-thread stream take picoll's kernels too, in the stream's order ---- */
+    default_streams(pattern, p);
+    /* ---- a communicator of one rank: a copy on the stream, or nothing ---- */
+    self_comm(cs, pattern);
 
     MPI_Comm_free(&scomm);
     MPI_Comm_free(&scomm2);

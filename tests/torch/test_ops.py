@@ -252,9 +252,18 @@ def test_barrier_coalesced_async():
     dist.barrier()
     C.check(time.perf_counter() - start > 0.25, "barrier waited for rank 0's 0.3 s sleep")
     C.group("coalesced")
+    backend = dist.group.WORLD._get_backend(torch.device("cpu")) if PICOLL else None
+
+    def calls():
+        return backend.calls() if backend is not None else 0
+
     for dtype in (torch.float32, torch.int64, torch.bfloat16):
         ts = [data(dtype, n, RANK, 50 + n % 9) for n in (5, 4099, 1)]
+        before = calls()
         dist.all_reduce_coalesced(ts, op=R.SUM)
+        if PICOLL:  # packed: one MPI call for the three tensors, not one each
+            C.check(calls() - before == 1, f"all_reduce_coalesced {name(dtype)} of 3 tensors "
+                    f"made {calls() - before} calls (want 1)")
         for t, n in zip(ts, (5, 4099, 1)):
             expect(t, reduced(dtype, n, R.SUM, range(SIZE), 50 + n % 9),
                    f"all_reduce_coalesced {name(dtype)} n={n}")
@@ -263,6 +272,7 @@ def test_barrier_coalesced_async():
             sums = [data(dtype, n, RANK, 51) for n in (7, 4099)]
             gathers = [torch.zeros(n * SIZE, dtype=dtype) for n in (7, 4099)]
             scattered = [torch.zeros(n, dtype=dtype) for n in (7, 4099)]
+            before = calls()
             with dist._coalescing_manager(async_ops=async_ops) as cm:
                 for t in sums:
                     dist.all_reduce(t)
@@ -272,6 +282,9 @@ def test_barrier_coalesced_async():
             with dist._coalescing_manager(async_ops=async_ops) as cm3:
                 for out in scattered:
                     dist.reduce_scatter_tensor(out, data(dtype, out.numel() * SIZE, RANK, 53))
+            if PICOLL and not async_ops:  # each list packed into one call (async: one each)
+                C.check(calls() - before == 3, f"{what}: {calls() - before} calls for three "
+                        "coalesced lists of two tensors (want 3)")
             if async_ops:
                 cm.wait(), cm2.wait(), cm3.wait()
             for t, g, s in zip(sums, gathers, scattered):

@@ -174,6 +174,27 @@ at::Tensor flat_cat(const std::vector<at::Tensor> &v) {
   return at::cat(parts);
 }
 
+// A list the coalesced forms send as one call: two or more dense contiguous tensors of one dtype
+// and device; CPU tensors only when the call is not async (an async call must read its inputs
+// when it runs on the worker thread, after the calls queued before it: it takes one call each)
+bool packable(const std::vector<at::Tensor> &v, bool async) {
+  if (v.size() < 2 || (async && !v[0].is_cuda())) return false;
+  for (auto &t : v)
+    if (t.layout() != at::kStrided || !t.is_contiguous() ||
+        t.scalar_type() != v[0].scalar_type() || t.device() != v[0].device())
+      return false;
+  return true;
+}
+
+// flat's elements back into the tensors, one after the other
+void unpack(const at::Tensor &flat, std::vector<at::Tensor> &v) {
+  int64_t at_ = 0;
+  for (auto &t : v) {
+    t.view({-1}).copy_(flat.narrow(0, at_, t.numel()));
+    at_ += t.numel();
+  }
+}
+
 std::vector<int> counts_of(const std::vector<at::Tensor> &v, const char *call) {
   std::vector<int> c;
   for (auto &t : v) c.push_back(mpi_count(t.numel(), call));
@@ -219,13 +240,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce_coalesced(
     std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) {
+  c10d::AllreduceOptions o;
+  o.reduceOp = opts.reduceOp;
+  o.asyncOp = opts.asyncOp;
+  if (packable(tensors, opts.asyncOp)) {
+    // one call on the tensors packed one after the other, then unpacked: CUDA tensors ordered on
+    // the device (the caller's stream waits for the call, the host does not)
+    drain(); // the async calls queued before may still write these tensors
+    at::Tensor flat = flat_cat(tensors);
+    std::vector<at::Tensor> one{flat};
+    o.asyncOp = false;
+    auto w = allreduce(one, o);
+    unpack(flat, tensors);
+    return w;
+  }
   // one call per tensor, in order (each is its own collective on every rank)
   c10::intrusive_ptr<c10d::Work> last;
   for (auto &t : tensors) {
     std::vector<at::Tensor> one{t};
-    c10d::AllreduceOptions o;
-    o.reduceOp = opts.reduceOp;
-    o.asyncOp = opts.asyncOp;
     last = allreduce(one, o);
   }
   if (!last) return run(false, c10d::OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", {}, {},
@@ -370,6 +402,32 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_into_tensor_coalesc
     const c10d::AllgatherOptions &opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "picoll: all_gather_into_tensor_coalesced needs "
               "as many outputs as inputs");
+  int size = getSize();
+  if (packable(inputs, opts.asyncOp) && packable(outputs, false) &&
+      outputs[0].scalar_type() == inputs[0].scalar_type()) {
+    // one allgather of the inputs packed: rank r's block holds its inputs one after the other,
+    // so output i is column block i of the [size, total] result
+    for (size_t i = 0; i < inputs.size(); i++)
+      TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size, "picoll: ",
+                  "all_gather_into_tensor_coalesced: output ", i, " holds ", outputs[i].numel(),
+                  " elements, not the group's size (", size, ") times its input's ",
+                  inputs[i].numel());
+    drain();
+    at::Tensor flat_in = flat_cat(inputs);
+    int64_t total = flat_in.numel();
+    at::Tensor flat_out = at::empty({total * size}, flat_in.options());
+    c10d::AllgatherOptions o = opts;
+    o.asyncOp = false;
+    auto w = _allgather_base(flat_out, flat_in, o);
+    auto grid = flat_out.view({size, total});
+    int64_t at_ = 0;
+    for (auto &out : outputs) {
+      int64_t n = out.numel() / size;
+      out.view({size, n}).copy_(grid.narrow(1, at_, n));
+      at_ += n;
+    }
+    return w;
+  }
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++) last = _allgather_base(outputs[i], inputs[i], opts);
   return last ? last : run(false, c10d::OpType::COALESCED,
@@ -490,6 +548,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter_tensor_coalesc
     const c10d::ReduceScatterOptions &opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "picoll: reduce_scatter_tensor_coalesced needs "
               "as many outputs as inputs");
+  int size = getSize();
+  if (packable(inputs, opts.asyncOp) && packable(outputs, false) &&
+      outputs[0].scalar_type() == inputs[0].scalar_type()) {
+    // one reduce-scatter of the inputs packed as [size, total]: rank r's block holds block r of
+    // every input one after the other, and its result is the outputs one after the other
+    int64_t total = 0;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size, "picoll: ",
+                  "reduce_scatter_tensor_coalesced: input ", i, " holds ", inputs[i].numel(),
+                  " elements, not the group's size (", size, ") times its output's ",
+                  outputs[i].numel());
+      total += outputs[i].numel();
+    }
+    drain();
+    at::Tensor flat_in = at::empty({total * size}, inputs[0].options());
+    auto grid = flat_in.view({size, total});
+    int64_t at_ = 0;
+    for (auto &in : inputs) {
+      int64_t n = in.numel() / size;
+      grid.narrow(1, at_, n).copy_(in.view({size, n}));
+      at_ += n;
+    }
+    at::Tensor flat_out = at::empty({total}, inputs[0].options());
+    c10d::ReduceScatterOptions o = opts;
+    o.asyncOp = false;
+    auto w = _reduce_scatter_base(flat_out, flat_in, o);
+    unpack(flat_out, outputs);
+    return w;
+  }
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++)
     last = _reduce_scatter_base(outputs[i], inputs[i], opts);

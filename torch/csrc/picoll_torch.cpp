@@ -341,6 +341,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::run(bool async, c10d::OpType 
                                                        std::vector<at::Tensor> outputs,
                                                        std::vector<at::Tensor> inputs, Job job) {
   auto w = c10::make_intrusive<PicollWork>(getRank(), type, name, std::move(outputs));
+  calls_.fetch_add(1, std::memory_order_relaxed);
   if (!async) {
     drain(); // the asynchronous calls before this one first, as on every rank
     job();   // errors reach the caller as they are
@@ -400,9 +401,9 @@ bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t, const std::vector<at::T
   cuda_stream_ = sc->stream;
   caller_stream_ = caller;
   if (on_caller_stream_) return true;
-  c10::Event before(c10::DeviceType::CUDA);
-  before.record(*caller_stream_);
-  before.block(*cuda_stream_);
+  if (!before_) before_.emplace(c10::DeviceType::CUDA);
+  before_->record(*caller_stream_);
+  before_->block(*cuda_stream_);
   // the caching allocator must not hand these tensors' memory out again before the group's
   // stream is done with it
   for (auto &u : used)
@@ -415,10 +416,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::cuda_end(bool async, c10d::Op
                                                             const char *name,
                                                             std::vector<at::Tensor> outputs) {
   auto w = c10::make_intrusive<PicollWork>(getRank(), type, name, std::move(outputs));
-  w->event.emplace(c10::DeviceType::CUDA);
-  w->event->record(*cuda_stream_);
-  // the caller's stream goes on after the call
-  if (!async && !on_caller_stream_) w->event->block(*caller_stream_);
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (async) {
+    // Work.wait() makes the stream current then wait for this event
+    w->event.emplace(c10::DeviceType::CUDA);
+    w->event->record(*cuda_stream_);
+  } else if (!on_caller_stream_) {
+    // the caller's stream goes on after the call (on the caller's stream: it is in order already)
+    if (!after_) after_.emplace(c10::DeviceType::CUDA);
+    after_->record(*cuda_stream_);
+    after_->block(*caller_stream_);
+  }
   // the tensors need no keeping here: cuda_begin told the caching allocator about their use
   w->done();
   return w;
@@ -506,7 +514,8 @@ PYBIND11_MODULE(_C, m) {
            py::call_guard<py::gil_scoped_release>())
       .def("time_staged_allreduce", &ProcessGroupPicoll::time_staged_allreduce,
            py::call_guard<py::gil_scoped_release>())
-      .def("stream_stats", &ProcessGroupPicoll::stream_stats);
+      .def("stream_stats", &ProcessGroupPicoll::stream_stats)
+      .def("calls", &ProcessGroupPicoll::calls);
   m.def("bootstrap", &bootstrap, "initialise MPI (MPI_THREAD_MULTIPLE); the level provided");
   m.def("finalize", &finalize, py::call_guard<py::gil_scoped_release>());
   m.def("world", &world, "(rank, size) in MPI_COMM_WORLD");

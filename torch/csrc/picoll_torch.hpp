@@ -125,6 +125,9 @@ class ProcessGroupPicoll : public c10d::Backend {
   double time_staged_allreduce(at::Tensor &t, int64_t iters);
   // picoll_stream_query of the group's stream (all zero before the first CUDA call)
   std::vector<int64_t> stream_stats();
+  // the operations this group handed to MPI or picoll so far, one MPI or MPIX call each (the
+  // coalesced forms pack their tensors into one: tests count them)
+  int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   MPI_Comm comm() const { return comm_; }
 
  private:
@@ -158,6 +161,10 @@ class ProcessGroupPicoll : public c10d::Backend {
   MPI_Comm stream_comm_ = MPI_COMM_NULL; // of the call in progress, on cuda_stream_
   std::optional<c10::Stream> cuda_stream_;
   std::optional<c10::Stream> caller_stream_;
+  // "group": the events of a blocking call, recorded again at every call (an event's wait is
+  // queued when it is asked for, so one event serves every call; made at the first)
+  std::optional<c10::Event> before_, after_;
+  std::atomic<int64_t> calls_{0};
 
   std::mutex mutex_;
   std::condition_variable cv_, idle_cv_;
