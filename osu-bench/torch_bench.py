@@ -3,6 +3,7 @@
 
     mpirun -np 2 python osu-bench/torch_bench.py [--backend picoll|gloo] [--max 64M]
         [--factor 4] [--rounds 5] [--seconds 0.05] [--device cpu|cuda] [--mpi] [--json FILE]
+        [--blocking] [--no-nccl1]
 
 The all_reduce (SUM) of float32 tensors from 8 B to --max (8 B times the powers of --factor, and
 --max itself), on the default group (--backend) and, in the same run, on a second group made with
@@ -10,7 +11,10 @@ dist.new_group(backend="gloo") (CPU tensors), or "nccl" (--device cuda, where NC
 and with CUDA tensors (or --mpi) a third column, "mpi": the blocking staged MPI that a user of
 ProcessGroupMPI over an MPI that is not CUDA-aware gets (picoll_torch.time_staged_allreduce: per
 call a copy to host memory, the MPI's own MPI_Allreduce with picoll bypassed, a copy back; on CPU
-tensors the MPI's call alone).
+tensors the MPI's call alone). With CUDA tensors, where torch has NCCL, a column "nccl(1)" is
+NCCL's process group of each rank alone (dist.new_subgroups(1)): nothing to move, so its time is
+the per-call cost of the process group people use on GPUs (NCCL refuses two ranks on one GPU, so
+this is the figure it gives on a shared GPU); --blocking synchronises after every call.
 Per size, --rounds A/B rounds time each group in turn (A B A B ...) so that the machine's noise
 falls on both; each timing is warm-up calls then a timed loop of about --seconds (3 to --iters
 calls, per group: the "calls" column), the slowest rank's time per call, with CUDA tensors
@@ -56,6 +60,12 @@ def add_options(parser):
     parser.add_argument("--mpi", action="store_true",
                         help="CPU tensors: also the MPI's own all_reduce (picoll bypassed)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--blocking", action="store_true",
+                        help="synchronise the device after every call (default: back to back, "
+                             "one synchronisation per timing)")
+    parser.add_argument("--no-nccl1", dest="nccl1", action="store_false",
+                        help="CUDA tensors: leave out the nccl(1) column (NCCL's process group "
+                             "of this rank alone: its per-call cost, with nothing to move)")
     parser.set_defaults(timeout=3600.0)
 
 
@@ -89,18 +99,29 @@ def sync(device):
 class Group:
     """A column: a process group's dist.all_reduce, timed in Python."""
 
+    blocking = False  # --blocking: a synchronisation after every call
+
     def __init__(self, name, group):
         self.name, self.group = name, group
 
     def call(self, tensor):
         dist.all_reduce(tensor, group=self.group)
 
+    def members(self):
+        return dist.get_world_size(self.group)
+
     def seconds(self, tensor, iters):
-        """Seconds per call, this rank's: iters calls between two synchronisations."""
+        """Seconds per call, this rank's: iters calls between two synchronisations (or each
+        followed by one, --blocking)."""
         sync(tensor.device)
         start = time.perf_counter()
-        for _ in range(iters):
-            self.call(tensor)
+        if self.blocking:
+            for _ in range(iters):
+                self.call(tensor)
+                sync(tensor.device)
+        else:
+            for _ in range(iters):
+                self.call(tensor)
         sync(tensor.device)
         return (time.perf_counter() - start) / iters
 
@@ -137,10 +158,11 @@ def calibrate(tensor, col, args):
 def check(tensor, col, size):
     """One all_reduce of rank + 1 everywhere: the sum of 1..np, else the run stops; the "mpi"
     column's calls must not have been picoll's."""
-    n = dist.get_world_size()
-    tensor.fill_(dist.get_rank() + 1)
+    n, r = col.members(), dist.get_rank()
+    tensor.fill_(r + 1)
     col.call(tensor)
-    if not bool((tensor == n * (n + 1) / 2).all()):
+    want = n * (n + 1) / 2 if n > 1 else r + 1  # a group of one: this rank's own
+    if not bool((tensor == want).all()):
         sys.exit(f"rank {dist.get_rank()}: {col.name} all_reduce of {label(size)} is wrong")
     if isinstance(col, Staged):
         import picoll_torch
@@ -172,6 +194,12 @@ def groups(args, device):
     out.append(Group(name, dist.new_group(backend=other)))
     if args.backend == "picoll" and (device.type == "cuda" or args.mpi):
         out.append(Staged())
+    if device.type == "cuda" and args.nccl1 and dist.is_nccl_available():
+        # NCCL's process group of each rank alone (new_subgroups: every rank makes them all): what
+        # a call costs there with nothing to move, on the same GPU (NCCL refuses two ranks on one)
+        mine, _ = dist.new_subgroups(group_size=1, backend="nccl")
+        out.append(Group("nccl(1)", mine))
+    Group.blocking = args.blocking
     return out
 
 
