@@ -3,7 +3,7 @@
 
     mpirun -np 2 python osu-bench/torch_bench.py [--backend picoll|gloo] [--max 64M]
         [--factor 4] [--rounds 5] [--seconds 0.05] [--device cpu|cuda] [--mpi] [--json FILE]
-        [--blocking] [--no-nccl1]
+        [--blocking] [--no-nccl1] [--sizes 8,64K,2M,16M]
 
 The all_reduce (SUM) of float32 tensors from 8 B to --max (8 B times the powers of --factor, and
 --max itself), on the default group (--backend) and, in the same run, on a second group made with
@@ -66,6 +66,8 @@ def add_options(parser):
     parser.add_argument("--no-nccl1", dest="nccl1", action="store_false",
                         help="CUDA tensors: leave out the nccl(1) column (NCCL's process group "
                              "of this rank alone: its per-call cost, with nothing to move)")
+    parser.add_argument("--sizes", type=lambda t: [parse_size(x) for x in t.split(",")],
+                        help="these sizes only, e.g. 8,64K,2M,16M (instead of --min to --max)")
     parser.set_defaults(timeout=3600.0)
 
 
@@ -77,6 +79,8 @@ def label(size):
 
 
 def sizes(args):
+    if args.sizes:
+        return args.sizes
     out, size = [], args.min
     while size <= args.max:
         out.append(size)
