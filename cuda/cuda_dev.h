@@ -91,6 +91,8 @@ void picoll_cuda_stream_watch(void);
 /* Selection inputs: the node's reach and one data buffer's size. */
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
 size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
+/* The most ranks of the node on one GPU (the same on every rank of the workspace). */
+int picoll_cuda_ws_sharing(const picoll_cuda_ws_t *ws);
 
 /* The device collectives, run after every rank agreed to (they cannot fall back any more), or
  * armed for the hot path (picoll_cuda_hot_arm: PICOLL_RETRY when a rank said no). The
@@ -206,6 +208,11 @@ static inline size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws)
 {
     (void)ws;
     return 0;
+}
+static inline int picoll_cuda_ws_sharing(const picoll_cuda_ws_t *ws)
+{
+    (void)ws;
+    return 1;
 }
 static inline picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,
                                                     const void *sendbuf, void *recvbuf,

@@ -467,10 +467,12 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
 /* Blocks per launch, the same on every rank: block b of every rank waits for block b of the
  * others, so with several ranks on one GPU running at once (MPS) all their blocks must be resident
  * together. The fewest, over the node's ranks, of the blocks its GPU holds divided by the ranks on
- * it, and of the blocks its own context may hold (an MPS client limited to a share of the SMs). */
-static int ws_max_blocks(const ws_msg_t *all, int nlocal)
+ * it, and of the blocks its own context may hold (an MPS client limited to a share of the SMs).
+ * *most: the most ranks on one GPU. */
+static int ws_max_blocks(const ws_msg_t *all, int nlocal, int *most)
 {
     int best = PICOLL_CUDA_MAX_BLOCKS;
+    *most = 1;
     for (int r = 0; r < nlocal; r++) {
         int sharing = 0;
         if (!all[r].ok) {
@@ -479,6 +481,7 @@ static int ws_max_blocks(const ws_msg_t *all, int nlocal)
         for (int q = 0; q < nlocal; q++) {
             sharing += all[q].ok && strcmp(all[q].bus_id, all[r].bus_id) == 0;
         }
+        *most = sharing > *most ? sharing : *most;
         int fit = all[r].resident / (sharing > 0 ? sharing : 1);
         fit = all[r].own < fit ? all[r].own : fit;
         if (fit < best) {
@@ -634,7 +637,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
             ws->watch[r] = r != ws->me && picoll_proc_watchable((pid_t)all[r].pid, all[r].start);
         }
     }
-    ws->max_blocks = ws_max_blocks(all, ws->nlocal);
+    ws->max_blocks = ws_max_blocks(all, ws->nlocal, &ws->sharing);
     /* the reach first: on a hybrid cube mesh each rank maps its quad and its relay only */
     ws->peers = (ws->nlocal >= 32 ? ~0u : (1u << ws->nlocal) - 1) & ~(1u << ws->me);
     ws->reach = ws_reach(ws, node_comm, cfg, all, &mine, all_ok ? ws->nlocal : 1);
@@ -791,6 +794,11 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
 picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws)
 {
     return ws->reach;
+}
+
+int picoll_cuda_ws_sharing(const picoll_cuda_ws_t *ws)
+{
+    return ws->sharing;
 }
 
 size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws)

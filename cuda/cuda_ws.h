@@ -24,6 +24,7 @@ struct picoll_cuda_ws {
     int comm_size;              /* of the user's communicator, for error messages */
     int comm_ranks[PICOLL_CUDA_MAX_LOCAL]; /* rank in the user's communicator of each local rank */
     int max_blocks;             /* blocks per launch at most: all ranks' blocks resident at once */
+    int sharing;                /* the most ranks of the node on one GPU (the same on every rank) */
     int threads;                /* threads per block */
     int small_threads;          /* threads of a one-block launch (PICOLL_CUDA_SMALL_THREADS);
                                  * 0: threads */

@@ -252,6 +252,12 @@ int picoll_comm_net_query(MPI_Comm comm, int *rail_size, int *endpoints, int *wa
 }
 
 #ifdef PICOLL_HAVE_CUDA
+/* The legacy or the per-thread default stream's handle */
+static int comm_default_stream(picoll_cu_stream_t s)
+{
+    return s == NULL || s == PICOLL_CU_STREAM_LEGACY || s == PICOLL_CU_STREAM_PER_THREAD;
+}
+
 picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_ctx,
                                          picoll_cu_stream_t stream)
 {
@@ -269,6 +275,16 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
     if (all) {
         picoll_cuda_ws_t *ws = NULL;
         ok = picoll_cuda_ws_create(comm, ctx->coll.node_comm, &picoll_cfg, cu_ctx, &ws) == PICOLL_OK;
+        /* a default stream takes the kernels only where few ranks share a GPU: 4 on one H200
+         * hung there at 16 MiB (docs/torch.md); each rank's own stream kind, agreed below */
+        int crowded = ok && comm_default_stream(stream) &&
+                      picoll_cuda_ws_sharing(ws) > picoll_cfg.stream_default_sharing;
+        if (crowded) {
+            picoll_info("stream communicator on a default stream: %d ranks share a GPU, more than "
+                        "PICOLL_STREAM_DEFAULT_SHARING=%ld: its calls take the stream's thread",
+                        picoll_cuda_ws_sharing(ws), picoll_cfg.stream_default_sharing);
+        }
+        ok = ok && !crowded;
         if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
             all = 0;
         }
@@ -277,8 +293,8 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
             ctx->coll.cuda_enq = ws;
         } else {
             picoll_cuda_ws_destroy(ws, ctx->coll.shm);
-            picoll_info("stream communicator: the device workspace on its stream failed on some "
-                        "rank: its enqueued collectives run on the stream's thread");
+            picoll_info("stream communicator: no device workspace on its stream on some rank: its "
+                        "enqueued collectives run on the stream's thread");
         }
     }
     picoll_reentry--;

@@ -168,6 +168,10 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, stream_kernels),
      .doc = "1 launches picoll's kernels on the stream for enqueued collectives of a stream "
             "communicator on one node; 0 leaves them to the stream's thread"},
+    {.name = "PICOLL_STREAM_DEFAULT_SHARING", .type = PICOLL_CFG_INT, .def = "2", .min = 0,
+     .max = 1024, .offset = offsetof(picoll_config_t, stream_default_sharing),
+     .doc = "the most ranks sharing a GPU for which a default stream (legacy, per-thread) "
+            "takes picoll's kernels; more take the stream's thread (0: none)"},
     {.name = "PICOLL_TOPO_FILE", .type = PICOLL_CFG_STRING, .def = "",
      .offset = offsetof(picoll_config_t, topo_file),
      .doc = "a recorded `nvidia-smi topo -m` text used instead of the detected GPU topology "

@@ -80,6 +80,8 @@ typedef struct {
     size_t hier_cuda_chunk;    /* PICOLL_HIER_CUDA_CHUNK: its allreduce's network-step chunk */
     int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the
                                 * stream of an enqueued collective */
+    long stream_default_sharing; /* PICOLL_STREAM_DEFAULT_SHARING: a default stream's kernels
+                                  * only where at most this many ranks share a GPU */
     /* topology (topo/) */
     const char *topo_file;
     int topo_file_gpu;         /* picoll_topo_file_gpu_t */

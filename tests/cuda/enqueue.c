@@ -25,6 +25,8 @@
  * stream handle.
  * --staged: run with PICOLL_STREAM_KERNELS=0: every device buffer is staged on the stream for
  * the progress thread.
+ * --default-staged: the default streams' calls are staged (every rank on one GPU, more than
+ * PICOLL_STREAM_DEFAULT_SHARING ranks sharing it).
  * --same-order: every rank enqueues the second stream's call at the same point among the first
  * stream's (calls that take the progress thread must: where the streams share a hardware queue,
  * a call's wait for the progress thread holds up the other stream's calls, FAKECUDA_QUEUES=1).
@@ -81,6 +83,7 @@ static cu_ptr_t dalloc(size_t bytes)
 
 static int staged_only; /* --staged */
 static int same_order;  /* --same-order */
+static int default_staged; /* --default-staged */
 
 /* got[e] must be the sum over the p ranks of value(q, round, e) */
 static void check_sum(const int *got, int round, int p, const char *what)
@@ -283,7 +286,7 @@ static void default_streams(const int *pattern, int p)
             check_sum(hout, round, p, kinds[k].name);
         }
         long ls = -1, lr = -1, lk = -1;
-        long want_k = staged_only ? 0 : 2;
+        long want_k = staged_only || default_staged ? 0 : 2;
         MT_CHECK(mx.query(sl, &ls, NULL, NULL, NULL, &lr, &lk) == MPI_SUCCESS &&
                      ls == 2 - want_k && lk == want_k && lr == 2 - want_k,
                  "%s: %ld staged (want %ld), %ld on picoll's kernels (want %ld), %ld run by the "
@@ -358,6 +361,7 @@ int main(int argc, char **argv)
     int provided, single = mt_flag(argc, argv, "--thread-single");
     staged_only = mt_flag(argc, argv, "--staged");
     same_order = mt_flag(argc, argv, "--same-order");
+    default_staged = mt_flag(argc, argv, "--default-staged");
     char why[256];
 
     if (single) {
