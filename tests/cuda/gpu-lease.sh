@@ -39,8 +39,10 @@
 #   ll         issue 40's low-latency lines (PICOLL_CUDA_LL_MAX): cuda_coll's matrix and the
 #              40-call enqueued queue with them on the GPU, then envab's A/B of "0 64k" (allreduce)
 #   torch49    issue 49's table: torch_bench (8 B, 64 KiB, 2 MiB, 16 MiB, nccl(1) beside) for a
-#              group of one, np 2 auto/caller, np 4 auto/group(+16 connections), blocking at np 2
-#              and 4; test_cuda.py and test_train_cuda.py (DDP, FSDP) at np 2 and 4; cuda.enqueue.np2
+#              group of one, np 2 auto/caller, np 4 auto, blocking at np 2 and 4; test_cuda.py and
+#              test_train_cuda.py (DDP, FSDP) at np 2 and 4; cuda.enqueue.np2; then the np 4 hang:
+#              the default stream's kernels and the group's stream at np 4, each also with half the
+#              blocks (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12). About 9 minutes with the build.
 #   torchhang  the group stream's hang at np 4 (docs/torch.md): test_cuda.py on the group's stream
 #              under LEASE_TORCH_ENV, with picoll naming late ranks after 10 s, its Python stacks
 #              dumped at 40 s and every rank's threads' kernel waits (wchan) at 30 s
@@ -210,38 +212,46 @@ for s in $steps; do
         grep -E "passed|FAIL|still waiting|File" "$logs/torchhang-np4.log" | head -20 ;;
     torch49)
         # issue 49 in one job: the per-call table (all_reduce of float32 CUDA tensors at 8 B,
-        # 64 KiB, 2 MiB and 16 MiB, back to back, beside gloo, the staged MPI and NCCL's process
-        # group of one rank, nccl(1)) for a group of one, np 2 "auto" and "caller", np 4 "auto",
-        # "group" and "group" with CUDA_DEVICE_MAX_CONNECTIONS=16, then np 2 and 4 blocking; the
-        # CUDA tests (graph capture included) and the DDP/FSDP steps at np 2 and 4; the enqueue
-        # tests (the default streams, a communicator of one)
+        # 64 KiB, 2 MiB and 16 MiB, back to back and --blocking, beside gloo, the staged MPI and
+        # NCCL's process group of one rank, nccl(1)) for a group of one, np 2 "auto" (group) and
+        # "caller" (the default stream's kernels), np 4 "auto" (caller: the default stream staged
+        # where more than PICOLL_STREAM_DEFAULT_SHARING=2 ranks share the GPU); the CUDA tests
+        # (graph capture included) and the DDP/FSDP steps at np 2 and 4; cuda.enqueue.np2 (the
+        # default streams, a communicator of one); then the np 4 hang (docs/torch.md): the default
+        # stream's kernels at np 4 (PICOLL_STREAM_DEFAULT_SHARING=4) and the group's stream, each
+        # as it is and with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 (half the blocks per launch: the
+        # four ranks' kernels no longer fill the GPU), stacks at 25 s, late ranks named at 5 s
         if [ ! -d "$site/picoll_torch" ]; then
             step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
                 --no-build-isolation --no-deps --target "$site" -v "$src/torch"
         fi
         export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-        tb() { # NAME NP ENV... -- BENCH-ARGS...
-            local name=$1 np=$2; shift 2
+        tb() { # NAME NP LIMIT ENV... -- BENCH-ARGS...
+            local name=$1 np=$2 limit=$3; shift 3
             local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-            step "t49-$name" 70 env "${envs[@]}" PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" $np \
-                "$py" "$src/osu-bench/torch_bench.py" --device cuda --sizes 8,64K,2M,16M \
-                --rounds 3 --seconds 0.02 --timeout 60 --json "$logs/t49-$name.json" "$@"
+            step "t49-$name" "$limit" env "${envs[@]}" PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" \
+                $np "$py" "$src/osu-bench/torch_bench.py" --device cuda --sizes 8,64K,2M,16M \
+                --rounds 3 --seconds 0.02 --timeout 25 --json "$logs/t49-$name.json" "$@"
         }
-        tb np2-auto 2 TORCH_TEST_CUDA_STREAM=auto --
-        tb np4-auto 4 TORCH_TEST_CUDA_STREAM=auto --
-        tb np1 1 TORCH_TEST_CUDA_STREAM=auto --
-        tb np2-auto-blocking 2 TORCH_TEST_CUDA_STREAM=auto -- --blocking
-        tb np4-auto-blocking 4 TORCH_TEST_CUDA_STREAM=auto -- --blocking
+        tb np2-auto 2 40 TORCH_TEST_CUDA_STREAM=auto --
+        tb np2-caller 2 40 TORCH_TEST_CUDA_STREAM=caller --
+        tb np1 1 40 TORCH_TEST_CUDA_STREAM=auto --
+        tb np4-auto 4 60 TORCH_TEST_CUDA_STREAM=auto --
+        tb np2-auto-blocking 2 40 TORCH_TEST_CUDA_STREAM=auto -- --blocking
+        tb np2-caller-blocking 2 40 TORCH_TEST_CUDA_STREAM=caller -- --blocking
+        tb np4-auto-blocking 4 60 TORCH_TEST_CUDA_STREAM=auto -- --blocking
         for np in 2 4; do
-            step t49-cuda-np$np 60 env PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" $np "$py" \
+            step t49-cuda-np$np 60 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" $np "$py" \
                 "$src/tests/torch/test_cuda.py" --backend picoll --timeout 50
-            step t49-train-np$np 90 env PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" $np "$py" \
-                "$src/tests/torch/test_train_cuda.py" --backend picoll --timeout 80
+            step t49-train-np$np 60 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" $np "$py" \
+                "$src/tests/torch/test_train_cuda.py" --backend picoll --timeout 50
         done
-        tb np2-caller 2 TORCH_TEST_CUDA_STREAM=caller --
-        tb np4-group-conn16 4 TORCH_TEST_CUDA_STREAM=group CUDA_DEVICE_MAX_CONNECTIONS=16 --
         step t49-enqueue 60 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.np2\$'"
-        tb np4-group 4 TORCH_TEST_CUDA_STREAM=group --
+        tb np4-default-kernels 4 40 TORCH_TEST_CUDA_STREAM=caller PICOLL_STREAM_DEFAULT_SHARING=4 --
+        tb np4-default-kernels-pct12 4 40 TORCH_TEST_CUDA_STREAM=caller \
+            PICOLL_STREAM_DEFAULT_SHARING=4 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 --
+        tb np4-group 4 40 TORCH_TEST_CUDA_STREAM=group --
+        tb np4-group-pct12 4 40 TORCH_TEST_CUDA_STREAM=group CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 --
         grep -hE "passed|FAIL|still waiting|Error|ms a step" "$logs"/t49-*.log | head -30 ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
