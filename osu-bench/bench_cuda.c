@@ -9,6 +9,7 @@
 #endif
 
 #include "bench_cuda.h"
+#include "src/util/dltable.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -39,11 +40,8 @@ typedef struct {
     cu_result_t (*memcpy_dtoh)(void *dst, cu_deviceptr_t src, size_t);
 } cu_table_t;
 
-#define CU_SYM(field, name) {.offset = offsetof(cu_table_t, field), .symbol = (name)}
-static const struct {
-    size_t offset;
-    const char *symbol;
-} cu_syms[] = {
+#define CU_SYM(field, name) PICOLL_DL_SYM(cu_table_t, field, name)
+static const picoll_dl_sym_t cu_syms[] = {
     CU_SYM(init, "cuInit"),
     CU_SYM(get_error_string, "cuGetErrorString"),
     CU_SYM(device_get_count, "cuDeviceGetCount"),
@@ -120,14 +118,11 @@ static int load_driver(char *why, size_t len)
         snprintf(why, len, "no CUDA driver (%s)", e != NULL ? e : "dlopen libcuda.so.1 failed");
         return -1;
     }
-    for (size_t i = 0; i < sizeof(cu_syms) / sizeof(cu_syms[0]); i++) {
-        void *fn = dlsym(lib, cu_syms[i].symbol);
-        if (fn == NULL) {
-            snprintf(why, len, "the CUDA driver lacks %s", cu_syms[i].symbol);
-            dlclose(lib);
-            return -1;
-        }
-        memcpy((char *)&table + cu_syms[i].offset, &fn, sizeof(fn));
+    const char *missing = picoll_dl_fill(lib, cu_syms, PICOLL_DL_COUNT(cu_syms), &table);
+    if (missing != NULL) {
+        snprintf(why, len, "the CUDA driver lacks %s", missing);
+        dlclose(lib);
+        return -1;
     }
     cu = table;
     cu_lib = lib;

@@ -10,6 +10,7 @@
 
 #include "bench_nccl.h"
 #include "bench_cuda.h"
+#include "src/util/dltable.h"
 
 #include <dlfcn.h>
 #include <glob.h>
@@ -46,11 +47,8 @@ typedef struct {
     nccl_result_t (*group_end)(void);
 } nccl_table_t;
 
-#define NCCL_SYM(field, name) {.offset = offsetof(nccl_table_t, field), .symbol = (name)}
-static const struct {
-    size_t offset;
-    const char *symbol;
-} nccl_syms[] = {
+#define NCCL_SYM(field, name) PICOLL_DL_SYM(nccl_table_t, field, name)
+static const picoll_dl_sym_t nccl_syms[] = {
     NCCL_SYM(get_version, "ncclGetVersion"),
     NCCL_SYM(get_unique_id, "ncclGetUniqueId"),
     NCCL_SYM(comm_init_rank, "ncclCommInitRank"),
@@ -144,13 +142,10 @@ static int load(char *why, size_t len)
     if (lib == NULL) {
         return -1;
     }
-    for (size_t i = 0; i < sizeof(nccl_syms) / sizeof(nccl_syms[0]); i++) {
-        void *fn = dlsym(lib, nccl_syms[i].symbol);
-        if (fn == NULL) {
-            snprintf(why, len, "%s lacks %s", path, nccl_syms[i].symbol);
-            return -1;
-        }
-        memcpy((char *)&table + nccl_syms[i].offset, &fn, sizeof(fn));
+    const char *missing = picoll_dl_fill(lib, nccl_syms, PICOLL_DL_COUNT(nccl_syms), &table);
+    if (missing != NULL) {
+        snprintf(why, len, "%s lacks %s", path, missing);
+        return -1;
     }
     if (bench_cuda_test_driver() && dlsym(lib, FAKE_NCCL_MARK) == NULL) {
         snprintf(why, len, "no GPU (the CUDA driver is one of the test suite's, tests/cuda, which "

@@ -3,7 +3,8 @@
 # builds and runs CTest against Open MPI (build-openmpi/), MPICH 4 (build-mpich/) and MPICH 5 from
 # the package registry (pip, into build-mpich5/mpi/; with its own UCX), and that MPICH again through
 # the MPI-5 standard ABI (build-mpich5-abi/). The first MPI runs every test; MPICH 4 leaves out the
-# tests labelled "full" (the long matrices that do not depend on the MPI: docs/testing.md);
+# tests labelled "full" (the long matrices and the tests whose subject does not depend on the
+# MPI: docs/testing.md, "The subset at the second MPI");
 # MPICH 5 runs a subset: start-up, the collectives, staging, the stream layer and the network
 # step over its own UCX (MPICH5_TESTS below), and the ABI build a smaller one (ABI_TESTS); none
 # runs the soak (label soak: ctest -L soak). Prints the time of each phase at the end.

@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "mem/cudrv.h"
+#include "util/dltable.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
@@ -17,12 +18,8 @@ static char cudrv_why[256] = "CUDA driver not loaded yet";
 
 /* The exported names: versioned ones (_v2) where cuda.h maps the plain name to one, and the
  * legacy-default-stream variants (not _ptds/_ptsz) of the stream-ordered calls. */
-#define CUDRV_SYM(field, name)                                                                 \
-    {.offset = offsetof(picoll_cudrv_t, field), .symbol = (name)}
-static const struct {
-    size_t offset;
-    const char *symbol;
-} cudrv_syms[] = {
+#define CUDRV_SYM(field, name) PICOLL_DL_SYM(picoll_cudrv_t, field, name)
+static const picoll_dl_sym_t cudrv_syms[] = {
     CUDRV_SYM(init, "cuInit"),
     CUDRV_SYM(get_error_string, "cuGetErrorString"),
     CUDRV_SYM(device_get_count, "cuDeviceGetCount"),
@@ -75,13 +72,10 @@ static void cudrv_load_once(void)
         snprintf(cudrv_why, sizeof(cudrv_why), "no CUDA driver: %s", e ? e : "dlopen failed");
         goto report;
     }
-    for (size_t i = 0; i < sizeof(cudrv_syms) / sizeof(cudrv_syms[0]); i++) {
-        void *fn = dlsym(lib, cudrv_syms[i].symbol);
-        if (fn == NULL) {
-            snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver lacks %s", cudrv_syms[i].symbol);
-            goto close_lib;
-        }
-        memcpy((char *)&table + cudrv_syms[i].offset, &fn, sizeof(fn));
+    const char *missing = picoll_dl_fill(lib, cudrv_syms, PICOLL_DL_COUNT(cudrv_syms), &table);
+    if (missing != NULL) {
+        snprintf(cudrv_why, sizeof(cudrv_why), "CUDA driver lacks %s", missing);
+        goto close_lib;
     }
     rc = table.init(0);
     if (rc != 0) {

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include "build-config.h"
 #include "net/ucx_load.h"
+#include "util/dltable.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
@@ -17,11 +18,8 @@ static int ucx_own;                 /* the process had it loaded before picoll a
 static char ucx_file[512] = "?";
 static char ucx_why[768] = "UCX not loaded yet";
 
-#define UCX_SYM(field, name) {offsetof(picoll_ucx_fn_t, field), name}
-static const struct {
-    size_t offset;
-    const char *symbol;
-} ucx_syms[] = {
+#define UCX_SYM(field, name) PICOLL_DL_SYM(picoll_ucx_fn_t, field, name)
+static const picoll_dl_sym_t ucx_syms[] = {
     UCX_SYM(config_read, "ucp_config_read"),
     UCX_SYM(config_modify, "ucp_config_modify"),
     UCX_SYM(config_release, "ucp_config_release"),
@@ -73,13 +71,10 @@ static void ucx_load_once(void)
     if (lib == NULL) {
         return;
     }
-    for (size_t i = 0; i < sizeof(ucx_syms) / sizeof(ucx_syms[0]); i++) {
-        void *fn = dlsym(lib, ucx_syms[i].symbol);
-        if (fn == NULL) {
-            snprintf(ucx_why, sizeof(ucx_why), "the UCX loaded lacks %s", ucx_syms[i].symbol);
-            return;
-        }
-        memcpy((char *)&table + ucx_syms[i].offset, &fn, sizeof(fn));
+    const char *missing = picoll_dl_fill(lib, ucx_syms, PICOLL_DL_COUNT(ucx_syms), &table);
+    if (missing != NULL) {
+        snprintf(ucx_why, sizeof(ucx_why), "the UCX loaded lacks %s", missing);
+        return;
     }
     if (dladdr(*(void **)&table.get_version, &where) != 0 && where.dli_fname != NULL) {
         snprintf(ucx_file, sizeof(ucx_file), "%s", where.dli_fname);

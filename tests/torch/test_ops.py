@@ -1,6 +1,7 @@
 """Every torch.distributed operation on CPU tensors, each dtype, against plain Python references.
 
     mpirun -np 4 python tests/torch/test_ops.py [--backend picoll|gloo] [--init env|tcp]
+        [--only test_all_reduce,test_groups]
 
 Each rank's data and the references are computed in plain Python (reference.py): rank-dependent
 values with negatives, full-range integers (int8 sums wrap around), exact halves for the float
@@ -29,7 +30,9 @@ REAL = ALL[:-1]
 # it): skipped for gloo only, with a line
 GLOO_LACKS = (torch.int16,)
 
-args = common.parse_args(__doc__.splitlines()[0])
+args = common.parse_args(__doc__.splitlines()[0], lambda p: p.add_argument(
+    "--only", metavar="TEST[,TEST]", help="these tests only (e.g. test_all_reduce: the tcp:// "
+    "set-up's check, where the operations themselves are tested with env://)"))
 RANK, SIZE = common.init(args)
 C = common.Checker(RANK, SIZE)
 # per-rank blocks of the gathers and scatters: the whole buffer is SIZES[-1] at most
@@ -445,6 +448,7 @@ def test_stream_mode():
 for test in (test_all_reduce, test_broadcast_reduce, test_all_gather, test_reduce_scatter,
              test_all_to_all, test_gather_scatter, test_point_to_point,
              test_barrier_coalesced_async, test_groups, test_errors, test_stream_mode):
-    C.run(test)
+    if not args.only or test.__name__ in args.only.split(","):
+        C.run(test)
 C.summary()
 C.finish()
