@@ -733,13 +733,6 @@ static void ws_unwatch(picoll_cuda_ws_t *ws)
 /* CUDA leaves freeing memory that another process still maps undefined: every rank closes its
  * mappings, all pass a barrier (after which no rank maps anything, and no kernel can run: each
  * rank's last call ended with its own kernel's completion), then each frees its own. */
-/* The legacy or the per-thread default stream's handle (a stream communicator may take either:
- * pmpi/stream.c) */
-static int ws_default_stream(picoll_cu_stream_t s)
-{
-    return s == NULL || s == PICOLL_CU_STREAM_LEGACY || s == PICOLL_CU_STREAM_PER_THREAD;
-}
-
 void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
 {
     picoll_cuda_saved_ctx_t saved = {0};
@@ -760,7 +753,8 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
         ws_unwatch(ws);
         /* the kernels enqueued on the application's stream read the workspace until they end
          * (the stream must still exist: MPIX_Stream_free comes after the communicators') */
-        if (entered && ws_default_stream(ws->stream) && picoll_cu.ctx_synchronize != NULL) {
+        if (entered && picoll_cu_stream_is_default(ws->stream) &&
+            picoll_cu.ctx_synchronize != NULL) {
             /* a default stream's handle names the freeing thread's stream, perhaps not the one
              * that took the kernels: the whole context */
             picoll_cudrv_check(picoll_cu.ctx_synchronize(), "cuCtxSynchronize");

@@ -252,12 +252,6 @@ int picoll_comm_net_query(MPI_Comm comm, int *rail_size, int *endpoints, int *wa
 }
 
 #ifdef PICOLL_HAVE_CUDA
-/* The legacy or the per-thread default stream's handle */
-static int comm_default_stream(picoll_cu_stream_t s)
-{
-    return s == NULL || s == PICOLL_CU_STREAM_LEGACY || s == PICOLL_CU_STREAM_PER_THREAD;
-}
-
 picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_ctx,
                                          picoll_cu_stream_t stream)
 {
@@ -277,7 +271,7 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
         ok = picoll_cuda_ws_create(comm, ctx->coll.node_comm, &picoll_cfg, cu_ctx, &ws) == PICOLL_OK;
         /* a default stream takes the kernels only where few ranks share a GPU: 4 on one H200
          * hung there at 16 MiB (docs/torch.md); each rank's own stream kind, agreed below */
-        int crowded = ok && comm_default_stream(stream) &&
+        int crowded = ok && picoll_cu_stream_is_default(stream) &&
                       picoll_cuda_ws_sharing(ws) > picoll_cfg.stream_default_sharing;
         if (crowded) {
             picoll_info("stream communicator on a default stream: %d ranks share a GPU, more than "

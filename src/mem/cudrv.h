@@ -35,6 +35,12 @@ typedef struct {
 #define PICOLL_CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define PICOLL_CU_STREAM_LEGACY ((picoll_cu_stream_t)0x1)
 #define PICOLL_CU_STREAM_PER_THREAD ((picoll_cu_stream_t)0x2)
+/* A default stream's handle: the legacy stream (NULL or CU_STREAM_LEGACY) or the calling thread's
+ * per-thread stream. */
+static inline int picoll_cu_stream_is_default(picoll_cu_stream_t s)
+{
+    return s == NULL || s == PICOLL_CU_STREAM_LEGACY || s == PICOLL_CU_STREAM_PER_THREAD;
+}
 #define PICOLL_CU_STREAM_NON_BLOCKING 0x1
 #define PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
