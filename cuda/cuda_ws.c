@@ -753,10 +753,10 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
         ws_unwatch(ws);
         /* the kernels enqueued on the application's stream read the workspace until they end
          * (the stream must still exist: MPIX_Stream_free comes after the communicators') */
-        if (entered && picoll_cu_stream_is_default(ws->stream) &&
+        if (entered && ws->stream == PICOLL_CU_STREAM_PER_THREAD &&
             picoll_cu.ctx_synchronize != NULL) {
-            /* a default stream's handle names the freeing thread's stream, perhaps not the one
-             * that took the kernels: the whole context */
+            /* the per-thread handle names the freeing thread's stream, perhaps not the one that
+             * took the kernels: the whole context (the legacy stream is one stream: just it) */
             picoll_cudrv_check(picoll_cu.ctx_synchronize(), "cuCtxSynchronize");
         } else if (entered) {
             picoll_cudrv_check(picoll_cu.stream_synchronize(ws->stream), "cuStreamSynchronize");
