@@ -96,6 +96,25 @@ def shard_rows():
     return slice(RANK * rows, (RANK + 1) * rows)
 
 
+def steps_against(what, trained, params, ref, data):
+    """Trains trained (whose parameters are params) on this rank's rows, checks the path of its
+    calls and its parameters against ref's, and prints the time a step."""
+    path = Path()
+    start = time.perf_counter()
+    train(trained, data, shard_rows())
+    if DEV.type == "cuda":
+        torch.cuda.synchronize()
+    took = time.perf_counter() - start
+    calls = path.check(what)
+    for (name, p), q in zip(params, ref.parameters()):
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p  # FSDP's shards: the whole
+        close(full.detach(), q.detach(), f"{what} parameter {name} after {args.steps} steps")
+    if RANK == 0:
+        print(f"test_train_cuda: {what} {args.steps} steps of width {WIDTH} on {SIZE} ranks "
+              f"({args.backend}, {DEV.type}): {took * 1e3 / args.steps:.2f} ms a step"
+              f"{'' if calls is None else f', {calls} calls'}", flush=True)
+
+
 def test_ddp():
     C.group("DDP (25 MiB buckets)")
     data = batches()
@@ -106,19 +125,7 @@ def test_ddp():
         for p in model.parameters():
             p.add_(RANK * 0.01)
     ddp = DistributedDataParallel(model, device_ids=None if args.cpu else [DEV.index])
-    path = Path()
-    start = time.perf_counter()
-    train(ddp, data, shard_rows())
-    if DEV.type == "cuda":
-        torch.cuda.synchronize()
-    took = time.perf_counter() - start
-    calls = path.check("DDP")
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        close(p.detach(), q.detach(), f"DDP parameter {name} after {args.steps} steps")
-    if RANK == 0:
-        print(f"test_train_cuda: DDP {args.steps} steps of width {WIDTH} on {SIZE} ranks "
-              f"({args.backend}, {DEV.type}): {took * 1e3 / args.steps:.2f} ms a step"
-              f"{'' if calls is None else f', {calls} calls'}", flush=True)
+    steps_against("DDP", ddp, list(model.named_parameters()), ref, data)
 
 
 def test_fsdp():
@@ -140,20 +147,7 @@ def test_fsdp():
         fully_shard(model, mesh=mesh)
     except Exception as e:  # a torch whose FSDP refuses this device or backend
         return C.skip("FSDP", f"fully_shard refused: {e}")
-    path = Path()
-    start = time.perf_counter()
-    train(model, data, shard_rows())
-    if DEV.type == "cuda":
-        torch.cuda.synchronize()
-    took = time.perf_counter() - start
-    calls = path.check("FSDP")
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        full = p.full_tensor() if hasattr(p, "full_tensor") else p
-        close(full.detach(), q.detach(), f"FSDP parameter {name} after {args.steps} steps")
-    if RANK == 0:
-        print(f"test_train_cuda: FSDP {args.steps} steps of width {WIDTH} on {SIZE} ranks "
-              f"({args.backend}, {DEV.type}): {took * 1e3 / args.steps:.2f} ms a step"
-              f"{'' if calls is None else f', {calls} calls'}", flush=True)
+    steps_against("FSDP", model, list(model.named_parameters()), ref, data)
 
 
 C.run(test_ddp)
