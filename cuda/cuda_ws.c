@@ -289,6 +289,9 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     }
     msg->resident = sms * per_sm;
     msg->own = ws_context_sms(sms, msg->mps) * per_sm;
+    if (picoll_cfg.cuda_blocks > 0 && picoll_cfg.cuda_blocks < msg->own) {
+        msg->own = (int)picoll_cfg.cuda_blocks; /* the fewest any rank asks for: agreed */
+    }
     msg->threads = ws->threads;
     /* PICOLL_CUDA_SMALL_THREADS: whole warps, at least one per local rank's wait (one warp) */
     ws->small_threads = (int)((picoll_cfg.cuda_small_threads + 31) / 32 * 32);
@@ -464,11 +467,17 @@ static picoll_status_t ws_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *all)
     return PICOLL_OK;
 }
 
+/* More ranks than this on one GPU launch together at most half the blocks it holds (issue 49: 4
+ * ranks on an H200, 64 blocks each of its 264, hung in PyTorch runs, the default stream's 16 MiB
+ * all_reduce and DDP's 25 MiB buckets, 5 of 6 runs; 32 each passed every run, docs/torch.md) */
+#define WS_FULL_SHARING 2
+
 /* Blocks per launch, the same on every rank: block b of every rank waits for block b of the
  * others, so with several ranks on one GPU running at once (MPS) all their blocks must be resident
  * together. The fewest, over the node's ranks, of the blocks its GPU holds divided by the ranks on
- * it, and of the blocks its own context may hold (an MPS client limited to a share of the SMs).
- * *most: the most ranks on one GPU. */
+ * it (by twice that where more than WS_FULL_SHARING share it: the rest of the processes' work
+ * keeps room), and of the blocks its own context may hold (an MPS client limited to a share of
+ * the SMs, or PICOLL_CUDA_BLOCKS). *most: the most ranks on one GPU. */
 static int ws_max_blocks(const ws_msg_t *all, int nlocal, int *most)
 {
     int best = PICOLL_CUDA_MAX_BLOCKS;
@@ -482,7 +491,8 @@ static int ws_max_blocks(const ws_msg_t *all, int nlocal, int *most)
             sharing += all[q].ok && strcmp(all[q].bus_id, all[r].bus_id) == 0;
         }
         *most = sharing > *most ? sharing : *most;
-        int fit = all[r].resident / (sharing > 0 ? sharing : 1);
+        int fit = all[r].resident / (sharing > WS_FULL_SHARING ? 2 * sharing
+                                                               : sharing > 0 ? sharing : 1);
         fit = all[r].own < fit ? all[r].own : fit;
         if (fit < best) {
             best = fit;
@@ -663,9 +673,11 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     if (entered) {
         picoll_cuda_leave(&saved);
     }
-    picoll_debug("device workspace on device %d: %d local ranks, 2 x %zu bytes, %d blocks of %d "
-                 "threads, reach %s: %s", ws->device, ws->nlocal, ws->slot_size, ws->max_blocks,
-                 ws->threads, picoll_topo_reach_name(ws->reach), picoll_status_string(status));
+    picoll_debug("device workspace on device %d: %d local ranks (%d on one GPU at most), 2 x %zu "
+                 "bytes, %d blocks of %d threads (resident: %d, this context's: %d), reach %s: %s",
+                 ws->device, ws->nlocal, ws->sharing, ws->slot_size, ws->max_blocks, ws->threads,
+                 all[ws->me].resident, all[ws->me].own,
+                 picoll_topo_reach_name(ws->reach), picoll_status_string(status));
     free(all);
     *out = ws;
     return status;

@@ -144,6 +144,10 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, cuda_nap),
      .doc = "nanoseconds a device kernel waiting for a peer sleeps between two looks at its flag "
             "(0: none)"},
+    {.name = "PICOLL_CUDA_BLOCKS", .type = PICOLL_CFG_INT, .def = "0", .min = 0, .max = 64,
+     .offset = offsetof(picoll_config_t, cuda_blocks),
+     .doc = "blocks of a device kernel launch at most (the fewest any rank asks for); 0: as many "
+            "as every rank sharing the GPU keeps resident at once"},
     {.name = "PICOLL_CUDA_LL_MAX", .type = PICOLL_CFG_SIZE, .def = "0",
      .offset = offsetof(picoll_config_t, cuda_ll_max),
      .doc = "largest device allreduce or allgather (bytes a rank receives) run with low-latency "
@@ -168,7 +172,7 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, stream_kernels),
      .doc = "1 launches picoll's kernels on the stream for enqueued collectives of a stream "
             "communicator on one node; 0 leaves them to the stream's thread"},
-    {.name = "PICOLL_STREAM_DEFAULT_SHARING", .type = PICOLL_CFG_INT, .def = "2", .min = 0,
+    {.name = "PICOLL_STREAM_DEFAULT_SHARING", .type = PICOLL_CFG_INT, .def = "4", .min = 0,
      .max = 1024, .offset = offsetof(picoll_config_t, stream_default_sharing),
      .doc = "the most ranks sharing a GPU for which a default stream (legacy, per-thread) "
             "takes picoll's kernels; more take the stream's thread (0: none)"},

@@ -68,6 +68,7 @@ typedef struct {
     long cuda_small_threads;   /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
     int cuda_fences;           /* PICOLL_CUDA_FENCES: picoll_cuda_fences_t */
     long cuda_nap;             /* PICOLL_CUDA_NAP: ns a kernel's wait sleeps between looks */
+    long cuda_blocks;          /* PICOLL_CUDA_BLOCKS: blocks per launch at most (0: the budget) */
     size_t cuda_ll_max;        /* PICOLL_CUDA_LL_MAX: largest allreduce or allgather (bytes a
                                 * rank receives) run with the low-latency lines (cuda_ll); 0:
                                 * none */

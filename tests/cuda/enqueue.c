@@ -300,6 +300,64 @@ static void default_streams(const int *pattern, int p)
     free(hout);
 }
 
+/* --big COUNT CALLS: on a stream communicator of the legacy stream, CALLS in-place allreduces
+ * (MPI_FLOAT, SUM) of COUNT floats back to back (the way PyTorch's default stream issues them:
+ * the host far ahead of the GPU), one synchronise, then the result against a plain loop: after k
+ * in-place sums every element is p^(k-1) times the sum of the inputs (small integers: exact). */
+static void big(int argc, char **argv, int p, int r)
+{
+    long count = 0, calls = 0;
+    for (int i = 1; i + 2 < argc; i++) {
+        if (strcmp(argv[i], "--big") == 0) {
+            count = atol(argv[i + 1]);
+            calls = atol(argv[i + 2]);
+        }
+    }
+    MT_CHECK(count > 0 && calls > 0 && calls < 8, "--big COUNT CALLS (CALLS 1 to 7)");
+    if (count <= 0 || calls <= 0 || calls >= 8) {
+        return;
+    }
+    size_t bytes = (size_t)count * sizeof(float);
+    cu_stream_t cs = (cu_stream_t)0;
+    stream_t sl = make_stream(cs, 0);
+    MPI_Comm lcomm = MPI_COMM_NULL;
+    MT_CHECK(mx.comm_create(MPI_COMM_WORLD, sl, &lcomm) == MPI_SUCCESS,
+             "MPIX_Stream_comm_create (legacy stream)");
+    float *h = malloc(bytes);
+    for (long e = 0; e < count; e++) {
+        h[e] = (float)((r + 1) * 3 + e % 100);
+    }
+    cu_ptr_t d = dalloc(bytes);
+    CK(drv.memcpy_htod_async(d, h, bytes, cs));
+    for (long k = 0; k < calls; k++) {
+        MT_CHECK(mx.allreduce(MPI_IN_PLACE, (void *)(uintptr_t)d, (int)count, MPI_FLOAT, MPI_SUM,
+                              lcomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue %ld", k);
+    }
+    CK(drv.stream_synchronize(cs));
+    get((int *)h, d, bytes);
+    for (long e = 0; e < count; e++) {
+        double want = 0;
+        for (int q = 0; q < p; q++) {
+            want += (q + 1) * 3 + e % 100;
+        }
+        for (long k = 1; k < calls; k++) {
+            want *= p;
+        }
+        if (h[e] != (float)want) {
+            mt_fail("--big: element %ld is %g, want %g", e, h[e], want);
+            break;
+        }
+    }
+    long ls = -1, lk = -1;
+    MT_CHECK(mx.query(sl, &ls, NULL, NULL, NULL, NULL, &lk) == MPI_SUCCESS && ls == 0 &&
+                 lk == calls, "--big: %ld staged, %ld on the kernels (want 0, %ld)", ls, lk,
+             calls);
+    MPI_Comm_free(&lcomm);
+    MT_CHECK(mx.free_(&sl) == MPI_SUCCESS, "MPIX_Stream_free (legacy)");
+    CK(drv.mem_free(d));
+    free(h);
+}
+
 /* A stream communicator of MPI_COMM_SELF on cs: allreduce (in place and not), allgather,
  * alltoall, reduce_scatter_block and bcast give their input, and none of them is staged, run by
  * the progress thread or launched as a kernel: a copy on the stream, or nothing. */
@@ -420,6 +478,12 @@ int main(int argc, char **argv)
     MT_CHECK(rc == MPI_SUCCESS, "MPIX_Stream_comm_create: %d", rc);
     if (mt_flag(argc, argv, "--late")) {
         return late(scomm, cs, s, s2);
+    }
+    if (mt_flag(argc, argv, "--big")) {
+        MPI_Comm_free(&scomm);
+        big(argc, argv, mt_size, mt_rank);
+        MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
+        return mt_finish("enqueue --big");
     }
     if (mt_flag(argc, argv, "--queue")) {
         queue(scomm, cs);

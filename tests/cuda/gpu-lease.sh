@@ -47,6 +47,11 @@
 #              under LEASE_TORCH_ENV, with picoll naming late ranks after 10 s, its Python stacks
 #              dumped at 40 s and every rank's threads' kernel waits (wchan) at 30 s
 #              (hang-watch.sh); builds picoll_torch first where the torch step has not
+#   hang49     issue 49's np 4 hang: enqueue --big (the C path) at np 4 with and without a cap on
+#              the blocks per launch (PICOLL_CUDA_BLOCKS), the cap's cost (osu_allreduce
+#              enqueued), torch_bench and the DDP step at np 4 with it. About 6 minutes.
+#   fix49      the fix of issue 49's np 4 hang with no variable set: enqueue --big, torch_bench
+#              ("auto" twice, "group"), test_cuda.py, the DDP/FSDP steps at np 4. About 4 minutes.
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -253,6 +258,83 @@ for s in $steps; do
         tb np4-group 4 40 TORCH_TEST_CUDA_STREAM=group --
         tb np4-group-pct12 4 40 TORCH_TEST_CUDA_STREAM=group CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 --
         grep -hE "passed|FAIL|still waiting|Error|ms a step" "$logs"/t49-*.log | head -30 ;;
+    hang49)
+        # issue 49's np 4 hang (the default stream's kernels at 16 MiB): is it picoll's C path
+        # (tests/cuda/enqueue --big: six in-place float allreduces of 16 MiB back to back on the
+        # legacy stream, 4 ranks on the GPU), and does it go with fewer blocks per launch
+        # (PICOLL_CUDA_BLOCKS; the workspace's budget in the debug line)? Then the cost of a cap
+        # (osu_allreduce enqueued, np 2 and 4), and torch (the default stream's kernels at np 4
+        # and the DDP step) with the cap. About 6 minutes with the torch build.
+        big() { # NAME ENV...
+            local name=$1; shift
+            step "h49-big-$name" 20 env PICOLL_STREAM_DEFAULT_SHARING=4 PICOLL_TIMEOUT=5 "$@" \
+                "$build/tests/mpirun.sh" 4 --preload "$build/tests/cuda/enqueue" --big 4194304 6
+        }
+        big b0-1 PICOLL_LOG_LEVEL=debug
+        big b0-2
+        big b0-3
+        big b32-1 PICOLL_CUDA_BLOCKS=32
+        big b32-2 PICOLL_CUDA_BLOCKS=32
+        big b48 PICOLL_CUDA_BLOCKS=48
+        big b16 PICOLL_CUDA_BLOCKS=16
+        big pct12 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12
+        grep -h "device workspace on" "$logs/h49-big-b0-1.log" | head -2
+        grep -hE "passed|FAIL|still waiting" "$logs"/h49-big-*.log | sort | uniq -c | head -20
+        for np in 2 4; do
+            for b in 0 32; do
+                step "h49-osu-np$np-b$b" 30 env PICOLL_CUDA_BLOCKS=$b PICOLL_TIMEOUT=5 \
+                    "$build/tests/mpirun.sh" $np --preload "$bench/osu_allreduce" -d cuda --ab=3 \
+                    --enqueue -c -T mpi_float -m 1M:64M
+            done
+        done
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        for b in 32 0; do
+            step "h49-tb-np4-default-b$b" 35 env TORCH_TEST_CUDA_STREAM=caller \
+                PICOLL_STREAM_DEFAULT_SHARING=4 PICOLL_CUDA_BLOCKS=$b PICOLL_TIMEOUT=5 \
+                "$build/tests/mpirun.sh" 4 "$py" "$src/osu-bench/torch_bench.py" --device cuda \
+                --sizes 2M,16M,64M --rounds 3 --seconds 0.02 --timeout 25 --no-nccl1 \
+                --json "$logs/h49-tb-np4-default-b$b.json"
+        done
+        step h49-train-np4-default-b32 40 env TORCH_TEST_CUDA_STREAM=caller \
+            PICOLL_STREAM_DEFAULT_SHARING=4 PICOLL_CUDA_BLOCKS=32 PICOLL_TIMEOUT=5 \
+            "$build/tests/mpirun.sh" 4 "$py" "$src/tests/torch/test_train_cuda.py" \
+            --backend picoll --timeout 30
+        step h49-tb-np4-group-b32 35 env TORCH_TEST_CUDA_STREAM=group PICOLL_CUDA_BLOCKS=32 \
+            PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 "$py" "$src/osu-bench/torch_bench.py" \
+            --device cuda --sizes 2M,16M,64M --rounds 3 --seconds 0.02 --timeout 25 --no-nccl1
+        grep -hE "passed|FAIL|still waiting|MiB" "$logs"/h49-*.log | cut -c1-160 | head -40 ;;
+    fix49)
+        # issue 49's fix at np 4 on one GPU, with no variable set: launches of half the GPU's
+        # blocks over the ranks sharing it (33 on an H100/H200 at np 4) and the default stream on
+        # the kernels there (PICOLL_STREAM_DEFAULT_SHARING 4): enqueue --big twice, torch_bench
+        # "auto" (= caller) twice and "group", test_cuda.py and the DDP/FSDP steps. About 4
+        # minutes with the torch build.
+        for i in 1 2; do
+            step "f49-big-$i" 20 env PICOLL_TIMEOUT=5 PICOLL_LOG_LEVEL=debug "$build/tests/mpirun.sh" 4 \
+                --preload "$build/tests/cuda/enqueue" --big 4194304 6
+        done
+        grep -h "device workspace on" "$logs/f49-big-1.log" | head -1
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        for run in auto-1 auto-2 group; do
+            step "f49-tb-np4-$run" 40 env TORCH_TEST_CUDA_STREAM=${run%-*} PICOLL_TIMEOUT=5 \
+                "$build/tests/mpirun.sh" 4 "$py" "$src/osu-bench/torch_bench.py" --device cuda \
+                --sizes 8,64K,2M,16M,64M --rounds 3 --seconds 0.02 --timeout 30 \
+                --json "$logs/f49-tb-np4-$run.json"
+        done
+        step f49-train-np4 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 "$py" \
+            "$src/tests/torch/test_train_cuda.py" --backend picoll --timeout 30
+        step f49-cuda-np4 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 "$py" \
+            "$src/tests/torch/test_cuda.py" --backend picoll --timeout 30
+        grep -hE "passed|FAIL|still waiting|MiB|KiB| 8 B|ms a step|DDP|FSDP" "$logs"/f49-*.log |
+            cut -c1-200 | head -40 ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
     stream)

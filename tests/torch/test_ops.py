@@ -402,8 +402,9 @@ def test_errors():
 
 
 def test_stream_mode():
-    """picoll_torch.cuda_stream "auto": the caller's stream where more than two ranks of the node
-    share a GPU, else the group's (decided in Python, checked here with the GPU count faked)."""
+    """picoll_torch.cuda_stream "auto": the caller's stream where ranks of the node share a GPU,
+    else the group's (decided in Python, checked here with the GPU count faked); "group" and
+    "caller" kept as set."""
     C.group("cuda_stream auto")
     if not PICOLL:
         return C.skip("cuda_stream", "picoll only")
@@ -411,26 +412,18 @@ def test_stream_mode():
     saved = (picoll_torch.cuda_stream, torch.cuda.is_available, torch.cuda.device_count,
              os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE"))
     try:
-        for gpus, local, want in ((0, 4, "group"), (1, 2, "group"), (1, 4, "caller"),
-                                  (4, 4, "group"), (2, 3, "caller"), (8, 16, "caller")):
+        for mode, gpus, local, want in (("auto", 0, 4, "group"), ("auto", 1, 2, "caller"),
+                                        ("auto", 1, 4, "caller"), ("auto", 4, 4, "group"),
+                                        ("auto", 2, 3, "caller"), ("auto", 8, 16, "caller"),
+                                        ("auto", 2, 1, "group"), ("group", 1, 4, "group"),
+                                        ("caller", 4, 4, "caller")):
             torch.cuda.is_available = lambda g=gpus: g > 0
             torch.cuda.device_count = lambda g=gpus: g
             os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(local)
-            picoll_torch.cuda_stream = "auto"
+            picoll_torch.cuda_stream = mode
             got = picoll_torch._stream_mode()
-            C.check(got == want, f"{gpus} GPUs, {local} local ranks: {got!r}, not {want!r}")
-        # an explicit "group" where the group's stream hung: kept, with a warning naming why
-        for gpus, local, warned in ((1, 4, True), (1, 2, False), (4, 4, False)):
-            torch.cuda.is_available = lambda g=gpus: g > 0
-            torch.cuda.device_count = lambda g=gpus: g
-            os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(local)
-            picoll_torch.cuda_stream = "group"
-            with warnings.catch_warnings(record=True) as w:
-                warnings.simplefilter("always")
-                got = picoll_torch._stream_mode()
-            said = [str(x.message) for x in w if "hung" in str(x.message)]
-            C.check(got == "group" and bool(said) == warned,
-                    f"'group', {gpus} GPUs, {local} local ranks: {got!r}, warned {said}")
+            C.check(got == want, f"{mode!r}, {gpus} GPUs, {local} local ranks: {got!r}, not "
+                    f"{want!r}")
         picoll_torch.cuda_stream = "mine"
         try:
             picoll_torch._stream_mode()
