@@ -25,15 +25,16 @@ seed0="${FAKECUDA_SEED:-1}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-# the tests, quickest first (but the stream-ordered queue, last: only the stream's epoch wait
-# needs it): name, then the command (run through sh -c); each must end within its limit (a hang
-# counts as caught: a GPU would hang too)
+# the tests, quickest first (the stream-ordered queue before the slower ones, though only the
+# stream's epoch wait needs it: the mutant of that wait runs no test after it): name, then the
+# command (run through sh -c); each must end within its limit (a hang counts as caught: a GPU
+# would hang too)
 tests='matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
 ll.np3|90|env PICOLL_CUDA_LL_MAX=64k '"$run"' 3 --preload env '"$emu $coll"' matrix --fast
+queue.np3|30|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/enqueue --queue
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 late.np3|60|env PICOLL_TIMEOUT=1 '"$run"' 3 --preload env '"$emu $coll"' late 1 1.5 allreduce
-hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast
-queue.np3|30|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/enqueue --queue'
+hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast'
 
 # run_test LIMIT COMMAND: 0 when it passed (stdin closed: mpirun would read the test list)
 run_test() {
