@@ -129,12 +129,17 @@ torch_build() {
         phase "torch install (beside the build)"; return
     fi
     phase "torch install (beside the build)"
-    if ! PICOLL_TORCH_DIR="$top/$1" "$torch_venv/bin/pip" install -q "$top/torch" >> "$log" 2>&1
-    then
-        tail -n 40 "$log"; failed "torch: pip install ./torch failed (above)"
-    fi
+    # picoll_torch's build (about 50 s of compiling) runs beside the first tests: its exit status
+    # goes to TORCH_TEST_READY, which CTest's torch.ready waits for before the torch tests
+    # (tests/torch/ready.sh; it fails, showing the end of this log, where pip failed)
     export TORCH_TEST_PYTHON="$torch_venv/bin/python"
-    phase "torch: pip install ./torch"
+    export TORCH_TEST_READY="$top/${prefix}torch/picoll_torch.status"
+    rm -f "$TORCH_TEST_READY"
+    (
+        PICOLL_TORCH_DIR="$top/$1" "$torch_venv/bin/pip" install -q "$top/torch" \
+            > "${TORCH_TEST_READY%.status}.log" 2>&1
+        echo $? > "$TORCH_TEST_READY.tmp" && mv "$TORCH_TEST_READY.tmp" "$TORCH_TEST_READY"
+    ) &
 }
 # the script's own settings stay out of the tests' environment (picoll warns of an unknown PICOLL_*)
 unset PICOLL_TEST_MPIS PICOLL_TEST_FULL PICOLL_TEST_BUILD_PREFIX PICOLL_TEST_CUDA_ARCHS PICOLL_TEST_SLOTS
