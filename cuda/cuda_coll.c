@@ -492,7 +492,7 @@ static void coll_params(const picoll_cuda_ws_t *ws, int mode, picoll_cuda_kparam
             p->flags[r] = (uint64_t *)(void *)ws->peer[r];
         }
     }
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < PICOLL_TOPO_HCM_QUAD; k++) {
         p->quad[k] = ws->quad[k];
     }
     p->relay = ws->relay;

@@ -39,8 +39,9 @@ int picoll_cuda_device_present(const picoll_config_t *cfg);
  * fails everywhere), exchanges IPC handles, maps every peer's and checks each mapping by reading a
  * known value through it, and finds the node's reach (NVLink, PCIe; none where ranks share a GPU
  * without MPS) from the topology. Every rank takes part in every exchange, even after a local
- * failure; the return value is this rank's outcome, for the caller's agreement. *out is set (to a
- * workspace the caller must destroy) whatever the outcome. */
+ * failure, and the ranks agree on the outcome: PICOLL_OK and *out a workspace (for
+ * picoll_cuda_ws_destroy) on every rank, or an error on every rank (this rank's own, or
+ * PICOLL_ERR_PEER_FAILED) and *out NULL, what each had made released, together. */
 picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const picoll_config_t *cfg,
                                       picoll_cu_context_t ctx, picoll_cuda_ws_t **out);
 /* Collective over the node when shm is not NULL (the node's barrier): closes the peers' mappings,

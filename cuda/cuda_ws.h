@@ -1,5 +1,6 @@
-/* The device workspace's internals, shared by cuda_ws.c (set-up) and cuda_coll.c (the
- * collectives). Built only with CUDA; every CUDA call goes through the driver table (cudrv.h). */
+/* The device workspace's internals, shared by its set-up (cuda_ws.c, cuda_ctx.c, cuda_module.c,
+ * cuda_ipc.c, cuda_watch.c) and the collectives (cuda_coll.c, cuda_floor.c). Built only with CUDA;
+ * every CUDA call goes through the driver table (cudrv.h). */
 #ifndef PICOLL_CUDA_WS_H
 #define PICOLL_CUDA_WS_H
 
@@ -62,8 +63,10 @@ struct picoll_cuda_ws {
     struct picoll_cuda_ws *watch_next; /* on_stream: the list picoll_cuda_stream_watch reads */
     uint64_t watch_first;       /* the first epoch of the launch the watch found waiting */
     void *watch_late;           /* and its wait (coll_late_t, cuda_coll.c); NULL: none */
-    int quad[4], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
+    int quad[PICOLL_TOPO_HCM_QUAD], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
 };
+_Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cuda_ws_t *)0)->quad),
+               "the kernel's quad (cuda_kernel.h) is the workspace's: PICOLL_TOPO_HCM_QUAD ranks");
 
 /* The calling thread's current context, put back as it was at the end of a call: a thread that
  * never chose a device (PyTorch's MPI worker) must not be left with one. */

@@ -2,6 +2,7 @@
 #include "topo/node.h"
 #include "util/log.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,17 +149,17 @@ picoll_status_t picoll_topo_hcm_plan(const picoll_topo_node_t *n, int me,
     for (int i = 0; i < 4; i++) {
         int nb = c->hcm_neighbors[g][i];
         if (nb != c->hcm_relay[g]) {
-            if (k == 4) {
+            if (k == PICOLL_TOPO_HCM_QUAD) {
                 return PICOLL_ERR_NOT_SUPPORTED;
             }
             plan->quad[k++] = node_rank_on(n, nb);
         }
     }
-    if (k != 4 || plan->relay < 0) {
+    if (k != PICOLL_TOPO_HCM_QUAD || plan->relay < 0) {
         return PICOLL_ERR_NOT_SUPPORTED;
     }
     /* ascending local ranks: the order every member of the quad reduces in */
-    for (int i = 1; i < 4; i++) {
+    for (int i = 1; i < PICOLL_TOPO_HCM_QUAD; i++) {
         for (int j = i; j > 0 && plan->quad[j - 1] > plan->quad[j]; j--) {
             int t = plan->quad[j];
             plan->quad[j] = plan->quad[j - 1];
@@ -170,4 +171,61 @@ picoll_status_t picoll_topo_hcm_plan(const picoll_topo_node_t *n, int me,
     }
     plan->mine_first = plan->quad[0] == 0;
     return PICOLL_OK;
+}
+
+/* The node's topology as this process sees it, found once (NVML and hwloc are slow to load);
+ * where it cannot be found, one without GPUs, said once. NULL only when out of memory. */
+static const picoll_topo_t *node_topology(const picoll_config_t *cfg)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static picoll_topo_t *topo;
+    static int tried;
+
+    pthread_mutex_lock(&lock);
+    if (!tried) {
+        char err[256];
+        tried = 1;
+        topo = calloc(1, sizeof(*topo));
+        if (topo != NULL && picoll_topo_load(cfg, topo, err, sizeof(err)) != PICOLL_OK) {
+            picoll_warn("GPU topology not available (%s): device thresholds for PCIe are used",
+                        err);
+            picoll_topo_init(topo, "unavailable");
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return topo;
+}
+
+void picoll_topo_node_reach(MPI_Comm node_comm, const picoll_config_t *cfg,
+                            const picoll_topo_gpu_id_t *mine, int me, int one_gpu,
+                            picoll_topo_node_reach_t *out)
+{
+    const picoll_topo_t *topo = node_topology(cfg);
+    picoll_topo_gpu_id_t id = *mine;
+    picoll_topo_node_t node;
+
+    memset(out, 0, sizeof(*out));
+    out->reach = PICOLL_TOPO_REACH_NONE;
+    if (cfg->topo_file[0] != '\0' && cfg->topo_file_gpu == PICOLL_TOPO_FILE_GPU_LOCAL_RANK) {
+        id.bus_id[0] = '\0';
+        id.index = me;
+    }
+    if (topo != NULL && picoll_topo_node_build(node_comm, topo, &id, &node) == PICOLL_OK) {
+        out->reach = node.reach;
+        out->known = topo->ngpus > 0;
+        snprintf(out->why, sizeof(out->why), "%s", node.why);
+        out->hcm = node.reach == PICOLL_TOPO_REACH_HCM &&
+                   picoll_topo_hcm_plan(&node, me, &out->plan) == PICOLL_OK;
+        picoll_topo_node_free(&node);
+    } else if (topo == NULL) {
+        /* still take part in the exchange the others make */
+        picoll_topo_t none;
+        picoll_topo_init(&none, "no memory");
+        if (picoll_topo_node_build(node_comm, &none, &id, &node) == PICOLL_OK) {
+            picoll_topo_node_free(&node);
+        }
+    }
+    if (!out->known) {
+        out->reach = one_gpu ? PICOLL_TOPO_REACH_NVLINK : PICOLL_TOPO_REACH_PCIE;
+    }
 }

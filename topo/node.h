@@ -35,7 +35,7 @@ void picoll_topo_node_free(picoll_topo_node_t *n);
  * whose partial result comes first in the final combination, so that every rank computes
  * (quad of rank 0) op (other quad) and gets the same bits. */
 typedef struct {
-    int quad[4];
+    int quad[PICOLL_TOPO_HCM_QUAD];
     int relay;
     int mine_first; /* this rank's quad is the one with local rank 0 */
 } picoll_topo_hcm_plan_t;
@@ -43,5 +43,24 @@ typedef struct {
 /* PICOLL_OK with plan filled when n->reach is hcm; PICOLL_ERR_NOT_SUPPORTED otherwise. */
 picoll_status_t picoll_topo_hcm_plan(const picoll_topo_node_t *n, int me,
                                      picoll_topo_hcm_plan_t *plan);
+
+/* How the ranks of a node reach each other's GPUs, as the device executor sees them. */
+typedef struct {
+    picoll_topo_reach_t reach;
+    int known;                   /* from the node's topology (it has GPUs); 0: from one_gpu */
+    int hcm;                     /* reach hcm, and plan is this rank's */
+    picoll_topo_hcm_plan_t plan;
+    char why[160];               /* known and reach none: why (picoll_topo_node_t's) */
+} picoll_topo_node_reach_t;
+
+/* Collective over node_comm, as picoll_topo_node_build (every rank takes part, even one without a
+ * topology): the reach of the node's ranks from the node's topology (cfg->topo_file, else NVML
+ * and hwloc: found at the first call, as they are slow to load, and kept), each on its GPU
+ * mine (on GPU me, this rank's local rank, of a recorded topology whose GPUs are the local ranks'
+ * (PICOLL_TOPO_FILE_GPU=local-rank)). Where the topology has no GPUs (no NVML), from one_gpu: all
+ * ranks on one GPU (nvlink) or not (pcie), the ranks having proven their peer access already. */
+void picoll_topo_node_reach(MPI_Comm node_comm, const picoll_config_t *cfg,
+                            const picoll_topo_gpu_id_t *mine, int me, int one_gpu,
+                            picoll_topo_node_reach_t *out);
 
 #endif

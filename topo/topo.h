@@ -26,6 +26,9 @@
 /* No GPU has more NVLink ports than this (V100: 6, A100: 12, H100 and B200: 18). A GPU whose
  * NV# entries add up to more must reach its peers through an NVSwitch. */
 #define PICOLL_TOPO_MAX_GPU_NVLINKS 18
+/* GPUs of one quad of a hybrid cube mesh: 4 fully connected GPUs, each a relay away from one of
+ * the other quad's (picoll_topo_hcm_plan_t). */
+#define PICOLL_TOPO_HCM_QUAD 4
 
 /* PCIe path between two devices, nearest first; the names are nvidia-smi's. */
 typedef enum {

@@ -269,8 +269,9 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
     if (all) {
         picoll_cuda_ws_t *ws = NULL;
         ok = picoll_cuda_ws_create(comm, ctx->coll.node_comm, &picoll_cfg, cu_ctx, &ws) == PICOLL_OK;
-        /* a default stream takes the kernels only where few ranks share a GPU: 4 on one H200
-         * hung there at 16 MiB (docs/torch.md); each rank's own stream kind, agreed below */
+        /* a default stream takes the kernels only where at most PICOLL_STREAM_DEFAULT_SHARING
+         * ranks share a GPU (4: measured up to there, docs/cuda.md); each rank's own stream
+         * kind, agreed below */
         int crowded = ok && picoll_cu_stream_is_default(stream) &&
                       picoll_cuda_ws_sharing(ws) > picoll_cfg.stream_default_sharing;
         if (crowded) {
@@ -286,6 +287,8 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
             picoll_cuda_ws_set_stream(ws, stream);
             ctx->coll.cuda_enq = ws;
         } else {
+            /* NULL on every rank where the creation failed (it released its own); else made on
+             * every rank, and released together */
             picoll_cuda_ws_destroy(ws, ctx->coll.shm);
             picoll_info("stream communicator: no device workspace on its stream on some rank: its "
                         "enqueued collectives run on the stream's thread");

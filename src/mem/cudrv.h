@@ -54,6 +54,7 @@ static inline int picoll_cu_stream_is_default(picoll_cu_stream_t s)
 #define PICOLL_CU_STREAM_WAIT_VALUE_GEQ 0
 #define PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define PICOLL_CUDA_ERROR_NOT_READY 600
+#define PICOLL_CU_ERROR_NO_BINARY_FOR_GPU 209
 #define PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT 0
 
 typedef struct {

@@ -52,6 +52,8 @@
 #              enqueued), torch_bench and the DDP step at np 4 with it. About 6 minutes.
 #   fix49      the fix of issue 49's np 4 hang with no variable set: enqueue --big, torch_bench
 #              ("auto" twice, "group"), test_cuda.py, the DDP/FSDP steps at np 4. About 4 minutes.
+#   table49    issue 49's table with the fix: a group of one, np 2 and 4, back to back and
+#              --blocking, nccl(1) beside. About 3 minutes.
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -335,6 +337,23 @@ for s in $steps; do
             "$src/tests/torch/test_cuda.py" --backend picoll --timeout 30
         grep -hE "passed|FAIL|still waiting|MiB|KiB| 8 B|ms a step|DDP|FSDP" "$logs"/f49-*.log |
             cut -c1-200 | head -40 ;;
+    table49)
+        # issue 49's table in one job with the code of its fix ("auto" = the caller's stream
+        # wherever ranks share the GPU, its default stream on the kernels at 2 and 4 ranks): a
+        # group of one, np 2 and np 4, back to back and --blocking, nccl(1) beside each. About 3
+        # minutes with the torch build.
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        for run in 1 2 2-blocking 4 4-blocking; do
+            step "t49b-np$run" 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" "${run%-*}" \
+                "$py" "$src/osu-bench/torch_bench.py" --device cuda --sizes 8,64K,2M,16M \
+                --rounds 3 --seconds 0.02 --timeout 30 --json "$logs/t49b-np$run.json" \
+                $([ "${run#*-}" = blocking ] && echo --blocking)
+        done
+        grep -hE "torch_bench:| 8 B|KiB|MiB" "$logs"/t49b-*.log | cut -c1-200 | head -40 ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
     stream)
