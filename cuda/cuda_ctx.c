@@ -23,26 +23,25 @@ int picoll_cuda_enter_from(picoll_cu_context_t ctx, picoll_cu_context_t cur,
     return rc;
 }
 
-int picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
+picoll_status_t picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
 {
     picoll_cu_context_t cur = NULL;
-    int rc = picoll_cu.ctx_get_current(&cur);
-    if (rc != 0) {
-        saved->switched = 0;
-        saved->mode_set = 0;
-        return rc;
-    }
-    return picoll_cuda_enter_from(ctx, cur, saved);
+    saved->switched = 0;
+    saved->mode_set = 0;
+    PICOLL_CU_TRY(picoll_cu.ctx_get_current(&cur), "cuCtxGetCurrent");
+    PICOLL_CU_TRY(picoll_cuda_enter_from(ctx, cur, saved), "cuCtxSetCurrent");
+    return PICOLL_OK;
 }
 
-int picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
+picoll_status_t picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved)
 {
-    int rc = picoll_cuda_enter(ctx, saved);
+    picoll_status_t status = picoll_cuda_enter(ctx, saved);
     saved->mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (rc == 0 && picoll_cu.thread_exchange_capture_mode(&saved->mode) == 0) {
+    /* a driver without the call: the thread's mode stays */
+    if (status == PICOLL_OK && picoll_cu.thread_exchange_capture_mode(&saved->mode) == 0) {
         saved->mode_set = 1;
     }
-    return rc;
+    return status;
 }
 
 void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved)

@@ -92,8 +92,8 @@ picoll_status_t picoll_cuda_ipc_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *
             picoll_cu_device_t dev = -1;
             int can = 1;
             if (picoll_cu.device_get_by_pci_bus_id(&dev, all[r].bus_id) == 0) {
-                WS_CHECK(picoll_cu.device_can_access_peer(&can, ws->device, dev),
-                         "cuDeviceCanAccessPeer");
+                PICOLL_CU_TRY(picoll_cu.device_can_access_peer(&can, ws->device, dev),
+                              "cuDeviceCanAccessPeer");
             }
             if (!can) {
                 picoll_info("no peer access from GPU %s to GPU %s of local rank %d: device "
@@ -117,19 +117,18 @@ picoll_status_t picoll_cuda_ipc_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *
             }
             return PICOLL_ERR_NOT_SUPPORTED;
         }
-        if (picoll_cudrv_check(picoll_cu.ipc_open_mem_handle(
-                                   &p, all[r].handle, PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-                               "cuIpcOpenMemHandle") != PICOLL_OK) {
-            ipc_import_release(ws->import[r]);
-            ws->import[r] = 0;
-            return PICOLL_ERR_CUDA;
-        }
+        /* refused: the claim stays in ws->import, for picoll_cuda_ipc_unmap_peers */
+        PICOLL_CU_TRY(picoll_cu.ipc_open_mem_handle(&p, all[r].handle,
+                                                    PICOLL_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                      "cuIpcOpenMemHandle");
         ws->peer[r] = (char *)(uintptr_t)p;
         ws->mapped[r] = 1;
-        WS_CHECK(picoll_cu.memcpy_dtoh_async(&v, p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
-                                             sizeof(v), PICOLL_CU_STREAM_PER_THREAD),
-                 "cuMemcpyDtoHAsync");
-        WS_CHECK(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD), "cuStreamSynchronize");
+        PICOLL_CU_TRY(picoll_cu.memcpy_dtoh_async(&v,
+                                                  p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
+                                                  sizeof(v), PICOLL_CU_STREAM_PER_THREAD),
+                      "cuMemcpyDtoHAsync");
+        PICOLL_CU_TRY(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD),
+                      "cuStreamSynchronize");
         if (v != (WS_HELLO | (uint64_t)all[r].comm_rank)) {
             picoll_warn("device workspace of local rank %d (device %d) reads back %#llx through its "
                         "IPC mapping: no peer access, device collectives fall back",

@@ -1,6 +1,6 @@
 /* The one collective kernel of the device executor and its parameters. Shared by the C host side
- * (cuda_coll.c, built by the MPI C compiler) and the CUDA side (coll_kernel.cu, built by nvcc):
- * plain C, no CUDA header.
+ * (cuda_colls.c, cuda_launch.c, cuda_end.c, built by the MPI C compiler) and the CUDA side
+ * (coll_kernel.cu, built by nvcc): plain C, no CUDA header.
  *
  * A launch runs one step of one collective on one chunk. Its grid of G blocks splits the chunk
  * into G slices; block b of every rank works on slice b only and synchronises with block b of the
@@ -164,7 +164,7 @@ typedef enum {
  * of synchronising a stream (no driver call), with its own deadline. A block waits for a peer's
  * block at most the launch's spin_ns; then it gives up: it records whom it waited for, the launch's
  * seq in halted and quit[b], and returns; launches queued behind it exit at once (quit[b] too).
- * The host then waits for the peers without the GPU and resumes the call (cuda_coll.c). */
+ * The host then waits for the peers without the GPU and resumes the call (cuda_end.c). */
 typedef struct {
     volatile uint64_t done[PICOLL_CUDA_MAX_BLOCKS];    /* block b of the latest launch finished:
                                                         * its last epoch */

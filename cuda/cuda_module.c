@@ -84,15 +84,12 @@ picoll_status_t picoll_cuda_module_load(picoll_cu_context_t ctx, unsigned long l
         status = PICOLL_ERR_NOT_SUPPORTED;
         goto unlock;
     }
-    if (picoll_cudrv_check(rc, "cuModuleLoadData") != PICOLL_OK ||
-        picoll_cudrv_check(picoll_cu.module_get_function(out, mod, PICOLL_CUDA_KERNEL_NAME),
-                           "cuModuleGetFunction") != PICOLL_OK) {
-        status = PICOLL_ERR_CUDA;
-        goto unlock;
-    }
+    PICOLL_CU_TRY_GOTO(rc, "cuModuleLoadData", status, unlock);
+    PICOLL_CU_TRY_GOTO(picoll_cu.module_get_function(out, mod, PICOLL_CUDA_KERNEL_NAME),
+                       "cuModuleGetFunction", status, unlock);
     for (int k = 0; k < PICOLL_CUDA_FIXED_COUNT; k++) {
         /* a module without the entry (not expected: built from the same source) runs the
-         * generic kernel for it */
+         * generic kernel for it (an answer, not an error: said at debug level) */
         if (picoll_cu.module_get_function(&fixed[k], mod, ws_fixed[k].name) != 0) {
             picoll_debug("kernel entry %s not found in the module: its calls take %s",
                          ws_fixed[k].name, PICOLL_CUDA_KERNEL_NAME);
@@ -118,9 +115,7 @@ picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, picoll_cu_fu
 {
     picoll_cu_function_t kernel, fixed[PICOLL_CUDA_FIXED_COUNT];
     picoll_cu_device_t device = 0;
-    if (picoll_cu.ctx_get_device(&device) != 0) {
-        return PICOLL_ERR_CUDA;
-    }
+    PICOLL_CU_TRY(picoll_cu.ctx_get_device(&device), "cuCtxGetDevice");
     picoll_status_t st = picoll_cuda_module_load(ctx, picoll_cudrv_ctx_id(ctx), (int)device,
                                                  &kernel, fixed, fn);
     return st != PICOLL_OK ? st : *fn != NULL ? PICOLL_OK : PICOLL_ERR_NOT_SUPPORTED;

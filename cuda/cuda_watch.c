@@ -1,5 +1,5 @@
 /* The stream workspaces (picoll_cuda_ws_set_stream), listed for their watch
- * (picoll_cuda_stream_watch, cuda_coll.c), which looks at each one's running launch. */
+ * (picoll_cuda_stream_watch, cuda_end.c), which looks at each one's running launch. */
 #include "build-config.h"
 #include "cuda/cuda_ws_int.h"
 

@@ -53,7 +53,7 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     void *status_host = NULL;
     int sms = 0, per_sm = 0, dev_threads = 0, fn_threads = 0;
 
-    WS_CHECK(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
+    PICOLL_CU_TRY(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
     picoll_cu_function_t floor;
     status = picoll_cuda_module_load(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed,
@@ -61,14 +61,15 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     if (status != PICOLL_OK) {
         return status;
     }
-    WS_CHECK(picoll_cu.device_get_attribute(&sms, PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                            ws->device), "cuDeviceGetAttribute");
-    WS_CHECK(picoll_cu.device_get_attribute(&dev_threads,
-                                            PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                            ws->device), "cuDeviceGetAttribute");
-    WS_CHECK(picoll_cu.func_get_attribute(&fn_threads,
-                                          PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                          ws->kernel), "cuFuncGetAttribute");
+    PICOLL_CU_TRY(picoll_cu.device_get_attribute(&sms,
+                                                 PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                                 ws->device), "cuDeviceGetAttribute");
+    PICOLL_CU_TRY(picoll_cu.device_get_attribute(&dev_threads,
+                                                 PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                                 ws->device), "cuDeviceGetAttribute");
+    PICOLL_CU_TRY(picoll_cu.func_get_attribute(&fn_threads,
+                                               PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                               ws->kernel), "cuFuncGetAttribute");
     /* an older driver does not know the attribute: then no MPS is assumed */
     if (picoll_cu.device_get_attribute(&msg->mps, PICOLL_CU_DEVICE_ATTRIBUTE_MPS_ENABLED,
                                        ws->device) != 0) {
@@ -82,8 +83,8 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
                     "collectives fall back", ws->device, ws->threads, ws->nlocal);
         return PICOLL_ERR_NOT_SUPPORTED;
     }
-    WS_CHECK(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
-             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    PICOLL_CU_TRY(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
+                  "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     per_sm = per_sm < 1 ? 1 : per_sm;
     picoll_cuda_fixed_fit(ws->fixed, ws->threads, per_sm);
     msg->resident = sms * per_sm;
@@ -95,40 +96,40 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     /* PICOLL_CUDA_SMALL_THREADS: whole warps, at least one per local rank's wait (one warp) */
     ws->small_threads = (int)((picoll_cfg.cuda_small_threads + 31) / 32 * 32);
     ws->small_threads = ws->small_threads > ws->threads ? ws->threads : ws->small_threads;
-    WS_CHECK(picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id), ws->device),
-             "cuDeviceGetPCIBusId");
+    PICOLL_CU_TRY(picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id),
+                                                  ws->device), "cuDeviceGetPCIBusId");
     for (char *c = msg->bus_id; *c; c++) {
         *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
     }
     ws->slot_size = picoll_cuda_slot_bytes(cfg->workspace_size);
     ws->ll_size = picoll_cuda_ll_area_bytes(ws->nlocal, cfg->cuda_ll_max);
     size_t bytes = PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size + 2 * ws->ll_size;
-    WS_CHECK(picoll_cu.mem_alloc(&base, bytes), "cuMemAlloc");
+    PICOLL_CU_TRY(picoll_cu.mem_alloc(&base, bytes), "cuMemAlloc");
     ws->base = (char *)(uintptr_t)base;
     /* on this thread's stream, not the legacy one, which would also wait for kernels other
      * threads have queued (and those for their peers); synchronised: peers read them next. The
      * line areas too: a low-latency line is taken when its flags match (cuda_kernel.h), and
      * memory that held another workspace's lines may hold those flags (the data buffers' bytes
      * are never read before they are written) */
-    WS_CHECK(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES, PICOLL_CU_STREAM_PER_THREAD),
-             "cuMemsetD8Async");
+    PICOLL_CU_TRY(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES,
+                                            PICOLL_CU_STREAM_PER_THREAD), "cuMemsetD8Async");
     if (ws->ll_size != 0) {
-        WS_CHECK(picoll_cu.memset_d8_async(base + PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size, 0,
-                                           2 * ws->ll_size, PICOLL_CU_STREAM_PER_THREAD),
-                 "cuMemsetD8Async");
+        PICOLL_CU_TRY(picoll_cu.memset_d8_async(base + PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size,
+                                                0, 2 * ws->ll_size, PICOLL_CU_STREAM_PER_THREAD),
+                      "cuMemsetD8Async");
     }
-    WS_CHECK(picoll_cu.memcpy_htod_async(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t), &hello,
-                                         sizeof(hello), PICOLL_CU_STREAM_PER_THREAD),
-             "cuMemcpyHtoDAsync");
-    WS_CHECK(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD), "cuStreamSynchronize");
-    WS_CHECK(picoll_cu.ipc_get_mem_handle(&msg->handle, base), "cuIpcGetMemHandle");
-    WS_CHECK(picoll_cu.mem_host_alloc(&status_host, sizeof(picoll_cuda_status_t),
-                                      PICOLL_CU_MEMHOSTALLOC_DEVICEMAP |
-                                          PICOLL_CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+    PICOLL_CU_TRY(picoll_cu.memcpy_htod_async(base + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
+                                              &hello, sizeof(hello), PICOLL_CU_STREAM_PER_THREAD),
+                  "cuMemcpyHtoDAsync");
+    PICOLL_CU_TRY(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD), "cuStreamSynchronize");
+    PICOLL_CU_TRY(picoll_cu.ipc_get_mem_handle(&msg->handle, base), "cuIpcGetMemHandle");
+    PICOLL_CU_TRY(picoll_cu.mem_host_alloc(&status_host, sizeof(picoll_cuda_status_t),
+                                           PICOLL_CU_MEMHOSTALLOC_DEVICEMAP |
+                                               PICOLL_CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
     ws->status = status_host;
     memset(status_host, 0, sizeof(picoll_cuda_status_t));
-    WS_CHECK(picoll_cu.mem_host_get_device_pointer(&status_dev, status_host, 0),
-             "cuMemHostGetDevicePointer");
+    PICOLL_CU_TRY(picoll_cu.mem_host_get_device_pointer(&status_dev, status_host, 0),
+                  "cuMemHostGetDevicePointer");
     ws->status_dev = (picoll_cuda_status_t *)(uintptr_t)status_dev;
     msg->ok = 1;
     return PICOLL_OK;
@@ -240,7 +241,7 @@ static void ws_release(picoll_cuda_ws_t *ws, picoll_shm_t *shm, MPI_Comm node_co
         picoll_debug("device workspace of a context reset or destroyed since: its memory and "
                      "mappings went with it");
     }
-    entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, &saved) == 0;
+    entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, &saved) == PICOLL_OK;
     if (ws->on_stream) {
         picoll_cuda_watch_remove(ws);
         /* the kernels enqueued on the application's stream read the workspace until they end
@@ -314,10 +315,7 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
         status = PICOLL_ERR_NOT_SUPPORTED;
     } else if (ctx == NULL) {
         status = PICOLL_ERR_NOT_SUPPORTED; /* no device buffers here: nothing to make it on */
-    } else if (picoll_cudrv_check(picoll_cuda_enter_setup(ctx, &saved), "cuCtxSetCurrent") !=
-               PICOLL_OK) {
-        status = PICOLL_ERR_CUDA;
-    } else {
+    } else if ((status = picoll_cuda_enter_setup(ctx, &saved)) == PICOLL_OK) {
         entered = 1;
         status = ws_alloc(ws, cfg, &mine);
     }

@@ -1,6 +1,6 @@
 /* The device workspace's internals, shared by its set-up (cuda_ws.c, cuda_ctx.c, cuda_module.c,
- * cuda_ipc.c, cuda_watch.c) and the collectives (cuda_coll.c, cuda_floor.c). Built only with CUDA;
- * every CUDA call goes through the driver table (cudrv.h). */
+ * cuda_ipc.c, cuda_watch.c) and the collectives (cuda_launch.c, cuda_end.c, cuda_colls.c,
+ * cuda_floor.c). Built only with CUDA; every CUDA call goes through the driver table (cudrv.h). */
 #ifndef PICOLL_CUDA_WS_H
 #define PICOLL_CUDA_WS_H
 
@@ -62,7 +62,7 @@ struct picoll_cuda_ws {
     int on_stream;
     struct picoll_cuda_ws *watch_next; /* on_stream: the list picoll_cuda_stream_watch reads */
     uint64_t watch_first;       /* the first epoch of the launch the watch found waiting */
-    void *watch_late;           /* and its wait (coll_late_t, cuda_coll.c); NULL: none */
+    void *watch_late;           /* and its wait (coll_late_t, cuda_end.c); NULL: none */
     int quad[PICOLL_TOPO_HCM_QUAD], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
 };
 _Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cuda_ws_t *)0)->quad),
@@ -77,17 +77,18 @@ typedef struct {
     int mode_set;
 } picoll_cuda_saved_ctx_t;
 
-/* Makes ctx current (saving what was); returns a CUresult. The hot path: two calls at most, one
- * where ctx is already current. */
-int picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved);
+/* Makes ctx current (saving what was): two driver calls at most, one where ctx is already
+ * current. PICOLL_ERR_CUDA, logged (PICOLL_CU_TRY), where the driver fails. */
+picoll_status_t picoll_cuda_enter(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved);
 /* The same where the caller knows cur, the thread's current context (no driver call unless a
- * switch is needed). */
+ * switch is needed); returns the switch's CUresult, for the caller's check (the hot path's
+ * failure ends the job: PICOLL_CU_TRY_FATAL). */
 int picoll_cuda_enter_from(picoll_cu_context_t ctx, picoll_cu_context_t cur,
                            picoll_cuda_saved_ctx_t *saved);
-/* The same for set-up and release, which allocate, free and synchronise: also switches this
- * thread to relaxed stream-capture mode, so that an application capturing a CUDA graph (global
- * mode, in any thread) does not make those calls fail. */
-int picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved);
+/* The same as picoll_cuda_enter for set-up and release, which allocate, free and synchronise:
+ * also switches this thread to relaxed stream-capture mode, so that an application capturing a
+ * CUDA graph (global mode, in any thread) does not make those calls fail. */
+picoll_status_t picoll_cuda_enter_setup(picoll_cu_context_t ctx, picoll_cuda_saved_ctx_t *saved);
 void picoll_cuda_leave(const picoll_cuda_saved_ctx_t *saved);
 
 /* Calls fn on every stream workspace (picoll_cuda_ws_set_stream), none of them destroyed

@@ -11,15 +11,6 @@
 
 #define WS_HELLO 0x7069636f6c6c0000ull /* "picoll" and the rank in the user's communicator */
 
-/* Translate a CUDA error where it enters: log the call once, return PICOLL_ERR_CUDA (from a
- * function with nothing to undo: what it made so far, the workspace's release undoes). */
-#define WS_CHECK(call, name)                                                                  \
-    do {                                                                                      \
-        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                \
-            return PICOLL_ERR_CUDA;                                                           \
-        }                                                                                     \
-    } while (0)
-
 /* What each local rank publishes at set-up (one PMPI_Allgather over the node). */
 typedef struct {
     picoll_cu_ipc_handle_t handle;

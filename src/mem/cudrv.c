@@ -1,6 +1,7 @@
 #include "build-config.h"
 #include "mem/cudrv.h"
 #include "util/dltable.h"
+#include "util/fatal.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
@@ -172,6 +173,14 @@ picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call)
     return PICOLL_ERR_CUDA;
 }
 
+void picoll_cudrv_fatal(picoll_cu_result_t rc, const char *call, const char *coll)
+{
+    const char *s = NULL;
+    picoll_cu.get_error_string(rc, &s);
+    picoll_fatal("%s on the device: %s failed (%s, CUresult %d): aborting the job", coll, call,
+                 s != NULL ? s : "unknown error", rc);
+}
+
 /* picoll's own non-blocking stream in ctx (current), made at first use and kept for the life of
  * the process; NULL if it cannot be made. */
 static picoll_cu_stream_t cudrv_own_stream(picoll_cu_context_t ctx)
@@ -209,16 +218,13 @@ picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_c
 {
     picoll_cu_context_t popped;
     picoll_cu_stream_t stream = PICOLL_CU_STREAM_PER_THREAD;
-    picoll_status_t status;
+    picoll_status_t status = PICOLL_OK;
     int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED, exchanged, capture = 0;
 
     if (n == 0) {
         return PICOLL_OK;
     }
-    status = picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
-    if (status != PICOLL_OK) {
-        return status;
-    }
+    PICOLL_CU_TRY(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
     /* relaxed capture mode: a CUDA graph captured meanwhile (global mode, any thread) must not
      * make this synchronous copy fail */
     exchanged = picoll_cu.thread_exchange_capture_mode(&mode) == 0;
@@ -257,10 +263,8 @@ picoll_status_t picoll_cudrv_pipe_open(picoll_cudrv_pipe_t *p, picoll_cu_context
         nev > PICOLL_CUDRV_PIPE_MAX) {
         return PICOLL_ERR_NOT_SUPPORTED;
     }
-    picoll_status_t status = picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
-    if (status != PICOLL_OK) {
-        return status;
-    }
+    picoll_status_t status = PICOLL_OK;
+    PICOLL_CU_TRY(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
     p->mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
     p->exchanged = picoll_cu.thread_exchange_capture_mode(&p->mode) == 0;
     /* the stream of picoll_cudrv_copy, for the same reasons */

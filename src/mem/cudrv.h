@@ -154,8 +154,47 @@ const char *picoll_cudrv_why(void);
 unsigned long long picoll_cudrv_ctx_id(picoll_cu_context_t ctx);
 
 /* Translates a CUresult where it enters: PICOLL_OK, or PICOLL_ERR_CUDA after logging call and
- * cuGetErrorString once per call name. */
+ * cuGetErrorString once per call name. Alone, where a failure leaves nothing to do but say so (a
+ * release, a pop of the context); else through PICOLL_CU_TRY and its variants. */
 picoll_status_t picoll_cudrv_check(picoll_cu_result_t rc, const char *call);
+
+/* A CUDA failure past the ranks' agreement on a device call coll ("MPI_Allreduce"), where no rank
+ * can fall back alone (the peers launched already): one error line naming coll, the call and
+ * cuGetErrorString, then the end of the job (util/fatal.h). */
+__attribute__((noreturn)) void picoll_cudrv_fatal(picoll_cu_result_t rc, const char *call,
+                                                  const char *coll);
+
+/* The CUDA checks, one family: a driver call's CUresult becomes picoll's status where it enters,
+ * a failure logged once per call name with the driver's error string (picoll_cudrv_check). name:
+ * the CUDA call, a string literal ("cuMemAlloc"). A call whose failure is an answer (a query of
+ * an optional attribute or entry, a probe of memory the driver may not know) is no check: it is
+ * tested as it is, and logs nothing.
+ *   PICOLL_CU_TRY: returns PICOLL_ERR_CUDA from a function with nothing to undo (or whose
+ *     caller's release undoes what it made so far);
+ *   PICOLL_CU_TRY_GOTO: sets status to PICOLL_ERR_CUDA and jumps to label, which undoes what the
+ *     function made so far, in reverse (goto-cleanup);
+ *   PICOLL_CU_TRY_FATAL: past the agreement on device call coll, ends the job
+ *     (picoll_cudrv_fatal; its one line is the log). */
+#define PICOLL_CU_TRY(call, name)                                                              \
+    do {                                                                                       \
+        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                 \
+            return PICOLL_ERR_CUDA;                                                            \
+        }                                                                                      \
+    } while (0)
+#define PICOLL_CU_TRY_GOTO(call, name, status, label)                                          \
+    do {                                                                                       \
+        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                 \
+            (status) = PICOLL_ERR_CUDA;                                                        \
+            goto label;                                                                        \
+        }                                                                                      \
+    } while (0)
+#define PICOLL_CU_TRY_FATAL(call, name, coll)                                                  \
+    do {                                                                                       \
+        picoll_cu_result_t picoll_cu_try_rc_ = (call);                                         \
+        if (picoll_cu_try_rc_ != 0) {                                                          \
+            picoll_cudrv_fatal(picoll_cu_try_rc_, (name), (coll));                             \
+        }                                                                                      \
+    } while (0)
 
 /* Copies n bytes between any two of host, pinned, device or managed memory, with ctx (the
  * context of the device-side buffer) current for the copy, on this thread's per-thread default
