@@ -95,7 +95,7 @@ setup(
     packages=["picoll_torch"],
     ext_modules=[CppExtension(
         "picoll_torch._C",
-        sources=["csrc/picoll_torch.cpp", "csrc/ops.cpp"],
+        sources=["csrc/picoll_torch.cpp", "csrc/ops.cpp", "csrc/bench.cpp"],
         include_dirs=[incdir] + mpi_inc,
         library_dirs=[libdir] + mpi_libdirs,
         # libpicoll before the MPI: its MPI_* wrappers are the ones the extension calls

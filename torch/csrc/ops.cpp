@@ -1,10 +1,11 @@
 // The process group's operations: each maps the tensors onto one MPI call (or a picoll enqueued
 // call for CUDA tensors), checks dtype and operation first, and raises an error naming both when
-// it cannot do them.
+// it cannot do them. launch sends each to its CPU or CUDA form.
 #include "picoll_torch.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <algorithm>
 #include <climits>
 
 namespace picoll_torch {
@@ -152,10 +153,6 @@ void host_ready(const at::Tensor &t) {
   impl.synchronizeStream(impl.getStream(t.device()));
 }
 
-void mpi_ok(int rc, const char *call) {
-  if (rc != MPI_SUCCESS) throw_mpi(rc, call);
-}
-
 // the root's list of a gather or scatter: one tensor per rank, of like's dtype, device and size
 std::vector<at::Tensor> root_list(const std::vector<std::vector<at::Tensor>> &lists, int size,
                                   const at::Tensor &like, const char *call, const char *what) {
@@ -212,7 +209,51 @@ std::vector<int> displs_of(const std::vector<int> &counts) {
   return d;
 }
 
+// The form an operation's MPI call takes (launch): the blocking MPI_X on the group's
+// communicator, or picoll's MPIX_X_enqueue on the stream communicator of the CUDA call in
+// progress. call() makes the one the form names, the communicator after args, so that an
+// operation with both writes its arguments once; one with the blocking call only uses comm.
+struct Form {
+  MPI_Comm comm;
+  bool enqueue;
+  template <typename Blocking, typename Enqueued, typename... Args>
+  int call(Blocking blocking, Enqueued enqueued, Args... args) const {
+    return enqueue ? enqueued(args..., comm) : blocking(args..., comm);
+  }
+};
+
 } // namespace
+
+// Where an operation runs, by t's device and what the operation has for CUDA tensors:
+// - CUDA, enqueued: body(Form{stream_comm_, true}) in the caller's thread, between cuda_begin
+//   (the stream and its ordering after the caller's; outputs and inputs marked in use on it) and
+//   cuda_end (async: Work.wait() orders the caller's stream, else it is ordered now).
+// - otherwise: body(Form{comm_, false}) through run, now or with async on the worker thread. A
+//   CUDA tensor's blocking call runs now, whatever async says; its body waits for the caller's
+//   stream (host_ready) after making its buffers there.
+// An operation whose forms differ (a CUDA buffer made on the caller's stream before the call, a
+// result put back after it) does that around launch and passes its buffers as inputs; the
+// undefined ones (a CPU tensor's, made in body) are left out.
+template <typename Body>
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::launch(CudaForm cuda, const at::Tensor &t,
+                                                          bool async, c10d::OpType type,
+                                                          const char *name,
+                                                          std::vector<at::Tensor> outputs,
+                                                          std::vector<at::Tensor> inputs,
+                                                          Body body) {
+  inputs.erase(std::remove_if(inputs.begin(), inputs.end(),
+                              [](const at::Tensor &x) { return !x.defined(); }),
+               inputs.end());
+  if (t.is_cuda() && cuda == CudaForm::enqueued) {
+    std::vector<at::Tensor> used = outputs;
+    used.insert(used.end(), inputs.begin(), inputs.end());
+    cuda_begin(t, used);
+    body(Form{stream_comm_, true});
+    return cuda_end(async, type, name, std::move(outputs));
+  }
+  return run(async && !t.is_cuda(), type, name, std::move(outputs), std::move(inputs),
+             [=, this]() mutable { body(Form{comm_, false}); });
+}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Tensor> &tensors,
                                                              const c10d::AllreduceOptions &opts) {
@@ -221,21 +262,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Ten
   at::Tensor t = tensors[0];
   Plan p = plan_for(t, opts.reduceOp, call);
   int n = mpi_count(t.numel(), call), size = getSize();
+  // r, the buffer reduced: CUDA's made on the caller's stream before the call, and put back
+  // after it, where the caller's stream waits for the call (post: not async); CPU's in the call
+  at::Tensor r;
+  bool post = false;
   if (t.is_cuda()) {
-    at::Tensor r = reduce_input(t, p, false);
-    cuda_begin(t, {t, r});
-    mpi_ok(MPIX_Allreduce_enqueue(MPI_IN_PLACE, r.data_ptr(), n, p.type, p.op, stream_comm_),
-           call);
-    bool post = p.upcast || p.average || p.premul;
-    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call, {t});
-    if (post) reduce_output(t, r, p, size);
-    return w;
+    r = reduce_input(t, p, false);
+    post = p.upcast || p.average || p.premul;
   }
-  return run(opts.asyncOp, c10d::OpType::ALLREDUCE, call, {t}, {}, [=, this]() mutable {
-    at::Tensor r = reduce_input(t, p, false);
-    mpi_ok(MPI_Allreduce(MPI_IN_PLACE, r.data_ptr(), n, p.type, p.op, comm_), call);
-    reduce_output(t, r, p, size);
-  });
+  auto w = launch(CudaForm::enqueued, t, opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call,
+                  {t}, {r}, [=](Form f) mutable {
+                    if (!f.enqueue) r = reduce_input(t, p, false);
+                    mpi_ok(f.call(MPI_Allreduce, MPIX_Allreduce_enqueue, MPI_IN_PLACE,
+                                  r.data_ptr(), n, p.type, p.op),
+                           call);
+                    if (!f.enqueue) reduce_output(t, r, p, size);
+                  });
+  if (post) reduce_output(t, r, p, size);
+  return w;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce_coalesced(
@@ -272,14 +316,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::broadcast(std::vector<at::Ten
   at::Tensor t = tensors[0];
   MPI_Datatype type = mpi_type(t, call);
   int n = mpi_count(t.numel(), call), root = (int)opts.rootRank;
-  if (t.is_cuda()) {
-    cuda_begin(t, {t});
-    mpi_ok(MPIX_Bcast_enqueue(t.data_ptr(), n, type, root, stream_comm_), call);
-    return cuda_end(opts.asyncOp, c10d::OpType::BROADCAST, call, {t});
-  }
-  return run(opts.asyncOp, c10d::OpType::BROADCAST, call, {t}, {}, [=, this]() mutable {
-    mpi_ok(MPI_Bcast(t.data_ptr(), n, type, root, comm_), call);
-  });
+  return launch(CudaForm::enqueued, t, opts.asyncOp, c10d::OpType::BROADCAST, call, {t}, {},
+                [=](Form f) {
+                  mpi_ok(f.call(MPI_Bcast, MPIX_Bcast_enqueue, t.data_ptr(), n, type, root), call);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor> &tensors,
@@ -290,18 +330,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor
   Plan p = plan_for(t, opts.reduceOp, call);
   int n = mpi_count(t.numel(), call), root = (int)opts.rootRank, size = getSize();
   bool is_root = root == getRank();
-  bool async = opts.asyncOp && !t.is_cuda();
-  return run(async, c10d::OpType::REDUCE, call, {t}, {}, [=, this]() mutable {
-    // the other ranks' tensors stay as they are; the root reduces from a copy, not MPI_IN_PLACE
-    // (MPICH 4.0.2 crashes on an in-place MPI_Reduce of 2 KiB or more at a root other than 0)
-    at::Tensor in = reduce_input(t, p, true);
-    at::Tensor out = is_root && p.upcast ? at::empty_like(in) : t;
-    host_ready(in);
-    mpi_ok(MPI_Reduce(in.data_ptr(), is_root ? out.data_ptr() : nullptr, n, p.type, p.op, root,
-                      comm_),
-           call);
-    if (is_root) reduce_output(t, out, p, size);
-  });
+  return launch(CudaForm::blocking, t, opts.asyncOp, c10d::OpType::REDUCE, call, {t}, {},
+                [=](Form f) mutable {
+                  // the other ranks' tensors stay as they are; the root reduces from a copy, not
+                  // MPI_IN_PLACE (MPICH 4.0.2 crashes on an in-place MPI_Reduce of 2 KiB or more
+                  // at a root other than 0)
+                  at::Tensor in = reduce_input(t, p, true);
+                  at::Tensor out = is_root && p.upcast ? at::empty_like(in) : t;
+                  host_ready(in);
+                  mpi_ok(MPI_Reduce(in.data_ptr(), is_root ? out.data_ptr() : nullptr, n, p.type,
+                                    p.op, root, f.comm),
+                         call);
+                  if (is_root) reduce_output(t, out, p, size);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
@@ -321,17 +362,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
                                                                .narrow(0, (int64_t)getRank() * n, n)
                                                                .data_ptr();
   if (!in_place && overlap(in, out)) in = in.clone();
-  if (input.is_cuda()) {
-    cuda_begin(input, {in, out});
-    mpi_ok(MPIX_Allgather_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type, stream_comm_),
-           call);
-    return cuda_end(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out});
-  }
-  return run(opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out}, {in}, [=, this]() mutable {
-    mpi_ok(MPI_Allgather(in_place ? MPI_IN_PLACE : in.data_ptr(), n, type, out.data_ptr(), n,
-                         type, comm_),
-           call);
-  });
+  return launch(CudaForm::enqueued, in, opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out},
+                {in}, [=](Form f) {
+                  mpi_ok(f.call(MPI_Allgather, MPIX_Allgather_enqueue,
+                                in_place ? MPI_IN_PLACE : in.data_ptr(), n, type, out.data_ptr(),
+                                n, type),
+                         call);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
@@ -358,28 +395,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
         outs[i].view({-1}).copy_(flat.narrow(0, i * in.numel(), in.numel()));
       return w;
     }
+    // CPU tensors, async: the call and the copies on the worker thread
     MPI_Datatype type = mpi_type(in, call);
     int n = mpi_count(in.numel(), call);
-    return run(true, c10d::OpType::ALLGATHER, call, outs, {in}, [=, this]() mutable {
-      mpi_ok(MPI_Allgather(flat_in.data_ptr(), n, type, flat.data_ptr(), n, type, comm_), call);
-      for (size_t i = 0; i < outs.size(); i++)
-        outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
-    });
+    return launch(CudaForm::blocking, in, true, c10d::OpType::ALLGATHER, call, outs, {in},
+                  [=](Form f) mutable {
+                    mpi_ok(MPI_Allgather(flat_in.data_ptr(), n, type, flat.data_ptr(), n, type,
+                                         f.comm),
+                           call);
+                    for (size_t i = 0; i < outs.size(); i++)
+                      outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
+                  });
   }
   // tensors of different sizes: MPI_Allgatherv
   MPI_Datatype type = mpi_type(in, call);
   std::vector<int> counts = counts_of(outs, call), displs = displs_of(counts);
-  return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::ALLGATHER, call, outs, {in},
-             [=, this]() mutable {
-               at::Tensor flat = at::empty({(int64_t)displs.back() + counts.back()}, in.options());
-               at::Tensor src = in.contiguous();
-               host_ready(src);
-               mpi_ok(MPI_Allgatherv(src.data_ptr(), mpi_count(in.numel(), call), type,
-                                     flat.data_ptr(), counts.data(), displs.data(), type, comm_),
-                      call);
-               for (size_t i = 0; i < outs.size(); i++)
-                 outs[i].view({-1}).copy_(flat.narrow(0, displs[i], counts[i]));
-             });
+  return launch(CudaForm::blocking, in, opts.asyncOp, c10d::OpType::ALLGATHER, call, outs, {in},
+                [=](Form f) mutable {
+                  at::Tensor flat =
+                      at::empty({(int64_t)displs.back() + counts.back()}, in.options());
+                  at::Tensor src = in.contiguous();
+                  host_ready(src);
+                  mpi_ok(MPI_Allgatherv(src.data_ptr(), mpi_count(in.numel(), call), type,
+                                        flat.data_ptr(), counts.data(), displs.data(), type,
+                                        f.comm),
+                         call);
+                  for (size_t i = 0; i < outs.size(); i++)
+                    outs[i].view({-1}).copy_(flat.narrow(0, displs[i], counts[i]));
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_coalesced(
@@ -450,18 +493,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
                 "on a rank that is not the root");
   }
   MPI_Datatype type = mpi_type(in, call);
-  int n = mpi_count(in.numel(), call);
-  return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::GATHER, call, outs, {in},
-             [=, this]() mutable {
-               at::Tensor src = in.contiguous(), flat;
-               if (is_root) flat = at::empty({(int64_t)getSize() * in.numel()}, in.options());
-               host_ready(src);
-               mpi_ok(MPI_Gather(src.data_ptr(), n, type, is_root ? flat.data_ptr() : nullptr, n,
-                                 type, root, comm_),
-                      call);
-               for (size_t i = 0; i < outs.size(); i++)
-                 outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
-             });
+  int n = mpi_count(in.numel(), call), size = getSize();
+  return launch(CudaForm::blocking, in, opts.asyncOp, c10d::OpType::GATHER, call, outs, {in},
+                [=](Form f) mutable {
+                  at::Tensor src = in.contiguous(), flat;
+                  if (is_root) flat = at::empty({(int64_t)size * in.numel()}, in.options());
+                  host_ready(src);
+                  mpi_ok(MPI_Gather(src.data_ptr(), n, type, is_root ? flat.data_ptr() : nullptr,
+                                    n, type, root, f.comm),
+                         call);
+                  for (size_t i = 0; i < outs.size(); i++)
+                    outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
@@ -476,15 +519,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
   if (is_root) ins = root_list(inputs, getSize(), out, call, "input");
   MPI_Datatype type = mpi_type(out, call);
   int n = mpi_count(out.numel(), call);
-  return run(opts.asyncOp && !out.is_cuda(), c10d::OpType::SCATTER, call, {out}, ins,
-             [=, this]() mutable {
-               at::Tensor flat;
-               if (is_root) flat = flat_cat(ins);
-               host_ready(out);
-               mpi_ok(MPI_Scatter(is_root ? flat.data_ptr() : nullptr, n, type, out.data_ptr(), n,
-                                  type, root, comm_),
-                      call);
-             });
+  return launch(CudaForm::blocking, out, opts.asyncOp, c10d::OpType::SCATTER, call, {out}, ins,
+                [=](Form f) mutable {
+                  at::Tensor flat;
+                  if (is_root) flat = flat_cat(ins);
+                  host_ready(out);
+                  mpi_ok(MPI_Scatter(is_root ? flat.data_ptr() : nullptr, n, type, out.data_ptr(),
+                                     n, type, root, f.comm),
+                         call);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
@@ -500,26 +543,30 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
   int n = mpi_count(output.numel(), call), size = getSize();
   at::Tensor in = input, out = output;
   if (overlap(in, out)) in = in.clone(); // the output inside the input: MPI wants them apart
+  // the buffers reduced from and into: CUDA's made on the caller's stream before the call, the
+  // result put back after it, where the caller's stream waits for the call (post: not async);
+  // CPU's in the call
+  auto buffers = [=](at::Tensor &r_in, at::Tensor &r_out) {
+    r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
+    r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
+  };
+  at::Tensor r_in, r_out;
+  bool post = false;
   if (in.is_cuda()) {
-    at::Tensor r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
-    at::Tensor r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
-    cuda_begin(in, {in, out, r_in, r_out});
-    mpi_ok(MPIX_Reduce_scatter_block_enqueue(r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op,
-                                             stream_comm_),
-           call);
-    bool post = p.upcast || p.average;
-    auto w = cuda_end(opts.asyncOp && !post, c10d::OpType::_REDUCE_SCATTER_BASE, call, {out});
-    if (post) reduce_output(out, r_out, p, size);
-    return w;
+    buffers(r_in, r_out);
+    post = p.upcast || p.average;
   }
-  auto type = c10d::OpType::_REDUCE_SCATTER_BASE;
-  return run(opts.asyncOp, type, call, {out}, {in}, [=, this]() mutable {
-    at::Tensor r_in = p.upcast || p.premul ? reduce_input(in, p, true) : in;
-    at::Tensor r_out = p.upcast ? at::empty(out.sizes(), r_in.options()) : out;
-    mpi_ok(MPI_Reduce_scatter_block(r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op, comm_),
-           call);
-    reduce_output(out, r_out, p, size);
-  });
+  auto w = launch(CudaForm::enqueued, in, opts.asyncOp && !post,
+                  c10d::OpType::_REDUCE_SCATTER_BASE, call, {out}, {in, r_in, r_out},
+                  [=](Form f) mutable {
+                    if (!f.enqueue) buffers(r_in, r_out);
+                    mpi_ok(f.call(MPI_Reduce_scatter_block, MPIX_Reduce_scatter_block_enqueue,
+                                  r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op),
+                           call);
+                    if (!f.enqueue) reduce_output(out, r_out, p, size);
+                  });
+  if (post) reduce_output(out, r_out, p, size);
+  return w;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter(
@@ -600,16 +647,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
                 " without splits needs input and output of one size, divisible by the group's "
                 "size (", size, ")");
     int n = mpi_count(in.numel() / size, call);
-    if (in.is_cuda()) {
-      cuda_begin(in, {in, out});
-      mpi_ok(MPIX_Alltoall_enqueue(in.data_ptr(), n, type, out.data_ptr(), n, type,
-                                   stream_comm_),
-             call);
-      return cuda_end(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out});
-    }
-    return run(opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out}, {in}, [=, this]() mutable {
-      mpi_ok(MPI_Alltoall(in.data_ptr(), n, type, out.data_ptr(), n, type, comm_), call);
-    });
+    return launch(CudaForm::enqueued, in, opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out},
+                  {in}, [=](Form f) {
+                    mpi_ok(f.call(MPI_Alltoall, MPIX_Alltoall_enqueue, in.data_ptr(), n, type,
+                                  out.data_ptr(), n, type),
+                           call);
+                  });
   }
   // uneven splits, in rows of the first dimension
   auto counts = [&](const at::Tensor &t, const std::vector<int64_t> &splits) {
@@ -634,13 +677,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
   };
   std::vector<int> sc = counts(in, input_splits), rc = counts(out, output_splits);
   std::vector<int> sd = displs_of(sc), rd = displs_of(rc);
-  return run(opts.asyncOp && !in.is_cuda(), c10d::OpType::ALLTOALL_BASE, call, {out}, {in},
-             [=, this]() mutable {
-               host_ready(in);
-               mpi_ok(MPI_Alltoallv(in.data_ptr(), sc.data(), sd.data(), type, out.data_ptr(),
-                                    rc.data(), rd.data(), type, comm_),
-                      call);
-             });
+  return launch(CudaForm::blocking, in, opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out},
+                {in}, [=](Form f) {
+                  host_ready(in);
+                  mpi_ok(MPI_Alltoallv(in.data_ptr(), sc.data(), sd.data(), type, out.data_ptr(),
+                                       rc.data(), rd.data(), type, f.comm),
+                         call);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall(std::vector<at::Tensor> &outputs,
@@ -654,17 +697,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall(std::vector<at::Tens
   std::vector<int> sc = counts_of(inputs, call), rc = counts_of(outputs, call);
   std::vector<int> sd = displs_of(sc), rd = displs_of(rc);
   std::vector<at::Tensor> outs = outputs, ins = inputs;
-  return run(opts.asyncOp && !ins[0].is_cuda(), c10d::OpType::ALLTOALL, call, outs, ins,
-             [=, this]() mutable {
-               at::Tensor src = flat_cat(ins);
-               at::Tensor dst = at::empty({(int64_t)rd.back() + rc.back()}, src.options());
-               host_ready(src);
-               mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type, dst.data_ptr(),
-                                    rc.data(), rd.data(), type, comm_),
-                      call);
-               for (size_t i = 0; i < outs.size(); i++)
-                 outs[i].view({-1}).copy_(dst.narrow(0, rd[i], rc[i]));
-             });
+  return launch(CudaForm::blocking, ins[0], opts.asyncOp, c10d::OpType::ALLTOALL, call, outs, ins,
+                [=](Form f) mutable {
+                  at::Tensor src = flat_cat(ins);
+                  at::Tensor dst = at::empty({(int64_t)rd.back() + rc.back()}, src.options());
+                  host_ready(src);
+                  mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type,
+                                       dst.data_ptr(), rc.data(), rd.data(), type, f.comm),
+                         call);
+                  for (size_t i = 0; i < outs.size(); i++)
+                    outs[i].view({-1}).copy_(dst.narrow(0, rd[i], rc[i]));
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::p2p(at::Tensor &t, int peer, int tag,
@@ -705,50 +748,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::recvAnysource(
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::barrier(const c10d::BarrierOptions &opts) {
   return run(opts.asyncOp, c10d::OpType::BARRIER, "barrier", {}, {},
              [this] { mpi_ok(MPI_Barrier(comm_), "barrier"); });
-}
-
-double ProcessGroupPicoll::time_c_allreduce(at::Tensor &t, int64_t iters) {
-  check_tensor(t, "time_c_allreduce");
-  TORCH_CHECK(!t.is_cuda(), "picoll: time_c_allreduce takes CPU tensors");
-  MPI_Datatype type = mpi_type(t, "time_c_allreduce");
-  int n = mpi_count(t.numel(), "time_c_allreduce");
-  drain();
-  mpi_ok(MPI_Barrier(comm_), "time_c_allreduce");
-  double t0 = MPI_Wtime();
-  for (int64_t i = 0; i < iters; i++)
-    mpi_ok(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), n, type, MPI_SUM, comm_),
-           "time_c_allreduce");
-  return (MPI_Wtime() - t0) / (double)(iters > 0 ? iters : 1);
-}
-
-namespace {
-// picoll bypassed (picoll_set_bypass) while it lives, on every rank of the group between the
-// same two calls; restored on the way out, an exception included
-struct Bypass {
-  Bypass() { picoll_set_bypass(1); }
-  ~Bypass() { picoll_set_bypass(0); }
-};
-} // namespace
-
-double ProcessGroupPicoll::time_staged_allreduce(at::Tensor &t, int64_t iters) {
-  check_tensor(t, "time_staged_allreduce");
-  MPI_Datatype type = mpi_type(t, "time_staged_allreduce");
-  int n = mpi_count(t.numel(), "time_staged_allreduce");
-  drain();
-  // pageable host memory, as t.cpu() gives: each copy waits for the stream (a blocking copy_)
-  at::Tensor host = t.is_cuda() ? at::empty_like(t, t.options().device(at::kCPU)) : t;
-  mpi_ok(MPI_Barrier(comm_), "time_staged_allreduce");
-  Bypass bypass;
-  double t0 = MPI_Wtime();
-  for (int64_t i = 0; i < iters; i++) {
-    if (t.is_cuda())
-      host.copy_(t);
-    mpi_ok(MPI_Allreduce(MPI_IN_PLACE, host.data_ptr(), n, type, MPI_SUM, comm_),
-           "time_staged_allreduce");
-    if (t.is_cuda())
-      t.copy_(host);
-  }
-  return (MPI_Wtime() - t0) / (double)(iters > 0 ? iters : 1);
 }
 
 } // namespace picoll_torch

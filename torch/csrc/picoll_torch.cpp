@@ -510,9 +510,8 @@ PYBIND11_MODULE(_C, m) {
            py::arg("rank"), py::arg("size"), py::arg("ranks"), py::arg("group_id"),
            py::arg("timeout"), py::arg("on_caller_stream") = false,
            py::call_guard<py::gil_scoped_release>())
-      .def("time_c_allreduce", &ProcessGroupPicoll::time_c_allreduce,
-           py::call_guard<py::gil_scoped_release>())
-      .def("time_staged_allreduce", &ProcessGroupPicoll::time_staged_allreduce,
+      .def("time_c_allreduce", &time_c_allreduce, py::call_guard<py::gil_scoped_release>())
+      .def("time_staged_allreduce", &time_staged_allreduce,
            py::call_guard<py::gil_scoped_release>())
       .def("stream_stats", &ProcessGroupPicoll::stream_stats)
       .def("calls", &ProcessGroupPicoll::calls);

@@ -117,18 +117,14 @@ class ProcessGroupPicoll : public c10d::Backend {
                                                int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
 
-  // the benchmark's reference: seconds per call of a C loop of MPI_Allreduce(SUM) on t
-  double time_c_allreduce(at::Tensor &t, int64_t iters);
-  // what an MPI that is not CUDA-aware makes the application do, the user's MPI alone (picoll
-  // bypassed): per call a blocking copy of t to host memory, MPI_Allreduce(SUM) in place there, a
-  // blocking copy back (CPU tensors: the MPI call only); seconds per call
-  double time_staged_allreduce(at::Tensor &t, int64_t iters);
   // picoll_stream_query of the group's stream (all zero before the first CUDA call)
   std::vector<int64_t> stream_stats();
   // the operations this group handed to MPI or picoll so far, one MPI or MPIX call each (the
   // coalesced forms pack their tensors into one: tests count them)
   int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   MPI_Comm comm() const { return comm_; }
+  // waits for the async calls queued before on the worker thread (every call does first)
+  void drain();
 
  private:
   using Job = std::function<void()>;
@@ -136,7 +132,15 @@ class ProcessGroupPicoll : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> run(bool async, c10d::OpType type, const char *name,
                                      std::vector<at::Tensor> outputs,
                                      std::vector<at::Tensor> inputs, Job job);
-  void drain();
+  // what an operation has for CUDA tensors: picoll's enqueued call, or the blocking one only
+  enum class CudaForm { enqueued, blocking };
+  // the one place an operation goes to its CPU or CUDA form, t's (ops.cpp): body(Form) makes
+  // the operation's MPI call on the communicator and in the form it is given
+  template <typename Body>
+  c10::intrusive_ptr<c10d::Work> launch(CudaForm cuda, const at::Tensor &t, bool async,
+                                        c10d::OpType type, const char *name,
+                                        std::vector<at::Tensor> outputs,
+                                        std::vector<at::Tensor> inputs, Body body);
   void worker_loop();
   void stop_worker();
   c10::intrusive_ptr<c10d::Work> p2p(at::Tensor &t, int peer, int tag, bool is_send,
@@ -186,5 +190,17 @@ bool mpi_usable();
 // completes the dropped point-to-point requests that are done (all of them with wait_all)
 void reap_orphans(bool wait_all);
 void throw_mpi(int rc, const char *op);
+inline void mpi_ok(int rc, const char *op) {
+  if (rc != MPI_SUCCESS) throw_mpi(rc, op);
+}
+
+// the benchmark's loops (bench.cpp), methods of ProcessGroupPicoll in Python: every rank of the
+// group calls them. time_c_allreduce: seconds per call of a C loop of MPI_Allreduce(SUM) on t, on
+// the group's communicator. time_staged_allreduce: what an MPI that is not CUDA-aware makes the
+// application do, the user's MPI alone (picoll bypassed): per call a blocking copy of t to host
+// memory, MPI_Allreduce(SUM) in place there, a blocking copy back (CPU tensors: the MPI call
+// only); seconds per call.
+double time_c_allreduce(ProcessGroupPicoll &pg, at::Tensor &t, int64_t iters);
+double time_staged_allreduce(ProcessGroupPicoll &pg, at::Tensor &t, int64_t iters);
 
 } // namespace picoll_torch
