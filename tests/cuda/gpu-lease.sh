@@ -54,6 +54,8 @@
 #              ("auto" twice, "group"), test_cuda.py, the DDP/FSDP steps at np 4. About 4 minutes.
 #   table49    issue 49's table with the fix: a group of one, np 2 and 4, back to back and
 #              --blocking, nccl(1) beside. About 3 minutes.
+#   verify51   issue 51's splits on the GPU: cuda.matrix.np2, cuda.enqueue.np2, enqueue --big at
+#              np 4, test_cuda.py at np 2 and 4, test_train_cuda.py at np 4. About 2 minutes.
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
 #              A/B (np 4, virtual nodes of 2) with the device hierarchy and the staged host one
 # First, always: the machine (nvidia-smi, the OS) into machine.log, and an MPS control daemon
@@ -354,6 +356,26 @@ for s in $steps; do
                 $([ "${run#*-}" = blocking ] && echo --blocking)
         done
         grep -hE "torch_bench:| 8 B|KiB|MiB" "$logs"/t49b-*.log | cut -c1-200 | head -40 ;;
+    verify51)
+        # issue 51's splits on the GPU (the executor by concept, the check family, picoll_torch's
+        # one dispatcher): cuda.matrix.np2 and cuda.enqueue.np2, enqueue --big at np 4, then
+        # test_cuda.py at np 2 and 4 and test_train_cuda.py at np 4. About 2 minutes with the
+        # torch build.
+        step v51-ctest 90 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.(matrix|enqueue)\.np2\$'"
+        step v51-big-np4 20 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 --preload \
+            "$build/tests/cuda/enqueue" --big 4194304 6
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        for np in 2 4; do
+            step v51-cuda-np$np 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" $np "$py" \
+                "$src/tests/torch/test_cuda.py" --backend picoll --timeout 30
+        done
+        step v51-train-np4 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 "$py" \
+            "$src/tests/torch/test_train_cuda.py" --backend picoll --timeout 30
+        grep -hE "tests passed|tests failed|passed|FAIL|still waiting" "$logs"/v51-*.log | head -20 ;;
     enqueue)
         step enqueue 150 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.enqueue\.'" ;;
     stream)
