@@ -23,6 +23,8 @@ Checks (all by default on a successful run):
   --cuda-or-error     -d cuda: either a GPU ran it (checked as above) or it failed with one
                       clear line saying why
   --driver DIR        the command is the driver writing to DIR: check results.csv and results.md
+  --stability DIR     the command is the driver's --stability mode writing to DIR, with --jobs N
+                      jobs: its tables, spreads and verdicts printed, stability.csv and stability.md
   --driver-calls-max N  the CUDA driver counted its calls: every row is followed by its
                       "# driver calls per call: X (...)" line, with X at most N (with --driver:
                       every row of results.csv, the printed tables and results.md have the count)
@@ -378,14 +380,21 @@ def check_format(a, out, err):
     return fails
 
 
-def check_driver(a, out, err):
-    csv_path = os.path.join(a.driver, "results.csv")
-    md_path = os.path.join(a.driver, "results.md")
+def read_results(folder, stem, out, err):
+    """FOLDER/STEM.csv's rows and FOLDER/STEM.md's text; the check fails where either is missing."""
+    csv_path = os.path.join(folder, stem + ".csv")
+    md_path = os.path.join(folder, stem + ".md")
     for p in (csv_path, md_path):
         if not os.path.exists(p):
             fail("the driver wrote no " + p, out, err)
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
+    with open(md_path) as f:
+        return rows, f.read()
+
+
+def check_driver(a, out, err):
+    rows, md = read_results(a.driver, "results", out, err)
     if not rows:
         fail("results.csv has no rows", out, err)
     name = "%s MPI" % ("staged" if a.baseline == "staged" else "plain")
@@ -404,8 +413,9 @@ def check_driver(a, out, err):
         n = int(r["rounds"])
         if len(r["rounds_mpi_us"].split()) != n or len(r["rounds_picoll_us"].split()) != n:
             fail("results.csv row without its %d rounds' latencies: %s" % (n, r), out, err)
-    with open(md_path) as f:
-        md = f.read()
+        if r.get("unstable") is None or r["unstable"] != unstable_sides(r):
+            fail("results.csv row whose unstable column is not %r: %s" % (unstable_sides(r), r),
+                 out, err)
     for what in ("load before: ", "load after: "):
         if what not in out or "- " + what not in md:
             fail("the driver printed (or wrote to results.md) no %r line" % what, out, err)
@@ -414,6 +424,9 @@ def check_driver(a, out, err):
         if line not in out or line not in md:
             fail("the driver printed (or wrote to results.md) no summary line %r..." % line, out, err)
     colls = sorted({r["collective"] for r in rows})
+    if not re.search(r"^ +size \(B\) .* validation +unstable\b", out, re.M) or \
+            md.count("| validation | unstable |") < len(colls):
+        fail("the driver's printed tables or results.md lack the unstable column", out, err)
     if name + " (us)" not in out or "speed-up: min median max" not in out:
         fail("the driver printed no side-by-side table with a %r column" % name, out, err)
     if md.count("| size (B) | %s (us) | picoll (us) | speed-up min | speed-up median | speed-up max |"
@@ -448,6 +461,84 @@ def check_driver(a, out, err):
             fail("the driver's printed tables or results.md lack the driver-call column", out, err)
 
 
+def unstable_sides(row):
+    """What the driver's unstable column must say of a results.csv row: the sides whose slowest
+    round took over 2x their fastest, joined by "+"."""
+    sides = []
+    for side in ("mpi", "picoll", "nccl"):
+        v = [float(x) for x in (row.get("rounds_%s_us" % side) or "").split()]
+        if v and min(v) > 0 and max(v) / min(v) > 2.0:
+            sides.append(side)
+    return "+".join(sides)
+
+
+STABILITY_JOB = re.compile(r"^ +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+)x +(\S+)$")
+STABILITY_SPREAD_LINE = re.compile(r"^(.+)'s medians across jobs: min ([0-9.]+), median ([0-9.]+), "
+                                   r"max ([0-9.]+) us; max/min ([0-9.]+)x$")
+STABILITY_VERDICT = re.compile(r"^stability: picoll's median within ([0-9.]+)x across jobs: "
+                               r"(yes|NO) \(([0-9.]+)x\); never slower than (.+)'s in the same job: "
+                               r"(yes|NO \(job [0-9, ]+\))")
+
+
+def check_stability(a, out, err):
+    """--stability DIR: per collective, np and size, the title, --jobs job lines (medians and their
+    quotient, as stability.csv has them), both sides' spread across jobs and the verdict that
+    follows from them, printed and in stability.md."""
+    rows, md = read_results(a.stability, "stability", out, err)
+    lines = out.splitlines()
+    keys = sorted({(r["collective"], r["memory"], int(r["np"]), int(r["size_bytes"])) for r in rows})
+    if not keys:
+        fail("stability.csv has no rows", out, err)
+    for coll, mem, np_, size in keys:
+        mine = [r for r in rows if (r["collective"], r["memory"], int(r["np"]),
+                                    int(r["size_bytes"])) == (coll, mem, np_, size)]
+        if [int(r["job"]) for r in mine] != list(range(1, a.jobs + 1)):
+            fail("stability.csv: jobs %s of %s %s np %d at %d B, expected 1..%d"
+                 % ([r["job"] for r in mine], coll, mem, np_, size, a.jobs), out, err)
+        for k in range(1, a.jobs + 1):
+            if "[%s %s np %d, job %d of %d]" % (coll, mem, np_, k, a.jobs) not in out:
+                fail("no progress line of job %d of %d" % (k, a.jobs), out, err)
+        head = "%s, %s buffers, np %d, " % (coll, mem, np_)
+        at = [i for i, l in enumerate(lines) if l.startswith(head) and " jobs of " in l]
+        if not at:
+            fail("no table titled %r..." % head, out, err)
+        i = at[0]
+        if not re.match(r"^ +job +(plain|staged) MPI median \(us\) +picoll median \(us\) +"
+                        r"(plain|staged) MPI/picoll +unstable$", lines[i + 1]):
+            fail("no column header under %r: %r" % (lines[i], lines[i + 1]), out, err)
+        pics, mpis = [], []
+        for k, r in enumerate(mine):
+            m = STABILITY_JOB.match(lines[i + 2 + k])
+            if not m or int(m.group(1)) != k + 1:
+                fail("job line %d of %r is %r" % (k + 1, lines[i], lines[i + 2 + k]), out, err)
+            mpi, pic = float(m.group(2)), float(m.group(3))
+            if (mpi, pic) != (float(r["mpi_us"]), float(r["picoll_us"])) or \
+                    abs(float(m.group(4)) - mpi / pic) > 0.006 + 0.003 * mpi / pic or \
+                    (m.group(5) if m.group(5) != "-" else "") != r["unstable"]:
+                fail("job line %r is not stability.csv's %s" % (lines[i + 2 + k], r), out, err)
+            mpis.append(mpi)
+            pics.append(pic)
+        j = i + 2 + len(mine)
+        spreads = [STABILITY_SPREAD_LINE.match(l) for l in lines[j:j + 2]]
+        for m, v in zip(spreads, (mpis, pics)):
+            if not m:
+                fail("no spread line under %r: %r" % (lines[i], lines[j:j + 2]), out, err)
+            want = (min(v), median(v), max(v), max(v) / min(v))
+            got = tuple(float(x) for x in m.groups()[1:])
+            if any(abs(g - w) > 0.006 + 0.001 * w for g, w in zip(got, want)):
+                fail("spread line %r, expected %s" % (m.group(0), want), out, err)
+        v = STABILITY_VERDICT.match(lines[j + 2]) if len(lines) > j + 2 else None
+        if not v:
+            fail("no verdict line under %r: %r" % (lines[i], lines[j + 2:j + 3]), out, err)
+        within = max(pics) / min(pics) <= float(v.group(1))
+        slower = [k + 1 for k in range(len(pics)) if pics[k] > mpis[k]]
+        if (v.group(2) == "yes") != within or (v.group(5) == "yes") != (not slower):
+            fail("verdict %r does not follow from the jobs' medians" % v.group(0), out, err)
+        if lines[i] not in md or "- " + lines[j + 2].split("  <- ")[0] not in md:
+            fail("stability.md lacks the table or verdict of %r" % lines[i], out, err)
+        print(lines[j + 2])
+
+
 def check_driver_nccl(a, rows, colls, md, out, err):
     """--nccl: every row has its NCCL latency, picoll/NCCL (min <= median <= max, the median that
     of the rounds' NCCL / picoll) and every round's NCCL latency, and the printed tables and
@@ -470,7 +561,7 @@ def check_driver_nccl(a, rows, colls, md, out, err):
                 fail("results.csv row whose nccl_us is not the median of its rounds: %s" % r, out, err)
         head = re.compile(r"^ +size \(B\) .* NCCL \(us\) +picoll/NCCL ", re.M)
         if len(head.findall(out)) < len(colls) or \
-                md.count("| validation | NCCL (us) | picoll/NCCL |") < len(colls):
+                md.count("| validation | unstable | NCCL (us) | picoll/NCCL |") < len(colls):
             fail("the driver's printed tables or results.md lack the NCCL columns", out, err)
     elif a.nccl_skipped is not None:
         for r in rows:
@@ -500,6 +591,8 @@ def main():
     p.add_argument("--expect-error")
     p.add_argument("--cuda-or-error", action="store_true")
     p.add_argument("--driver")
+    p.add_argument("--stability")
+    p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--driver-calls-max", type=float)
     p.add_argument("--driver-calls-exempt", type=lambda v: [x for x in v.split(",") if x],
                    default=[])
@@ -524,6 +617,10 @@ def main():
         if r.returncode != 0:
             fail("the driver exited %d" % r.returncode, out, err)
         check_driver(a, out, err)
+    elif a.stability:
+        if r.returncode != 0:
+            fail("the driver exited %d" % r.returncode, out, err)
+        check_stability(a, out, err)
     elif a.expect_error:
         if r.returncode == 0:
             fail("exit status 0, expected a failure", out, err)

@@ -6,8 +6,10 @@ benchmark program with --ab: per message size it times the baseline (picoll bypa
 --rounds times over (default 5: A B A B A B A B A B), so that the machine's noise cancels in the
 ratio. Each round's pair gives a ratio (baseline / picoll, the speed-up); the tables show per size
 the median latencies and the ratio's min, median and max over rounds, and a line per collective
-and np the lowest median and lowest min over sizes. The machine's load (/proc/loadavg) is printed
-before and after the run, with a warning when it was over half a runnable process per CPU before.
+and np the lowest median and lowest min over sizes. A row whose baseline's or picoll's slowest
+round took over twice its fastest is flagged unstable (the unstable column names the side). The
+machine's load (/proc/loadavg) is printed before and after the run, with a warning when it was
+over half a runnable process per CPU before.
 Host buffers run with PICOLL_HOST=auto, picoll's default (--host on: its own path at every size);
 CUDA buffers run when a GPU answers. The baseline is plain MPI on the same buffers for host memory and, for CUDA
 buffers, staged MPI: a copy to pinned host buffers, plain MPI, a copy back, as an application
@@ -24,6 +26,11 @@ NCCL cannot run (no libnccl.so.2, no real GPU) the programs' one skip line is pr
 
 Prints a table per collective and writes osu-bench/results/<date>-<host>/ with results.csv,
 results.md and PNG plots (matplotlib, else gnuplot, else none).
+
+--stability N runs the same A/B job N times in a row (separate MPI jobs) and sets each job's
+medians side by side, with the spread of picoll's and the baseline's medians across jobs and
+whether picoll's stayed within 1.3x and never slower than the baseline's in the same job
+(issue 52); it writes stability.csv and stability.md.
 
 Standard library only, plus matplotlib when it is installed.
 """
@@ -48,7 +55,15 @@ COLLECTIVES = ("allreduce", "allgather", "alltoall")
 # whose type changes nothing
 OSU_DEFAULT_TYPE = "mpi_char"
 TYPE_SIZES = {"mpi_char": 1, "mpi_int": 4, "mpi_float": 4, "mpi_double": 8}
-QUICK_SIZES, QUICK_FACTOR = "4:1M", 4
+QUICK_SIZES, QUICK_FACTOR = "4:16M", 4
+# the default's top on CUDA buffers: staged MPI and NCCL at 4 and 16 MiB would take most of a GPU
+# machine's time, with nothing new to show on the emulated GPU
+QUICK_CUDA_MAX = "1M"
+# the default run times the sizes above LARGE_SIZE (4 and 16 MiB) in a job of their own, with
+# LARGE_ITERS timed calls after LARGE_WARMUP untimed ones a round: with OSU's 100 and 10 they took
+# 277 of the benchmarks' 316 s on 2 cores (2026-11-28), the whole main job being due in 4 minutes
+LARGE_SIZE = 1 << 20
+LARGE_ITERS, LARGE_WARMUP = 10, 2
 FULL_SIZES, FULL_FACTOR = "1:1M", 2
 # the A column of the A/B rows (the programs' --baseline), as tables, CSV and plots name it
 BASELINE_NAMES = {"mpi": "plain MPI", "staged": "staged MPI"}
@@ -59,6 +74,12 @@ DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)\s*(.*)$")
 # and with the NCCL column (--nccl) baseline/picoll/NCCL
 ROUNDS = re.compile(r"# rounds (?:A/B|A/B/C) \(us\):((?: [0-9.]+(?:/[0-9.]+){1,2})+)$")
 DEFAULT_NP = "2,4"
+# a side whose slowest round took over this many times its fastest marks the row unstable
+UNSTABLE_SPREAD = 2.0
+# --stability: picoll's median may move this much across jobs (the largest over the smallest)
+STABILITY_SPREAD = 1.3
+# --stability's size unless --sizes says: the issue's (52) 16 MiB
+STABILITY_SIZE = "16M"
 DEFAULT_ROUNDS = 5
 # over this share of the CPUs busy just before the run (the 2-second sample of /proc/stat), its
 # figures are not to be trusted; the 1-minute load average decides only where /proc/stat is missing,
@@ -310,36 +331,57 @@ class Bench:
                        "with (is this MPI CUDA-aware? --baseline staged needs no CUDA-aware MPI): "
                        + why)
 
-    def common_args(self, dtype=None):
+    def max_size(self, mem):
+        """The largest message size of buffers of kind mem (the default stops lower on CUDA)."""
+        return self.args.cuda_max_size if mem == "cuda" else self.args.max_size
+
+    def ab_parts(self, sizes):
+        """[(sizes, options)]: the sizes each A/B job times and its -m, -i and -x. The default run
+        times the sizes above LARGE_SIZE in a second job, of LARGE_ITERS timed and LARGE_WARMUP
+        warm-up calls (OSU's 100 and 10 would make 4 and 16 MiB most of the main job's time)."""
         a = self.args
-        out = ["-m", "%d:%d" % (a.min_size, a.max_size), "-T", dtype or a.type]
-        if a.iters:
-            out += ["-i", str(a.iters)]
-        if a.warmup is not None:
-            out += ["-x", str(a.warmup)]
-        return out
+
+        def options(part, iters, warmup):
+            out = ["-m", "%d:%d" % (part[0], part[-1])]
+            if iters:
+                out += ["-i", str(iters)]
+            if warmup is not None:
+                out += ["-x", str(warmup)]
+            return out
+
+        small = [n for n in sizes if not a.large_job or n <= LARGE_SIZE]
+        large = sizes[len(small):]
+        parts = [(small, options(small, a.iters, a.warmup))] if small else []
+        if large:
+            parts.append((large, options(large, LARGE_ITERS, LARGE_WARMUP)))
+        return parts
 
     # ------------------------------------------------------------------ the A/B runs
-    def run_ab(self, coll, mem, np, dtype=None):
+    def run_ab(self, coll, mem, np, dtype=None, tag=""):
         """One A/B job at np ranks; dtype: another datatype than --type's (its rows are labelled
-        with it)."""
+        with it); tag: words after the label in its lines ("job 3 of 10"). Returns the rows it
+        added and whether the job succeeded."""
         a = self.args
-        sizes = size_list(a.min_size, a.max_size, a.factor, TYPE_SIZES[dtype or a.type])
+        first = len(self.rows)
+        sizes = size_list(a.min_size, self.max_size(mem), a.factor, TYPE_SIZES[dtype or a.type])
         base = self.baseline(mem)
         args = ["--ab=%d" % a.rounds, "-c", "--factor", str(a.factor), "-d", mem,
-                "--baseline", base] + self.common_args(dtype)
+                "--baseline", base, "-T", dtype or a.type]
         if mem == "cuda" and a.nccl != "off":
             args.append("--nccl")
-        label = "%s %s%s np %d" % (coll, mem, " " + dtype.upper() if dtype else "", np)
-        log("== %s: %d sizes, %s..%s bytes, %d rounds of %s / picoll%s"
+        parts = self.ab_parts(sizes)
+        label = "%s %s%s np %d%s" % (coll, mem, " " + dtype.upper() if dtype else "", np,
+                                     ", " + tag if tag else "")
+        log("== %s: %d sizes, %s..%s bytes, %d rounds of %s / picoll%s%s"
             % (label, len(sizes), human(sizes[0]), human(sizes[-1]), a.rounds,
-               BASELINE_NAMES[base], " (%s)" % oversubscribed(np) if oversubscribed(np) else ""))
+               BASELINE_NAMES[base], " (%s)" % oversubscribed(np) if oversubscribed(np) else "",
+               "; %s..%s in a second job, %d calls timed after %d" % (
+                   human(parts[1][0][0]), human(parts[1][0][-1]), LARGE_ITERS, LARGE_WARMUP)
+               if len(parts) > 1 else ""))
         t0 = time.time()
-        job = self.launch(np, self.program(coll), args, preload=True)
         done = 0
-        row = None  # this job's last row: the driver-call count, path and rounds lines follow it
         pending = []  # the last row, not yet logged: its progress line waits for its rounds
-        nccl = False  # the program said NCCL runs: its rows have the NCCL columns
+        ok = True
 
         def flush():
             if not pending:
@@ -347,77 +389,84 @@ class Bench:
             r = pending.pop()
             vs = ("   NCCL %10s us   picoll/NCCL %s" % (r["nccl_us"], fmt_ratio(r["ratio_nccl_median"]))
                   if r.get("nccl_us") else "")
-            log("   [%s] %2d/%d %8s B   %s %10s us   picoll %10s us   %s (min %s, max %s)%s %s  (%.0fs)"
+            log("   [%s] %2d/%d %8s B   %s %10s us   picoll %10s us   %s (min %s, max %s)%s %s  (%.0fs)%s"
                 % (label, done, len(sizes), human(r["size_bytes"]), BASELINE_NAMES[base], r["mpi_us"],
                    r["picoll_us"], fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_min"]),
-                   fmt_ratio(r["ratio_max"]), vs, r["validation"], time.time() - t0))
+                   fmt_ratio(r["ratio_max"]), vs, r["validation"], time.time() - t0,
+                   "   " + unstable_note(r) if r["unstable"] else ""))
             if r["driver_calls"]:
                 log("   [%s] %8s B   driver calls per picoll call: %s %s"
                     % (label, human(r["size_bytes"]), r["driver_calls"], r["driver_calls_detail"]))
 
-        for line in job.lines():
-            calls = DRIVER_CALLS.match(line)
-            if calls and row is not None:
-                row["driver_calls"], row["driver_calls_detail"] = calls.group(1), calls.group(2)
-                continue
-            if line.startswith("# picoll path: ") and row is not None:
-                row["picoll_path"] = line[len("# picoll path: "):].strip()
-                continue
-            rounds = ROUNDS.match(line)
-            if rounds and row is not None:
-                pairs = [tuple(float(x) for x in p.split("/")) for p in rounds.group(1).split()]
-                if len(pairs[0]) != (3 if row.get("nccl_us") else 2):
+        for _, options in parts:
+            job = self.launch(np, self.program(coll), args + options, preload=True)
+            row = None  # the job's last row: the driver-call count, path and rounds lines follow it
+            nccl = False  # the program said NCCL runs: its rows have the NCCL columns
+            for line in job.lines():
+                calls = DRIVER_CALLS.match(line)
+                if calls and row is not None:
+                    row["driver_calls"], row["driver_calls_detail"] = calls.group(1), calls.group(2)
+                    continue
+                if line.startswith("# picoll path: ") and row is not None:
+                    row["picoll_path"] = line[len("# picoll path: "):].strip()
+                    continue
+                rounds = ROUNDS.match(line)
+                if rounds and row is not None:
+                    pairs = [tuple(float(x) for x in p.split("/")) for p in rounds.group(1).split()]
+                    if len(pairs[0]) != (3 if row.get("nccl_us") else 2):
+                        log("   unexpected line: " + line)
+                        continue
+                    set_rounds(row, pairs)
+                    flush()
+                    continue
+                if line.startswith("# driver calls: "):
+                    self.notes.append("%s: %s" % (label, line[2:]))
+                    continue
+                if line.startswith("# nccl: "):
+                    # "# nccl: NCCL x.y.z (...)": the C column runs; "# nccl: skipped: why"
+                    nccl = not line.startswith("# nccl: skipped: ")
+                    log("   " + line[2:])
+                    self.notes.append("%s: %s" % (label, line[2:]))
+                    if not nccl:
+                        self.nccl_skipped.append("%s: %s" % (label, line[len("# nccl: skipped: "):]))
+                    continue
+                if line.startswith("# picoll on ") or line.startswith("# staged MPI: ") \
+                        or re.match(r"# picoll \S+, active", line):
+                    log("   " + line[2:])
+                    if not re.match(r"# picoll \S+, active", line):
+                        self.notes.append("%s: %s" % (label, line[2:]))
+                    continue
+                if not line or line.startswith("#"):
+                    continue
+                f = line.split()
+                try:
+                    size, mpi, pic = int(f[0]), float(f[1]), float(f[2])
+                except (ValueError, IndexError):
                     log("   unexpected line: " + line)
                     continue
-                set_rounds(row, pairs)
+                # size, A, B, speed-up, A and B bus bandwidths[, NCCL, picoll/NCCL, its bandwidth][, Pass]
+                try:
+                    nccl_us = float(f[6]) if nccl else None
+                except (ValueError, IndexError):
+                    log("   unexpected line: " + line)
+                    continue
+                valid = f[9 if nccl else 6] if len(f) > (9 if nccl else 6) else ""
                 flush()
-                continue
-            if line.startswith("# driver calls: "):
-                self.notes.append("%s: %s" % (label, line[2:]))
-                continue
-            if line.startswith("# nccl: "):
-                # "# nccl: NCCL x.y.z (...)": the C column runs; "# nccl: skipped: why"
-                nccl = not line.startswith("# nccl: skipped: ")
-                log("   " + line[2:])
-                self.notes.append("%s: %s" % (label, line[2:]))
-                if not nccl:
-                    self.nccl_skipped.append("%s: %s" % (label, line[len("# nccl: skipped: "):]))
-                continue
-            if line.startswith("# picoll on ") or line.startswith("# staged MPI: ") \
-                    or re.match(r"# picoll \S+, active", line):
-                log("   " + line[2:])
-                if not re.match(r"# picoll \S+, active", line):
-                    self.notes.append("%s: %s" % (label, line[2:]))
-                continue
-            if not line or line.startswith("#"):
-                continue
-            f = line.split()
-            try:
-                size, mpi, pic = int(f[0]), float(f[1]), float(f[2])
-            except (ValueError, IndexError):
-                log("   unexpected line: " + line)
-                continue
-            # size, A, B, speed-up, A and B bus bandwidths[, NCCL, picoll/NCCL, its bandwidth][, Pass]
-            try:
-                nccl_us = float(f[6]) if nccl else None
-            except (ValueError, IndexError):
-                log("   unexpected line: " + line)
-                continue
-            valid = f[9 if nccl else 6] if len(f) > (9 if nccl else 6) else ""
+                done += 1
+                row = self.add_row(coll, mem, np, "picoll-osu-bench", base, size, mpi, pic, valid,
+                                   datatype=dtype.upper() if dtype else None, nccl=nccl_us)
+                pending.append(row)
             flush()
-            done += 1
-            row = self.add_row(coll, mem, np, "picoll-osu-bench", base, size, mpi, pic, valid,
-                               datatype=dtype.upper() if dtype else None, nccl=nccl_us)
-            pending.append(row)
-        flush()
-        rc = job.wait()
-        if rc != 0:
-            msg = "%s: the A/B job failed (%s)" % (label, job.first_error())
-            for e in job.err:
-                if "validation failed" in e:
-                    log("   " + e)
-            self.failures.append(msg)
-            log("   FAILED: " + msg)
+            rc = job.wait()
+            if rc != 0:
+                msg = "%s: the A/B job failed (%s)" % (label, job.first_error())
+                for e in job.err:
+                    if "validation failed" in e:
+                        log("   " + e)
+                self.failures.append(msg)
+                log("   FAILED: " + msg)
+                ok = False
+        return self.rows[first:], ok
 
     def add_row(self, coll, mem, np, source, baseline, size, mpi, pic, valid, datatype=None,
                 nccl=None):
@@ -455,7 +504,7 @@ class Bench:
     def run_osu_once(self, prog, mem, np, preload):
         """Runs a real OSU binary; returns {size: (avg_us, validation)} and the flags it took."""
         a = self.args
-        base = ["-m", "%d:%d" % (a.min_size, a.max_size)]
+        base = ["-m", "%d:%d" % (a.min_size, self.max_size(mem))]
         if a.iters:
             base += ["-i", str(a.iters)]
         if a.warmup is not None:
@@ -536,22 +585,22 @@ class Bench:
             counted = any(r.get("driver_calls") for r in rows)
             paths = any(r.get("picoll_path") for r in rows)
             nccl = any(r.get("nccl_us") for r in rows)
-            log("%10s %16s %12s   %-24s%s %11s%s%s" % (
+            log(("%10s %16s %12s   %-24s%s %11s  %-11s%s%s" % (
                 "size (B)", BASELINE_NAMES[base] + " (us)", "picoll (us)",
                 "speed-up: min median max",
                 " %12s %12s" % ("NCCL (us)", "picoll/NCCL") if nccl else "", "validation",
-                "  %-14s" % "picoll path" if paths else "",
-                "  driver calls per picoll call" if counted else ""))
+                "unstable", "  %-14s" % "picoll path" if paths else "",
+                "  driver calls per picoll call" if counted else "")).rstrip())
             for r in rows:
                 extra = "  %-14s" % (r.get("picoll_path") or "-") if paths else ""
                 if counted:
                     extra += "  %s %s" % (r["driver_calls"] or "-", r["driver_calls_detail"])
                 vs = " %12s %12s" % (r.get("nccl_us") or "-", fmt_ratio(r.get("ratio_nccl_median"))) \
                     if nccl else ""
-                log("%10d %16s %12s   %9s %7s %6s%s %11s%s" % (
+                log(("%10d %16s %12s   %9s %7s %6s%s %11s  %-11s%s" % (
                     r["size_bytes"], r["mpi_us"], r["picoll_us"], fmt_ratio(r["ratio_min"]),
                     fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_max"]), vs,
-                    r["validation"] or "-", extra.rstrip()))
+                    r["validation"] or "-", r.get("unstable") or "-", extra)).rstrip())
 
     def summary(self):
         """Per collective, memory, source, datatype and np: one line, the lowest median ratio over
@@ -571,6 +620,11 @@ class Bench:
                 vs = ("; picoll/NCCL: lowest median %s at %s B, median below 1x at %d of %d sizes"
                       % (fmt_ratio(nmed["ratio_nccl_median"]), human(nmed["size_bytes"]),
                          sum(1 for r in rn if float(r["ratio_nccl_median"]) < 1.0), len(rn)))
+            shaky = [r for r in rows if r.get("unstable")]
+            if shaky:
+                vs += ("; unstable (a side's slowest round over %gx its fastest) at %s"
+                       % (UNSTABLE_SPREAD, ", ".join("%s B (%s)" % (human(r["size_bytes"]), r["unstable"])
+                                                     for r in shaky)))
             out.append("%s %s%s %s np %d: lowest median %s at %s B, lowest min %s at %s B; "
                        "median below 1x at %d of %d sizes%s%s"
                        % (coll, mem, " OSU" if source == "osu" else "", dtype, np,
@@ -638,12 +692,13 @@ class Bench:
     # of picoll's calls on CUDA buffers (cuda_oneshot, ..., fallback); nccl_us: the NCCL column's
     # median over rounds where it ran (--nccl, CUDA buffers; empty else), ratio_nccl_median (and
     # _min, _max) the median over rounds of NCCL / picoll (picoll's speed-up over NCCL),
-    # rounds_nccl_us every round's NCCL latency
+    # rounds_nccl_us every round's NCCL latency; unstable: the sides (mpi, picoll, nccl, joined by
+    # "+") whose slowest round took over UNSTABLE_SPREAD times their fastest, empty where none did
     CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", "mpi_us",
                   "picoll_us", "speedup", "validation", "baseline", "driver_calls",
                   "driver_calls_detail", "picoll_path", "rounds", "ratio_min", "ratio_median",
                   "ratio_max", "rounds_mpi_us", "rounds_picoll_us", "nccl_us", "ratio_nccl_min",
-                  "ratio_nccl_median", "ratio_nccl_max", "rounds_nccl_us"]
+                  "ratio_nccl_median", "ratio_nccl_max", "rounds_nccl_us", "unstable"]
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
@@ -656,7 +711,7 @@ class Bench:
             f.write("# picoll osu-bench: MPI vs picoll\n\n")
             for k, v in meta:
                 f.write("- %s: %s\n" % (k, v))
-            for n in self.notes:
+            for n in dict.fromkeys(self.notes):
                 f.write("- %s\n" % n)
             lines = self.summary()
             if lines:
@@ -672,11 +727,11 @@ class Bench:
                 f.write("\n## %s, %s, %s, %s rounds\n\n" % (self.title(coll, mem, source, base),
                                                            self.np_title(np), dtype, rows_rounds(rows)))
                 f.write("| size (B) | %s (us) | picoll (us) | speed-up min | speed-up median | "
-                        "speed-up max | validation |%s%s%s\n"
+                        "speed-up max | validation | unstable |%s%s%s\n"
                         % (BASELINE_NAMES[base], " NCCL (us) | picoll/NCCL |" if nccl else "",
                            " picoll path |" if paths else "",
                            " driver calls per picoll call |" if counted else ""))
-                f.write("|---:|---:|---:|---:|---:|---:|:---|%s%s\n"
+                f.write("|---:|---:|---:|---:|---:|---:|:---|:---|%s%s\n"
                         % ("---:|" * (2 * nccl), ":---|" * (paths + counted)))
                 for r in rows:
                     extra = (" %s | %s |" % (r.get("nccl_us") or "-", fmt_ratio(r.get("ratio_nccl_median")))
@@ -685,10 +740,10 @@ class Bench:
                     if counted:
                         extra += " %s |" % (("%s %s" % (r["driver_calls"], r["driver_calls_detail"])).strip()
                                            if r["driver_calls"] else "-")
-                    f.write("| %s | %s | %s | %s | %s | %s | %s |%s\n" % (
+                    f.write("| %s | %s | %s | %s | %s | %s | %s | %s |%s\n" % (
                         human(r["size_bytes"]), r["mpi_us"], r["picoll_us"], fmt_ratio(r["ratio_min"]),
                         fmt_ratio(r["ratio_median"]), fmt_ratio(r["ratio_max"]),
-                        r["validation"] or "-", extra))
+                        r["validation"] or "-", r.get("unstable") or "-", extra))
             for title, head, lines in self.glance():
                 f.write("\n## %s\n\n| %s |\n|%s\n" % (title, " | ".join(head), "---:|" * len(head)))
                 for cells in lines:
@@ -703,18 +758,22 @@ class Bench:
                     f.write("- %s\n" % msg)
 
     # ------------------------------------------------------------------ main
-    def run(self):
-        a = self.args
+    def start(self):
+        """Checks the build and samples the load; returns (Load, warning line or None)."""
         self.check_build()
         load = Load()
         log("== " + load.before_line())
         warning = load.warning()
         if warning:
             log("== " + warning)
-        for np in a.np:
+        for np in self.args.np:
             if oversubscribed(np):
                 log("== %s: the ranks share the CPUs (Open MPI's --oversubscribe)" % oversubscribed(np))
-        start = time.time()
+        return load, warning
+
+    def memories(self):
+        """The memory kinds to run, as --mem and the machine allow (host, cuda)."""
+        a = self.args
         mems = ["host"]
         if a.mem in ("auto", "cuda"):
             ok, why = self.cuda_usable()
@@ -733,6 +792,66 @@ class Bench:
         elif a.nccl == "on":
             self.nccl_skipped.append("--nccl needs CUDA buffers (--mem cuda or auto)")
             self.notes.append("NCCL column skipped: --nccl needs CUDA buffers (--mem cuda or auto)")
+        return mems
+
+    def out_dir(self):
+        host = socket.gethostname().split(".")[0] or "host"
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        outdir = self.args.out or os.path.join(HERE, "results", "%s-%s" % (stamp, host))
+        os.makedirs(outdir, exist_ok=True)
+        return outdir
+
+    def meta(self, mems, load, warning, elapsed, method):
+        """The lines atop results.md: [(key, value)]."""
+        a = self.args
+        over = [oversubscribed(np) for np in a.np if oversubscribed(np)]
+        def size_range(mem):
+            hi = self.max_size(mem)
+            if a.min_size == hi:
+                return "%s bytes" % human(hi)
+            return "%s..%s bytes, x%d" % (human(a.min_size), human(hi), a.factor)
+        sizes = "; ".join(("%s buffers: " % m if len(mems) > 1 else "") + size_range(m) for m in mems)
+        meta = [
+            ("date", datetime.datetime.now().isoformat(timespec="seconds")),
+            ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), ncpus())),
+            ("ranks", ", ".join(str(np) for np in a.np) + ("; " + "; ".join(over) if over else "")),
+            ("datatype", a.type.upper() + ("" if a.no_osu_type or a.type == OSU_DEFAULT_TYPE
+                                           or a.stability else "; allreduce also MPI_CHAR, OSU's default")),
+            ("sizes", sizes),
+            ("method", method),
+            ("baseline", "; ".join("%s buffers: %s" % (m, BASELINE_NAMES[self.baseline(m)])
+                                   for m in mems)),
+            ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=%s" % (self.libpicoll, self.args.host)),
+            ("duration", "%.0f s; %.0f CPU seconds of the driver and its MPI jobs" % (elapsed, load.own)),
+            ("load before", load.before_line()[len("load before: "):]),
+        ]
+        if warning:
+            meta.append(("warning", warning[len("WARNING: "):]))
+        meta.append(("load after", load.after_line()[len("load after: "):]))
+        return meta
+
+    def finish(self, load, warning):
+        log()
+        log(load.before_line())
+        if warning:
+            log(warning)
+        log(load.after_line())
+
+    def report_failures(self):
+        if self.failures:
+            log("FAILURES:")
+            for msg in self.failures:
+                log("  " + msg)
+            return 1
+        return 0
+
+    def run(self):
+        a = self.args
+        if a.stability:
+            return self.run_stability()
+        load, warning = self.start()
+        start = time.time()
+        mems = self.memories()
         for np in a.np:
             for mem in mems:
                 for coll in a.colls:
@@ -749,39 +868,21 @@ class Bench:
         self.print_tables()
         self.print_glance()
         self.print_summary()
-        log()
-        log(load.before_line())
-        if warning:
-            log(warning)
-        log(load.after_line())
-        host = socket.gethostname().split(".")[0] or "host"
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        outdir = a.out or os.path.join(HERE, "results", "%s-%s" % (stamp, host))
-        os.makedirs(outdir, exist_ok=True)
-        over = [oversubscribed(np) for np in a.np if oversubscribed(np)]
+        self.finish(load, warning)
+        outdir = self.out_dir()
         nccl = a.nccl != "off" and "cuda" in mems
-        meta = [
-            ("date", datetime.datetime.now().isoformat(timespec="seconds")),
-            ("host", "%s (%s, %d CPUs)" % (socket.gethostname(), platform.machine(), ncpus())),
-            ("ranks", ", ".join(str(np) for np in a.np) + ("; " + "; ".join(over) if over else "")),
-            ("datatype", a.type.upper() + ("" if a.no_osu_type or a.type == OSU_DEFAULT_TYPE
-                                           else "; allreduce also MPI_CHAR, OSU's default")),
-            ("sizes", "%s..%s bytes, x%d" % (human(a.min_size), human(a.max_size), a.factor)),
-            ("method", "one job per collective and np; per size %d rounds of the baseline (picoll "
-                       "bypassed) then picoll%s; latency = each rank's mean averaged over ranks (OSU), "
-                       "median over rounds; speed-up = baseline / picoll of each round, its min, "
-                       "median and max over rounds%s"
-                       % (a.rounds, " then, on CUDA buffers, NCCL (A B C)" if nccl else "",
-                          "; picoll/NCCL = NCCL / picoll of each round, its median" if nccl else "")),
-            ("baseline", "; ".join("%s buffers: %s" % (m, BASELINE_NAMES[self.baseline(m)])
-                                   for m in mems)),
-            ("picoll", "LD_PRELOAD=%s, PICOLL_HOST=%s" % (self.libpicoll, self.args.host)),
-            ("duration", "%.0f s; %.0f CPU seconds of the driver and its MPI jobs" % (elapsed, load.own)),
-            ("load before", load.before_line()[len("load before: "):]),
-        ]
-        if warning:
-            meta.append(("warning", warning[len("WARNING: "):]))
-        meta.append(("load after", load.after_line()[len("load after: "):]))
+        method = ("one job per collective and np; per size %d rounds of the baseline (picoll "
+                  "bypassed) then picoll%s; latency = each rank's mean averaged over ranks (OSU), "
+                  "median over rounds; speed-up = baseline / picoll of each round, its min, "
+                  "median and max over rounds%s; unstable: a side whose slowest round took over "
+                  "%gx its fastest%s"
+                  % (a.rounds, " then, on CUDA buffers, NCCL (A B C)" if nccl else "",
+                     "; picoll/NCCL = NCCL / picoll of each round, its median" if nccl else "",
+                     UNSTABLE_SPREAD,
+                     "; sizes above %s in a second job, %d timed calls after %d warm-up ones a round"
+                     % (human(LARGE_SIZE), LARGE_ITERS, LARGE_WARMUP)
+                     if a.large_job and any(self.max_size(m) > LARGE_SIZE for m in mems) else ""))
+        meta = self.meta(mems, load, warning, elapsed, method)
         self.write_csv(os.path.join(outdir, "results.csv"))
         plots = [] if a.no_plots else make_plots(self.rows, outdir)
         self.write_markdown(os.path.join(outdir, "results.md"), meta, plots)
@@ -789,12 +890,127 @@ class Bench:
         log("results: %s (results.csv, results.md%s)" % (outdir, ", %d plots" % len(plots) if plots else ""))
         log("benchmarks took %.0f s (%.0f CPU seconds of the driver and its MPI jobs)"
             % (elapsed, load.own))
-        if self.failures:
-            log("FAILURES:")
-            for msg in self.failures:
-                log("  " + msg)
-            return 1
-        return 0
+        return self.report_failures()
+
+    # ------------------------------------------------------------------ --stability
+    def run_stability(self):
+        """--stability N: N A/B jobs in a row of each collective and np (host buffers, or CUDA
+        with --mem cuda), then per size the medians of every job side by side, their spread
+        across jobs, and whether picoll's stayed within STABILITY_SPREAD and never slower than
+        the MPI's in the same job."""
+        a = self.args
+        load, warning = self.start()
+        start = time.time()
+        mem = "host"
+        if a.mem == "cuda":
+            mem = self.memories()[0]
+        series = []  # (collective, np, size, [(job, row)]): a failed job has no row
+        for np in a.np:
+            for coll in a.colls:
+                jobs = {}  # size -> [(job, row)]
+                for job in range(1, a.stability + 1):
+                    rows, _ = self.run_ab(coll, mem, np, tag="job %d of %d" % (job, a.stability))
+                    for r in rows:
+                        jobs.setdefault(r["size_bytes"], []).append((job, r))
+                for size in sorted(jobs):
+                    series.append((coll, np, size, jobs[size]))
+        elapsed = time.time() - start
+        load.finish()
+
+        results = [self.stability_table(mem, *s) for s in series]
+        for res in results:
+            log()
+            for line in res["lines"]:
+                log(line)
+        self.finish(load, warning)
+        outdir = self.out_dir()
+        method = ("%d separate jobs in a row per collective and np, each %d rounds per size of the "
+                  "baseline (picoll bypassed) then picoll; a job's latency = the median over its "
+                  "rounds; spread = the largest median over the smallest, across jobs; the verdict: "
+                  "picoll's spread at most %gx, and picoll's median at most the baseline's in every job"
+                  % (a.stability, a.rounds, STABILITY_SPREAD))
+        meta = self.meta([mem], load, warning, elapsed, method)
+        with open(os.path.join(outdir, "stability.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=STABILITY_FIELDS)
+            w.writeheader()
+            for res in results:
+                w.writerows(res["csv"])
+        with open(os.path.join(outdir, "stability.md"), "w") as f:
+            f.write("# picoll osu-bench: the same size, job after job\n\n")
+            for k, v in meta:
+                f.write("- %s: %s\n" % (k, v))
+            # each job says the same: once, without its number
+            for n in dict.fromkeys(re.sub(r", job \d+ of \d+:", ":", n) for n in self.notes):
+                f.write("- %s\n" % n)
+            for res in results:
+                f.write("\n" + "\n".join(res["md"]) + "\n")
+            if self.failures:
+                f.write("\n## Failures\n\n")
+                for msg in self.failures:
+                    f.write("- %s\n" % msg)
+        log()
+        log("results: %s (stability.csv, stability.md)" % outdir)
+        log("benchmarks took %.0f s (%.0f CPU seconds of the driver and its MPI jobs)"
+            % (elapsed, load.own))
+        return self.report_failures()
+
+    def stability_table(self, mem, coll, np, size, jobs):
+        """One size of --stability: {"lines": the printed table and verdict, "md": the same in
+        Markdown, "csv": rows of STABILITY_FIELDS}."""
+        a = self.args
+        base = BASELINE_NAMES[self.baseline(mem)]
+        title = ("%s, %s buffers, np %d, %s B, %s, %d jobs of %d rounds (%s vs picoll)"
+                 % (coll, mem, np, human(size), a.type.upper(), a.stability, a.rounds, base))
+        head = ["job", "%s median (us)" % base, "picoll median (us)", "%s/picoll" % base, "unstable"]
+        cells, csv_rows = [], []
+        for job, r in jobs:
+            mpi, pic = float(r["mpi_us"]), float(r["picoll_us"])
+            cells.append([str(job), r["mpi_us"], r["picoll_us"], fmt_ratio(mpi / pic if pic else 0.0),
+                          r["unstable"] or "-"])
+            csv_rows.append({"collective": coll, "memory": mem, "np": np, "datatype": r["datatype"],
+                             "size_bytes": size, "job": job, "baseline": r["baseline"],
+                             "mpi_us": r["mpi_us"], "picoll_us": r["picoll_us"],
+                             "mpi_over_picoll": "%.3f" % (mpi / pic) if pic else "",
+                             "unstable": r["unstable"], "rounds_mpi_us": r["rounds_mpi_us"],
+                             "rounds_picoll_us": r["rounds_picoll_us"]})
+        mpis = [float(r["mpi_us"]) for _, r in jobs]
+        pics = [float(r["picoll_us"]) for _, r in jobs]
+        spreads = []
+        for side, v in ((base, mpis), ("picoll", pics)):
+            lo, med, hi, sp = spread_stats(v)
+            spreads.append("%s's medians across jobs: min %.2f, median %.2f, max %.2f us; max/min %.2fx"
+                           % (side, lo, med, hi, sp))
+        missing = a.stability - len(jobs)
+        pic_spread = spread_stats(pics)[3]
+        slower = [job for job, r in jobs if float(r["picoll_us"]) > float(r["mpi_us"])]
+        within = pic_spread <= STABILITY_SPREAD
+        verdict = ("picoll's median within %gx across jobs: %s (%.2fx); never slower than %s's in the "
+                   "same job: %s%s"
+                   % (STABILITY_SPREAD, "yes" if within else "NO", pic_spread, base,
+                      "yes" if not slower else "NO (job %s)" % ", ".join(str(j) for j in slower),
+                      "; %d of %d jobs gave no row (failed)" % (missing, a.stability) if missing else ""))
+        widths = [max(len(h), 5) for h in head]
+        lines = [title, "  ".join(h.rjust(w) for h, w in zip(head, widths))]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+        lines += spreads + ["stability: " + verdict + ("" if within and not slower and not missing
+                                                         else "  <- NOT STABLE")]
+        md = ["## " + title, "", "| %s |" % " | ".join(head), "|" + "---:|" * (len(head) - 1) + ":---|"]
+        md += ["| %s |" % " | ".join(row) for row in cells]
+        md += [""] + ["- " + x for x in spreads] + ["- stability: " + verdict]
+        return {"lines": lines, "md": md, "csv": csv_rows}
+
+
+# one row per job and size of --stability: the medians over the job's rounds (mpi_us the baseline's,
+# as in results.csv), their quotient, the job's unstable sides and every round's latencies
+STABILITY_FIELDS = ["collective", "memory", "np", "datatype", "size_bytes", "job", "baseline",
+                    "mpi_us", "picoll_us", "mpi_over_picoll", "unstable", "rounds_mpi_us",
+                    "rounds_picoll_us"]
+
+
+def spread_stats(values):
+    """(min, median, max, max / min) of values."""
+    lo, hi = min(values), max(values)
+    return lo, statistics.median(values), hi, hi / lo if lo > 0 else float("inf")
 
 
 def set_rounds(row, rounds):
@@ -817,6 +1033,30 @@ def set_rounds(row, rounds):
         fill("ratio_nccl_", [(r[2], r[1]) for r in rounds])
     else:
         row["ratio_nccl_min"] = row["ratio_nccl_median"] = row["ratio_nccl_max"] = ""
+    row["unstable"] = "+".join(side for side, _ in round_spreads(row)
+                               if _ > UNSTABLE_SPREAD)
+
+
+# the sides of a row whose every round's latency the CSV keeps, as the unstable column names them
+ROUND_SIDES = (("mpi", "rounds_mpi_us"), ("picoll", "rounds_picoll_us"), ("nccl", "rounds_nccl_us"))
+
+
+def round_spreads(row):
+    """[(side, slowest round / fastest round)] of each side of row with rounds (mpi, picoll and,
+    where it ran, nccl)."""
+    out = []
+    for side, key in ROUND_SIDES:
+        v = [float(x) for x in (row.get(key) or "").split()]
+        if v and min(v) > 0:
+            out.append((side, max(v) / min(v)))
+    return out
+
+
+def unstable_note(row):
+    """"unstable: picoll's rounds 2.31x apart" for a row whose unstable column names sides."""
+    sides = row.get("unstable", "").split("+")
+    return "unstable: " + ", ".join("%s's rounds %.2fx apart" % (side, spread)
+                                    for side, spread in round_spreads(row) if side in sides)
 
 
 def fmt_ratio(v):
@@ -1044,12 +1284,20 @@ def main(argv=None):
     p.add_argument("--no-osu", action="store_true", help="do not run real OSU binaries")
     p.add_argument("--no-osu-type", action="store_true",
                    help="allreduce with --type only, not also with MPI_CHAR (OSU's default)")
+    p.add_argument("--stability", type=int, metavar="N",
+                   help="N separate A/B jobs in a row per collective and np (default sizes: %s only), "
+                        "then per size each job's medians, their spread across jobs and whether "
+                        "picoll's stayed within %gx and never slower than the MPI's in the same job; "
+                        "writes stability.csv and stability.md (host buffers; --mem cuda for CUDA)"
+                        % (STABILITY_SIZE, STABILITY_SPREAD))
     p.add_argument("--replot", metavar="DIR", help="only redraw the plots of DIR/results.csv")
     a = p.parse_args(argv)
     if a.replot:
         return replot(a.replot)
 
     lo, hi = (FULL_SIZES if a.full else QUICK_SIZES).split(":")
+    if a.stability and not a.full:
+        lo = hi = STABILITY_SIZE
     if a.sizes:
         lo, _, hi = a.sizes.partition(":") if ":" in a.sizes else ("1", "", a.sizes)
     try:
@@ -1066,6 +1314,15 @@ def main(argv=None):
         p.error("--np: no number of ranks")
     if a.factor < 2 or min(a.np) < 1 or a.rounds < 1 or a.min_size > a.max_size:
         p.error("need --factor >= 2, --np >= 1, --rounds >= 1 and MIN <= MAX")
+    if a.stability is not None and a.stability < 1:
+        p.error("--stability wants a number of jobs, 1 or more")
+    # the default stops lower on CUDA buffers, and times its largest sizes in a second job of
+    # fewer calls; --sizes, --full, --iters, --warmup and --stability keep the programs' counts
+    default = not (a.sizes or a.full or a.stability)
+    a.cuda_max_size = a.max_size
+    if default:
+        a.cuda_max_size = max(a.min_size, min(a.max_size, parse_bytes(QUICK_CUDA_MAX)))
+    a.large_job = default and a.iters is None and a.warmup is None
     if a.max_size < TYPE_SIZES[a.type]:
         p.error("--sizes: MAX is smaller than one %s" % a.type)
     a.colls = [c.strip() for c in a.colls.split(",") if c.strip()]

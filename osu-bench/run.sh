@@ -3,9 +3,15 @@
 # the OSU-compatible benchmarks in build-bench/, then times allreduce, allgather and alltoall
 # under mpirun with plain MPI and with LD_PRELOAD=libpicoll.so, side by side.
 #
-#   bash osu-bench/run.sh              default: sizes 4 B..1 MiB (every other power of two), np 2
-#                                      then 4, 5 A/B rounds per size (the ratio's min/median/max)
-#   bash osu-bench/run.sh --sizes 4:16M    up to 16 MiB (4 and 16 MiB take most of the time)
+#   bash osu-bench/run.sh              default: sizes 4 B..16 MiB (every other power of two; CUDA
+#                                      buffers to 1 MiB), np 2 then 4, 5 A/B rounds per size (the
+#                                      ratio's min/median/max; a row whose rounds of one side are
+#                                      over 2x apart is flagged unstable; 4 and 16 MiB in a
+#                                      second job, 10 calls timed a round after 2)
+#   bash osu-bench/run.sh --sizes 4:1M     up to 1 MiB only (the default before issue 52)
+#   bash osu-bench/run.sh --sizes 4:16M    OSU's call counts at 4 and 16 MiB too (4 minutes more)
+#   bash osu-bench/run.sh --stability 10 --colls allreduce --np 2    10 jobs in a row at 16 MiB:
+#                                      each job's medians, their spread across jobs (issue 52)
 #   bash osu-bench/run.sh --full       the whole OSU range (every power of two up to 1 MiB)
 #   bash osu-bench/run.sh --np 2 --rounds 9 --colls allreduce     any driver.py option
 #   bash osu-bench/run.sh --hosts [OSU OPTIONS]    allreduce between two real hosts on this machine
