@@ -7,10 +7,17 @@
 #ifndef OSU_BENCH_H
 #define OSU_BENCH_H
 
-#include "bench_nccl.h"
-
 #include <mpi.h>
 #include <stddef.h>
+
+/* The collective a program times, for the columns that call it through another API than the
+ * MPI call (NCCL's, MPIX_<coll>_enqueue). */
+typedef enum {
+    BENCH_COLL_OTHER, /* none of these: those columns are skipped */
+    BENCH_COLL_ALLREDUCE,
+    BENCH_COLL_ALLGATHER,
+    BENCH_COLL_ALLTOALL,
+} bench_coll_id_t;
 
 typedef struct {
     const void *sendbuf; /* MPI_IN_PLACE with -l */
@@ -36,8 +43,9 @@ typedef struct {
     /* Bus bandwidth factor: bus bytes moved per message byte (the -m size) on np ranks. */
     double (*busbw_factor)(int np);
     int (*call)(const bench_call_t *c);
-    /* The same collective in NCCL (--nccl), and the operation of a reduction (MPI_OP_NULL else). */
-    bench_nccl_coll_t nccl;
+    /* Which collective it is (--nccl, --enqueue, --graph), and the operation of a reduction
+     * (MPI_OP_NULL else). */
+    bench_coll_id_t id;
     MPI_Op op;
 } bench_coll_t;
 

@@ -3,12 +3,11 @@
 #include "bench_floor.h"
 #include "bench_cuda.h"
 
+#include "picoll.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
-
-/* include/picoll.h's values, declared here so that the benchmarks build without picoll */
-enum { FLOOR_LAUNCH = 1, FLOOR_QUEUE = 2, FLOOR_COPY = 3 };
 
 /* The mean over comm's ranks of a time every rank measured at once, between two barriers. */
 static double floor_mean(MPI_Comm comm, double mine)
@@ -52,12 +51,12 @@ int bench_floor_setup(bench_floor_t *f, MPI_Comm comm, void *stream, char *why, 
         return -1;
     }
     PMPI_Barrier(comm);
-    if (floor_time(f, comm, FLOOR_LAUNCH, f->n, 0, &f->launch_us) != 0) {
+    if (floor_time(f, comm, PICOLL_FLOOR_LAUNCH, f->n, 0, &f->launch_us) != 0) {
         snprintf(why, len, "picoll_device_floor(PICOLL_FLOOR_LAUNCH) failed (see its warning)");
         return -1;
     }
     PMPI_Barrier(comm);
-    if (floor_time(f, comm, FLOOR_QUEUE, f->n, 0, &f->queue_us) != 0) {
+    if (floor_time(f, comm, PICOLL_FLOOR_QUEUE, f->n, 0, &f->queue_us) != 0) {
         snprintf(why, len, "picoll_device_floor(PICOLL_FLOOR_QUEUE) failed (its warning says why)");
         return -1;
     }
@@ -96,7 +95,7 @@ double bench_floor_copy(const bench_floor_t *f, MPI_Comm comm, size_t moved, int
     double us = 0.0;
     size_t half = moved / 2 > 0 ? moved / 2 : 1;
     PMPI_Barrier(comm);
-    if (floor_time(f, comm, FLOOR_COPY, iters, half, &us) != 0) {
+    if (floor_time(f, comm, PICOLL_FLOOR_COPY, iters, half, &us) != 0) {
         return -1.0;
     }
     return us;

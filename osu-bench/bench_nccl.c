@@ -270,7 +270,7 @@ const char *bench_nccl_describe(void)
     return nccl.describe;
 }
 
-int bench_nccl_call(bench_nccl_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+int bench_nccl_call(bench_coll_id_t coll, const void *sendbuf, void *recvbuf, size_t count,
                     char *why, size_t len)
 {
     size_t block = count * nccl.esize;
@@ -278,18 +278,18 @@ int bench_nccl_call(bench_nccl_coll_t coll, const void *sendbuf, void *recvbuf, 
     const char *what = "";
 
     switch (coll) {
-    case BENCH_NCCL_ALLREDUCE:
+    case BENCH_COLL_ALLREDUCE:
         what = "ncclAllReduce";
         rc = nccl.fn.all_reduce(sendbuf != NULL ? sendbuf : recvbuf, recvbuf, count, nccl.type,
                                 nccl.op, nccl.comm, nccl.stream);
         break;
-    case BENCH_NCCL_ALLGATHER:
+    case BENCH_COLL_ALLGATHER:
         /* in place: this rank's block is already where the result puts it */
         what = "ncclAllGather";
         rc = nccl.fn.all_gather(sendbuf != NULL ? sendbuf : (char *)recvbuf + nccl.rank * block,
                                 recvbuf, count, nccl.type, nccl.comm, nccl.stream);
         break;
-    case BENCH_NCCL_ALLTOALL:
+    case BENCH_COLL_ALLTOALL:
         /* NCCL has no alltoall: a send and a receive of a block per peer in one group */
         what = "ncclSend/ncclRecv";
         rc = nccl.fn.group_start();
@@ -306,7 +306,7 @@ int bench_nccl_call(bench_nccl_coll_t coll, const void *sendbuf, void *recvbuf, 
             rc = rc != 0 ? rc : end;
         }
         break;
-    case BENCH_NCCL_NONE:
+    case BENCH_COLL_OTHER:
         snprintf(why, len, "no NCCL collective");
         return -1;
     }

@@ -5,16 +5,10 @@
 #ifndef OSU_BENCH_NCCL_H
 #define OSU_BENCH_NCCL_H
 
+#include "bench.h"
+
 #include <mpi.h>
 #include <stddef.h>
-
-/* The collectives the column times. */
-typedef enum {
-    BENCH_NCCL_NONE, /* a program without an NCCL counterpart */
-    BENCH_NCCL_ALLREDUCE,
-    BENCH_NCCL_ALLGATHER,
-    BENCH_NCCL_ALLTOALL,
-} bench_nccl_coll_t;
 
 /* Collective over comm, on every rank after the CUDA set-up of -d cuda: loads NCCL, maps type and
  * op (MPI_OP_NULL where the collective reduces nothing) to NCCL's, creates a stream of the current
@@ -29,7 +23,7 @@ const char *bench_nccl_describe(void);
 /* One call of the collective on count elements per message (as the MPI call's count) then
  * cuStreamSynchronize of the stream, so that it returns with the result in place, as an MPI
  * collective does. sendbuf NULL: in place (allreduce, allgather). Returns 0, or -1 and why. */
-int bench_nccl_call(bench_nccl_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+int bench_nccl_call(bench_coll_id_t coll, const void *sendbuf, void *recvbuf, size_t count,
                     char *why, size_t len);
 
 /* Collective: the communicator and the stream. */

@@ -48,7 +48,7 @@ static const bench_coll_t allgather = {
     .source = allgather_source,
     .busbw_factor = allgather_busbw_factor,
     .call = allgather_call,
-    .nccl = BENCH_NCCL_ALLGATHER,
+    .id = BENCH_COLL_ALLGATHER,
     .op = MPI_OP_NULL,
 };
 

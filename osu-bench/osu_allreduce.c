@@ -37,7 +37,7 @@ static const bench_coll_t allreduce = {
     .source = NULL,
     .busbw_factor = allreduce_busbw_factor,
     .call = allreduce_call,
-    .nccl = BENCH_NCCL_ALLREDUCE,
+    .id = BENCH_COLL_ALLREDUCE,
     .op = MPI_SUM,
 };
 

@@ -47,7 +47,7 @@ static const bench_coll_t alltoall = {
     .source = alltoall_source,
     .busbw_factor = alltoall_busbw_factor,
     .call = alltoall_call,
-    .nccl = BENCH_NCCL_ALLTOALL,
+    .id = BENCH_COLL_ALLTOALL,
     .op = MPI_OP_NULL,
 };
 
