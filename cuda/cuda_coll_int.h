@@ -21,10 +21,10 @@ typedef struct {
     const char *src;
     char *dst;
     size_t total, step, nchunks;
-    int arrivals;          /* per launch: 1, or 2 for two-shot and HCM */
-    uint64_t first;        /* epoch of chunk 0's first arrival */
+    int arrivals;                 /* per launch: 1, or 2 for two-shot and HCM */
+    uint64_t first;               /* epoch of chunk 0's first arrival */
     picoll_cuda_saved_ctx_t prev; /* the thread's context before the call */
-    int entered;           /* the call made ws's context current (prev is put back at its end) */
+    int entered; /* the call made ws's context current (prev is put back at its end) */
     picoll_cuda_kparams_t p;
 } coll_call_t;
 

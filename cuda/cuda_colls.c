@@ -67,7 +67,8 @@ static picoll_status_t coll_run(picoll_cuda_ws_t *ws, coll_call_t *c)
             ws->seq--;
             picoll_cuda_hot_skip(ws);
             picoll_debug("%s on the device: the calling thread's current context changed since "
-                         "its last call: this rank says no", c->coll);
+                         "its last call: this rank says no",
+                         c->coll);
             return PICOLL_RETRY;
         }
     }
@@ -153,8 +154,7 @@ picoll_status_t picoll_cuda_allgather_mode(picoll_cuda_ws_t *ws, picoll_cuda_kmo
     coll_params(ws, mode, &c.p);
     c.p.skip_self = in_place;
     c.p.dst_stride = block;
-    return coll_call(ws, &c,
-                     in_place ? (const char *)recvbuf + (size_t)ws->me * block : sendbuf,
+    return coll_call(ws, &c, in_place ? (const char *)recvbuf + (size_t)ws->me * block : sendbuf,
                      recvbuf, block, ws->slot_size);
 }
 
@@ -177,9 +177,8 @@ picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, 
 }
 
 picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
-                                           const void *sendbuf, void *recvbuf,
-                                           const size_t *counts, picoll_dtype_t dtype,
-                                           picoll_op_t op)
+                                           const void *sendbuf, void *recvbuf, const size_t *counts,
+                                           picoll_dtype_t dtype, picoll_op_t op)
 {
     size_t off = 0, largest = 0;
     coll_call_t c = {.coll = coll};
@@ -212,8 +211,8 @@ picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const void *sendbuf
         c.p.piece_off[r] = displs[r];
         largest = bytes[r] > largest ? bytes[r] : largest;
     }
-    return coll_call(ws, &c, in_place ? (const char *)recvbuf + displs[ws->me] : sendbuf,
-                     recvbuf, largest, ws->slot_size);
+    return coll_call(ws, &c, in_place ? (const char *)recvbuf + displs[ws->me] : sendbuf, recvbuf,
+                     largest, ws->slot_size);
 }
 
 picoll_status_t picoll_cuda_bcast(picoll_cuda_ws_t *ws, void *buffer, size_t bytes, int root)
@@ -235,8 +234,8 @@ picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf, vo
     coll_reduce_params(dtype, op, &c.p);
     c.p.root = root;
     /* only the root's receive buffer is significant (and written) */
-    return coll_call(ws, &c, src, ws->me == root ? recvbuf : (void *)src,
-                     count * (size_t)c.p.esize, ws->slot_size);
+    return coll_call(ws, &c, src, ws->me == root ? recvbuf : (void *)src, count * (size_t)c.p.esize,
+                     ws->slot_size);
 }
 
 picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,

@@ -115,9 +115,8 @@ picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const void *sendbuf, 
 /* Reduce-scatter: counts[r] elements for local rank r (MPI_Reduce_scatter_block: all equal); in
  * place, the input is in recvbuf. coll names the call in messages. */
 picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
-                                           const void *sendbuf, void *recvbuf,
-                                           const size_t *counts, picoll_dtype_t dtype,
-                                           picoll_op_t op);
+                                           const void *sendbuf, void *recvbuf, const size_t *counts,
+                                           picoll_dtype_t dtype, picoll_op_t op);
 /* Broadcast of bytes from local rank root; reduce to local rank root (only its recvbuf is read
  * or written; in place at the root: sendbuf MPI_IN_PLACE). */
 picoll_status_t picoll_cuda_bcast(picoll_cuda_ws_t *ws, void *buffer, size_t bytes, int root);
@@ -154,7 +153,9 @@ static inline int picoll_cuda_device_present(const picoll_config_t *cfg)
     (void)cfg;
     return 0;
 }
-static inline void picoll_cuda_stream_watch(void) {}
+static inline void picoll_cuda_stream_watch(void)
+{
+}
 static inline int picoll_cuda_dtype_ok(picoll_dtype_t dt)
 {
     (void)dt;
@@ -189,8 +190,7 @@ static inline void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, M
     (void)cfg;
     (void)ctx;
 }
-static inline void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm,
-                                       uint64_t call)
+static inline void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm, uint64_t call)
 {
     (void)ws;
     (void)shm;
@@ -246,8 +246,8 @@ static inline picoll_status_t picoll_cuda_alltoall(picoll_cuda_ws_t *ws, const v
 
 static inline picoll_status_t picoll_cuda_reduce_scatter(picoll_cuda_ws_t *ws, const char *coll,
                                                          const void *sendbuf, void *recvbuf,
-                                                         const size_t *counts,
-                                                         picoll_dtype_t dtype, picoll_op_t op)
+                                                         const size_t *counts, picoll_dtype_t dtype,
+                                                         picoll_op_t op)
 {
     (void)ws, (void)coll, (void)sendbuf, (void)recvbuf, (void)counts, (void)dtype, (void)op;
     return PICOLL_DECLINED;
@@ -266,8 +266,8 @@ static inline picoll_status_t picoll_cuda_allgatherv(picoll_cuda_ws_t *ws, const
     return PICOLL_DECLINED;
 }
 static inline picoll_status_t picoll_cuda_reduce(picoll_cuda_ws_t *ws, const void *sendbuf,
-                                                 void *recvbuf, size_t count,
-                                                 picoll_dtype_t dtype, picoll_op_t op, int root)
+                                                 void *recvbuf, size_t count, picoll_dtype_t dtype,
+                                                 picoll_op_t op, int root)
 {
     (void)ws, (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)root;
     return PICOLL_DECLINED;

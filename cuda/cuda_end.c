@@ -15,11 +15,11 @@
 
 /* A call whose kernel gave up waiting for peers: how long it has waited, and what for. */
 typedef struct {
-    double start;          /* the first give-up of the call; 0 before */
-    double expire;         /* seconds from start of the next "still waiting" (timeout, 2x, ...) */
-    double look;           /* when the peers' processes are next looked at */
-    double pause;          /* before the next relaunch */
-    size_t chunk;          /* the chunk that gave up last, and its blocks that had finished */
+    double start;  /* the first give-up of the call; 0 before */
+    double expire; /* seconds from start of the next "still waiting" (timeout, 2x, ...) */
+    double look;   /* when the peers' processes are next looked at */
+    double pause;  /* before the next relaunch */
+    size_t chunk;  /* the chunk that gave up last, and its blocks that had finished */
     int finished;
     unsigned char missing[PICOLL_CUDA_MAX_LOCAL]; /* the ranks the last give-up waited for */
 } coll_late_t;
@@ -60,8 +60,8 @@ static void coll_late_tick(picoll_cuda_ws_t *ws, const char *coll, coll_late_t *
     if (expired) {
         late->expire *= 2.0;
     }
-    picoll_wait_verdict(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal, ngone,
-                        nunwatched, expired, now - late->start, ws->timeout);
+    picoll_wait_verdict(coll, ws->comm_size, ws->comm_ranks, missing, ws->nlocal, ngone, nunwatched,
+                        expired, now - late->start, ws->timeout);
 }
 
 /* Some block of the attempt that began with chunk *from (launches from seq *floor on) gave up. Waits
@@ -128,7 +128,8 @@ static int coll_resume(picoll_cuda_ws_t *ws, coll_call_t *c, coll_late_t *late, 
     late->chunk = k;
     late->finished = finished;
     picoll_debug("%s on the device: chunk %zu of %zu gave up waiting (%d of %d blocks finished): "
-                 "relaunch in %.3f s", c->coll, k, c->nchunks, finished, nb, late->pause);
+                 "relaunch in %.3f s",
+                 c->coll, k, c->nchunks, finished, nb, late->pause);
     double until = now + late->pause;
     picoll_wait_init(&w, 0.0, picoll_spin_max());
     while (now < until) {
@@ -237,7 +238,8 @@ picoll_status_t picoll_cuda_call_end(picoll_cuda_ws_t *ws, coll_call_t *c, uint6
         }
         if (began == 0.0 && !warned && now - asked > ws->timeout) {
             picoll_warn("%s on the device: this rank's kernel has not started after %.0f s: its "
-                        "GPU still runs work queued before the call", c->coll, now - asked);
+                        "GPU still runs work queued before the call",
+                        c->coll, now - asked);
             warned = 1;
         }
     }

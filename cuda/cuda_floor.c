@@ -12,8 +12,8 @@
  * picoll_cuda_floor_function), and what a launch of it passes. */
 typedef struct {
     picoll_cu_function_t fn;
-    int threads;              /* per block: as picoll's calls launch (cuda_ws.c) */
-    picoll_cuda_kparams_t p;  /* all zero but status and seq: the generic kernel's block */
+    int threads;                /* per block: as picoll's calls launch (cuda_ws.c) */
+    picoll_cuda_kparams_t p;    /* all zero but status and seq: the generic kernel's block */
     picoll_cuda_status_t *host; /* host-mapped status (PICOLL_FLOOR_LAUNCH) */
 } floor_t;
 
@@ -87,8 +87,8 @@ static picoll_status_t floor_blocking(floor_t *f, int n, double *seconds, char *
             t0 = picoll_clock_now();
         }
         f->p.seq++;
-        picoll_status_t st = floor_check(floor_launch(f, PICOLL_CU_STREAM_PER_THREAD),
-                                         "cuLaunchKernel", why, len);
+        picoll_status_t st =
+            floor_check(floor_launch(f, PICOLL_CU_STREAM_PER_THREAD), "cuLaunchKernel", why, len);
         if (st != PICOLL_OK) {
             return st;
         }
@@ -117,8 +117,8 @@ static picoll_status_t floor_queue(floor_t *f, picoll_cu_stream_t stream, int n,
                 return st;
             }
         }
-        picoll_status_t st = floor_check(picoll_cu.stream_synchronize(stream),
-                                         "cuStreamSynchronize", why, len);
+        picoll_status_t st =
+            floor_check(picoll_cu.stream_synchronize(stream), "cuStreamSynchronize", why, len);
         if (st != PICOLL_OK) {
             return st;
         }
@@ -140,12 +140,11 @@ static picoll_status_t floor_copy(picoll_cu_stream_t stream, int n, size_t bytes
     for (int round = 0; round < 2 && st == PICOLL_OK; round++) { /* the first untimed */
         t0 = picoll_clock_now();
         for (int i = 0; i < n && st == PICOLL_OK; i++) {
-            st = floor_check(picoll_cu.memcpy_async(b, a, bytes, stream), "cuMemcpyAsync", why,
-                             len);
+            st =
+                floor_check(picoll_cu.memcpy_async(b, a, bytes, stream), "cuMemcpyAsync", why, len);
         }
         if (st == PICOLL_OK) {
-            st = floor_check(picoll_cu.stream_synchronize(stream), "cuStreamSynchronize", why,
-                             len);
+            st = floor_check(picoll_cu.stream_synchronize(stream), "cuStreamSynchronize", why, len);
         }
     }
     if (st == PICOLL_OK) {

@@ -49,8 +49,10 @@ void picoll_cuda_kernel_image(int device, char *out, size_t len)
     } else if (found) {
         snprintf(out, len, "sm_%d for compute capability %d.%d", best, major, minor);
     } else if (cc > hi) {
-        snprintf(out, len, "PTX of compute_%d, compiled by the driver for compute capability "
-                 "%d.%d at the first device call", hi, major, minor);
+        snprintf(out, len,
+                 "PTX of compute_%d, compiled by the driver for compute capability "
+                 "%d.%d at the first device call",
+                 hi, major, minor);
     } else {
         snprintf(out, len, "none for compute capability %d.%d (built for %s)", major, minor, archs);
     }

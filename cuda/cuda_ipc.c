@@ -53,8 +53,8 @@ static int ipc_import_claim(const picoll_cuda_ws_t *ws, const ws_msg_t *peer,
         found = -1;
     } else if (found < 0 && free_slot >= 0) {
         found = free_slot;
-        ipc_imports[found] = (ipc_import_t){.pid = peer->pid, .start = peer->start,
-                                            .device = ws->device, .ctx = ws->ctx};
+        ipc_imports[found] = (ipc_import_t){
+            .pid = peer->pid, .start = peer->start, .device = ws->device, .ctx = ws->ctx};
         snprintf(ipc_imports[found].bus_id, sizeof(ipc_imports[found].bus_id), "%s", peer->bus_id);
     }
     if (found >= 0) {
@@ -97,7 +97,8 @@ picoll_status_t picoll_cuda_ipc_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *
             }
             if (!can) {
                 picoll_info("no peer access from GPU %s to GPU %s of local rank %d: device "
-                            "collectives fall back", all[ws->me].bus_id, all[r].bus_id, r);
+                            "collectives fall back",
+                            all[ws->me].bus_id, all[r].bus_id, r);
                 return PICOLL_ERR_NOT_SUPPORTED;
             }
         }
@@ -113,7 +114,8 @@ picoll_status_t picoll_cuda_ipc_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *
                             (void *)ws->ctx, ws->device, (void *)holder, all[r].bus_id, r);
             } else {
                 picoll_info("device collectives fall back on this communicator: more than %d "
-                            "peer GPUs mapped in this process", IPC_IMPORTS);
+                            "peer GPUs mapped in this process",
+                            IPC_IMPORTS);
             }
             return PICOLL_ERR_NOT_SUPPORTED;
         }
@@ -123,16 +125,16 @@ picoll_status_t picoll_cuda_ipc_map_peers(picoll_cuda_ws_t *ws, const ws_msg_t *
                       "cuIpcOpenMemHandle");
         ws->peer[r] = (char *)(uintptr_t)p;
         ws->mapped[r] = 1;
-        PICOLL_CU_TRY(picoll_cu.memcpy_dtoh_async(&v,
-                                                  p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
+        PICOLL_CU_TRY(picoll_cu.memcpy_dtoh_async(&v, p + PICOLL_CUDA_HELLO_WORD * sizeof(uint64_t),
                                                   sizeof(v), PICOLL_CU_STREAM_PER_THREAD),
                       "cuMemcpyDtoHAsync");
         PICOLL_CU_TRY(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD),
                       "cuStreamSynchronize");
         if (v != (WS_HELLO | (uint64_t)all[r].comm_rank)) {
-            picoll_warn("device workspace of local rank %d (device %d) reads back %#llx through its "
-                        "IPC mapping: no peer access, device collectives fall back",
-                        r, all[r].device, (unsigned long long)v);
+            picoll_warn(
+                "device workspace of local rank %d (device %d) reads back %#llx through its "
+                "IPC mapping: no peer access, device collectives fall back",
+                r, all[r].device, (unsigned long long)v);
             return PICOLL_ERR_CUDA;
         }
     }

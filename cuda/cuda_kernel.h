@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PICOLL_CUDA_MAX_LOCAL 32   /* local ranks a device workspace serves */
-#define PICOLL_CUDA_MAX_BLOCKS 64  /* blocks of a launch: flags per rank */
+#define PICOLL_CUDA_MAX_LOCAL 32  /* local ranks a device workspace serves */
+#define PICOLL_CUDA_MAX_BLOCKS 64 /* blocks of a launch: flags per rank */
 #define PICOLL_CUDA_THREADS 512
-#define PICOLL_CUDA_FLAG_STRIDE 8  /* uint64_t per flag: one 64-byte line each */
+#define PICOLL_CUDA_FLAG_STRIDE 8 /* uint64_t per flag: one 64-byte line each */
 /* bytes per block below which fewer blocks are launched: small messages in small slices, so that
  * up to max_blocks SMs share them (each block waits on its own flags: one flag line per block) */
 #define PICOLL_CUDA_SLICE_MIN 2048
@@ -49,24 +49,24 @@
 #define PICOLL_CUDA_STREAM_ABORT (~0ull)
 
 typedef enum {
-    PICOLL_CUDA_K_ONESHOT,   /* copy in, arrive, reduce every rank's slot into dst */
-    PICOLL_CUDA_K_TWOSHOT,   /* copy in, arrive, reduce my piece, arrive, gather every piece */
-    PICOLL_CUDA_K_ALLGATHER, /* copy in, arrive, copy every rank's slot out */
-    PICOLL_CUDA_K_ALLTOALL,  /* copy the piece for every peer in, arrive, copy my pieces out */
-    PICOLL_CUDA_K_HCM,       /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
+    PICOLL_CUDA_K_ONESHOT,     /* copy in, arrive, reduce every rank's slot into dst */
+    PICOLL_CUDA_K_TWOSHOT,     /* copy in, arrive, reduce my piece, arrive, gather every piece */
+    PICOLL_CUDA_K_ALLGATHER,   /* copy in, arrive, copy every rank's slot out */
+    PICOLL_CUDA_K_ALLTOALL,    /* copy the piece for every peer in, arrive, copy my pieces out */
+    PICOLL_CUDA_K_HCM,         /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
                               * my quad's result with my relay's */
-    PICOLL_CUDA_K_REDSCAT,   /* reduce-scatter (two-shot's first half): copy the piece for every
+    PICOLL_CUDA_K_REDSCAT,     /* reduce-scatter (two-shot's first half): copy the piece for every
                               * rank in, arrive, reduce my piece of every rank's slot into dst */
-    PICOLL_CUDA_K_BCAST,     /* the root copies in, every rank arrives, the others copy the root's
+    PICOLL_CUDA_K_BCAST,       /* the root copies in, every rank arrives, the others copy the root's
                               * slot out */
-    PICOLL_CUDA_K_REDUCE,    /* one-shot to the root: copy in, arrive, the root reduces every
+    PICOLL_CUDA_K_REDUCE,      /* one-shot to the root: copy in, arrive, the root reduces every
                               * rank's slot into dst */
-    PICOLL_CUDA_K_ALLGATHERV, /* allgather with blocks of every size (piece) at their offsets in
+    PICOLL_CUDA_K_ALLGATHERV,  /* allgather with blocks of every size (piece) at their offsets in
                                * dst (piece_off) */
-    PICOLL_CUDA_K_ALLTOALLV, /* alltoall with pieces of every size: the piece for every rank in
+    PICOLL_CUDA_K_ALLTOALLV,   /* alltoall with pieces of every size: the piece for every rank in
                               * (piece, piece_off of src) at slot_stride apart, arrive, the piece
                               * from every rank out (rpiece, rpiece_off of dst) */
-    PICOLL_CUDA_K_ONESHOT_LL, /* one-shot with low-latency lines: push my input as lines into
+    PICOLL_CUDA_K_ONESHOT_LL,  /* one-shot with low-latency lines: push my input as lines into
                                * every rank's slot, wait for every rank's lines in mine, reduce */
     PICOLL_CUDA_K_ALLGATHER_LL /* allgather with the lines: push my block as lines into every
                                 * rank's slot, wait for every rank's lines in mine, into dst */
@@ -137,27 +137,27 @@ static inline int picoll_cuda_ll_fits(size_t slot_size, size_t ll_max, int nrank
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
  * as uint8; the complex types as float2/double2, real part first; float16 and bfloat16 as their
  * bits, in lane types coll_kernel.cu defines). X(enum, device type). */
-#define PICOLL_CUDA_TYPE_LIST(X)      \
-    X(PICOLL_CUDA_T_I8, int8_t)       \
-    X(PICOLL_CUDA_T_U8, uint8_t)      \
-    X(PICOLL_CUDA_T_I16, int16_t)     \
-    X(PICOLL_CUDA_T_U16, uint16_t)    \
-    X(PICOLL_CUDA_T_I32, int32_t)     \
-    X(PICOLL_CUDA_T_U32, uint32_t)    \
-    X(PICOLL_CUDA_T_I64, int64_t)     \
-    X(PICOLL_CUDA_T_U64, uint64_t)    \
-    X(PICOLL_CUDA_T_F32, float)       \
-    X(PICOLL_CUDA_T_F64, double)      \
-    X(PICOLL_CUDA_T_F16, dev_f16_t)   \
-    X(PICOLL_CUDA_T_BF16, dev_bf16_t) \
-    X(PICOLL_CUDA_T_C32, float2)      \
+#define PICOLL_CUDA_TYPE_LIST(X)                                                                   \
+    X(PICOLL_CUDA_T_I8, int8_t)                                                                    \
+    X(PICOLL_CUDA_T_U8, uint8_t)                                                                   \
+    X(PICOLL_CUDA_T_I16, int16_t)                                                                  \
+    X(PICOLL_CUDA_T_U16, uint16_t)                                                                 \
+    X(PICOLL_CUDA_T_I32, int32_t)                                                                  \
+    X(PICOLL_CUDA_T_U32, uint32_t)                                                                 \
+    X(PICOLL_CUDA_T_I64, int64_t)                                                                  \
+    X(PICOLL_CUDA_T_U64, uint64_t)                                                                 \
+    X(PICOLL_CUDA_T_F32, float)                                                                    \
+    X(PICOLL_CUDA_T_F64, double)                                                                   \
+    X(PICOLL_CUDA_T_F16, dev_f16_t)                                                                \
+    X(PICOLL_CUDA_T_BF16, dev_bf16_t)                                                              \
+    X(PICOLL_CUDA_T_C32, float2)                                                                   \
     X(PICOLL_CUDA_T_C64, double2)
 
 typedef enum {
 #define PICOLL_CUDA_TYPE_ENUM(e, dtype) e,
     PICOLL_CUDA_TYPE_LIST(PICOLL_CUDA_TYPE_ENUM)
 #undef PICOLL_CUDA_TYPE_ENUM
-    PICOLL_CUDA_T_NONE /* not on the device (long double): the call falls back */
+        PICOLL_CUDA_T_NONE /* not on the device (long double): the call falls back */
 } picoll_cuda_type_t;
 
 /* What the kernel tells this rank's host, in host-mapped pinned memory: the host polls it instead
@@ -183,21 +183,21 @@ typedef struct {
 } picoll_cuda_status_t;
 
 typedef struct {
-    int mode;           /* picoll_cuda_kmode_t */
-    int type;           /* picoll_cuda_type_t (allreduce) */
-    int op;             /* picoll_op_t (allreduce) */
-    int esize;          /* element bytes (allreduce) */
+    int mode;  /* picoll_cuda_kmode_t */
+    int type;  /* picoll_cuda_type_t (allreduce) */
+    int op;    /* picoll_op_t (allreduce) */
+    int esize; /* element bytes (allreduce) */
     int nranks, me;
-    int skip_self;      /* allgather in place: my block is already in dst */
-    int root;           /* bcast, reduce: the root's local rank */
-    int max_blocks;     /* blocks every rank's context keeps resident at once, beside the other
+    int skip_self;        /* allgather in place: my block is already in dst */
+    int root;             /* bcast, reduce: the root's local rank */
+    int max_blocks;       /* blocks every rank's context keeps resident at once, beside the other
                          * ranks on its GPU (cuda_ws.c, ws_max_blocks); at most
                          * PICOLL_CUDA_MAX_BLOCKS */
-    uint32_t peers;     /* local ranks waited for (all but me; hcm: quad and relay) */
-    int quad[4];        /* hcm: my quad, ascending local ranks (reduced in this order) */
-    int relay;          /* hcm: the rank whose quad result completes mine */
-    int quad_first;     /* hcm: my quad's result is the left operand of the final combination */
-    uint64_t epoch;     /* of the launch's first arrival; a two-shot also arrives at epoch + 1 */
+    uint32_t peers;       /* local ranks waited for (all but me; hcm: quad and relay) */
+    int quad[4];          /* hcm: my quad, ascending local ranks (reduced in this order) */
+    int relay;            /* hcm: the rank whose quad result completes mine */
+    int quad_first;       /* hcm: my quad's result is the left operand of the final combination */
+    uint64_t epoch;       /* of the launch's first arrival; a two-shot also arrives at epoch + 1 */
     uint64_t *epoch_word; /* a launch on an application's stream: the first epoch is this word
                            * (PICOLL_CUDA_EPOCH_WORD of my flags) + 1, read when the launch runs,
                            * and the launch advances it; a wait past spin_ns names the peer in
@@ -219,25 +219,25 @@ typedef struct {
                          * status->veto takes when a rank said no; 0: the ranks agreed before */
     size_t bytes;       /* allreduce and allgather: the chunk; alltoall: the piece per peer;
                          * reduce-scatter, allgatherv: the chunk of the largest piece */
-    size_t chunk_off;   /* offset of this chunk in the call's operands (of each block, each piece) */
-    size_t src_stride;  /* alltoall: bytes between the blocks of the send buffer */
-    size_t dst_stride;  /* allgather, alltoall: bytes between the blocks of the receive buffer */
+    size_t chunk_off;  /* offset of this chunk in the call's operands (of each block, each piece) */
+    size_t src_stride; /* alltoall: bytes between the blocks of the send buffer */
+    size_t dst_stride; /* allgather, alltoall: bytes between the blocks of the receive buffer */
     size_t slot_stride; /* reduce-scatter, alltoallv: bytes between the pieces in a slot (16-byte
                          * multiple) */
     size_t slot_size;   /* the lines: bytes of a data buffer, and of one parity's line area */
     size_t ll_size;     /* (after both data buffers of each rank's workspace, at flags[r]) */
-    size_t piece[PICOLL_CUDA_MAX_LOCAL];     /* reduce-scatter, allgatherv: bytes of rank r's
+    size_t piece[PICOLL_CUDA_MAX_LOCAL];      /* reduce-scatter, allgatherv: bytes of rank r's
                                               * whole piece (block) */
-    size_t piece_off[PICOLL_CUDA_MAX_LOCAL]; /* its offset in the send buffer (reduce-scatter), in
+    size_t piece_off[PICOLL_CUDA_MAX_LOCAL];  /* its offset in the send buffer (reduce-scatter), in
                                               * the receive buffer (allgatherv) */
     size_t rpiece[PICOLL_CUDA_MAX_LOCAL];     /* alltoallv: bytes of the piece from rank r (piece:
                                                * those of the piece for rank r) */
     size_t rpiece_off[PICOLL_CUDA_MAX_LOCAL]; /* alltoallv: its offset in the receive buffer */
-    const char *src;    /* this chunk of the user's input */
-    char *dst;          /* this chunk of the user's output */
-    char *slot[2][PICOLL_CUDA_MAX_LOCAL];    /* [parity][rank]: data buffers, mapped */
-    uint64_t *flags[PICOLL_CUDA_MAX_LOCAL];  /* [rank]: its flag lines, mapped */
-    picoll_cuda_status_t *status;            /* host-mapped */
+    const char *src;                          /* this chunk of the user's input */
+    char *dst;                                /* this chunk of the user's output */
+    char *slot[2][PICOLL_CUDA_MAX_LOCAL];     /* [parity][rank]: data buffers, mapped */
+    uint64_t *flags[PICOLL_CUDA_MAX_LOCAL];   /* [rank]: its flag lines, mapped */
+    picoll_cuda_status_t *status;             /* host-mapped */
 } picoll_cuda_kparams_t;
 
 /* The kernel's symbol in the fatbin (cuModuleGetFunction). */
@@ -252,13 +252,13 @@ typedef struct {
  * the generic kernel, with the same results bit for bit. An entry holds the modes that reduce over
  * every local rank (picoll_cuda_fixed_mode); the others and HCM take the generic kernel.
  * X(tag, type enum, device type, op). */
-#define PICOLL_CUDA_FIXED_LIST(X)                                \
-    X(f32_sum, PICOLL_CUDA_T_F32, float, PICOLL_OP_SUM)          \
-    X(f16_sum, PICOLL_CUDA_T_F16, dev_f16_t, PICOLL_OP_SUM)      \
-    X(bf16_sum, PICOLL_CUDA_T_BF16, dev_bf16_t, PICOLL_OP_SUM)   \
+#define PICOLL_CUDA_FIXED_LIST(X)                                                                  \
+    X(f32_sum, PICOLL_CUDA_T_F32, float, PICOLL_OP_SUM)                                            \
+    X(f16_sum, PICOLL_CUDA_T_F16, dev_f16_t, PICOLL_OP_SUM)                                        \
+    X(bf16_sum, PICOLL_CUDA_T_BF16, dev_bf16_t, PICOLL_OP_SUM)                                     \
     X(f64_sum, PICOLL_CUDA_T_F64, double, PICOLL_OP_SUM)
 /* The rank counts of those entries: X(..., nranks) for each. */
-#define PICOLL_CUDA_FIXED_RANKS(X, ...) \
+#define PICOLL_CUDA_FIXED_RANKS(X, ...)                                                            \
     X(__VA_ARGS__, 2) X(__VA_ARGS__, 4) X(__VA_ARGS__, 6) X(__VA_ARGS__, 8)
 #define PICOLL_CUDA_FIXED_COUNT (4 * 4)
 /* An entry's symbol: picoll_coll_TAG_rN (picoll_coll_f32_sum_r8). */

@@ -80,8 +80,8 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
     *ctx = NULL;
     *home = 0;
     coll_vote_current_known = 0;
-    if (recv->kind != PICOLL_MEM_DEVICE || (send != NULL && (send->kind != PICOLL_MEM_DEVICE ||
-                                                             send->context != recv->context))) {
+    if (recv->kind != PICOLL_MEM_DEVICE ||
+        (send != NULL && (send->kind != PICOLL_MEM_DEVICE || send->context != recv->context))) {
         return 0;
     }
     if (dt != PICOLL_DT_NONE && picoll_cuda_coll_type(dt) == PICOLL_CUDA_T_NONE) {
@@ -105,14 +105,14 @@ int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
             return 0;
         }
         if (cur == recv->context) {
-            ok = picoll_cudrv_check(picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD,
-                                                                  &status),
-                                    "cuStreamIsCapturing");
+            ok = picoll_cudrv_check(
+                picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status),
+                "cuStreamIsCapturing");
         } else if ((ok = picoll_cudrv_check(picoll_cu.ctx_push_current(recv->context),
                                             "cuCtxPushCurrent")) == PICOLL_OK) {
-            ok = picoll_cudrv_check(picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD,
-                                                                  &status),
-                                    "cuStreamIsCapturing");
+            ok = picoll_cudrv_check(
+                picoll_cu.stream_is_capturing(PICOLL_CU_STREAM_PER_THREAD, &status),
+                "cuStreamIsCapturing");
             (void)picoll_cudrv_check(picoll_cu.ctx_pop_current(&popped), "cuCtxPopCurrent");
         }
         coll_thread_switches = cur != recv->context;
@@ -224,8 +224,8 @@ picoll_status_t picoll_cuda_call_enqueue(picoll_cuda_ws_t *ws, coll_call_t *c)
         c->p.seq_floor = c->p.seq; /* nothing gives up here (the halt word stays 0) */
         PICOLL_CU_TRY_FATAL(picoll_cu.launch_kernel(picoll_cuda_ws_function(ws, &c->p),
                                                     (unsigned)blocks, 1, 1,
-                                                    picoll_cuda_launch_threads(ws, blocks), 1, 1,
-                                                    0, ws->stream, params, NULL),
+                                                    picoll_cuda_launch_threads(ws, blocks), 1, 1, 0,
+                                                    ws->stream, params, NULL),
                             "cuLaunchKernel on the communicator's stream", c->coll);
     }
     return PICOLL_OK;

@@ -79,8 +79,8 @@ picoll_status_t picoll_cuda_module_load(picoll_cu_context_t ctx, unsigned long l
         picoll_cu.device_get_attribute(&minor, PICOLL_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                        device);
         picoll_info("no device collectives on device %d: no kernel image for compute capability "
-                    "%d.%d (picoll's kernels need 7.0 or later; built for %s)", device, major,
-                    minor, PICOLL_CUDA_ARCHS);
+                    "%d.%d (picoll's kernels need 7.0 or later; built for %s)",
+                    device, major, minor, PICOLL_CUDA_ARCHS);
         status = PICOLL_ERR_NOT_SUPPORTED;
         goto unlock;
     }
@@ -116,8 +116,8 @@ picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, picoll_cu_fu
     picoll_cu_function_t kernel, fixed[PICOLL_CUDA_FIXED_COUNT];
     picoll_cu_device_t device = 0;
     PICOLL_CU_TRY(picoll_cu.ctx_get_device(&device), "cuCtxGetDevice");
-    picoll_status_t st = picoll_cuda_module_load(ctx, picoll_cudrv_ctx_id(ctx), (int)device,
-                                                 &kernel, fixed, fn);
+    picoll_status_t st =
+        picoll_cuda_module_load(ctx, picoll_cudrv_ctx_id(ctx), (int)device, &kernel, fixed, fn);
     return st != PICOLL_OK ? st : *fn != NULL ? PICOLL_OK : PICOLL_ERR_NOT_SUPPORTED;
 }
 
@@ -129,14 +129,14 @@ void picoll_cuda_fixed_fit(picoll_cu_function_t *fixed, int threads, int per_sm)
          * bounds give that, unless a build said otherwise */
         int k_threads = 0, k_per_sm = 0;
         if (fixed[k] != NULL &&
-            (picoll_cu.func_get_attribute(&k_threads,
-                                          PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                          fixed[k]) != 0 ||
+            (picoll_cu.func_get_attribute(
+                 &k_threads, PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fixed[k]) != 0 ||
              picoll_cu.occupancy_max_blocks(&k_per_sm, fixed[k], threads, 0) != 0 ||
              k_threads < threads || k_per_sm < per_sm)) {
             picoll_debug("kernel entry %s: %d threads, %d blocks per multiprocessor, where %s has "
-                         "%d and %d: its calls take %s", ws_fixed[k].name, k_threads, k_per_sm,
-                         PICOLL_CUDA_KERNEL_NAME, threads, per_sm, PICOLL_CUDA_KERNEL_NAME);
+                         "%d and %d: its calls take %s",
+                         ws_fixed[k].name, k_threads, k_per_sm, PICOLL_CUDA_KERNEL_NAME, threads,
+                         per_sm, PICOLL_CUDA_KERNEL_NAME);
             fixed[k] = NULL;
         }
     }

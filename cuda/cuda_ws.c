@@ -37,7 +37,8 @@ static int ws_context_sms(int sms, int mps)
     double p = pct != NULL ? strtod(pct, &end) : 100.0;
     if (pct != NULL && (end == pct || *end != '\0' || p <= 0.0 || p > 100.0)) {
         picoll_warn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s is not a percentage in (0, 100]: all %d "
-                    "multiprocessors are assumed", pct, sms);
+                    "multiprocessors are assumed",
+                    pct, sms);
         p = 100.0;
     }
     int n = (int)((double)sms * p / 100.0);
@@ -56,20 +57,20 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     PICOLL_CU_TRY(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
     picoll_cu_function_t floor;
-    status = picoll_cuda_module_load(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed,
-                                     &floor);
+    status =
+        picoll_cuda_module_load(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed, &floor);
     if (status != PICOLL_OK) {
         return status;
     }
-    PICOLL_CU_TRY(picoll_cu.device_get_attribute(&sms,
-                                                 PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                                 ws->device), "cuDeviceGetAttribute");
-    PICOLL_CU_TRY(picoll_cu.device_get_attribute(&dev_threads,
-                                                 PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                                 ws->device), "cuDeviceGetAttribute");
-    PICOLL_CU_TRY(picoll_cu.func_get_attribute(&fn_threads,
-                                               PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                               ws->kernel), "cuFuncGetAttribute");
+    PICOLL_CU_TRY(picoll_cu.device_get_attribute(
+                      &sms, PICOLL_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ws->device),
+                  "cuDeviceGetAttribute");
+    PICOLL_CU_TRY(picoll_cu.device_get_attribute(
+                      &dev_threads, PICOLL_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ws->device),
+                  "cuDeviceGetAttribute");
+    PICOLL_CU_TRY(picoll_cu.func_get_attribute(
+                      &fn_threads, PICOLL_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ws->kernel),
+                  "cuFuncGetAttribute");
     /* an older driver does not know the attribute: then no MPS is assumed */
     if (picoll_cu.device_get_attribute(&msg->mps, PICOLL_CU_DEVICE_ATTRIBUTE_MPS_ENABLED,
                                        ws->device) != 0) {
@@ -80,7 +81,8 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     ws->threads = fn_threads < ws->threads ? fn_threads : ws->threads;
     if (ws->threads < ws->nlocal) { /* thread t of a block waits for local rank t */
         picoll_info("device %d runs %d threads per block, fewer than the %d local ranks: device "
-                    "collectives fall back", ws->device, ws->threads, ws->nlocal);
+                    "collectives fall back",
+                    ws->device, ws->threads, ws->nlocal);
         return PICOLL_ERR_NOT_SUPPORTED;
     }
     PICOLL_CU_TRY(picoll_cu.occupancy_max_blocks(&per_sm, ws->kernel, ws->threads, 0),
@@ -96,8 +98,9 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     /* PICOLL_CUDA_SMALL_THREADS: whole warps, at least one per local rank's wait (one warp) */
     ws->small_threads = (int)((picoll_cfg.cuda_small_threads + 31) / 32 * 32);
     ws->small_threads = ws->small_threads > ws->threads ? ws->threads : ws->small_threads;
-    PICOLL_CU_TRY(picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id),
-                                                  ws->device), "cuDeviceGetPCIBusId");
+    PICOLL_CU_TRY(
+        picoll_cu.device_get_pci_bus_id(msg->bus_id, (int)sizeof(msg->bus_id), ws->device),
+        "cuDeviceGetPCIBusId");
     for (char *c = msg->bus_id; *c; c++) {
         *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
     }
@@ -111,8 +114,9 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
      * line areas too: a low-latency line is taken when its flags match (cuda_kernel.h), and
      * memory that held another workspace's lines may hold those flags (the data buffers' bytes
      * are never read before they are written) */
-    PICOLL_CU_TRY(picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES,
-                                            PICOLL_CU_STREAM_PER_THREAD), "cuMemsetD8Async");
+    PICOLL_CU_TRY(
+        picoll_cu.memset_d8_async(base, 0, PICOLL_CUDA_FLAGS_BYTES, PICOLL_CU_STREAM_PER_THREAD),
+        "cuMemsetD8Async");
     if (ws->ll_size != 0) {
         PICOLL_CU_TRY(picoll_cu.memset_d8_async(base + PICOLL_CUDA_FLAGS_BYTES + 2 * ws->slot_size,
                                                 0, 2 * ws->ll_size, PICOLL_CU_STREAM_PER_THREAD),
@@ -125,7 +129,8 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
     PICOLL_CU_TRY(picoll_cu.ipc_get_mem_handle(&msg->handle, base), "cuIpcGetMemHandle");
     PICOLL_CU_TRY(picoll_cu.mem_host_alloc(&status_host, sizeof(picoll_cuda_status_t),
                                            PICOLL_CU_MEMHOSTALLOC_DEVICEMAP |
-                                               PICOLL_CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+                                               PICOLL_CU_MEMHOSTALLOC_PORTABLE),
+                  "cuMemHostAlloc");
     ws->status = status_host;
     memset(status_host, 0, sizeof(picoll_cuda_status_t));
     PICOLL_CU_TRY(picoll_cu.mem_host_get_device_pointer(&status_dev, status_host, 0),
@@ -160,7 +165,8 @@ static int ws_max_blocks(const ws_msg_t *all, int nlocal, int *most)
         }
         *most = sharing > *most ? sharing : *most;
         int fit = all[r].resident / (sharing > WS_FULL_SHARING ? 2 * sharing
-                                                               : sharing > 0 ? sharing : 1);
+                                     : sharing > 0             ? sharing
+                                                               : 1);
         fit = all[r].own < fit ? all[r].own : fit;
         if (fit < best) {
             best = fit;
@@ -311,7 +317,8 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     }
     if (ws->nlocal > PICOLL_CUDA_MAX_LOCAL) {
         picoll_info("%d ranks on the node, more than the %d a device workspace serves: device "
-                    "collectives fall back", ws->nlocal, PICOLL_CUDA_MAX_LOCAL);
+                    "collectives fall back",
+                    ws->nlocal, PICOLL_CUDA_MAX_LOCAL);
         status = PICOLL_ERR_NOT_SUPPORTED;
     } else if (ctx == NULL) {
         status = PICOLL_ERR_NOT_SUPPORTED; /* no device buffers here: nothing to make it on */
@@ -349,7 +356,8 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
         if (ws->me == 0) {
             picoll_info("local ranks %d and %d share GPU %s without MPS: their kernels would be "
                         "time-sliced, so device collectives fall back (start MPS: "
-                        "nvidia-cuda-mps-control -d)", sliced, other, all[sliced].bus_id);
+                        "nvidia-cuda-mps-control -d)",
+                        sliced, other, all[sliced].bus_id);
         }
         ws->reach = PICOLL_TOPO_REACH_NONE;
     }
@@ -377,8 +385,8 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
     picoll_debug("device workspace on device %d: %d local ranks (%d on one GPU at most), 2 x %zu "
                  "bytes, %d blocks of %d threads (resident: %d, this context's: %d), reach %s: %s",
                  ws->device, ws->nlocal, ws->sharing, ws->slot_size, ws->max_blocks, ws->threads,
-                 all[ws->me].resident, all[ws->me].own,
-                 picoll_topo_reach_name(ws->reach), picoll_status_string(status));
+                 all[ws->me].resident, all[ws->me].own, picoll_topo_reach_name(ws->reach),
+                 picoll_status_string(status));
     free(all);
     if (status != PICOLL_OK) {
         ws_release(ws, NULL, node_comm); /* every rank: the outcome is agreed */
@@ -400,7 +408,8 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
     int all_ok = picoll_cuda_ws_create(comm, node_comm, cfg, ctx, ws) == PICOLL_OK;
     if (!all_ok) {
         picoll_info("device workspace %s where this rank's buffers are: failed somewhere, device "
-                    "collectives fall back", old >= 0 ? "moved" : "made");
+                    "collectives fall back",
+                    old >= 0 ? "moved" : "made");
     } else if (old >= 0) {
         picoll_info("device workspace moved to device %d, where this rank's buffers are: ok",
                     (*ws)->device);

@@ -17,22 +17,22 @@ extern const unsigned char picoll_cuda_fatbin[];
  * user buffer is exported through IPC and no cache of user-buffer mappings (with its stale-entry
  * problem when an address is freed and reused) is needed. */
 struct picoll_cuda_ws {
-    picoll_cu_context_t ctx;    /* the context it lives in: that of the buffers that made it */
-    unsigned long long ctx_id;  /* and its id (picoll_cudrv_ctx_id): a context reset since, or
+    picoll_cu_context_t ctx;   /* the context it lives in: that of the buffers that made it */
+    unsigned long long ctx_id; /* and its id (picoll_cudrv_ctx_id): a context reset since, or
                                  * destroyed and made again at the same handle, has another */
-    int device;                 /* ctx's device */
-    int nlocal, me;             /* ranks on the node, and mine */
-    int comm_size;              /* of the user's communicator, for error messages */
+    int device;                /* ctx's device */
+    int nlocal, me;            /* ranks on the node, and mine */
+    int comm_size;             /* of the user's communicator, for error messages */
     int comm_ranks[PICOLL_CUDA_MAX_LOCAL]; /* rank in the user's communicator of each local rank */
-    int max_blocks;             /* blocks per launch at most: all ranks' blocks resident at once */
-    int sharing;                /* the most ranks of the node on one GPU (the same on every rank) */
-    int threads;                /* threads per block */
-    int small_threads;          /* threads of a one-block launch (PICOLL_CUDA_SMALL_THREADS);
+    int max_blocks;    /* blocks per launch at most: all ranks' blocks resident at once */
+    int sharing;       /* the most ranks of the node on one GPU (the same on every rank) */
+    int threads;       /* threads per block */
+    int small_threads; /* threads of a one-block launch (PICOLL_CUDA_SMALL_THREADS);
                                  * 0: threads */
-    size_t slot_size;           /* bytes of one data buffer */
-    size_t ll_size;             /* bytes of one parity's low-latency lines (after the two data
+    size_t slot_size;  /* bytes of one data buffer */
+    size_t ll_size;    /* bytes of one parity's low-latency lines (after the two data
                                  * buffers: picoll_cuda_ll_area_bytes); 0: none */
-    char *base;                 /* my allocation: flags, then two data buffers */
+    char *base;        /* my allocation: flags, then two data buffers */
     char *peer[PICOLL_CUDA_MAX_LOCAL]; /* the peers' allocations as mapped here (mine: base) */
     int mapped[PICOLL_CUDA_MAX_LOCAL]; /* peer[r] came from cuIpcOpenMemHandle */
     int import[PICOLL_CUDA_MAX_LOCAL]; /* mapped: its entry in the process's import table, +1 */
@@ -40,29 +40,29 @@ struct picoll_cuda_ws {
     picoll_cu_function_t fixed[PICOLL_CUDA_FIXED_COUNT]; /* the entries of PICOLL_CUDA_FIXED_LIST
                                                            * in ctx, in its order; NULL: not
                                                            * used (picoll_cuda_ws_function) */
-    picoll_cuda_status_t *status;      /* host view of the kernels' status (mapped pinned) */
+    picoll_cuda_status_t *status; /* host view of the kernels' status (mapped pinned) */
     picoll_cuda_status_t *status_dev;
-    uint64_t epoch;             /* arrivals so far (the same sequence on every rank) */
-    uint64_t seq;               /* launches so far, relaunches included (this rank's own count) */
-    uint64_t veto_at;           /* the next call is on the hot path: its number (the same on every
+    uint64_t epoch;         /* arrivals so far (the same sequence on every rank) */
+    uint64_t seq;           /* launches so far, relaunches included (this rank's own count) */
+    uint64_t veto_at;       /* the next call is on the hot path: its number (the same on every
                                  * rank), 0 if not (picoll_cuda_hot_arm) */
-    picoll_shm_t *veto_shm;     /* and the node workspace where a rank says no to it (dev_no) */
-    double timeout;             /* seconds, PICOLL_TIMEOUT */
-    double spin;                /* seconds a block waits for a peer before it gives up,
+    picoll_shm_t *veto_shm; /* and the node workspace where a rank says no to it (dev_no) */
+    double timeout;         /* seconds, PICOLL_TIMEOUT */
+    double spin;            /* seconds a block waits for a peer before it gives up,
                                  * PICOLL_CUDA_SPIN */
-    uint64_t pid[PICOLL_CUDA_MAX_LOCAL];   /* each local rank's process, published at set-up */
-    uint64_t pstart[PICOLL_CUDA_MAX_LOCAL]; /* and its start time (util/proc.h) */
+    uint64_t pid[PICOLL_CUDA_MAX_LOCAL];        /* each local rank's process, published at set-up */
+    uint64_t pstart[PICOLL_CUDA_MAX_LOCAL];     /* and its start time (util/proc.h) */
     unsigned char watch[PICOLL_CUDA_MAX_LOCAL]; /* 1: that process can be looked at from here */
     picoll_topo_reach_t reach;
-    uint32_t peers;             /* local ranks mapped and waited for (not me) */
-    int hcm;                    /* reach hcm with a plan: allreduce runs the HCM kernel */
-    picoll_cu_stream_t stream;  /* a workspace of an application's stream (on_stream): its
+    uint32_t peers;            /* local ranks mapped and waited for (not me) */
+    int hcm;                   /* reach hcm with a plan: allreduce runs the HCM kernel */
+    picoll_cu_stream_t stream; /* a workspace of an application's stream (on_stream): its
                                  * launches go there, the epoch in device memory
                                  * (PICOLL_CUDA_EPOCH_WORD), and the call returns at once */
     int on_stream;
     struct picoll_cuda_ws *watch_next; /* on_stream: the list picoll_cuda_stream_watch reads */
-    uint64_t watch_first;       /* the first epoch of the launch the watch found waiting */
-    void *watch_late;           /* and its wait (coll_late_t, cuda_end.c); NULL: none */
+    uint64_t watch_first;              /* the first epoch of the launch the watch found waiting */
+    void *watch_late;                  /* and its wait (coll_late_t, cuda_end.c); NULL: none */
     int quad[PICOLL_TOPO_HCM_QUAD], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
 };
 _Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cuda_ws_t *)0)->quad),
@@ -72,8 +72,8 @@ _Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cud
  * never chose a device (PyTorch's MPI worker) must not be left with one. */
 typedef struct {
     picoll_cu_context_t prev;
-    int switched;      /* prev was not ctx: restore it */
-    int mode;          /* the thread's stream capture mode before set-up, when exchanged */
+    int switched; /* prev was not ctx: restore it */
+    int mode;     /* the thread's stream capture mode before set-up, when exchanged */
     int mode_set;
 } picoll_cuda_saved_ctx_t;
 

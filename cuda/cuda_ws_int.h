@@ -14,13 +14,13 @@
 /* What each local rank publishes at set-up (one PMPI_Allgather over the node). */
 typedef struct {
     picoll_cu_ipc_handle_t handle;
-    int ok;        /* the allocation and the handle exist */
+    int ok; /* the allocation and the handle exist */
     int comm_rank;
-    int resident;  /* blocks of the kernel the GPU holds at once (SMs x blocks per SM) */
-    int own;       /* of those, what this rank's context may hold: under MPS with an SM limit
+    int resident; /* blocks of the kernel the GPU holds at once (SMs x blocks per SM) */
+    int own;      /* of those, what this rank's context may hold: under MPS with an SM limit
                     * (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) its SMs x blocks per SM */
-    int threads;   /* threads per block this rank can launch */
-    int mps;       /* the device shares contexts through MPS (kernels of ranks run at once) */
+    int threads;  /* threads per block this rank can launch */
+    int mps;      /* the device shares contexts through MPS (kernels of ranks run at once) */
     int device;
     char bus_id[PICOLL_TOPO_BUSID_LEN];
     uint64_t pid, start; /* who I am, for the peers that will wait for me (util/proc.h) */

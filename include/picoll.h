@@ -29,12 +29,12 @@ int picoll_active(void);
 void picoll_set_bypass(int bypass);
 
 typedef struct {
-    unsigned long id;  /* unique per communicator context in this process */
-    int enabled;       /* picoll may run its own algorithms on this communicator */
-    int size;          /* communicator size */
-    int local_size;    /* ranks of this communicator on this node */
-    int num_nodes;     /* nodes the communicator spans */
-    char reason[128];  /* why it is disabled, when it is */
+    unsigned long id; /* unique per communicator context in this process */
+    int enabled;      /* picoll may run its own algorithms on this communicator */
+    int size;         /* communicator size */
+    int local_size;   /* ranks of this communicator on this node */
+    int num_nodes;    /* nodes the communicator spans */
+    char reason[128]; /* why it is disabled, when it is */
 } picoll_comm_info_t;
 
 /* Describe picoll's context for comm. Returns MPI_SUCCESS and fills info if a context exists
@@ -94,10 +94,10 @@ int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Da
 #endif
 
 /* picoll's enqueued collectives beyond MPICH's, on either type */
-int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                           void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                          void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,
                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
@@ -110,8 +110,8 @@ int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
  * replays included); and, apart from all these, the collectives that went to picoll's kernels on
  * the stream itself (kernels; their graph replays are not counted: nothing of the host sees
  * them). Any pointer may be NULL. MPI_SUCCESS, or MPI_ERR_ARG for a stream that is not one. */
-int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device,
-                        long *captured, long *runs, long *kernels);
+int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *device, long *captured,
+                        long *runs, long *kernels);
 
 /* ---- The GPU's floor, for benchmarks (osu-bench --floor) ----
  *

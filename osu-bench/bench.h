@@ -22,7 +22,7 @@ typedef enum {
 typedef struct {
     const void *sendbuf; /* MPI_IN_PLACE with -l */
     void *recvbuf;
-    int count;           /* elements per message, as the collective's count argument */
+    int count; /* elements per message, as the collective's count argument */
     MPI_Datatype type;
     MPI_Comm comm;
 } bench_call_t;

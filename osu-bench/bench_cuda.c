@@ -202,8 +202,8 @@ void bench_cuda_free_device(void *p)
 void *bench_cuda_alloc_pinned(size_t bytes)
 {
     void *p = NULL;
-    if (cu.mem_host_alloc == NULL || cu.mem_host_alloc(&p, bytes == 0 ? 1 : bytes,
-                                                        CU_MEMHOSTALLOC_PORTABLE) != 0) {
+    if (cu.mem_host_alloc == NULL ||
+        cu.mem_host_alloc(&p, bytes == 0 ? 1 : bytes, CU_MEMHOSTALLOC_PORTABLE) != 0) {
         return NULL;
     }
     memset(p, 0, bytes);
@@ -244,7 +244,8 @@ int bench_cuda_stream_create(void **stream, char *why, size_t len)
         *(void **)&streams.destroy = dlsym(cu_lib, "cuStreamDestroy_v2");
         if (streams.create == NULL || streams.synchronize == NULL || streams.destroy == NULL) {
             streams = (cu_streams_t){NULL, NULL, NULL};
-            snprintf(why, len, "the CUDA driver lacks cuStreamCreate, cuStreamSynchronize or "
+            snprintf(why, len,
+                     "the CUDA driver lacks cuStreamCreate, cuStreamSynchronize or "
                      "cuStreamDestroy_v2");
             return -1;
         }
@@ -285,7 +286,8 @@ int bench_cuda_graph_check(char *why, size_t len)
     if (graphs.begin_capture == NULL || graphs.end_capture == NULL || graphs.instantiate == NULL ||
         graphs.graph_destroy == NULL || graphs.exec_destroy == NULL || graphs.launch == NULL) {
         graphs = (cu_graphs_t){NULL, NULL, NULL, NULL, NULL, NULL};
-        snprintf(why, len, "the CUDA driver lacks the graph calls (cuStreamBeginCapture_v2, "
+        snprintf(why, len,
+                 "the CUDA driver lacks the graph calls (cuStreamBeginCapture_v2, "
                  "cuStreamEndCapture, cuGraphInstantiateWithFlags, cuGraphLaunch, ...)");
         return -1;
     }
@@ -306,8 +308,8 @@ int bench_cuda_graph_end(void *stream, void **exec, char *why, size_t len)
     void *graph = NULL;
     int rc = driver_result(graphs.end_capture(stream, &graph), "cuStreamEndCapture", why, len);
     if (rc == 0) {
-        rc = driver_result(graphs.instantiate(exec, graph, 0), "cuGraphInstantiateWithFlags",
-                           why, len);
+        rc = driver_result(graphs.instantiate(exec, graph, 0), "cuGraphInstantiateWithFlags", why,
+                           len);
         graphs.graph_destroy(graph);
     }
     return rc;

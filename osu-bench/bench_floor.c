@@ -85,7 +85,7 @@ void bench_floor_header(const bench_floor_t *f, const char *coll, int np)
            "device-to-device copy of half the bytes a rank's %s must read and write (%s), each "
            "row's floor the larger of the launch's and the copy's\n",
            f->n, f->launch_us, f->queue_us, coll,
-           strcmp(coll, "allgather") == 0   ? "(np+1) x size"
+           strcmp(coll, "allgather") == 0  ? "(np+1) x size"
            : strcmp(coll, "alltoall") == 0 ? "2 x np x size"
                                            : "2 x size");
 }
@@ -117,8 +117,9 @@ void bench_floor_row(const bench_floor_t *f, size_t moved, double copy_us, doubl
     double blocking = copy_us > f->launch_us ? copy_us : f->launch_us;
     double queued = copy_us > f->queue_us ? copy_us : f->queue_us;
     printf("# floor (us): blocking %.2f, stream %.2f (copy %.2f: %zu B read and written, %.1f "
-           "GB/s); picoll/floor %.3fx", blocking, queued, copy_us, moved,
-           copy_us > 0.0 ? (double)moved / copy_us / 1e3 : 0.0, ratio(picoll_us, blocking));
+           "GB/s); picoll/floor %.3fx",
+           blocking, queued, copy_us, moved, copy_us > 0.0 ? (double)moved / copy_us / 1e3 : 0.0,
+           ratio(picoll_us, blocking));
     if (stream_us != NULL && stream_us[0] > 0.0) {
         printf(", enqueue/floor %.3fx", ratio(stream_us[0], queued));
     }

@@ -7,12 +7,12 @@
 #include <stddef.h>
 
 typedef struct {
-    int on;             /* 1: measured, rows print their ratios */
-    int n;              /* launches timed (--floor=N) */
-    double launch_us;   /* an empty kernel launched and waited for, every rank at once (mean) */
-    double queue_us;    /* one of N empty kernels queued on the stream, then one synchronise */
-    void *stream;       /* the stream of the queue and the copies */
-    int own_stream;     /* made here (no --enqueue or --graph stream) */
+    int on;           /* 1: measured, rows print their ratios */
+    int n;            /* launches timed (--floor=N) */
+    double launch_us; /* an empty kernel launched and waited for, every rank at once (mean) */
+    double queue_us;  /* one of N empty kernels queued on the stream, then one synchronise */
+    void *stream;     /* the stream of the queue and the copies */
+    int own_stream;   /* made here (no --enqueue or --graph stream) */
     int (*floor)(int what, void *stream, int n, size_t bytes, double *seconds);
 } bench_floor_t;
 

@@ -108,8 +108,10 @@ static void *open_library(char *path, size_t plen, char *why, size_t len)
         return lib;
     }
     e = dlerror();
-    snprintf(why, len, "libnccl.so.2 not found (%s; nor in /usr/local/cuda's lib64, lib, "
-             "targets/*/lib; PICOLL_BENCH_NCCL names another)", e != NULL ? e : "dlopen failed");
+    snprintf(why, len,
+             "libnccl.so.2 not found (%s; nor in /usr/local/cuda's lib64, lib, "
+             "targets/*/lib; PICOLL_BENCH_NCCL names another)",
+             e != NULL ? e : "dlopen failed");
     for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
         glob_t g;
         char pattern[256];
@@ -148,8 +150,10 @@ static int load(char *why, size_t len)
         return -1;
     }
     if (bench_cuda_test_driver() && dlsym(lib, FAKE_NCCL_MARK) == NULL) {
-        snprintf(why, len, "no GPU (the CUDA driver is one of the test suite's, tests/cuda, which "
-                 "%s cannot run on)", path);
+        snprintf(why, len,
+                 "no GPU (the CUDA driver is one of the test suite's, tests/cuda, which "
+                 "%s cannot run on)",
+                 path);
         return -1;
     }
     nccl.fn = table;
@@ -306,9 +310,7 @@ int bench_nccl_call(bench_coll_id_t coll, const void *sendbuf, void *recvbuf, si
             rc = rc != 0 ? rc : end;
         }
         break;
-    case BENCH_COLL_OTHER:
-        snprintf(why, len, "no NCCL collective");
-        return -1;
+    case BENCH_COLL_OTHER: snprintf(why, len, "no NCCL collective"); return -1;
     }
     if (rc != 0) {
         snprintf(why, len, "%s: %s", what, nccl_error(rc));

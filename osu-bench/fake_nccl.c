@@ -32,14 +32,10 @@ static int nrequests, capacity, group_depth;
 static MPI_Datatype mpi_type(int t)
 {
     switch (t) {
-    case 0:
-        return MPI_SIGNED_CHAR;
-    case 2:
-        return MPI_INT;
-    case 7:
-        return MPI_FLOAT;
-    case 8:
-        return MPI_DOUBLE;
+    case 0: return MPI_SIGNED_CHAR;
+    case 2: return MPI_INT;
+    case 7: return MPI_FLOAT;
+    case 8: return MPI_DOUBLE;
     }
     return MPI_DATATYPE_NULL;
 }
@@ -47,14 +43,10 @@ static MPI_Datatype mpi_type(int t)
 static MPI_Op mpi_op(int op)
 {
     switch (op) {
-    case 0:
-        return MPI_SUM;
-    case 1:
-        return MPI_PROD;
-    case 2:
-        return MPI_MAX;
-    case 3:
-        return MPI_MIN;
+    case 0: return MPI_SUM;
+    case 1: return MPI_PROD;
+    case 2: return MPI_MAX;
+    case 3: return MPI_MIN;
     }
     return MPI_OP_NULL;
 }
@@ -67,8 +59,9 @@ FAKE_API int ncclGetVersion(int *version)
 
 FAKE_API const char *ncclGetErrorString(int rc)
 {
-    return rc == OK ? "no error" : rc == INVALID_ARGUMENT ? "invalid argument (fake NCCL)"
-                                                          : "MPI error (fake NCCL)";
+    return rc == OK                 ? "no error"
+           : rc == INVALID_ARGUMENT ? "invalid argument (fake NCCL)"
+                                    : "MPI error (fake NCCL)";
 }
 
 FAKE_API int ncclGetUniqueId(fake_unique_id_t *id)
@@ -110,7 +103,9 @@ FAKE_API int ncclAllReduce(const void *send, void *recv, size_t count, int type,
         return INVALID_ARGUMENT;
     }
     return PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mpi_type(type),
-                          mpi_op(op), c->comm) == MPI_SUCCESS ? OK : INTERNAL;
+                          mpi_op(op), c->comm) == MPI_SUCCESS
+               ? OK
+               : INTERNAL;
 }
 
 FAKE_API int ncclAllGather(const void *send, void *recv, size_t count, int type, fake_comm_t *c,
@@ -128,7 +123,9 @@ FAKE_API int ncclAllGather(const void *send, void *recv, size_t count, int type,
         send = MPI_IN_PLACE;
     }
     return PMPI_Allgather(send, (int)count, mpi_type(type), recv, (int)count, mpi_type(type),
-                          c->comm) == MPI_SUCCESS ? OK : INTERNAL;
+                          c->comm) == MPI_SUCCESS
+               ? OK
+               : INTERNAL;
 }
 
 static int add_request(void)
@@ -176,7 +173,8 @@ FAKE_API int ncclSend(const void *buf, size_t count, int type, int peer, fake_co
     int i = add_request();
     (void)stream;
     if (i < 0 || mpi_type(type) == MPI_DATATYPE_NULL ||
-        PMPI_Isend(buf, (int)count, mpi_type(type), peer, 0, c->comm, &requests[i]) != MPI_SUCCESS) {
+        PMPI_Isend(buf, (int)count, mpi_type(type), peer, 0, c->comm, &requests[i]) !=
+            MPI_SUCCESS) {
         return INTERNAL;
     }
     return group_depth == 0 ? complete() : OK;
@@ -187,7 +185,8 @@ FAKE_API int ncclRecv(void *buf, size_t count, int type, int peer, fake_comm_t *
     int i = add_request();
     (void)stream;
     if (i < 0 || mpi_type(type) == MPI_DATATYPE_NULL ||
-        PMPI_Irecv(buf, (int)count, mpi_type(type), peer, 0, c->comm, &requests[i]) != MPI_SUCCESS) {
+        PMPI_Irecv(buf, (int)count, mpi_type(type), peer, 0, c->comm, &requests[i]) !=
+            MPI_SUCCESS) {
         return INTERNAL;
     }
     return group_depth == 0 ? complete() : OK;

@@ -35,7 +35,8 @@ static int parse(int argc, char **argv, opts_t *o)
             return -1;
         }
     }
-    return o->min == 0 || o->min > o->max || o->iters <= 0 || o->warmup < 0 || o->rounds < 0 ? -1 : 0;
+    return o->min == 0 || o->min > o->max || o->iters <= 0 || o->warmup < 0 || o->rounds < 0 ? -1
+                                                                                             : 0;
 }
 
 /* Mean one-way latency in microseconds of iters ping-pongs of bytes (after warmup untimed);
@@ -83,7 +84,8 @@ int main(int argc, char **argv)
     char *sbuf = malloc(o.max), *rbuf = malloc(o.max);
     if (rank == 0) {
         printf("# OSU MPI Latency Test (picoll osu-bench)\n");
-        printf(o.rounds ? "# Size       MPI(us)    picoll(us)   MPI/picoll\n" : "# Size          Latency (us)\n");
+        printf(o.rounds ? "# Size       MPI(us)    picoll(us)   MPI/picoll\n"
+                        : "# Size          Latency (us)\n");
     }
     for (size_t bytes = o.min; bytes <= o.max && status == 0; bytes *= 2) {
         int iters = bytes > 8192 ? o.iters / 10 + 1 : o.iters;
@@ -99,7 +101,8 @@ int main(int argc, char **argv)
             b = tb < 0 ? -1 : b + tb / o.rounds;
         }
         if (a < 0 || b < 0) {
-            fprintf(stderr, "osu_latency: rank %d received a wrong message at %zu bytes\n", rank, bytes);
+            fprintf(stderr, "osu_latency: rank %d received a wrong message at %zu bytes\n", rank,
+                    bytes);
             status = 1;
         } else if (rank == 0 && o.rounds) {
             printf("%-10zu %12.2f %12.2f %12.2f\n", bytes, a, b, a / b);

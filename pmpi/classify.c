@@ -5,7 +5,10 @@
 
 /* Most frequent first: the search is linear and runs on every intercepted call. MPI_AINT,
  * MPI_OFFSET and MPI_COUNT are 64-bit signed on every LP64 platform picoll builds for. */
-#define DTYPE_ENTRY(mpi, dt) {(mpi), (dt)}
+#define DTYPE_ENTRY(mpi, dt)                                                                       \
+    {                                                                                              \
+        (mpi), (dt)                                                                                \
+    }
 
 /* Fortran's types, as the MPI built them: picoll_classify_check_fortran checks at MPI_Init that
  * each has the size of its C counterpart (gfortran's default kinds) before any is used. */

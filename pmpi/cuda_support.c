@@ -40,6 +40,7 @@ PICOLL_EXPORT int picoll_device_floor(int what, void *cuda_stream, int n, size_t
     if (st != PICOLL_OK) {
         picoll_warn("picoll_device_floor: %s", why);
     }
-    return st == PICOLL_OK ? MPI_SUCCESS : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG
-                                                                           : MPI_ERR_OTHER;
+    return st == PICOLL_OK                  ? MPI_SUCCESS
+           : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG
+                                            : MPI_ERR_OTHER;
 }

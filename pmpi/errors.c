@@ -20,8 +20,8 @@ int picoll_raise_on(int obj_kind, const void *obj, int code)
     } else if (obj_kind == PICOLL_OBJ_FILE) {
         PMPI_File_call_errhandler(*(const MPI_File *)obj, code);
     } else {
-        PMPI_Comm_call_errhandler(obj_kind == PICOLL_OBJ_COMM ? *(const MPI_Comm *)obj
-                                                              : MPI_COMM_WORLD, code);
+        PMPI_Comm_call_errhandler(
+            obj_kind == PICOLL_OBJ_COMM ? *(const MPI_Comm *)obj : MPI_COMM_WORLD, code);
     }
     return code;
 }

@@ -26,10 +26,10 @@ static void *const *sentinels(void)
 {
     static void *addr[9]; /* 4 for MPI_IN_PLACE, 4 for MPI_BOTTOM, NULL-terminated by slot 8 */
     static atomic_int done;
-    static const char *const names[8] = {
-        "mpi_fortran_in_place_", "mpi_fortran_in_place", "mpi_fortran_in_place__",
-        "MPI_FORTRAN_IN_PLACE",  "mpi_fortran_bottom_",  "mpi_fortran_bottom",
-        "mpi_fortran_bottom__",  "MPI_FORTRAN_BOTTOM"};
+    static const char *const names[8] = {"mpi_fortran_in_place_",  "mpi_fortran_in_place",
+                                         "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE",
+                                         "mpi_fortran_bottom_",    "mpi_fortran_bottom",
+                                         "mpi_fortran_bottom__",   "MPI_FORTRAN_BOTTOM"};
     if (!atomic_load(&done)) {
         for (int i = 0; i < 8; i++) {
             addr[i] = dlsym(RTLD_DEFAULT, names[i]);
@@ -83,7 +83,7 @@ PICOLL_EXPORT void mpi_finalize_(MPI_Fint *ierr)
 }
 
 PICOLL_EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
-                           MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+                                  MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
     int rc = MPI_Allreduce(fbuf(sendbuf), fbuf(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
                            PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
@@ -94,9 +94,9 @@ PICOLL_EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count,
 
 /* allgather and alltoall take the same arguments */
 #define BLOCKS_F(lower, C)                                                                         \
-    PICOLL_EXPORT void mpi_##lower##_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,             \
-                               void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,             \
-                               MPI_Fint *comm, MPI_Fint *ierr)                                     \
+    PICOLL_EXPORT void mpi_##lower##_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,      \
+                                      void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,      \
+                                      MPI_Fint *comm, MPI_Fint *ierr)                              \
     {                                                                                              \
         int rc = MPI_##C(fbuf(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), fbuf(recvbuf),  \
                          (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));         \
@@ -109,11 +109,12 @@ BLOCKS_F(alltoall, Alltoall)
 
 /* the other manglings, and the function `use mpi_f08` calls, with the same arguments */
 #define AR_ARGS void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *
-#define BL_ARGS void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *
-#define MANGLINGS(lower, upper, ...)                                                              \
-    void mpi_##lower(__VA_ARGS__) ALIAS("mpi_" #lower "_");                                               \
-    void mpi_##lower##__(__VA_ARGS__) ALIAS("mpi_" #lower "_");                                           \
-    void MPI_##upper(__VA_ARGS__) ALIAS("mpi_" #lower "_");                                               \
+#define BL_ARGS                                                                                    \
+    void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *
+#define MANGLINGS(lower, upper, ...)                                                               \
+    void mpi_##lower(__VA_ARGS__) ALIAS("mpi_" #lower "_");                                        \
+    void mpi_##lower##__(__VA_ARGS__) ALIAS("mpi_" #lower "_");                                    \
+    void MPI_##upper(__VA_ARGS__) ALIAS("mpi_" #lower "_");                                        \
     void ompi_##lower##_f(__VA_ARGS__) ALIAS("mpi_" #lower "_");
 MANGLINGS(init, INIT, MPI_Fint *)
 MANGLINGS(init_thread, INIT_THREAD, MPI_Fint *, MPI_Fint *, MPI_Fint *)

@@ -24,11 +24,11 @@ static void half_apply(picoll_dtype_t dt, picoll_op_t op, void *in, void *inout,
 }
 
 /* One function per (type, op): a user function is told only the datatype, MPI_UINT16_T for all. */
-#define HALF_USER_FN(name, dt, op)                                       \
-    static void name(void *in, void *io, int *len, MPI_Datatype *type)   \
-    {                                                                    \
-        (void)type;                                                      \
-        half_apply(dt, op, in, io, len);                                 \
+#define HALF_USER_FN(name, dt, op)                                                                 \
+    static void name(void *in, void *io, int *len, MPI_Datatype *type)                             \
+    {                                                                                              \
+        (void)type;                                                                                \
+        half_apply(dt, op, in, io, len);                                                           \
     }
 HALF_USER_FN(f16_sum, PICOLL_DT_FLOAT16, PICOLL_OP_SUM)
 HALF_USER_FN(f16_prod, PICOLL_DT_FLOAT16, PICOLL_OP_PROD)

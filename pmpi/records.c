@@ -17,11 +17,11 @@
 
 struct picoll_record {
     picoll_record_t *next;
-    MPI_Request request;      /* PICOLL_MODE_REQUEST / PERSISTENT: the table's key */
+    MPI_Request request; /* PICOLL_MODE_REQUEST / PERSISTENT: the table's key */
     picoll_stage_mode_t mode;
-    int active;               /* persistent: started and not yet completed */
-    int copied;               /* outputs already copied back (MPI_Request_get_status) */
-    picoll_call_t call;       /* its staged buffers own their host copies */
+    int active;         /* persistent: started and not yet completed */
+    int copied;         /* outputs already copied back (MPI_Request_get_status) */
+    picoll_call_t call; /* its staged buffers own their host copies */
 };
 
 atomic_int picoll_stage_tracked;

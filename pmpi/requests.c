@@ -129,8 +129,7 @@ static int done_one(saved_t *s, int i, int rc)
 static int done_all(saved_t *s, int n, int rc)
 {
     for (int i = 0; i < n; i++) {
-        if (rc == MPI_SUCCESS ||
-            (rc == MPI_ERR_IN_STATUS && s->st[i].MPI_ERROR == MPI_SUCCESS)) {
+        if (rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && s->st[i].MPI_ERROR == MPI_SUCCESS)) {
             rc = done_one(s, i, rc);
         }
     }
@@ -199,7 +198,7 @@ PICOLL_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI
 }
 
 PICOLL_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
-                       MPI_Status *status)
+                              MPI_Status *status)
 {
     saved_t s;
     MPI_Status local;
@@ -235,7 +234,7 @@ static int some_done(saved_t *s, int outcount, const int indices[], int rc)
 }
 
 PICOLL_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                        MPI_Status statuses[])
+                               MPI_Status statuses[])
 {
     saved_t s;
     if (NONE_TRACKED() || incount <= 0) {
@@ -252,7 +251,7 @@ PICOLL_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcoun
 }
 
 PICOLL_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                        MPI_Status statuses[])
+                               MPI_Status statuses[])
 {
     saved_t s;
     if (NONE_TRACKED() || incount <= 0) {

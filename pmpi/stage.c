@@ -78,8 +78,9 @@ int picoll_call_refuse(picoll_call_t *c, const void *ptr, const char *arg, int *
     if (info.kind != PICOLL_MEM_DEVICE && info.kind != PICOLL_MEM_MANAGED) {
         return 0;
     }
-    *rc = picoll_raise_refused(c, arg, "which this MPI cannot use here (it is not CUDA-aware, and "
-                                       "picoll stages only message buffers)");
+    *rc = picoll_raise_refused(c, arg,
+                               "which this MPI cannot use here (it is not CUDA-aware, and "
+                               "picoll stages only message buffers)");
     return 1;
 }
 
@@ -113,7 +114,8 @@ static int comm_where(picoll_call_t *c, where_t *w)
     if (c->root == PICOLL_NO_ROOT) {
         w->is_root = 0;
     } else if (w->inter) {
-        if (c->root != MPI_ROOT && c->root != MPI_PROC_NULL && (c->root < 0 || c->root >= w->gsize)) {
+        if (c->root != MPI_ROOT && c->root != MPI_PROC_NULL &&
+            (c->root < 0 || c->root >= w->gsize)) {
             return -1;
         }
         w->is_root = c->root == MPI_ROOT;
@@ -281,7 +283,8 @@ static int span_of(picoll_call_t *c, int i, int in_place, where_t *w)
             return -1;
         }
         blocks = (int)m;
-        dense = 0; /* blocks may leave gaps: copy the whole span in, so that they keep their bytes */
+        dense =
+            0; /* blocks may leave gaps: copy the whole span in, so that they keep their bytes */
         for (int k = 0; k < blocks; k++) {
             MPI_Datatype t = s->shape == PICOLL_SHAPE_W ? s->types[k] : s->type;
             MPI_Aint d = (MPI_Aint)entry(s->displs, s->displs_wide, k);
@@ -336,7 +339,8 @@ int picoll_call_begin(picoll_call_t *c, picoll_stage_mode_t mode, int *rc)
             return 0; /* nothing copied: the call goes to the MPI untouched */
         }
         if ((b->flags & PICOLL_ROLE_OUT) && !b->dense) {
-            b->flags |= PICOLL_ROLE_IN; /* the bytes the MPI leaves alone must come back as they were */
+            b->flags |=
+                PICOLL_ROLE_IN; /* the bytes the MPI leaves alone must come back as they were */
         }
     }
     for (int i = 0; i < c->n; i++) {

@@ -28,8 +28,14 @@
 #include <stddef.h>
 
 /* roles of a buffer: bits */
-enum { PICOLL_ROLE_NONE = 0, PICOLL_ROLE_IN = 1, PICOLL_ROLE_OUT = 2, PICOLL_ROLE_INOUT = 3,
-       PICOLL_ROLE_PARTIAL = 4, PICOLL_ROLE_RECV = 6 };
+enum {
+    PICOLL_ROLE_NONE = 0,
+    PICOLL_ROLE_IN = 1,
+    PICOLL_ROLE_OUT = 2,
+    PICOLL_ROLE_INOUT = 3,
+    PICOLL_ROLE_PARTIAL = 4,
+    PICOLL_ROLE_RECV = 6
+};
 /* on which ranks a role applies (rooted collectives) */
 enum { PICOLL_AT_ALL, PICOLL_AT_ROOT, PICOLL_AT_LEAF, PICOLL_AT_OTHER };
 enum { PICOLL_SHAPE_N, PICOLL_SHAPE_V, PICOLL_SHAPE_W, PICOLL_SHAPE_SUM, PICOLL_SHAPE_AT };
@@ -55,24 +61,24 @@ typedef struct {
     } roles[2];
     int shape, mult;
     MPI_Count count;
-    const void *counts, *displs;      /* int, or MPI_Count / MPI_Aint when _wide */
+    const void *counts, *displs; /* int, or MPI_Count / MPI_Aint when _wide */
     int counts_wide, displs_wide;
     MPI_Datatype type;
-    const MPI_Datatype *types;        /* PICOLL_SHAPE_W */
-    MPI_Count ip_count;               /* in place: ip_count * ip_mult elements, or the sum */
+    const MPI_Datatype *types; /* PICOLL_SHAPE_W */
+    MPI_Count ip_count;        /* in place: ip_count * ip_mult elements, or the sum */
     int ip_mult, ip_sum;
 } picoll_bufspec_t;
 
 typedef struct {
-    const void *user;      /* as the application passed it */
-    void *pass;            /* what PMPI gets: user, or the host copy shifted by -lo */
-    int flags;             /* PICOLL_ROLE_* bits on this rank; 0: not a buffer here */
-    int staged;            /* device or managed memory */
+    const void *user; /* as the application passed it */
+    void *pass;       /* what PMPI gets: user, or the host copy shifted by -lo */
+    int flags;        /* PICOLL_ROLE_* bits on this rank; 0: not a buffer here */
+    int staged;       /* device or managed memory */
     picoll_meminfo_t info;
     picoll_hostcopy_t copy; /* copy.host: the pinned copy of [user + lo, user + lo + bytes) */
     MPI_Aint lo;
     size_t bytes;
-    int dense;             /* contiguous from user on: a partial output needs no copy in */
+    int dense; /* contiguous from user on: a partial output needs no copy in */
 } picoll_stagebuf_t;
 
 typedef struct {
@@ -84,8 +90,8 @@ typedef struct {
         MPI_File file;
     } obj;
     int root, target, intra_only;
-    int mode;             /* picoll_stage_mode_t */
-    int n, any;           /* any: 1 a buffer is staged; 2 and a copy in failed */
+    int mode;   /* picoll_stage_mode_t */
+    int n, any; /* any: 1 a buffer is staged; 2 and a copy in failed */
     picoll_bufspec_t spec[PICOLL_STAGE_MAX];
     picoll_stagebuf_t b[PICOLL_STAGE_MAX];
 } picoll_call_t;

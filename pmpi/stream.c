@@ -78,7 +78,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define STREAM_MAGIC 0x5354524du
 
 static int stream_keyval = MPI_KEYVAL_INVALID;
@@ -147,8 +146,8 @@ static int stream_handle_new(picoll_stream_t s, MPIX_Stream *h)
     }
     if (i == handles_cap) {
         long cap = handles_cap ? 2 * handles_cap : 16;
-        picoll_stream_t *more = cap <= STREAM_HANDLES_MAX
-                                    ? realloc(handles, (size_t)cap * sizeof(*handles)) : NULL;
+        picoll_stream_t *more =
+            cap <= STREAM_HANDLES_MAX ? realloc(handles, (size_t)cap * sizeof(*handles)) : NULL;
         if (more == NULL) {
             pthread_mutex_unlock(&handles_lock);
             return -1;
@@ -225,7 +224,8 @@ PICOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream)
     if (!driver_ready()) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_OTHER,
                                    "picoll: MPIX_Stream_create: no CUDA driver with stream memory "
-                                   "operations and events (%s)", picoll_cudrv_why());
+                                   "operations and events (%s)",
+                                   picoll_cudrv_why());
     }
 
     picoll_stream_t s = calloc(1, sizeof(*s));
@@ -279,7 +279,8 @@ PICOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream)
         pthread_mutex_unlock(&s->lock);
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_free: %d stream communicator(s) still use "
-                                   "the stream: free them first", n);
+                                   "the stream: free them first",
+                                   n);
     }
     int up = s->thread_up;
     pthread_mutex_unlock(&s->lock);
@@ -360,7 +361,8 @@ PICOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream handle, MPI
         return picoll_raise_stream(comm, MPI_ERR_OTHER,
                                    "picoll: MPIX_Stream_comm_create: picoll runs a stream's MPI "
                                    "calls on a thread of its own: initialise MPI with "
-                                   "MPI_Init_thread(MPI_THREAD_MULTIPLE) (provided: %d)", provided);
+                                   "MPI_Init_thread(MPI_THREAD_MULTIPLE) (provided: %d)",
+                                   provided);
     }
     pthread_mutex_lock(&keyval_lock);
     if (stream_keyval == MPI_KEYVAL_INVALID) {
@@ -417,4 +419,3 @@ PICOLL_EXPORT int picoll_stream_query(MPIX_Stream handle, long *staged, long *ho
     }
     return MPI_SUCCESS;
 }
-

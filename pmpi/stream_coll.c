@@ -12,7 +12,6 @@
 
 #include <stddef.h>
 
-
 /* Bytes of count elements of type where they lie contiguously from the buffer's start; -1 where
  * they do not (holes, a lower bound or extent of their own). */
 static long long contig_bytes(int count, MPI_Datatype type)
@@ -43,9 +42,12 @@ PICOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int
     }
     e.o->kind = OP_ALLREDUCE;
     e.o->mop = op;
-    picoll_enq_args_t a = {.coll = PICOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+    picoll_enq_args_t a = {.coll = PICOLL_COLL_ALLREDUCE,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
                            .count = (size_t)(count < 0 ? 0 : count),
-                           .dtype = picoll_classify_dtype(datatype), .op = picoll_classify_op(op)};
+                           .dtype = picoll_classify_dtype(datatype),
+                           .op = picoll_classify_op(op)};
     long long bytes = (long long)a.count * (long long)picoll_dtype_size(a.dtype);
     if (a.dtype != PICOLL_DT_NONE &&
         picoll_stream_enq_kernels(&e, &a, bytes, bytes, sendbuf == MPI_IN_PLACE, &rc)) {
@@ -57,8 +59,8 @@ PICOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int
 }
 
 PICOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf,
-                                                    int recvcount, MPI_Datatype datatype,
-                                                    MPI_Op op, MPI_Comm comm)
+                                                    int recvcount, MPI_Datatype datatype, MPI_Op op,
+                                                    MPI_Comm comm)
 {
     enq_t e;
     int size = 1;
@@ -71,18 +73,20 @@ PICOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *r
     e.o->mop = op;
     /* in place: the input (recvcount * size elements) is in recvbuf */
     int in_place = sendbuf == MPI_IN_PLACE;
-    picoll_enq_args_t a = {.coll = PICOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
-                           .recvbuf = recvbuf, .count = (size_t)(recvcount < 0 ? 0 : recvcount),
-                           .dtype = picoll_classify_dtype(datatype), .op = picoll_classify_op(op)};
+    picoll_enq_args_t a = {.coll = PICOLL_COLL_REDUCE_SCATTER_BLOCK,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = (size_t)(recvcount < 0 ? 0 : recvcount),
+                           .dtype = picoll_classify_dtype(datatype),
+                           .op = picoll_classify_op(op)};
     long long piece = (long long)a.count * (long long)picoll_dtype_size(a.dtype);
     if (a.dtype != PICOLL_DT_NONE &&
-        picoll_stream_enq_kernels(&e, &a, piece * size, in_place ? piece * size : piece,
-                                  in_place, &rc)) {
+        picoll_stream_enq_kernels(&e, &a, piece * size, in_place ? piece * size : piece, in_place,
+                                  &rc)) {
         return rc;
     }
-    rc = picoll_stream_enq_buffers(&e, sendbuf, in_place ? 0 : recvcount * size, datatype,
-                                   recvbuf, in_place ? recvcount * size : recvcount, datatype,
-                                   in_place);
+    rc = picoll_stream_enq_buffers(&e, sendbuf, in_place ? 0 : recvcount * size, datatype, recvbuf,
+                                   in_place ? recvcount * size : recvcount, datatype, in_place);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -110,9 +114,10 @@ static int enq_blocks(const char *fn, op_kind_t kind, const void *sendbuf, int s
     int tsize = 0;
     PMPI_Type_size(recvtype, &tsize);
     long long block = contig_bytes(recvcount, recvtype);
-    picoll_enq_args_t a = {.coll = kind == OP_ALLTOALL ? PICOLL_COLL_ALLTOALL
-                                                       : PICOLL_COLL_ALLGATHER,
-                           .sendbuf = sendbuf, .recvbuf = recvbuf,
+    picoll_enq_args_t a = {.coll =
+                               kind == OP_ALLTOALL ? PICOLL_COLL_ALLTOALL : PICOLL_COLL_ALLGATHER,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
                            .count = recvcount < 0 ? 0 : (size_t)recvcount * (size_t)tsize,
                            .dtype = PICOLL_DT_NONE};
     long long sb = in_place ? 0 : contig_bytes(sendcount * sblocks, sendtype);
@@ -130,12 +135,12 @@ static int enq_blocks(const char *fn, op_kind_t kind, const void *sendbuf, int s
     return picoll_stream_enq_commit(&e);
 }
 
-PICOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount,
-                                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                                         MPI_Datatype recvtype, MPI_Comm comm)
+PICOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                         void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                         MPI_Comm comm)
 {
-    return enq_blocks("MPIX_Allgather_enqueue", OP_ALLGATHER, sendbuf, sendcount, sendtype,
-                      recvbuf, recvcount, recvtype, comm);
+    return enq_blocks("MPIX_Allgather_enqueue", OP_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf,
+                      recvcount, recvtype, comm);
 }
 
 PICOLL_EXPORT int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -161,16 +166,18 @@ PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datat
     int tsize = 0;
     PMPI_Type_size(datatype, &tsize);
     long long bytes = contig_bytes(count, datatype);
-    picoll_enq_args_t a = {.coll = PICOLL_COLL_BCAST, .sendbuf = MPI_IN_PLACE, .recvbuf = buffer,
+    picoll_enq_args_t a = {.coll = PICOLL_COLL_BCAST,
+                           .sendbuf = MPI_IN_PLACE,
+                           .recvbuf = buffer,
                            .count = count < 0 ? 0 : (size_t)count * (size_t)tsize,
-                           .dtype = PICOLL_DT_NONE, .root = root};
+                           .dtype = PICOLL_DT_NONE,
+                           .root = root};
     if (picoll_stream_enq_kernels(&e, &a, 0, bytes, me == root, &rc)) {
         return rc;
     }
     /* the root's buffer is read (copied in, not back); the others' written (copied back) */
-    rc = me == root
-             ? picoll_stream_enq_buffers(&e, buffer, count, datatype, NULL, 0, datatype, 0)
-             : picoll_stream_enq_buffers(&e, NULL, 0, datatype, buffer, count, datatype, 0);
+    rc = me == root ? picoll_stream_enq_buffers(&e, buffer, count, datatype, NULL, 0, datatype, 0)
+                    : picoll_stream_enq_buffers(&e, NULL, 0, datatype, buffer, count, datatype, 0);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -181,4 +188,3 @@ PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datat
     e.o->rtype = datatype;
     return picoll_stream_enq_commit(&e);
 }
-

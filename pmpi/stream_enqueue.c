@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* ---- the stream and the call ---- */
 
 int picoll_stream_enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
@@ -31,7 +30,8 @@ int picoll_stream_enq_begin(enq_t *e, const char *fn, MPI_Comm comm)
     if (e->s == NULL) {
         return picoll_raise_stream(comm, MPI_ERR_COMM,
                                    "picoll: %s: the communicator has no stream (make it with "
-                                   "MPIX_Stream_comm_create and a CUDA stream)", fn);
+                                   "MPIX_Stream_comm_create and a CUDA stream)",
+                                   fn);
     }
     err = __atomic_exchange_n(&e->s->error, MPI_SUCCESS, __ATOMIC_ACQ_REL);
     if (err != MPI_SUCCESS) {
@@ -148,13 +148,14 @@ static int enq_side(enq_t *e, const void *buf, long long bytes, int copy_in, sta
         return MPI_SUCCESS; /* host, pinned or managed: the progress thread reads it in place */
     }
     if (m.context != (void *)e->s->ctx) {
-        snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
-                 "stream's", arg, m.device);
+        snprintf(why, sizeof(why),
+                 "%s is memory of CUDA device %d, in another context than the "
+                 "stream's",
+                 arg, m.device);
         return picoll_stream_enq_fail(e, MPI_ERR_BUFFER, why);
     }
     if (bytes < 0) {
-        snprintf(why, sizeof(why), "%s: a datatype with a negative lower bound is not staged",
-                 arg);
+        snprintf(why, sizeof(why), "%s: a datatype with a negative lower bound is not staged", arg);
         return picoll_stream_enq_fail(e, MPI_ERR_TYPE, why);
     }
     if ((*g = picoll_stream_staging_get(e->s, (size_t)bytes, 0)) == NULL) {
@@ -211,8 +212,7 @@ int picoll_stream_enq_commit(enq_t *e)
     op_t *o = e->o;
     int rc = picoll_cu.launch_host_func(s->cu, picoll_stream_post, o);
     if (rc == 0) {
-        rc = picoll_cu.stream_wait_value64(s->cu, o->state_dev, 1,
-                                           PICOLL_CU_STREAM_WAIT_VALUE_GEQ);
+        rc = picoll_cu.stream_wait_value64(s->cu, o->state_dev, 1, PICOLL_CU_STREAM_WAIT_VALUE_GEQ);
     }
     if (rc == 0 && e->out != NULL) {
         rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)e->user_out,
@@ -252,4 +252,3 @@ int picoll_stream_enq_commit(enq_t *e)
     __atomic_fetch_add(&s->captured, (long)o->captured, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
-

@@ -24,7 +24,8 @@ PICOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *
     if (key == NULL || value == NULL || value_size <= 0 || value_size > 256) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Info_set_hex: key, value and value_size (1 to "
-                                   "256 bytes) are needed, value_size is %d", value_size);
+                                   "256 bytes) are needed, value_size is %d",
+                                   value_size);
     }
     char text[2 * 256 + 1];
     const unsigned char *b = value;
@@ -64,9 +65,10 @@ int picoll_stream_info_is_cuda(MPI_Info info)
 
 static int hex_digit(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0'
+    return c >= '0' && c <= '9'   ? c - '0'
            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* The n bytes that text holds as MPIX_Info_set_hex writes them: two hex digits a byte, and in
@@ -110,7 +112,8 @@ int picoll_stream_info_handle(MPI_Info info, picoll_cu_stream_t *cu)
     if (!type_is_cuda(type)) {
         return picoll_raise_stream(MPI_COMM_NULL, MPI_ERR_ARG,
                                    "picoll: MPIX_Stream_create: info type \"%s\": picoll supports "
-                                   "\"cudaStream_t\" only", type);
+                                   "\"cudaStream_t\" only",
+                                   type);
     }
     PMPI_Info_get(info, "value", (int)sizeof(value) - 1, value, &flag);
     unsigned char bytes[sizeof(void *)];
@@ -123,4 +126,3 @@ int picoll_stream_info_handle(MPI_Info info, picoll_cu_stream_t *cu)
     memcpy(cu, bytes, sizeof(*cu));
     return MPI_SUCCESS;
 }
-

@@ -26,7 +26,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 /* On an MPI with MPIX_Stream of its own and its PMPIX_ entry points (MPICH 4.1 and later):
  * streams, stream communicators, requests and calls that are not picoll's go to the MPI. */
 #if !defined(PICOLL_MPIX_STREAM) && defined(HAVE_PMPIX_STREAM_CREATE)
@@ -36,11 +35,11 @@
 /* In an entry point MPICH also has: the MPI's own call where comm is no stream communicator of
  * picoll's. */
 #ifdef PICOLL_STREAM_MPI
-#define PICOLL_STREAM_OR_MPI(comm, call)                                                         \
-    do {                                                                                         \
-        if (picoll_stream_of_comm(comm) == NULL) {                                               \
-            return call;                                                                         \
-        }                                                                                        \
+#define PICOLL_STREAM_OR_MPI(comm, call)                                                           \
+    do {                                                                                           \
+        if (picoll_stream_of_comm(comm) == NULL) {                                                 \
+            return call;                                                                           \
+        }                                                                                          \
     } while (0)
 #else
 #define PICOLL_STREAM_OR_MPI(comm, call) ((void)0)
@@ -81,7 +80,7 @@ typedef struct staging {
     void *buf;
     size_t size;
     picoll_cu_event_t last_use;
-    void *user;  /* a pinned hop of a kernel call (pageable host memory): the application's
+    void *user; /* a pinned hop of a kernel call (pageable host memory): the application's
                   * buffer its host functions copy from or to (hop_in, hop_out), and the bytes */
     size_t n;
     int pending; /* last_use recorded: busy until it completes */
@@ -112,7 +111,7 @@ typedef struct op {
     MPI_Op mop;
     MPI_Comm comm;
     MPI_Status *status;
-    sreq_t *sreq;         /* isend, irecv, wait */
+    sreq_t *sreq; /* isend, irecv, wait */
     slab_t *slab;
     int cell;
     volatile uint64_t *state; /* 0: pending, 1: done */
@@ -127,24 +126,24 @@ struct picoll_mpix_stream {
     picoll_cu_context_t ctx;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    op_t *head, *tail;             /* handed over by the host functions, not yet run */
+    op_t *head, *tail; /* handed over by the host functions, not yet run */
     int stop, thread_up;
     pthread_t thread;
-    int ncomms;                    /* stream communicators made with it, not yet freed */
-    int error;                     /* the first MPI error of an enqueued call; MPI_SUCCESS
+    int ncomms;                /* stream communicators made with it, not yet freed */
+    int error;                 /* the first MPI error of an enqueued call; MPI_SUCCESS
                                     * (atomic: the enqueue takes it without the lock) */
-    long staged, host, device;     /* calls so far: how their buffers went (staged on the stream,
+    long staged, host, device; /* calls so far: how their buffers went (staged on the stream,
                                     * host memory; device: the collectives of a communicator of
                                     * one rank, a copy on the stream or nothing); these
                                     * counters and the next two are atomic (no lock on the
                                     * enqueue's path) */
-    long captured;                 /* of them, recorded into a CUDA graph */
-    long kernels;                  /* of them, picoll's kernels launched on the stream itself */
-    long runs;                     /* calls the progress thread ran (graph replays included) */
-    pthread_mutex_t enq_lock;      /* one enqueue at a time: the lists below, the staging */
+    long captured;             /* of them, recorded into a CUDA graph */
+    long kernels;              /* of them, picoll's kernels launched on the stream itself */
+    long runs;                 /* calls the progress thread ran (graph replays included) */
+    pthread_mutex_t enq_lock;  /* one enqueue at a time: the lists below, the staging */
     staging_t *staging;
     slab_t *slabs;
-    op_t *kept, **kept_end;        /* calls not yet freed, oldest first (the enqueuing threads'
+    op_t *kept, **kept_end; /* calls not yet freed, oldest first (the enqueuing threads'
                                     * list) */
 };
 
@@ -153,11 +152,11 @@ typedef struct {
     const char *fn;
     MPI_Comm comm;
     picoll_stream_t s;
-    op_t *o;              /* &here until the call goes to the progress thread (enq_buffers): a
+    op_t *o; /* &here until the call goes to the progress thread (enq_buffers): a
                            * call on picoll's kernels allocates nothing */
     op_t here;
-    staging_t *in, *out;  /* staging of the send and receive sides; NULL: used in place */
-    void *user_out;       /* the device buffer the receive staging goes back to */
+    staging_t *in, *out; /* staging of the send and receive sides; NULL: used in place */
+    void *user_out;      /* the device buffer the receive staging goes back to */
     size_t out_bytes;
     int staged;
     int mode, mode_set;   /* the thread's capture mode, relaxed while a capture is recorded */
@@ -166,7 +165,7 @@ typedef struct {
         staging_t *d, *h; /* their copy in device memory; the pinned hop of pageable memory */
         void *user;
         size_t bytes;
-        int out;          /* copied back after the kernels */
+        int out; /* copied back after the kernels */
     } ks[2];
     int nks;
 } enq_t;
@@ -237,6 +236,5 @@ int picoll_stream_enq_commit(enq_t *e);
  * also read (in place; bcast's root, whose buffer is only read). */
 int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
                               int recv_in, int *rc);
-
 
 #endif

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Host functions of a kernel call on pageable host memory: the copies between the application's
  * buffer and the pinned hop (no CUDA call). */
 static void hop_in(void *arg)
@@ -53,8 +52,10 @@ static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, v
         return MPI_SUCCESS;
     }
     if (m.kind == PICOLL_MEM_DEVICE) {
-        snprintf(why, sizeof(why), "%s is memory of CUDA device %d, in another context than the "
-                 "stream's", arg, m.device);
+        snprintf(why, sizeof(why),
+                 "%s is memory of CUDA device %d, in another context than the "
+                 "stream's",
+                 arg, m.device);
         return picoll_stream_enq_fail(e, MPI_ERR_BUFFER, why);
     }
     int k = e->nks++;
@@ -101,8 +102,8 @@ static int enq_kernel_back(enq_t *e)
         staging_t *h = e->ks[k].h;
         int rc = 0;
         if (e->ks[k].out && h != NULL) {
-            rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)h->buf, d,
-                                        e->ks[k].bytes, s->cu);
+            rc = picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)h->buf, d, e->ks[k].bytes,
+                                        s->cu);
             if (rc == 0) {
                 rc = picoll_cu.launch_host_func(s->cu, hop_out, h);
             }
@@ -214,4 +215,3 @@ int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, 
     *rc = enq_kernel_back(e);
     return 1;
 }
-

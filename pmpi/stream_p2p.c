@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* The start of a point-to-point enqueue: the stream, the call's kind and peer. */
 static int enq_p2p(enq_t *e, const char *fn, op_kind_t kind, MPI_Comm comm, int peer, int tag)
 {
@@ -91,8 +90,9 @@ static int enq_start(enq_t *e, MPI_Request *request)
         return picoll_stream_enq_fail(e, MPI_ERR_REQUEST, "request is NULL");
     }
     if (e->o->captured) {
-        return picoll_stream_enq_fail(e, MPI_ERR_OTHER, "not capturable in a CUDA graph (its "
-                                                        "request outlives the enqueue)");
+        return picoll_stream_enq_fail(e, MPI_ERR_OTHER,
+                                      "not capturable in a CUDA graph (its "
+                                      "request outlives the enqueue)");
     }
     sreq_t *q = calloc(1, sizeof(*q));
     if (q == NULL) {
@@ -202,12 +202,11 @@ PICOLL_EXPORT int MPIX_Waitall_enqueue(int count, MPI_Request array_of_requests[
 {
     for (int i = 0; i < count; i++) {
         int rc = MPIX_Wait_enqueue(&array_of_requests[i], array_of_statuses == MPI_STATUSES_IGNORE
-                                                               ? MPI_STATUS_IGNORE
-                                                               : &array_of_statuses[i]);
+                                                              ? MPI_STATUS_IGNORE
+                                                              : &array_of_statuses[i]);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
     }
     return MPI_SUCCESS;
 }
-

@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-
 /* ---- state words, and freeing the calls the stream has passed ---- */
 
 int picoll_stream_cell_get(picoll_stream_t s, op_t *o)
@@ -143,4 +142,3 @@ void picoll_stream_stage_free(picoll_stream_t s)
         free(b);
     }
 }
-

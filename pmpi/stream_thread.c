@@ -14,7 +14,6 @@
 #include <pthread.h>
 #include <time.h>
 
-
 /* Runs o as the blocking MPI call, through picoll like any other call. */
 static int run_op(op_t *o)
 {
@@ -22,8 +21,7 @@ static int run_op(op_t *o)
     case OP_SEND: return MPI_Send(o->sbuf, o->scount, o->stype, o->peer, o->tag, o->comm);
     case OP_RECV:
         return MPI_Recv(o->rbuf, o->rcount, o->rtype, o->peer, o->tag, o->comm, o->status);
-    case OP_ALLREDUCE:
-        return MPI_Allreduce(o->sbuf, o->rbuf, o->rcount, o->rtype, o->mop, o->comm);
+    case OP_ALLREDUCE: return MPI_Allreduce(o->sbuf, o->rbuf, o->rcount, o->rtype, o->mop, o->comm);
     case OP_ALLGATHER:
         return MPI_Allgather(o->sbuf, o->scount, o->stype, o->rbuf, o->rcount, o->rtype, o->comm);
     case OP_ALLTOALL:
@@ -113,4 +111,3 @@ void *picoll_stream_progress(void *arg)
     pthread_mutex_unlock(&s->lock);
     return NULL;
 }
-

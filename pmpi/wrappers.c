@@ -18,7 +18,6 @@
 #include "cuda/cuda_kernel.h"
 #include "util/wait.h"
 
-
 /* Nonzero while this thread runs one of picoll's collectives for the application (inside its MPI
  * call, not inside the MPI): there it may call the MPI at any thread level. */
 static _Thread_local int app_call __attribute__((tls_model("initial-exec")));
@@ -122,8 +121,7 @@ static void fallback_v_done(picoll_coll_t coll, int rc, const void *counts, size
     if (picoll_g.stats && rc == MPI_SUCCESS && !picoll_reentry && counts != NULL) {
         int n = group_size(comm, coll != PICOLL_COLL_REDUCE_SCATTER);
         for (int r = 0; r < n; r++) {
-            sum += width == sizeof(int) ? ((const int *)counts)[r]
-                                        : ((const MPI_Count *)counts)[r];
+            sum += width == sizeof(int) ? ((const int *)counts)[r] : ((const MPI_Count *)counts)[r];
         }
     }
     fallback_done(coll, rc, sum, type, comm);
@@ -167,8 +165,8 @@ static int allreduce_accel(const void *sendbuf, void *recvbuf, MPI_Count count,
     return ran;
 }
 
-PICOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                         MPI_Op op, MPI_Comm comm)
+PICOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     int rc;
     if (allreduce_accel(sendbuf, recvbuf, count, datatype, op, comm, &rc)) {
@@ -182,7 +180,7 @@ PICOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, M
 
 #ifdef PICOLL_HAVE_MPI_Allreduce_c
 PICOLL_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     int rc;
     if (allreduce_accel(sendbuf, recvbuf, count, datatype, op, comm, &rc)) {
@@ -229,8 +227,8 @@ static int blocks_args(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     args->block_bytes = (size_t)recvcount * relem;
     if (sendbuf != MPI_IN_PLACE && args->eligible) {
         size_t selem = picoll_classify_copy_size(sendtype);
-        args->eligible = selem != 0 && sendcount > 0 &&
-                         (size_t)sendcount * selem == args->block_bytes;
+        args->eligible =
+            selem != 0 && sendcount > 0 && (size_t)sendcount * selem == args->block_bytes;
     }
     return 1;
 }
@@ -260,16 +258,17 @@ static int blocks_accel(blocks_alg_t alg, const void *sendbuf, MPI_Count sendcou
 /* MPI_Allgather, MPI_Alltoall and their large-count forms: picoll's algorithm, else the staging
  * fallback the table generates. */
 #define BLOCKS_WRAPPER(NAME, COUNT_T, ALG, COLL)                                                   \
-    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,           \
-                          void *recvbuf, COUNT_T recvcount, MPI_Datatype recvtype, MPI_Comm comm)  \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,    \
+                                 void *recvbuf, COUNT_T recvcount, MPI_Datatype recvtype,          \
+                                 MPI_Comm comm)                                                    \
     {                                                                                              \
         int rc;                                                                                    \
         if (blocks_accel(ALG, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,    \
                          &rc)) {                                                                   \
             return rc;                                                                             \
         }                                                                                          \
-        rc = picoll_stage_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,       \
-                                 comm);                                                            \
+        rc =                                                                                       \
+            picoll_stage_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); \
         fallback_done(COLL, rc, recvcount, recvtype, comm);                                        \
         return rc;                                                                                 \
     }
@@ -326,8 +325,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
                                 const size_t *counts, MPI_Datatype datatype, MPI_Op op,
                                 picoll_comm_t *ctx, int *rc)
 {
-    picoll_device_args_t args = {.coll = coll, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                                 .counts = counts};
+    picoll_device_args_t args = {
+        .coll = coll, .sendbuf = sendbuf, .recvbuf = recvbuf, .counts = counts};
     int uneven = 0;
     for (int r = 1; r < ctx->coll.size; r++) {
         uneven |= counts[r] != counts[0];
@@ -338,14 +337,14 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
     return device_accel(ctx, &args, rc);
 }
 
-#define REDUCE_SCATTER_BLOCK_WRAPPER(NAME, COUNT_T)                                               \
-    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, COUNT_T recvcount,           \
+#define REDUCE_SCATTER_BLOCK_WRAPPER(NAME, COUNT_T)                                                \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, COUNT_T recvcount,            \
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)                  \
     {                                                                                              \
         size_t counts[PICOLL_CUDA_MAX_LOCAL];                                                      \
         picoll_comm_t *ctx = device_comm(comm);                                                    \
         int rc;                                                                                    \
-        if (ctx != NULL && recvcount > 0 && sendbuf != recvbuf && recvbuf != MPI_IN_PLACE &&      \
+        if (ctx != NULL && recvcount > 0 && sendbuf != recvbuf && recvbuf != MPI_IN_PLACE &&       \
             ctx->coll.size <= PICOLL_CUDA_MAX_LOCAL) {                                             \
             for (int r = 0; r < ctx->coll.size; r++) {                                             \
                 counts[r] = (size_t)recvcount;                                                     \
@@ -360,8 +359,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
         return rc;                                                                                 \
     }
 
-#define REDUCE_SCATTER_WRAPPER(NAME, COUNT_T)                                                     \
-    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, const COUNT_T recvcounts[],  \
+#define REDUCE_SCATTER_WRAPPER(NAME, COUNT_T)                                                      \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, const COUNT_T recvcounts[],   \
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)                  \
     {                                                                                              \
         size_t counts[PICOLL_CUDA_MAX_LOCAL], sum = 0;                                             \
@@ -386,8 +385,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
 
 /* Bcast: copied as bytes, so the type must be one picoll copies (types may differ between ranks,
  * their sizes not: a rank that cannot copy its type votes no). */
-#define BCAST_WRAPPER(NAME, COUNT_T)                                                              \
-    PICOLL_EXPORT int MPI_##NAME(void *buffer, COUNT_T count, MPI_Datatype datatype, int root,    \
+#define BCAST_WRAPPER(NAME, COUNT_T)                                                               \
+    PICOLL_EXPORT int MPI_##NAME(void *buffer, COUNT_T count, MPI_Datatype datatype, int root,     \
                                  MPI_Comm comm)                                                    \
     {                                                                                              \
         picoll_comm_t *ctx = device_comm(comm);                                                    \
@@ -395,8 +394,10 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
         int copyable;                                                                              \
         size_t esize = ctx != NULL ? type_bytes(datatype, &copyable) : 0;                          \
         if (esize != 0 && count > 0 && root >= 0 && root < ctx->coll.size) {                       \
-            picoll_device_args_t args = {.coll = PICOLL_COLL_BCAST, .recvbuf = buffer,             \
-                                         .count = (size_t)count * esize, .root = root,             \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_BCAST,                                \
+                                         .recvbuf = buffer,                                        \
+                                         .count = (size_t)count * esize,                           \
+                                         .root = root,                                             \
                                          .eligible = copyable};                                    \
             if (device_accel(ctx, &args, &rc)) {                                                   \
                 return rc;                                                                         \
@@ -408,18 +409,20 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
     }
 
 /* Reduce: a leaf's receive buffer is not significant; in place only at the root. */
-#define REDUCE_WRAPPER(NAME, COUNT_T)                                                             \
-    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, COUNT_T count,               \
+#define REDUCE_WRAPPER(NAME, COUNT_T)                                                              \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, void *recvbuf, COUNT_T count,                \
                                  MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)        \
     {                                                                                              \
         picoll_comm_t *ctx = device_comm(comm);                                                    \
         int rc;                                                                                    \
         if (ctx != NULL && count > 0 && root >= 0 && root < ctx->coll.size) {                      \
             int at_root = ctx->rank == root;                                                       \
-            picoll_device_args_t args = {.coll = PICOLL_COLL_REDUCE, .sendbuf = sendbuf,           \
-                                         .recvbuf = recvbuf, .count = (size_t)count,               \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_REDUCE,                               \
+                                         .sendbuf = sendbuf,                                       \
+                                         .recvbuf = recvbuf,                                       \
+                                         .count = (size_t)count,                                   \
                                          .root = root};                                            \
-            args.eligible = device_reduction(datatype, op, &args) &&                              \
+            args.eligible = device_reduction(datatype, op, &args) &&                               \
                             (at_root ? sendbuf != recvbuf && recvbuf != MPI_IN_PLACE               \
                                      : sendbuf != MPI_IN_PLACE);                                   \
             if (device_accel(ctx, &args, &rc)) {                                                   \
@@ -433,10 +436,10 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
 
 /* Allgatherv: blocks copied as bytes at their displacements (a predefined type's extent is its
  * size); the receive bytes, from the counts every rank passes alike, decide the path. */
-#define ALLGATHERV_WRAPPER(NAME, COUNT_T, DISP_T)                                                 \
-    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,   \
-                                 void *recvbuf, const COUNT_T recvcounts[],                        \
-                                 const DISP_T displs[], MPI_Datatype recvtype, MPI_Comm comm)      \
+#define ALLGATHERV_WRAPPER(NAME, COUNT_T, DISP_T)                                                  \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype,    \
+                                 void *recvbuf, const COUNT_T recvcounts[], const DISP_T displs[], \
+                                 MPI_Datatype recvtype, MPI_Comm comm)                             \
     {                                                                                              \
         size_t bytes[PICOLL_CUDA_MAX_LOCAL], offs[PICOLL_CUDA_MAX_LOCAL], sum = 0;                 \
         picoll_comm_t *ctx = device_comm(comm);                                                    \
@@ -451,13 +454,16 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
             sum += bytes[r];                                                                       \
         }                                                                                          \
         if (ok && sum > 0) {                                                                       \
-            picoll_device_args_t args = {.coll = PICOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,       \
-                                         .recvbuf = recvbuf, .counts = bytes, .displs = offs,      \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_ALLGATHERV,                           \
+                                         .sendbuf = sendbuf,                                       \
+                                         .recvbuf = recvbuf,                                       \
+                                         .counts = bytes,                                          \
+                                         .displs = offs,                                           \
                                          .eligible = copyable};                                    \
             if (sendbuf != MPI_IN_PLACE && copyable) {                                             \
                 size_t selem = picoll_classify_copy_size(sendtype);                                \
-                args.eligible = selem != 0 && sendcount >= 0 &&                                    \
-                                (size_t)sendcount * selem == bytes[ctx->rank];                     \
+                args.eligible =                                                                    \
+                    selem != 0 && sendcount >= 0 && (size_t)sendcount * selem == bytes[ctx->rank]; \
             }                                                                                      \
             if (device_accel(ctx, &args, &rc)) {                                                   \
                 return rc;                                                                         \
@@ -474,8 +480,8 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
  * sides. A rank knows only its own pieces, so every condition of its own is a vote: a rank whose
  * arguments the device path cannot take (in place, another type, a negative count) still joins
  * the vote, with a "no", and every rank falls back together. */
-#define ALLTOALLV_WRAPPER(NAME, COUNT_T, DISP_T)                                                  \
-    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, const COUNT_T sendcounts[],                 \
+#define ALLTOALLV_WRAPPER(NAME, COUNT_T, DISP_T)                                                   \
+    PICOLL_EXPORT int MPI_##NAME(const void *sendbuf, const COUNT_T sendcounts[],                  \
                                  const DISP_T sdispls[], MPI_Datatype sendtype, void *recvbuf,     \
                                  const COUNT_T recvcounts[], const DISP_T rdispls[],               \
                                  MPI_Datatype recvtype, MPI_Comm comm)                             \
@@ -497,9 +503,14 @@ static int reduce_scatter_accel(picoll_coll_t coll, const void *sendbuf, void *r
                 rb[r] = ok ? (size_t)recvcounts[r] * e : 0;                                        \
                 ro[r] = ok ? (size_t)rdispls[r] * e : 0;                                           \
             }                                                                                      \
-            picoll_device_args_t args = {.coll = PICOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,        \
-                                         .recvbuf = recvbuf, .counts = sb, .displs = so,           \
-                                         .rcounts = rb, .rdispls = ro, .eligible = ok};            \
+            picoll_device_args_t args = {.coll = PICOLL_COLL_ALLTOALLV,                            \
+                                         .sendbuf = sendbuf,                                       \
+                                         .recvbuf = recvbuf,                                       \
+                                         .counts = sb,                                             \
+                                         .displs = so,                                             \
+                                         .rcounts = rb,                                            \
+                                         .rdispls = ro,                                            \
+                                         .eligible = ok};                                          \
             if (device_accel(ctx, &args, &rc)) {                                                   \
                 return rc;                                                                         \
             }                                                                                      \

@@ -45,7 +45,7 @@ report() {
 }
 trap report EXIT
 
-bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc g++ openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev libucx-dev cmake valgrind python3 python3-venv gfortran iproute2
+bash "$top/tests/install-deps.sh" autoconf automake libtool make pkg-config gcc g++ openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev libucx-dev cmake valgrind python3 python3-venv gfortran iproute2 clang-format
 phase "install"
 
 echo "== autoreconf"

@@ -30,14 +30,10 @@ static size_t cpu_size(const char *text)
     char *end;
     unsigned long long v = strtoull(text, &end, 10);
     switch (toupper((unsigned char)*end)) {
-    case 'K':
-        return (size_t)v << 10;
-    case 'M':
-        return (size_t)v << 20;
-    case 'G':
-        return (size_t)v << 30;
-    default:
-        return (size_t)v;
+    case 'K': return (size_t)v << 10;
+    case 'M': return (size_t)v << 20;
+    case 'G': return (size_t)v << 30;
+    default: return (size_t)v;
     }
 }
 

@@ -6,12 +6,13 @@
 #include <stddef.h>
 
 typedef struct {
-    size_t l2;        /* bytes of the L2 of the core this process runs on */
-    int l2_cpus;      /* CPUs sharing it (0: unknown) */
-    size_t l3;        /* bytes of its L3 (0: none or unknown) */
-    int l3_cpus;      /* CPUs sharing the L3 (0: unknown) */
-    int cpu;          /* the CPU looked at (-1: unknown) */
-    const char *from; /* "sysfs", "sysconf", or "default" (nothing readable: PICOLL_CPU_L2_DEFAULT) */
+    size_t l2;   /* bytes of the L2 of the core this process runs on */
+    int l2_cpus; /* CPUs sharing it (0: unknown) */
+    size_t l3;   /* bytes of its L3 (0: none or unknown) */
+    int l3_cpus; /* CPUs sharing the L3 (0: unknown) */
+    int cpu;     /* the CPU looked at (-1: unknown) */
+    const char
+        *from; /* "sysfs", "sysconf", or "default" (nothing readable: PICOLL_CPU_L2_DEFAULT) */
 } picoll_topo_cpu_t;
 
 /* The L2 assumed where nothing can be read: that of the machine the defaults were measured on

@@ -61,13 +61,13 @@ static void nvml_load(void)
         snprintf(nvml.why, sizeof(nvml.why), "NVML not loadable: %s", e ? e : "?");
         return;
     }
-#define NVML_SYM(field, name)                                                                  \
-    do {                                                                                       \
-        *(void **)&nvml.field = dlsym(h, name);                                                \
-        if (nvml.field == NULL) {                                                              \
-            snprintf(nvml.why, sizeof(nvml.why), "NVML lacks %s", name);                      \
-            return;                                                                            \
-        }                                                                                      \
+#define NVML_SYM(field, name)                                                                      \
+    do {                                                                                           \
+        *(void **)&nvml.field = dlsym(h, name);                                                    \
+        if (nvml.field == NULL) {                                                                  \
+            snprintf(nvml.why, sizeof(nvml.why), "NVML lacks %s", name);                           \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
     NVML_SYM(init, "nvmlInit_v2");
     NVML_SYM(error_string, "nvmlErrorString");
@@ -93,18 +93,12 @@ static picoll_topo_path_t nvml_level_path(int level)
 {
     switch (level) {
     case NVML_TOPOLOGY_INTERNAL:
-    case NVML_TOPOLOGY_SINGLE:
-        return PICOLL_TOPO_PATH_PIX;
-    case NVML_TOPOLOGY_MULTIPLE:
-        return PICOLL_TOPO_PATH_PXB;
-    case NVML_TOPOLOGY_HOSTBRIDGE:
-        return PICOLL_TOPO_PATH_PHB;
-    case NVML_TOPOLOGY_NODE:
-        return PICOLL_TOPO_PATH_NODE;
-    case NVML_TOPOLOGY_SYSTEM:
-        return PICOLL_TOPO_PATH_SYS;
-    default:
-        return PICOLL_TOPO_PATH_UNKNOWN;
+    case NVML_TOPOLOGY_SINGLE: return PICOLL_TOPO_PATH_PIX;
+    case NVML_TOPOLOGY_MULTIPLE: return PICOLL_TOPO_PATH_PXB;
+    case NVML_TOPOLOGY_HOSTBRIDGE: return PICOLL_TOPO_PATH_PHB;
+    case NVML_TOPOLOGY_NODE: return PICOLL_TOPO_PATH_NODE;
+    case NVML_TOPOLOGY_SYSTEM: return PICOLL_TOPO_PATH_SYS;
+    default: return PICOLL_TOPO_PATH_UNKNOWN;
     }
 }
 
@@ -182,8 +176,8 @@ void picoll_topo_hwloc_fill(picoll_topo_t *t)
             }
             /* a common PCI bridge: same switch (depth >= the GPU's parent) or switches below one
              * host bridge; a common CPU-side object: host bridge, NUMA node, or the machine */
-            if (common->type == HWLOC_OBJ_BRIDGE && common->attr->bridge.upstream_type ==
-                                                        HWLOC_OBJ_BRIDGE_PCI) {
+            if (common->type == HWLOC_OBJ_BRIDGE &&
+                common->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
                 path = common == pci->parent ? PICOLL_TOPO_PATH_PIX : PICOLL_TOPO_PATH_PXB;
             } else if (common->type == HWLOC_OBJ_BRIDGE) {
                 path = PICOLL_TOPO_PATH_PHB;
@@ -275,7 +269,8 @@ picoll_status_t picoll_topo_detect(picoll_topo_t *out)
             }
             if (peer >= 0) {
                 out->links[i][peer].nvlinks++;
-            } else if (type == NVML_NVLINK_DEVICE_TYPE_SWITCH || type != NVML_NVLINK_DEVICE_TYPE_GPU) {
+            } else if (type == NVML_NVLINK_DEVICE_TYPE_SWITCH ||
+                       type != NVML_NVLINK_DEVICE_TYPE_GPU) {
                 /* a switch, or a remote NVML cannot name (NVSwitches hidden from VMs) */
                 switch_links[i]++;
             }
@@ -292,8 +287,8 @@ picoll_status_t picoll_topo_detect(picoll_topo_t *out)
             }
             /* links through switches: as many as the less connected side has */
             if (switch_links[i] > 0 && switch_links[j] > 0) {
-                lk->nvswitch_links = switch_links[i] < switch_links[j] ? switch_links[i]
-                                                                        : switch_links[j];
+                lk->nvswitch_links =
+                    switch_links[i] < switch_links[j] ? switch_links[i] : switch_links[j];
             }
             if (nvml.common_ancestor(dev[i], dev[j], &level) == NVML_SUCCESS) {
                 lk->path = nvml_level_path(level);

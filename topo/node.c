@@ -88,8 +88,8 @@ picoll_status_t picoll_topo_node_build(MPI_Comm node_comm, const picoll_topo_t *
         }
     }
     if (nogpu >= 0) {
-        snprintf(out->why, sizeof(out->why), withgpu ? "rank %d has no GPU" : "no rank has a GPU (rank %d first)",
-                 nogpu);
+        snprintf(out->why, sizeof(out->why),
+                 withgpu ? "rank %d has no GPU" : "no rank has a GPU (rank %d first)", nogpu);
     }
 restrict_used:
     status = picoll_topo_restrict(node, used, nused, &out->used);

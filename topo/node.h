@@ -15,11 +15,11 @@ typedef struct {
 
 typedef struct {
     int nranks;
-    int *rank_gpu;          /* [nranks]: index into node (below) of each rank's GPU, -1 none */
-    int shared;             /* some GPU is used by more than one rank */
+    int *rank_gpu;             /* [nranks]: index into node (below) of each rank's GPU, -1 none */
+    int shared;                /* some GPU is used by more than one rank */
     picoll_topo_reach_t reach; /* of all the ranks together: what selection takes */
-    picoll_topo_t used;     /* the distinct GPUs the ranks use, in order of first use; classified */
-    char why[160];          /* when reach is none: why, e.g. "rank 3 has no GPU" */
+    picoll_topo_t used; /* the distinct GPUs the ranks use, in order of first use; classified */
+    char why[160];      /* when reach is none: why, e.g. "rank 3 has no GPU" */
 } picoll_topo_node_t;
 
 /* Collective over node_comm (the ranks of one node). node is this rank's detected or recorded
@@ -47,10 +47,10 @@ picoll_status_t picoll_topo_hcm_plan(const picoll_topo_node_t *n, int me,
 /* How the ranks of a node reach each other's GPUs, as the device executor sees them. */
 typedef struct {
     picoll_topo_reach_t reach;
-    int known;                   /* from the node's topology (it has GPUs); 0: from one_gpu */
-    int hcm;                     /* reach hcm, and plan is this rank's */
+    int known; /* from the node's topology (it has GPUs); 0: from one_gpu */
+    int hcm;   /* reach hcm, and plan is this rank's */
     picoll_topo_hcm_plan_t plan;
-    char why[160];               /* known and reach none: why (picoll_topo_node_t's) */
+    char why[160]; /* known and reach none: why (picoll_topo_node_t's) */
 } picoll_topo_node_reach_t;
 
 /* Collective over node_comm, as picoll_topo_node_build (every rank takes part, even one without a

@@ -35,7 +35,7 @@
 typedef enum { AFF_CPU, AFF_NUMA, AFF_GPU_NUMA } aff_kind_t;
 
 typedef struct {
-    int is_nv;       /* NV#: count in nv */
+    int is_nv; /* NV#: count in nv */
     int nv;
     picoll_topo_path_t path;
     int line;
@@ -56,7 +56,7 @@ typedef struct {
 } parser_t;
 
 __attribute__((format(printf, 3, 4))) static picoll_status_t fail(parser_t *p, int line,
-                                                                   const char *fmt, ...)
+                                                                  const char *fmt, ...)
 {
     va_list ap;
     int n = snprintf(p->err, p->errlen, "topo file %s line %d: ", p->name, line);
@@ -136,8 +136,8 @@ static int parse_cell(const char *s, cell_t *c)
         const char *name;
         picoll_topo_path_t path;
     } paths[] = {
-        {"X", PICOLL_TOPO_PATH_SELF},  {"PIX", PICOLL_TOPO_PATH_PIX},
-        {"PXB", PICOLL_TOPO_PATH_PXB}, {"PHB", PICOLL_TOPO_PATH_PHB},
+        {"X", PICOLL_TOPO_PATH_SELF},    {"PIX", PICOLL_TOPO_PATH_PIX},
+        {"PXB", PICOLL_TOPO_PATH_PXB},   {"PHB", PICOLL_TOPO_PATH_PHB},
         {"NODE", PICOLL_TOPO_PATH_NODE}, {"SYS", PICOLL_TOPO_PATH_SYS},
         {"SOC", PICOLL_TOPO_PATH_SYS},
     };
@@ -267,10 +267,10 @@ static picoll_status_t parse_row(parser_t *p, picoll_topo_t *t, char **tok, int 
     if (p->row_line[d]) {
         return fail(p, line, "second row for %s (first on line %d)", tok[0], p->row_line[d]);
     }
-    if (p->dev_is_gpu[d] ? nent != p->ndev + p->naff : (nent != p->ndev && nent != p->ndev + p->naff)) {
-        return fail(p, line, "expected %d entries, found %d", p->dev_is_gpu[d] ? p->ndev + p->naff
-                                                                              : p->ndev,
-                    nent);
+    if (p->dev_is_gpu[d] ? nent != p->ndev + p->naff
+                         : (nent != p->ndev && nent != p->ndev + p->naff)) {
+        return fail(p, line, "expected %d entries, found %d",
+                    p->dev_is_gpu[d] ? p->ndev + p->naff : p->ndev, nent);
     }
     p->row_line[d] = line;
     for (int k = 0; k < p->ndev; k++) {
@@ -282,8 +282,9 @@ static picoll_status_t parse_row(parser_t *p, picoll_topo_t *t, char **tok, int 
                         tok[1 + k], p->devname[k]);
         }
         if ((k == d) != (c.path == PICOLL_TOPO_PATH_SELF)) {
-            return fail(p, line, k == d ? "entry for %s itself must be X, found '%s'"
-                                        : "'X' (self) off the diagonal, in column %s",
+            return fail(p, line,
+                        k == d ? "entry for %s itself must be X, found '%s'"
+                               : "'X' (self) off the diagonal, in column %s",
                         p->devname[k], tok[1 + k]);
         }
         if (c.is_nv && !(p->dev_is_gpu[d] && p->dev_is_gpu[k])) {
@@ -303,9 +304,7 @@ static picoll_status_t parse_row(parser_t *p, picoll_topo_t *t, char **tok, int 
         const char *v = tok[1 + p->ndev + a];
         int num;
         switch (p->aff[a]) {
-        case AFF_CPU:
-            snprintf(g->cpu_affinity, sizeof(g->cpu_affinity), "%s", v);
-            break;
+        case AFF_CPU: snprintf(g->cpu_affinity, sizeof(g->cpu_affinity), "%s", v); break;
         case AFF_NUMA:
         case AFF_GPU_NUMA:
             if (!strcmp(v, "N/A")) {
@@ -462,11 +461,8 @@ picoll_status_t picoll_topo_parse_text(const char *text, const char *name, picol
             status = parse_header(p, out, tok, ntok, line);
             st = ST_ROWS;
             break;
-        case ST_ROWS:
-            status = parse_row(p, out, tok, ntok, line);
-            break;
-        case ST_LEGEND:
-            break;
+        case ST_ROWS: status = parse_row(p, out, tok, ntok, line); break;
+        case ST_LEGEND: break;
         case ST_NIC_LEGEND: {
             /* "NIC0: mlx5_0" gives the NIC's own name */
             size_t l0 = strlen(tok[0]);

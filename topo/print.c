@@ -77,8 +77,9 @@ void picoll_topo_print(FILE *f, const picoll_topo_t *t,
                 fprintf(f, "?\n");
             }
         }
-        fprintf(f, "  NV# direct NVLinks, NS# NVLinks through NVSwitches, PIX/PXB/PHB/NODE/SYS PCIe "
-                   "paths as nvidia-smi names them, * no peer access\n");
+        fprintf(f,
+                "  NV# direct NVLinks, NS# NVLinks through NVSwitches, PIX/PXB/PHB/NODE/SYS PCIe "
+                "paths as nvidia-smi names them, * no peer access\n");
     }
     fprintf(f, "class: %s", picoll_topo_class_name(c->cls));
     if (c->cls == PICOLL_TOPO_CLASS_PCIE) {

@@ -23,12 +23,9 @@ void picoll_topo_init(picoll_topo_t *t, const char *source)
 const char *picoll_topo_class_name(picoll_topo_class_t cls)
 {
     static const char *const names[] = {
-        [PICOLL_TOPO_CLASS_NONE] = "none",
-        [PICOLL_TOPO_CLASS_SINGLE] = "single",
-        [PICOLL_TOPO_CLASS_NVSWITCH] = "nvswitch",
-        [PICOLL_TOPO_CLASS_FULL_MESH] = "full-mesh",
-        [PICOLL_TOPO_CLASS_HCM] = "hcm",
-        [PICOLL_TOPO_CLASS_PCIE] = "pcie",
+        [PICOLL_TOPO_CLASS_NONE] = "none",         [PICOLL_TOPO_CLASS_SINGLE] = "single",
+        [PICOLL_TOPO_CLASS_NVSWITCH] = "nvswitch", [PICOLL_TOPO_CLASS_FULL_MESH] = "full-mesh",
+        [PICOLL_TOPO_CLASS_HCM] = "hcm",           [PICOLL_TOPO_CLASS_PCIE] = "pcie",
         [PICOLL_TOPO_CLASS_MIXED] = "mixed",
     };
     return (unsigned)cls < sizeof(names) / sizeof(names[0]) ? names[cls] : "?";
@@ -37,9 +34,9 @@ const char *picoll_topo_class_name(picoll_topo_class_t cls)
 const char *picoll_topo_path_name(picoll_topo_path_t path)
 {
     static const char *const names[] = {
-        [PICOLL_TOPO_PATH_UNKNOWN] = "?",  [PICOLL_TOPO_PATH_SELF] = "X",
-        [PICOLL_TOPO_PATH_PIX] = "PIX",    [PICOLL_TOPO_PATH_PXB] = "PXB",
-        [PICOLL_TOPO_PATH_PHB] = "PHB",    [PICOLL_TOPO_PATH_NODE] = "NODE",
+        [PICOLL_TOPO_PATH_UNKNOWN] = "?", [PICOLL_TOPO_PATH_SELF] = "X",
+        [PICOLL_TOPO_PATH_PIX] = "PIX",   [PICOLL_TOPO_PATH_PXB] = "PXB",
+        [PICOLL_TOPO_PATH_PHB] = "PHB",   [PICOLL_TOPO_PATH_NODE] = "NODE",
         [PICOLL_TOPO_PATH_SYS] = "SYS",
     };
     return (unsigned)path < sizeof(names) / sizeof(names[0]) ? names[path] : "?";

@@ -20,9 +20,9 @@
 
 #define PICOLL_TOPO_MAX_GPUS 32 /* GPUs of one node; a GPU set is a uint32_t mask */
 #define PICOLL_TOPO_MAX_NICS 64
-#define PICOLL_TOPO_BUSID_LEN 32   /* "0000:07:00.0" */
-#define PICOLL_TOPO_NAME_LEN 32    /* "GPU0", "mlx5_0" */
-#define PICOLL_TOPO_MAX_SUBSETS 8  /* largest fully connected subsets kept */
+#define PICOLL_TOPO_BUSID_LEN 32  /* "0000:07:00.0" */
+#define PICOLL_TOPO_NAME_LEN 32   /* "GPU0", "mlx5_0" */
+#define PICOLL_TOPO_MAX_SUBSETS 8 /* largest fully connected subsets kept */
 /* No GPU has more NVLink ports than this (V100: 6, A100: 12, H100 and B200: 18). A GPU whose
  * NV# entries add up to more must reach its peers through an NVSwitch. */
 #define PICOLL_TOPO_MAX_GPU_NVLINKS 18
@@ -50,8 +50,8 @@ typedef enum {
 } picoll_topo_p2p_t;
 
 typedef struct {
-    int nvlinks;         /* direct GPU-GPU NVLinks */
-    int nvswitch_links;  /* NVLinks through NVSwitches usable between the pair */
+    int nvlinks;        /* direct GPU-GPU NVLinks */
+    int nvswitch_links; /* NVLinks through NVSwitches usable between the pair */
     picoll_topo_path_t path;
     picoll_topo_p2p_t p2p;
 } picoll_topo_link_t;

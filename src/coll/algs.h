@@ -110,7 +110,8 @@ picoll_status_t picoll_allgather_hier_rails(picoll_hier_t *h, char *buf, size_t 
  * index (rank on the rail); the piece for node k goes to it, node k's comes into rbuf, one node
  * at a time, arrived(k, arg) called as each is in. */
 picoll_status_t picoll_alltoall_hier_rails(picoll_hier_t *h, const char *sbuf, char *rbuf,
-                                           size_t len, void (*arrived)(int k, void *arg), void *arg);
+                                           size_t len, void (*arrived)(int k, void *arg),
+                                           void *arg);
 /* What selection needs: the bytes rail 0 reduces in the first chunk; the largest piece of a
  * block that the allgather / alltoall workspace holds (0: none). */
 size_t picoll_allreduce_hier_rail_block(const picoll_shm_t *shm, const picoll_hier_t *h,

@@ -71,9 +71,8 @@ static picoll_status_t hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allre
         }
     }
     picoll_shm_t *shm = ctx->shm;
-    picoll_hier_shape_t shape = {.num_nodes = ctx->hier->num_nodes,
-                                 .even = ctx->hier->even,
-                                 .slot_size = shm->slot_size};
+    picoll_hier_shape_t shape = {
+        .num_nodes = ctx->hier->num_nodes, .even = ctx->hier->even, .slot_size = shm->slot_size};
     static const picoll_rail_method_t method[] = {[PICOLL_ALLREDUCE_HIER_RD] = PICOLL_RAIL_RD,
                                                   [PICOLL_ALLREDUCE_HIER_RAB] = PICOLL_RAIL_RAB,
                                                   [PICOLL_ALLREDUCE_HIER_RING] = PICOLL_RAIL_RING};
@@ -97,8 +96,9 @@ static picoll_status_t hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allre
     if (pipe.piped || pipe.host_bytes > 0) {
         picoll_debug("MPI_Allreduce between nodes: %zu bytes staged in %zu chunk(s)%s, up to %d "
                      "copies in ahead of the chunk at work, %.2f bytes through host memory per "
-                     "byte", bytes, pipe.nchunks, pipe.piped ? " (pipelined)" : "",
-                     pipe.ahead_max, bytes ? (double)pipe.host_bytes / (double)bytes : 0.0);
+                     "byte",
+                     bytes, pipe.nchunks, pipe.piped ? " (pipelined)" : "", pipe.ahead_max,
+                     bytes ? (double)pipe.host_bytes / (double)bytes : 0.0);
     }
     return finish(PICOLL_COLL_ALLREDUCE, alg, status, bytes, rc, alg_out, mpi_rc);
 }
@@ -128,8 +128,8 @@ static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
 static picoll_status_t run_cuda_allreduce(picoll_coll_ctx_t *ctx, int alg, const void *arg)
 {
     const picoll_allreduce_args_t *args = ((const allreduce_call_t *)arg)->args;
-    return picoll_cuda_allreduce(ctx->cuda, picoll_allreduce_kmode(alg), args->sendbuf, args->recvbuf,
-                                 args->count, args->dtype, args->op);
+    return picoll_cuda_allreduce(ctx->cuda, picoll_allreduce_kmode(alg), args->sendbuf,
+                                 args->recvbuf, args->count, args->dtype, args->op);
 }
 
 /* The host algorithm: one-shot, or two-shot in single copies where selected and every rank's
@@ -162,8 +162,8 @@ picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_
     if (ctx->shm == NULL) {
         return PICOLL_DECLINED;
     }
-    allreduce_call_t c = {.args = args, .bytes = args->count * picoll_dtype_size(args->dtype),
-                          .size = ctx->size};
+    allreduce_call_t c = {
+        .args = args, .bytes = args->count * picoll_dtype_size(args->dtype), .size = ctx->size};
     if (ctx->hier != NULL) {
         return hier_allreduce(ctx, args, c.bytes, alg, mpi_rc);
     }
@@ -173,9 +173,13 @@ picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_
         .run_cuda = run_cuda_allreduce,
         .run_host = run_host_allreduce,
     };
-    picoll_vote_call_t call = {.name = "MPI_Allreduce", .sendbuf = args->sendbuf,
-                               .recvbuf = args->recvbuf, .dtype = args->dtype, .eligible = 1,
-                               .ops = &ops, .arg = &c};
+    picoll_vote_call_t call = {.name = "MPI_Allreduce",
+                               .sendbuf = args->sendbuf,
+                               .recvbuf = args->recvbuf,
+                               .dtype = args->dtype,
+                               .eligible = 1,
+                               .ops = &ops,
+                               .arg = &c};
     return run_voted(ctx, &call, PICOLL_COLL_ALLREDUCE, c.bytes, alg, mpi_rc);
 }
 
@@ -229,10 +233,10 @@ static picoll_status_t hier_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_a
     picoll_blocks_args_t a = *args;
     picoll_reentry++;
     /* types picoll cannot copy as bytes: no vote, and nothing read through them */
-    int vote = args->eligible &&
-               picoll_stage_pair_in(&st, picoll_cuda.staging, &a.sendbuf, &a.recvbuf,
-                                    c->coll == PICOLL_COLL_ALLTOALL ? total : args->block_bytes,
-                                    total);
+    int vote =
+        args->eligible &&
+        picoll_stage_pair_in(&st, picoll_cuda.staging, &a.sendbuf, &a.recvbuf,
+                             c->coll == PICOLL_COLL_ALLTOALL ? total : args->block_bytes, total);
     status = c->hier_run(shm, ctx->hier, &a, vote, alg);
     picoll_reentry--;
     rc = staged_rc(picoll_stage_pair_out(&st, status == PICOLL_OK));
@@ -262,9 +266,8 @@ static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const vo
 {
     const blocks_call_t *b = arg;
     if (b->c->coll == PICOLL_COLL_ALLGATHER) {
-        return picoll_cuda_allgather_mode(ctx->cuda, picoll_allgather_kmode(alg),
-                                          b->args->sendbuf, b->args->recvbuf,
-                                          b->args->block_bytes);
+        return picoll_cuda_allgather_mode(ctx->cuda, picoll_allgather_kmode(alg), b->args->sendbuf,
+                                          b->args->recvbuf, b->args->block_bytes);
     }
     return b->c->run_cuda(ctx->cuda, b->args->sendbuf, b->args->recvbuf, b->args->block_bytes);
 }
@@ -306,8 +309,12 @@ static picoll_status_t run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_ar
         .run_host = run_host_blocks,
     };
     blocks_call_t b = {.c = c, .args = args, .size = ctx->size};
-    picoll_vote_call_t call = {.name = c->name, .sendbuf = args->sendbuf, .recvbuf = args->recvbuf,
-                               .dtype = PICOLL_DT_NONE, .eligible = args->eligible, .ops = &ops,
+    picoll_vote_call_t call = {.name = c->name,
+                               .sendbuf = args->sendbuf,
+                               .recvbuf = args->recvbuf,
+                               .dtype = PICOLL_DT_NONE,
+                               .eligible = args->eligible,
+                               .ops = &ops,
                                .arg = &b};
     return run_voted(ctx, &call, c->coll, args->block_bytes * (size_t)ctx->size, alg, mpi_rc);
 }
@@ -336,8 +343,8 @@ static picoll_status_t run_hier_alltoall(picoll_shm_t *shm, picoll_hier_t *h,
     return picoll_alltoall_hier(shm, h, args, vote);
 }
 
-picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
-                                 int *alg, int *mpi_rc)
+picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *alg,
+                                 int *mpi_rc)
 {
     static const blocks_coll_t allgather = {
         .coll = PICOLL_COLL_ALLGATHER,
@@ -358,8 +365,8 @@ picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_arg
     return run_blocks(ctx, args, &allgather, alg, mpi_rc);
 }
 
-picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
-                                int *alg, int *mpi_rc)
+picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *alg,
+                                int *mpi_rc)
 {
     static const blocks_coll_t alltoall = {
         .coll = PICOLL_COLL_ALLTOALL,
@@ -385,7 +392,7 @@ picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args
 typedef struct {
     const picoll_device_args_t *args;
     const char *name;
-    size_t bytes;          /* this rank's (the stats'); the same on every rank but alltoallv's */
+    size_t bytes; /* this rank's (the stats'); the same on every rank but alltoallv's */
     size_t agree[PICOLL_VOTE_AGREE_N]; /* alltoallv: the largest piece (its chunk count) and
                                         * receive bytes (its selection) of every rank's */
 } device_call_t;
@@ -395,8 +402,7 @@ static int select_cuda_device_only(const picoll_cuda_ws_t *ws, const void *arg)
     const device_call_t *d = arg;
     picoll_coll_t coll = d->args->coll;
     picoll_topo_reach_t reach = picoll_cuda_ws_reach(ws);
-    return coll == PICOLL_COLL_ALLTOALLV
-               ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->agree[1])
+    return coll == PICOLL_COLL_ALLTOALLV ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->agree[1])
            : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV
                ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->bytes)
                : picoll_select_cuda_reduce(&picoll_cfg, reach, d->bytes, picoll_cuda.staging);
@@ -417,8 +423,8 @@ static picoll_status_t run_cuda_device_only(picoll_coll_ctx_t *ctx, int alg, con
         return picoll_cuda_allgatherv(ctx->cuda, args->sendbuf, args->recvbuf, args->counts,
                                       args->displs);
     case PICOLL_COLL_REDUCE:
-        return picoll_cuda_reduce(ctx->cuda, args->sendbuf, args->recvbuf, args->count,
-                                  args->dtype, args->op, args->root);
+        return picoll_cuda_reduce(ctx->cuda, args->sendbuf, args->recvbuf, args->count, args->dtype,
+                                  args->op, args->root);
     default:
         return picoll_cuda_reduce_scatter(ctx->cuda, d->name, args->sendbuf, args->recvbuf,
                                           args->counts, args->dtype, args->op);
@@ -475,8 +481,11 @@ picoll_status_t picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_a
         .run_cuda = run_cuda_device_only,
     };
     device_call_t d = {.args = args, .name = names[args->coll], .agree = {0, 0}};
-    picoll_vote_call_t call = {.name = d.name, .dtype = args->dtype, .eligible = args->eligible,
-                               .ops = &ops, .arg = &d,
+    picoll_vote_call_t call = {.name = d.name,
+                               .dtype = args->dtype,
+                               .eligible = args->eligible,
+                               .ops = &ops,
+                               .arg = &d,
                                .agree = args->coll == PICOLL_COLL_ALLTOALLV ? d.agree : NULL};
 
     if (ctx->shm == NULL || !ctx->cuda_possible || ctx->size > PICOLL_CUDA_MAX_LOCAL) {

@@ -18,7 +18,7 @@
 /* What the algorithms see of a communicator: its executors, set up collectively by the core
  * (core/comm.c) when the communicator is first used, and the same on every rank. */
 typedef struct {
-    MPI_Comm comm;          /* the user's communicator, not owned */
+    MPI_Comm comm; /* the user's communicator, not owned */
     int size;
     MPI_Comm node_comm;     /* ranks of comm on this (virtual) node, by rank; MPI_COMM_NULL
                                when unused */
@@ -48,7 +48,7 @@ typedef struct {
 } picoll_coll_ctx_t;
 
 typedef struct {
-    const void *sendbuf;  /* MPI_IN_PLACE allowed */
+    const void *sendbuf; /* MPI_IN_PLACE allowed */
     void *recvbuf;
     size_t count;
     picoll_dtype_t dtype;
@@ -59,10 +59,11 @@ typedef struct {
 } picoll_allreduce_args_t;
 
 typedef struct {
-    const void *sendbuf;  /* MPI_IN_PLACE allowed */
+    const void *sendbuf; /* MPI_IN_PLACE allowed */
     void *recvbuf;
-    size_t block_bytes;   /* bytes each rank contributes (allgather) or sends to each rank (alltoall) */
-    int eligible;         /* both types are contiguous predefined ones picoll can copy as bytes */
+    size_t
+        block_bytes; /* bytes each rank contributes (allgather) or sends to each rank (alltoall) */
+    int eligible;    /* both types are contiguous predefined ones picoll can copy as bytes */
 } picoll_blocks_args_t;
 
 /* The collectives picoll runs on CUDA device buffers only (the device executor): reduce-scatter
@@ -83,8 +84,8 @@ typedef struct {
     picoll_dtype_t dtype;  /* the reductions' type (bcast, allgatherv, alltoallv:
                             * PICOLL_DT_NONE) */
     picoll_op_t op;
-    int root, me;          /* bcast, reduce: the root's rank and mine (one node: local ranks) */
-    int eligible;          /* this rank's arguments allow the device path (voted on) */
+    int root, me; /* bcast, reduce: the root's rank and mine (one node: local ranks) */
+    int eligible; /* this rank's arguments allow the device path (voted on) */
 } picoll_device_args_t;
 
 /* A collective enqueued on a stream communicator's CUDA stream (MPIX_*_enqueue,
@@ -100,7 +101,7 @@ typedef struct {
                            * piece; allgather, alltoall: bytes of a block; bcast: bytes */
     picoll_dtype_t dtype; /* the reductions' (others: PICOLL_DT_NONE) */
     picoll_op_t op;
-    int root;             /* bcast */
+    int root; /* bcast */
 } picoll_enq_args_t;
 
 /* The device algorithm that runs args on the stream, or PICOLL_ALG_FALLBACK where none does (the
@@ -118,9 +119,9 @@ picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_
                                  int *alg, int *mpi_rc);
 picoll_status_t picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_args_t *args,
                                    int *alg, int *mpi_rc);
-picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
-                                 int *alg, int *mpi_rc);
-picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
-                                int *alg, int *mpi_rc);
+picoll_status_t picoll_allgather(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *alg,
+                                 int *mpi_rc);
+picoll_status_t picoll_alltoall(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args, int *alg,
+                                int *mpi_rc);
 
 #endif

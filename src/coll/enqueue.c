@@ -17,8 +17,8 @@ int picoll_enq_select(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *arg
     }
     picoll_topo_reach_t reach = picoll_cuda_ws_reach(ws);
     size_t esize = args->dtype == PICOLL_DT_NONE ? 1 : picoll_dtype_size(args->dtype);
-    int reduction = args->coll == PICOLL_COLL_ALLREDUCE ||
-                    args->coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK;
+    int reduction =
+        args->coll == PICOLL_COLL_ALLREDUCE || args->coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK;
     if (reduction && (!picoll_cuda_dtype_ok(args->dtype) || args->op == PICOLL_OP_NONE ||
                       !picoll_op_valid(args->dtype, args->op))) {
         return PICOLL_ALG_FALLBACK;
@@ -28,9 +28,8 @@ int picoll_enq_select(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *arg
         return picoll_select_cuda_allreduce(&picoll_cfg, reach, picoll_cuda_ws_slot_size(ws),
                                             ctx->size, args->count * esize, picoll_cuda.staging);
     case PICOLL_COLL_REDUCE_SCATTER_BLOCK:
-        return picoll_select_cuda_reduce(&picoll_cfg, reach,
-                                         args->count * esize * (size_t)ctx->size,
-                                         picoll_cuda.staging);
+        return picoll_select_cuda_reduce(
+            &picoll_cfg, reach, args->count * esize * (size_t)ctx->size, picoll_cuda.staging);
     case PICOLL_COLL_ALLGATHER:
         return picoll_select_cuda_allgather(&picoll_cfg, reach, ctx->size, args->count);
     case PICOLL_COLL_ALLTOALL:

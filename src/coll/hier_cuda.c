@@ -33,7 +33,8 @@ void *picoll_hier_cuda_host(const char *name, size_t bytes, picoll_cu_context_t 
 
     if (picoll_pinned_get(bytes, context, &host) != PICOLL_OK) {
         picoll_fatal("%s between nodes: no host memory for %zu bytes of the device hierarchy's "
-                     "network step: aborting the job", name, bytes);
+                     "network step: aborting the job",
+                     name, bytes);
     }
     return host;
 }

@@ -18,10 +18,10 @@
 picoll_status_t picoll_allreduce_hier_cuda(picoll_coll_ctx_t *ctx,
                                            const picoll_allreduce_args_t *args, size_t bytes,
                                            int *mpi_rc);
-picoll_status_t picoll_allgather_hier_cuda(picoll_coll_ctx_t *ctx,
-                                           const picoll_blocks_args_t *args, int *mpi_rc);
-picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx,
-                                          const picoll_blocks_args_t *args, int *mpi_rc);
+picoll_status_t picoll_allgather_hier_cuda(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                                           int *mpi_rc);
+picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                                          int *mpi_rc);
 
 /* Enters a call of the device hierarchy (picoll_reentry held) and votes (picoll_vote_hier_cuda,
  * the same arguments): PICOLL_OK, the call is on (every rank's), to be left with
@@ -42,7 +42,7 @@ void *picoll_hier_cuda_host(const char *name, size_t bytes, picoll_cu_context_t 
 typedef struct {
     picoll_cudrv_pipe_t *pipe; /* NULL: copied at once */
     picoll_cu_context_t ctx;
-    char *host, *dev;          /* slice k at host + k * len, to dev + k * stride */
+    char *host, *dev; /* slice k at host + k * len, to dev + k * stride */
     size_t len, stride;
     picoll_status_t status;
 } picoll_hier_back_t;

@@ -37,14 +37,11 @@ double picoll_netmodel_allreduce_time(const picoll_netmodel_t *m, picoll_rail_me
     double fold = n != p2 ? 2 * a + 2 * x * b + x * g : 0.0;
     double share = (double)(p2 - 1) / p2;
     switch (how) {
-    case PICOLL_RAIL_RD:
-        return steps * (a + x * b + x * g) + fold;
-    case PICOLL_RAIL_RAB:
-        return 2 * steps * a + 2 * share * x * b + share * x * g + fold;
+    case PICOLL_RAIL_RD: return steps * (a + x * b + x * g) + fold;
+    case PICOLL_RAIL_RAB: return 2 * steps * a + 2 * share * x * b + share * x * g + fold;
     case PICOLL_RAIL_RING:
         return 2.0 * (n - 1) * a + (2.0 * (n - 1) / n) * x * b + ((double)(n - 1) / n) * x * g;
-    case PICOLL_RAIL_BRUCK:
-        break;
+    case PICOLL_RAIL_BRUCK: break;
     }
     return 0.0;
 }
@@ -69,14 +66,10 @@ double picoll_netmodel_allgather_time(const picoll_netmodel_t *m, picoll_rail_me
 picoll_rail_method_t picoll_netmodel_allreduce(const picoll_config_t *cfg, int n, size_t bytes)
 {
     switch (cfg->net_allreduce) {
-    case PICOLL_NET_AR_RD:
-        return PICOLL_RAIL_RD;
-    case PICOLL_NET_AR_RAB:
-        return PICOLL_RAIL_RAB;
-    case PICOLL_NET_AR_RING:
-        return PICOLL_RAIL_RING;
-    default:
-        break;
+    case PICOLL_NET_AR_RD: return PICOLL_RAIL_RD;
+    case PICOLL_NET_AR_RAB: return PICOLL_RAIL_RAB;
+    case PICOLL_NET_AR_RING: return PICOLL_RAIL_RING;
+    default: break;
     }
     /* on two members the others are recursive doubling in two halves: one more step each */
     if (n <= 2) {
@@ -116,14 +109,10 @@ picoll_rail_method_t picoll_netmodel_allgather(const picoll_config_t *cfg, int n
 const char *picoll_netmodel_name(picoll_rail_method_t how)
 {
     switch (how) {
-    case PICOLL_RAIL_RD:
-        return "rd";
-    case PICOLL_RAIL_RAB:
-        return "rab";
-    case PICOLL_RAIL_RING:
-        return "ring";
-    case PICOLL_RAIL_BRUCK:
-        break;
+    case PICOLL_RAIL_RD: return "rd";
+    case PICOLL_RAIL_RAB: return "rab";
+    case PICOLL_RAIL_RING: return "ring";
+    case PICOLL_RAIL_BRUCK: break;
     }
     return "bruck";
 }

@@ -22,10 +22,10 @@
 #include "util/config.h"
 
 typedef enum {
-    PICOLL_RAIL_RD,    /* allreduce: recursive doubling (members beyond p2 folded in) */
-    PICOLL_RAIL_RAB,   /* allreduce: Rabenseifner's (recursive halving, then doubling; folded) */
-    PICOLL_RAIL_RING,  /* allreduce: ring reduce-scatter and all-gather; allgather: the ring */
-    PICOLL_RAIL_BRUCK  /* allgather: Bruck's dissemination, ceil(log2 n) steps */
+    PICOLL_RAIL_RD,   /* allreduce: recursive doubling (members beyond p2 folded in) */
+    PICOLL_RAIL_RAB,  /* allreduce: Rabenseifner's (recursive halving, then doubling; folded) */
+    PICOLL_RAIL_RING, /* allreduce: ring reduce-scatter and all-gather; allgather: the ring */
+    PICOLL_RAIL_BRUCK /* allgather: Bruck's dissemination, ceil(log2 n) steps */
 } picoll_rail_method_t;
 
 typedef struct {

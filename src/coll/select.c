@@ -78,12 +78,9 @@ int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_s
         return PICOLL_ALLREDUCE_HIER_ONESHOT;
     }
     switch (picoll_netmodel_allreduce(cfg, shape->num_nodes, rail_block)) {
-    case PICOLL_RAIL_RING:
-        return PICOLL_ALLREDUCE_HIER_RING;
-    case PICOLL_RAIL_RAB:
-        return PICOLL_ALLREDUCE_HIER_RAB;
-    default:
-        return PICOLL_ALLREDUCE_HIER_RD;
+    case PICOLL_RAIL_RING: return PICOLL_ALLREDUCE_HIER_RING;
+    case PICOLL_RAIL_RAB: return PICOLL_ALLREDUCE_HIER_RAB;
+    default: return PICOLL_ALLREDUCE_HIER_RD;
     }
 }
 
@@ -146,7 +143,8 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
     switch (reach) {
     case PICOLL_TOPO_REACH_NVLINK:
         if (bytes <= cfg->nvlink_oneshot_max) {
-            return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+            return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT
+                                      : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
         }
         return staged || bytes <= cfg->nvlink_twoshot_max ? PICOLL_ALLREDUCE_CUDA_TWOSHOT
                                                           : PICOLL_ALG_FALLBACK;
@@ -154,11 +152,11 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
         return bytes <= cfg->hcm_oneshot_max ? PICOLL_ALLREDUCE_CUDA_HCM : PICOLL_ALG_FALLBACK;
     case PICOLL_TOPO_REACH_PCIE:
         if (bytes <= cfg->pcie_oneshot_max) {
-            return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
+            return bytes <= slot_size ? PICOLL_ALLREDUCE_CUDA_ONESHOT
+                                      : PICOLL_ALLREDUCE_CUDA_TWOSHOT;
         }
         return PICOLL_ALG_FALLBACK;
-    case PICOLL_TOPO_REACH_NONE:
-        break;
+    case PICOLL_TOPO_REACH_NONE: break;
     }
     return PICOLL_ALG_FALLBACK;
 }

@@ -34,9 +34,9 @@ int picoll_select_alltoall(const picoll_config_t *cfg, int nranks, size_t block_
  * piece_max: the largest piece of a block the workspace holds (0: too many ranks). */
 typedef struct {
     int num_nodes;
-    int even;            /* every node has the same number of ranks */
-    size_t slot_size;    /* one workspace buffer of one rank */
-    int rail_pieces;     /* the most pieces one node's allgather part holds on rail 0 */
+    int even;         /* every node has the same number of ranks */
+    size_t slot_size; /* one workspace buffer of one rank */
+    int rail_pieces;  /* the most pieces one node's allgather part holds on rail 0 */
 } picoll_hier_shape_t;
 int picoll_select_hier_allreduce(const picoll_config_t *cfg, const picoll_hier_shape_t *shape,
                                  size_t bytes, size_t rail_block);

@@ -1,7 +1,10 @@
 #include "coll/coll.h"
 #include "coll/algs.h"
 
-#define FALLBACK_ALG {.name = "fallback", .desc = "handed to the underlying MPI (PMPI_*)"}
+#define FALLBACK_ALG                                                                               \
+    {                                                                                              \
+        .name = "fallback", .desc = "handed to the underlying MPI (PMPI_*)"                        \
+    }
 
 static const picoll_alg_desc_t allreduce_algs[] = {
     [PICOLL_ALG_FALLBACK] = FALLBACK_ALG,
@@ -17,9 +20,10 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                       "from their buffers with process_vm_readv (from "
                                       "PICOLL_ALLREDUCE_CMA_MIN)"},
     [PICOLL_ALLREDUCE_CUDA_ONESHOT] = {.name = "cuda_oneshot",
-                                       .desc = "device buffers over CUDA IPC: every rank reduces all "
-                                               "inputs in rank order (PICOLL_NVLINK_ONESHOT_MAX, "
-                                               "PICOLL_PCIE_ONESHOT_MAX)"},
+                                       .desc =
+                                           "device buffers over CUDA IPC: every rank reduces all "
+                                           "inputs in rank order (PICOLL_NVLINK_ONESHOT_MAX, "
+                                           "PICOLL_PCIE_ONESHOT_MAX)"},
     [PICOLL_ALLREDUCE_CUDA_LL] = {.name = "cuda_ll",
                                   .desc = "device buffers over CUDA IPC, small: one-shot where "
                                           "each rank pushes its input into every peer's "
@@ -72,8 +76,9 @@ static const picoll_alg_desc_t allgather_algs[] = {
                                           "that reach its own into place (up to "
                                           "PICOLL_CUDA_LL_MAX received bytes)"},
     [PICOLL_ALLGATHER_CUDA_IPC] = {.name = "cuda_ipc",
-                                   .desc = "device buffers over CUDA IPC: one kernel copies the block "
-                                           "in, waits for the peers' flags, copies every block out"},
+                                   .desc =
+                                       "device buffers over CUDA IPC: one kernel copies the block "
+                                       "in, waits for the peers' flags, copies every block out"},
     [PICOLL_ALLGATHER_HIER] = {.name = "hier",
                                .desc = "between nodes: blocks into the node's workspace, node "
                                        "parts round a ring on each rail over UCX, copied out"},
@@ -170,7 +175,10 @@ static const picoll_alg_desc_t alltoallv_algs[] = {
                                          "largest receive bytes of a rank)"},
 };
 
-#define TABLE(n, a) {.name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))}
+#define TABLE(n, a)                                                                                \
+    {                                                                                              \
+        .name = n, .algs = a, .count = (int)(sizeof(a) / sizeof(a[0]))                             \
+    }
 
 static const picoll_coll_desc_t coll_descs[PICOLL_COLL_COUNT] = {
     [PICOLL_COLL_ALLREDUCE] = TABLE("allreduce", allreduce_algs),

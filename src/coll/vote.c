@@ -31,8 +31,7 @@
 enum { PATH_HOME = 4 };
 
 /* The host algorithm, asked for once a call. */
-static int host_alg(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call,
-                    picoll_vote_t *v)
+static int host_alg(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call, picoll_vote_t *v)
 {
     if (!v->host_known) {
         v->host_alg = call->ops->select_host != NULL ? call->ops->select_host(ctx, call->arg)
@@ -146,8 +145,8 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
          * context on trust */
         dev = dev && cuda_vote(ctx, sp, &r, call->dtype, 1, &bufctx, &home, 0);
     }
-    uint32_t mine = (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) |
-                    (home ? PATH_HOME : 0u);
+    uint32_t mine =
+        (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
     uint32_t all = node_vote(ctx, mine, call->agree, bufctx, call->name);
     v->vote = 1;
     ctx->cuda_hot = 0;
@@ -178,15 +177,9 @@ picoll_status_t picoll_vote_run(picoll_coll_ctx_t *ctx, const picoll_vote_call_t
         hot = 0;
     } while (status == PICOLL_RETRY);
     switch (v.path) {
-    case PICOLL_PATH_CUDA:
-        *alg = v.cuda_alg;
-        break;
-    case PICOLL_PATH_HOST:
-        status = call->ops->run_host(ctx, &v, call->arg, alg);
-        break;
-    default:
-        status = PICOLL_DECLINED;
-        break;
+    case PICOLL_PATH_CUDA: *alg = v.cuda_alg; break;
+    case PICOLL_PATH_HOST: status = call->ops->run_host(ctx, &v, call->arg, alg); break;
+    default: status = PICOLL_DECLINED; break;
     }
     picoll_reentry--;
     return status;
@@ -208,17 +201,16 @@ picoll_status_t picoll_vote_hier_cuda(picoll_coll_ctx_t *ctx, const void *sendbu
 
     picoll_memkind_query_pair(recvbuf, in_place ? NULL : sendbuf, r, &s);
     int dev = cuda_vote(ctx, in_place ? NULL : &s, r, dt, eligible, &bufctx, &home, 0);
-    uint32_t all = node_vote(ctx, (dev ? PICOLL_PATH_CUDA : 0u) | (home ? PATH_HOME : 0u), NULL,
-                             bufctx, name);
-    picoll_topo_reach_t reach = ctx->cuda != NULL ? picoll_cuda_ws_reach(ctx->cuda)
-                                                  : PICOLL_TOPO_REACH_NONE;
+    uint32_t all =
+        node_vote(ctx, (dev ? PICOLL_PATH_CUDA : 0u) | (home ? PATH_HOME : 0u), NULL, bufctx, name);
+    picoll_topo_reach_t reach =
+        ctx->cuda != NULL ? picoll_cuda_ws_reach(ctx->cuda) : PICOLL_TOPO_REACH_NONE;
     /* the node steps over the node's IPC mappings: NVLink or PCIe peer access between every pair
      * (the hybrid cube mesh maps only the quad and the relay) */
     int node_yes = (all & PICOLL_PATH_CUDA) && ctx->cuda != NULL &&
                    (reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE);
     picoll_hier_t *h = ctx->hier;
-    uint32_t yes = shm->me < h->nrails ? picoll_allreduce_hier_rail_and(h, node_yes ? 1u : 0u)
-                                       : 1u;
+    uint32_t yes = shm->me < h->nrails ? picoll_allreduce_hier_rail_and(h, node_yes ? 1u : 0u) : 1u;
     if (!h->even) {
         /* the ranks off the rails learn it from the node's rails (rail 0 is on every node) */
         yes = picoll_shm_barrier_mask(shm, yes, name);

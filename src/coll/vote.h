@@ -43,13 +43,13 @@ typedef struct {
 
 /* A call as the vote sees it. */
 typedef struct {
-    const char *name;     /* the MPI function ("MPI_Allreduce"), for the barrier's diagnostics */
-    const void *sendbuf;  /* MPI_IN_PLACE: the receive buffer only */
+    const char *name;    /* the MPI function ("MPI_Allreduce"), for the barrier's diagnostics */
+    const void *sendbuf; /* MPI_IN_PLACE: the receive buffer only */
     const void *recvbuf;
     picoll_dtype_t dtype; /* the device kernels' type (PICOLL_DT_NONE: bytes) */
     int eligible;         /* this rank's arguments allow picoll's algorithms */
     const picoll_vote_ops_t *ops;
-    const void *arg;      /* the ops' */
+    const void *arg; /* the ops' */
     /* NULL, or PICOLL_VOTE_AGREE_N sizes that a rank knows only of its own (alltoallv's pieces):
      * this rank's on the way in, the largest of every rank's on the way out, carried in the
      * barrier lines of the vote (no barrier more); a selection that needs them is made after the

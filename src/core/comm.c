@@ -181,10 +181,10 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
         ctx->coll.cuda_hier_blocks = 0;
     }
     /* between nodes the workspace serves only the hierarchical algorithms */
-    int shm_used = ctx->num_nodes > 1 ? ctx->coll.hier != NULL
-                                      : picoll_cfg.host != PICOLL_HOST_OFF || ctx->coll.cuda_possible;
-    if ((!agreed[0] || !agreed[2] || !shm_used) &&
-        ctx->coll.shm != NULL) {
+    int shm_used = ctx->num_nodes > 1
+                       ? ctx->coll.hier != NULL
+                       : picoll_cfg.host != PICOLL_HOST_OFF || ctx->coll.cuda_possible;
+    if ((!agreed[0] || !agreed[2] || !shm_used) && ctx->coll.shm != NULL) {
         picoll_shm_destroy(ctx->coll.shm);
         free(ctx->coll.shm);
         ctx->coll.shm = NULL;
@@ -200,11 +200,11 @@ attach:
         picoll_info("context %lu (size %d) disabled: %s", ctx->id, ctx->coll.size, ctx->reason);
     } else {
         picoll_debug("context %lu: size %d, %d on this node, %d nodes, host executor %s, single "
-                     "copy %s, device executor %s, network step %s", ctx->id, ctx->coll.size,
-                     ctx->local_size, ctx->num_nodes,
+                     "copy %s, device executor %s, network step %s",
+                     ctx->id, ctx->coll.size, ctx->local_size, ctx->num_nodes,
                      ctx->coll.shm && picoll_cfg.host != PICOLL_HOST_OFF ? "on" : "off",
-                     ctx->coll.shm && ctx->coll.shm->cma ? "on" : "off", ctx->coll.cuda_possible ? "on" : "off",
-                     ctx->coll.hier ? "on" : "off");
+                     ctx->coll.shm && ctx->coll.shm->cma ? "on" : "off",
+                     ctx->coll.cuda_possible ? "on" : "off", ctx->coll.hier ? "on" : "off");
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);
@@ -268,7 +268,8 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
     }
     if (all) {
         picoll_cuda_ws_t *ws = NULL;
-        ok = picoll_cuda_ws_create(comm, ctx->coll.node_comm, &picoll_cfg, cu_ctx, &ws) == PICOLL_OK;
+        ok =
+            picoll_cuda_ws_create(comm, ctx->coll.node_comm, &picoll_cfg, cu_ctx, &ws) == PICOLL_OK;
         /* a default stream takes the kernels only where at most PICOLL_STREAM_DEFAULT_SHARING
          * ranks share a GPU (4: measured up to there, docs/cuda.md); each rank's own stream
          * kind, agreed below */

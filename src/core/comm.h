@@ -14,7 +14,7 @@ typedef struct picoll_comm {
     int rank;
     int local_rank, local_size;
     int num_nodes;
-    char reason[128];       /* why it is disabled */
+    char reason[128];                /* why it is disabled */
     struct picoll_comm *prev, *next; /* every live context, for MPI_Finalize */
 } picoll_comm_t;
 
@@ -57,7 +57,8 @@ typedef struct {
     picoll_comm_t *ctx;
     unsigned long generation;
 } picoll_comm_cache_t;
-extern _Thread_local picoll_comm_cache_t picoll_comm_cache __attribute__((tls_model("initial-exec")));
+extern _Thread_local picoll_comm_cache_t picoll_comm_cache
+    __attribute__((tls_model("initial-exec")));
 
 static inline picoll_comm_t *picoll_comm_get(MPI_Comm comm)
 {

@@ -39,7 +39,7 @@ static int comm_split_vnodes(picoll_comm_t *ctx)
     }
     long nvnodes = (ctx->local_size + k - 1) / k;
     int color = picoll_cfg.vnode_layout == PICOLL_VNODE_CYCLIC ? (int)(ctx->local_rank % nvnodes)
-                                                                : (int)(ctx->local_rank / k);
+                                                               : (int)(ctx->local_rank / k);
     if (PMPI_Comm_split(ctx->coll.node_comm, color, ctx->local_rank, &vnode) != MPI_SUCCESS) {
         return 0;
     }
@@ -78,9 +78,10 @@ static int comm_setup_shm(picoll_comm_t *ctx, int probe_cma)
     ctx->coll.shm->cma = cma;
     ctx->coll.shm->pids = pids;
     if (st != PICOLL_OK) {
-        picoll_warn_once("shared-memory workspace set-up failed (%s): picoll's collectives fall "
-                         "back on this communicator (said once; later ones at PICOLL_LOG_LEVEL=info)",
-                         picoll_status_string(st));
+        picoll_warn_once(
+            "shared-memory workspace set-up failed (%s): picoll's collectives fall "
+            "back on this communicator (said once; later ones at PICOLL_LOG_LEVEL=info)",
+            picoll_status_string(st));
         return 0;
     }
     return 1;
@@ -96,8 +97,8 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
 
     if (picoll_cfg.test_fail_setup == picoll_g.world_rank) {
         ok = 0;
-        snprintf(ctx->reason, sizeof(ctx->reason), "set-up failure forced by PICOLL_TEST_FAIL_SETUP=%d",
-                 picoll_g.world_rank);
+        snprintf(ctx->reason, sizeof(ctx->reason),
+                 "set-up failure forced by PICOLL_TEST_FAIL_SETUP=%d", picoll_g.world_rank);
     }
     if (PMPI_Comm_split_type(ctx->coll.comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
                              &ctx->coll.node_comm) != MPI_SUCCESS) {
@@ -132,8 +133,8 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
      * same on every rank; the outcome is agreed by the caller. */
     int one_node = ctx->num_nodes == 1 && ctx->coll.node_comm != MPI_COMM_NULL;
     int want_cuda = one_node && sums[1] == 0 && ctx->local_size > 1;
-    int want_hier = picoll_cfg.net && picoll_cfg.host != PICOLL_HOST_OFF &&
-                    ctx->num_nodes > 1 && ctx->coll.node_comm != MPI_COMM_NULL;
+    int want_hier = picoll_cfg.net && picoll_cfg.host != PICOLL_HOST_OFF && ctx->num_nodes > 1 &&
+                    ctx->coll.node_comm != MPI_COMM_NULL;
     *shm_ok = 0;
     *hier_ok = 0;
     /* the device workspace is made later, by the first call whose buffers are device memory on
@@ -162,8 +163,8 @@ int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok)
         for (int x = 0; *hier_ok && x < h->num_nodes; x++) {
             largest = h->node_size[x] > largest ? h->node_size[x] : largest;
         }
-        ctx->coll.cuda_hier = *hier_ok && picoll_cfg.hier_cuda && sums[1] == 0 &&
-                              h->nrails >= 2 && largest <= PICOLL_CUDA_MAX_LOCAL;
+        ctx->coll.cuda_hier = *hier_ok && picoll_cfg.hier_cuda && sums[1] == 0 && h->nrails >= 2 &&
+                              largest <= PICOLL_CUDA_MAX_LOCAL;
         int placed = ctx->coll.cuda_hier && h->even;
         for (int i = 0; placed && i < ctx->coll.size; i++) {
             placed = h->rank_of[i] == i;

@@ -9,19 +9,19 @@
 #include "mem/cuda_state.h"
 
 typedef struct {
-    int active;        /* intercepting: initialised, enabled, agreed by every world rank, and
+    int active;          /* intercepting: initialised, enabled, agreed by every world rank, and
                           not bypassed (picoll_set_bypass) */
-    int initialized;   /* picoll_init succeeded: active unless bypassed */
-    int stats;         /* copy of picoll_cfg.stats, read on the hot path */
-    int staging;       /* copy of picoll_cuda.staging, read on the hot path: CUDA buffers of calls
+    int initialized;     /* picoll_init succeeded: active unless bypassed */
+    int stats;           /* copy of picoll_cfg.stats, read on the hot path */
+    int staging;         /* copy of picoll_cuda.staging, read on the hot path: CUDA buffers of calls
                           handed to PMPI are staged through pinned host memory */
-    int thread_level;  /* provided by MPI_Init_thread */
+    int thread_level;    /* provided by MPI_Init_thread */
     int cuda_everywhere; /* every world rank sees a CUDA device (agreed at MPI_Init): the only jobs
                           * where the device-only collectives (reduce-scatter, bcast, reduce,
                           * allgatherv) look at a communicator at all */
     int world_rank;
     int world_size;
-    int comm_keyval;   /* attribute caching picoll_comm_t on communicators */
+    int comm_keyval; /* attribute caching picoll_comm_t on communicators */
 } picoll_global_t;
 
 extern picoll_global_t picoll_g;

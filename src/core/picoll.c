@@ -10,7 +10,6 @@
 
 extern char **environ;
 
-
 PICOLL_EXPORT const char *picoll_version(void);
 const char *picoll_version(void)
 {
@@ -59,17 +58,19 @@ void picoll_init(int thread_level)
     }
     if (!agreed[0]) {
         if (picoll_g.world_rank == 0 || !vote[0]) {
-            picoll_error("invalid PICOLL_* configuration on %s rank: picoll is disabled for this job, "
-                         "every call goes to the underlying MPI",
-                         vote[0] ? "another" : "this");
+            picoll_error(
+                "invalid PICOLL_* configuration on %s rank: picoll is disabled for this job, "
+                "every call goes to the underlying MPI",
+                vote[0] ? "another" : "this");
         }
         picoll_reentry--;
         return;
     }
     if (agreed[1] != -agreed[2]) {
         if (picoll_g.world_rank == 0) {
-            picoll_error("PICOLL_* variables differ between ranks: picoll is disabled for this job; "
-                         "set them alike on every rank (mpirun -x NAME)");
+            picoll_error(
+                "PICOLL_* variables differ between ranks: picoll is disabled for this job; "
+                "set them alike on every rank (mpirun -x NAME)");
         }
         picoll_reentry--;
         return;

@@ -14,9 +14,9 @@
 
 /* What each rank publishes for the probe. */
 typedef struct {
-    int64_t pid;      /* 0: this rank does not take part (it counts as a failed read) */
-    uint64_t addr;    /* of its probe word */
-    uint64_t value;   /* the word's value */
+    int64_t pid;    /* 0: this rank does not take part (it counts as a failed read) */
+    uint64_t addr;  /* of its probe word */
+    uint64_t value; /* the word's value */
 } cma_probe_t;
 
 int picoll_cma_read(int pid, void *local, uint64_t remote, size_t len)
@@ -65,13 +65,15 @@ static int cma_check_peers(const cma_probe_t *all, int n, int me)
         int err = picoll_cma_read((int)all[r].pid, &got, all[r].addr, sizeof(got));
         if (err != 0) {
             picoll_info("single-copy transfers off on this node: process_vm_readv of local rank "
-                        "%d (pid %lld) failed: %s", r, (long long)all[r].pid, strerror(err));
+                        "%d (pid %lld) failed: %s",
+                        r, (long long)all[r].pid, strerror(err));
             return 0;
         }
         if (got != all[r].value) {
             picoll_info("single-copy transfers off on this node: process_vm_readv of local rank "
                         "%d (pid %lld) read another value than it published (not the same pid "
-                        "namespace?)", r, (long long)all[r].pid);
+                        "namespace?)",
+                        r, (long long)all[r].pid);
             return 0;
         }
     }

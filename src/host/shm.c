@@ -100,9 +100,10 @@ picoll_status_t picoll_shm_create(MPI_Comm comm, MPI_Comm node_comm, size_t slot
                  * workspace fails here, not with SIGBUS on first touch */
                 int err = posix_fallocate(fd, 0, (off_t)shm->map_size);
                 if (err != 0) {
-                    picoll_warn_once("cannot reserve %zu bytes of shared memory in /dev/shm (%s): lower "
-                                "PICOLL_WORKSPACE_SIZE or enlarge /dev/shm",
-                                shm->map_size, strerror(err));
+                    picoll_warn_once(
+                        "cannot reserve %zu bytes of shared memory in /dev/shm (%s): lower "
+                        "PICOLL_WORKSPACE_SIZE or enlarge /dev/shm",
+                        shm->map_size, strerror(err));
                     status = PICOLL_ERR_NO_MEMORY;
                     /* no name for the peers: they would map the empty file and die of SIGBUS at
                      * its first touch */
@@ -196,8 +197,8 @@ void picoll_shm_destroy(picoll_shm_t *shm)
 /* Marks in missing the local ranks that have not reached epoch: 1, or 2 for a watched one whose
  * process is gone (util/proc.h); counts those gone and those that cannot be watched. Returns the
  * number missing. */
-static int shm_missing(const picoll_shm_t *shm, uint64_t epoch, unsigned char *missing,
-                       int *ngone, int *nunwatched)
+static int shm_missing(const picoll_shm_t *shm, uint64_t epoch, unsigned char *missing, int *ngone,
+                       int *nunwatched)
 {
     int n = 0;
     *ngone = *nunwatched = 0;

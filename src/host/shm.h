@@ -25,37 +25,37 @@ typedef struct {
 _Static_assert(sizeof(picoll_shm_line_t) == 64, "a barrier line is one cache line");
 
 typedef struct {
-    picoll_shm_line_t line[2];   /* barriers of even and odd epochs (one writer: this rank) */
-    _Atomic uint64_t block;      /* single-copy algorithms: address, in this rank's process, of
+    picoll_shm_line_t line[2]; /* barriers of even and odd epochs (one writer: this rank) */
+    _Atomic uint64_t block;    /* single-copy algorithms: address, in this rank's process, of
                                     what the peers read in this call (written before the call's
                                     first barrier, read between it and the second) */
-    _Atomic uint64_t result;     /* single-copy allreduce: address of this rank's receive buffer,
+    _Atomic uint64_t result;   /* single-copy allreduce: address of this rank's receive buffer,
                                     which the peers read after the reduction's barrier */
-    uint64_t pid;                /* this rank's process and its start time (util/proc.h), written */
-    uint64_t start;              /* at set-up: a peer that waits for it can tell late from gone */
-    _Atomic uint64_t dev_no;     /* the device hot path (coll/vote.c): the number of the last
+    uint64_t pid;              /* this rank's process and its start time (util/proc.h), written */
+    uint64_t start;            /* at set-up: a peer that waits for it can tell late from gone */
+    _Atomic uint64_t dev_no;   /* the device hot path (coll/vote.c): the number of the last
                                     hot call this rank said no to; its peers' kernels wait for it
                                     in vain, their hosts read this and stop them */
     char pad[PICOLL_CACHE_LINE - 5 * sizeof(uint64_t)];
 } picoll_shm_flag_t;
 
 typedef struct {
-    void *base;                /* mapping of the whole segment */
+    void *base; /* mapping of the whole segment */
     size_t map_size;
-    int nlocal, me;            /* ranks on the node, and mine */
-    size_t slot_size;          /* bytes of one data buffer of one rank */
-    uint64_t epoch;            /* barriers this rank has passed */
-    picoll_shm_flag_t *flags;  /* nlocal flag lines */
-    char *data;                /* nlocal slots of two buffers each */
-    int *comm_ranks;           /* rank in the user's communicator of each local rank */
+    int nlocal, me;           /* ranks on the node, and mine */
+    size_t slot_size;         /* bytes of one data buffer of one rank */
+    uint64_t epoch;           /* barriers this rank has passed */
+    picoll_shm_flag_t *flags; /* nlocal flag lines */
+    char *data;               /* nlocal slots of two buffers each */
+    int *comm_ranks;          /* rank in the user's communicator of each local rank */
     int comm_size;
-    double timeout;            /* seconds; from PICOLL_TIMEOUT */
-    int cma;                   /* every local rank can read every other's memory with
+    double timeout;       /* seconds; from PICOLL_TIMEOUT */
+    int cma;              /* every local rank can read every other's memory with
                                   process_vm_readv (host/cma.h): agreed at set-up */
-    int *pids;                 /* pid of each local rank, where cma */
-    unsigned char *watch;      /* per local rank: 1 when its process can be seen from here (same
+    int *pids;            /* pid of each local rank, where cma */
+    unsigned char *watch; /* per local rank: 1 when its process can be seen from here (same
                                   pid namespace), so that a wait for it can tell late from gone */
-    size_t cache_unit;         /* bytes the chunked algorithms scale by: the node leader's
+    size_t cache_unit;    /* bytes the chunked algorithms scale by: the node leader's
                                   picoll_shm_cache_unit() (the same on every local rank) */
 } picoll_shm_t;
 

@@ -60,9 +60,9 @@ static void print_host(void)
     picoll_topo_cpu_t cpu;
     picoll_config_load(&picoll_cfg, environ); /* what a job's MPI_Init would read */
     size_t unit = picoll_shm_cache_unit(&cpu);
-    picoll_shm_t probe = {.cache_unit = unit,
-                          .slot_size = picoll_cfg.workspace_size / 2 < 4096
-                                           ? 4096 : picoll_cfg.workspace_size / 2};
+    picoll_shm_t probe = {
+        .cache_unit = unit,
+        .slot_size = picoll_cfg.workspace_size / 2 < 4096 ? 4096 : picoll_cfg.workspace_size / 2};
     printf("host executor:\n");
     printf("  caches : L2 %zu KiB", cpu.l2 >> 10);
     if (cpu.l2_cpus > 0) {
@@ -109,7 +109,8 @@ static void print_netmodel(void)
     picoll_config_load(&picoll_cfg, environ);
     picoll_netmodel_get(&picoll_cfg, &m);
     printf("network step (a rail's method, predicted time; latency %g s, %g B/s, reduce %g "
-           "s/B):\n  %-5s %-9s", m.alpha, m.beta > 0 ? 1.0 / m.beta : 0.0, m.gamma, "nodes", "");
+           "s/B):\n  %-5s %-9s",
+           m.alpha, m.beta > 0 ? 1.0 / m.beta : 0.0, m.gamma, "nodes", "");
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         printf(" %15s", labels[k]);
     }
@@ -119,9 +120,8 @@ static void print_netmodel(void)
             printf("  %-5d %-9s", members[i], ag ? "allgather" : "allreduce");
             for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
                 int n = members[i];
-                picoll_rail_method_t how =
-                    ag ? picoll_netmodel_allgather(&picoll_cfg, n, sizes[k])
-                       : picoll_netmodel_allreduce(&picoll_cfg, n, sizes[k]);
+                picoll_rail_method_t how = ag ? picoll_netmodel_allgather(&picoll_cfg, n, sizes[k])
+                                              : picoll_netmodel_allreduce(&picoll_cfg, n, sizes[k]);
                 format_time(ag ? picoll_netmodel_allgather_time(&m, how, n, (double)sizes[k])
                                : picoll_netmodel_allreduce_time(&m, how, n, (double)sizes[k]),
                             t, sizeof(t));
@@ -189,9 +189,9 @@ static void print_variables(void)
 static void print_markdown(void)
 {
     static const char *const kinds[] = {
-        [PICOLL_CFG_BOOL] = "0 or 1",      [PICOLL_CFG_SIZE] = "size (k, M, G)",
-        [PICOLL_CFG_INT] = "integer",      [PICOLL_CFG_DOUBLE] = "number",
-        [PICOLL_CFG_ENUM] = "one of",      [PICOLL_CFG_STRING] = "text",
+        [PICOLL_CFG_BOOL] = "0 or 1", [PICOLL_CFG_SIZE] = "size (k, M, G)",
+        [PICOLL_CFG_INT] = "integer", [PICOLL_CFG_DOUBLE] = "number",
+        [PICOLL_CFG_ENUM] = "one of", [PICOLL_CFG_STRING] = "text",
     };
     size_t n;
     const picoll_config_var_t *vars = picoll_config_vars(&n);
@@ -225,8 +225,7 @@ static void print_markdown(void)
             snprintf(values, sizeof(values), "%s", kinds[vars[i].type]);
         }
         printf(vars[i].def[0] ? "| `%s` | `%s` | %s | %s |\n" : "| `%s` | none%s | %s | %s |\n",
-               vars[i].name, vars[i].def[0] ? vars[i].def : "",
-               values, vars[i].doc);
+               vars[i].name, vars[i].def[0] ? vars[i].def : "", values, vars[i].doc);
     }
     /* named, so that the documents that describe them (testing.md) name variables picoll has */
     const char *sep = "\nThe tests' own variables, which users leave unset (testing.md): ";
@@ -345,8 +344,10 @@ static int print_topology(const char *file)
 static void print_calls(int all)
 {
     static const char *const kinds[] = {"accelerated", "staged", "refused", "no message data"};
-    printf("MPI functions with a buffer (%d in this MPI's mpi.h), on CUDA device memory when the MPI "
-           "is not CUDA-aware:\n", picoll_gen_ncalls);
+    printf(
+        "MPI functions with a buffer (%d in this MPI's mpi.h), on CUDA device memory when the MPI "
+        "is not CUDA-aware:\n",
+        picoll_gen_ncalls);
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         int n = 0;
         for (int i = 0; i < picoll_gen_ncalls; i++) {
@@ -363,15 +364,16 @@ static void print_calls(int all)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: picoll_info [-b|--build] [-v|--variables] [-a|--algorithms] [-h|--help]\n"
-               "                   [-c|--calls] [-t|--topology [FILE]] [--markdown]\n"
-               "  --markdown: every variable, its default and meaning, as the Markdown table of\n"
-               "  docs/variables.md\n"
-               "  --calls: every MPI function with a buffer and what picoll does with it on device\n"
-               "  memory (accelerated, staged, refused, or no message data)\n"
-               "  with no option, prints everything but the topology\n"
-               "  --topology: the GPU topology detected (or recorded in FILE, an `nvidia-smi topo -m`\n"
-               "  text; else PICOLL_TOPO_FILE), its class and the algorithm chosen per size\n");
+    fprintf(
+        f, "usage: picoll_info [-b|--build] [-v|--variables] [-a|--algorithms] [-h|--help]\n"
+           "                   [-c|--calls] [-t|--topology [FILE]] [--markdown]\n"
+           "  --markdown: every variable, its default and meaning, as the Markdown table of\n"
+           "  docs/variables.md\n"
+           "  --calls: every MPI function with a buffer and what picoll does with it on device\n"
+           "  memory (accelerated, staged, refused, or no message data)\n"
+           "  with no option, prints everything but the topology\n"
+           "  --topology: the GPU topology detected (or recorded in FILE, an `nvidia-smi topo -m`\n"
+           "  text; else PICOLL_TOPO_FILE), its class and the algorithm chosen per size\n");
 }
 
 int main(int argc, char **argv)

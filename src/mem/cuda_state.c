@@ -63,8 +63,9 @@ void picoll_cuda_state_init(int mode, picoll_cuda_state_t *st)
     st->devices = picoll_cudrv_device_count();
     st->active = 1;
     st->staging = picoll_cuda_staging_rule(mode, st->mpi_aware);
-    snprintf(st->why, sizeof(st->why), "CUDA support active, %d device(s); the MPI is %sCUDA-aware (%s): %s",
-             st->devices, st->mpi_aware ? "" : "not ", how,
+    snprintf(st->why, sizeof(st->why),
+             "CUDA support active, %d device(s); the MPI is %sCUDA-aware (%s): %s", st->devices,
+             st->mpi_aware ? "" : "not ", how,
              st->staging ? "device buffers of calls it runs are staged through pinned host memory"
                          : "device buffers go to it directly");
 }

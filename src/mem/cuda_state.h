@@ -6,12 +6,12 @@
 #include <stddef.h>
 
 typedef struct {
-    int driver;      /* the CUDA driver loaded and sees devices */
+    int driver; /* the CUDA driver loaded and sees devices */
     int devices;
-    int mpi_aware;   /* the underlying MPI's own answer to MPIX_Query_cuda_support, 0 if none */
-    int active;      /* driver && PICOLL_CUDA_STAGING != off: MPIX_Query_cuda_support answers 1 */
-    int staging;     /* active && (PICOLL_CUDA_STAGING == on || !mpi_aware) */
-    char why[256];   /* one line: what was found, or why CUDA support is inactive */
+    int mpi_aware; /* the underlying MPI's own answer to MPIX_Query_cuda_support, 0 if none */
+    int active;    /* driver && PICOLL_CUDA_STAGING != off: MPIX_Query_cuda_support answers 1 */
+    int staging;   /* active && (PICOLL_CUDA_STAGING == on || !mpi_aware) */
+    char why[256]; /* one line: what was found, or why CUDA support is inactive */
 } picoll_cuda_state_t;
 
 /* This process's state, decided at MPI_Init once picoll is initialised (picoll_cuda_state_init). */

@@ -238,8 +238,8 @@ picoll_status_t picoll_cudrv_copy(void *dst, const void *src, size_t n, picoll_c
     }
     if (status == PICOLL_OK) {
         status = picoll_cudrv_check(picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)dst,
-                                                           (picoll_cu_deviceptr_t)(uintptr_t)src,
-                                                           n, stream),
+                                                           (picoll_cu_deviceptr_t)(uintptr_t)src, n,
+                                                           stream),
                                     "cuMemcpyAsync");
     }
     if (status == PICOLL_OK) {
@@ -275,9 +275,9 @@ picoll_status_t picoll_cudrv_pipe_open(picoll_cudrv_pipe_t *p, picoll_cu_context
         status = p->stream == NULL ? PICOLL_ERR_CUDA : PICOLL_OK;
     }
     while (status == PICOLL_OK && p->nev < nev) {
-        status = picoll_cudrv_check(picoll_cu.event_create(&p->ev[p->nev],
-                                                           PICOLL_CU_EVENT_DISABLE_TIMING),
-                                    "cuEventCreate");
+        status = picoll_cudrv_check(
+            picoll_cu.event_create(&p->ev[p->nev], PICOLL_CU_EVENT_DISABLE_TIMING),
+            "cuEventCreate");
         p->nev += status == PICOLL_OK;
     }
     if (status != PICOLL_OK) {
@@ -292,8 +292,8 @@ picoll_status_t picoll_cudrv_pipe_open(picoll_cudrv_pipe_t *p, picoll_cu_context
     return status;
 }
 
-picoll_status_t picoll_cudrv_pipe_copy(picoll_cudrv_pipe_t *p, void *dst, const void *src,
-                                       size_t n, int ev)
+picoll_status_t picoll_cudrv_pipe_copy(picoll_cudrv_pipe_t *p, void *dst, const void *src, size_t n,
+                                       int ev)
 {
     picoll_status_t status = picoll_cudrv_check(
         picoll_cu.memcpy_async((picoll_cu_deviceptr_t)(uintptr_t)dst,

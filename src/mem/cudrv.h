@@ -58,8 +58,8 @@ static inline int picoll_cu_stream_is_default(picoll_cu_stream_t s)
 #define PICOLL_CU_EXEC_AFFINITY_TYPE_SM_COUNT 0
 
 typedef struct {
-    int type;          /* CUexecAffinityType */
-    unsigned sm_count; /* CUexecAffinitySmCount.val (the union's only member for SM_COUNT) */
+    int type;                /* CUexecAffinityType */
+    unsigned sm_count;       /* CUexecAffinitySmCount.val (the union's only member for SM_COUNT) */
 } picoll_cu_exec_affinity_t; /* CUexecAffinityParam */
 
 typedef struct {
@@ -75,8 +75,8 @@ typedef struct {
     picoll_cu_result_t (*ctx_push_current)(picoll_cu_context_t);
     picoll_cu_result_t (*ctx_pop_current)(picoll_cu_context_t *);
     picoll_cu_result_t (*primary_ctx_retain)(picoll_cu_context_t *, picoll_cu_device_t);
-    picoll_cu_result_t (*memcpy_async)(picoll_cu_deviceptr_t dst, picoll_cu_deviceptr_t src,
-                                       size_t, picoll_cu_stream_t);
+    picoll_cu_result_t (*memcpy_async)(picoll_cu_deviceptr_t dst, picoll_cu_deviceptr_t src, size_t,
+                                       picoll_cu_stream_t);
     picoll_cu_result_t (*memcpy_dtoh)(void *dst, picoll_cu_deviceptr_t src, size_t);
     picoll_cu_result_t (*mem_host_alloc)(void **, size_t, unsigned flags);
     picoll_cu_result_t (*mem_free_host)(void *);
@@ -110,10 +110,9 @@ typedef struct {
     picoll_cu_result_t (*func_get_attribute)(int *, int attr, picoll_cu_function_t);
     picoll_cu_result_t (*occupancy_max_blocks)(int *, picoll_cu_function_t, int threads,
                                                size_t shmem);
-    picoll_cu_result_t (*launch_kernel)(picoll_cu_function_t, unsigned gx, unsigned gy,
-                                        unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                                        unsigned shmem, picoll_cu_stream_t, void **params,
-                                        void **extra);
+    picoll_cu_result_t (*launch_kernel)(picoll_cu_function_t, unsigned gx, unsigned gy, unsigned gz,
+                                        unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                        picoll_cu_stream_t, void **params, void **extra);
     /* optional (CUDA 12.0 and later; NULL where the driver lacks it): a context's id, unique for
      * the life of the process; the primary context gets a new one after a reset while its
      * handle stays the same. Use picoll_cudrv_ctx_id(). */
@@ -175,25 +174,25 @@ __attribute__((noreturn)) void picoll_cudrv_fatal(picoll_cu_result_t rc, const c
  *     function made so far, in reverse (goto-cleanup);
  *   PICOLL_CU_TRY_FATAL: past the agreement on device call coll, ends the job
  *     (picoll_cudrv_fatal; its one line is the log). */
-#define PICOLL_CU_TRY(call, name)                                                              \
-    do {                                                                                       \
-        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                 \
-            return PICOLL_ERR_CUDA;                                                            \
-        }                                                                                      \
+#define PICOLL_CU_TRY(call, name)                                                                  \
+    do {                                                                                           \
+        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                     \
+            return PICOLL_ERR_CUDA;                                                                \
+        }                                                                                          \
     } while (0)
-#define PICOLL_CU_TRY_GOTO(call, name, status, label)                                          \
-    do {                                                                                       \
-        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                 \
-            (status) = PICOLL_ERR_CUDA;                                                        \
-            goto label;                                                                        \
-        }                                                                                      \
+#define PICOLL_CU_TRY_GOTO(call, name, status, label)                                              \
+    do {                                                                                           \
+        if (picoll_cudrv_check((call), (name)) != PICOLL_OK) {                                     \
+            (status) = PICOLL_ERR_CUDA;                                                            \
+            goto label;                                                                            \
+        }                                                                                          \
     } while (0)
-#define PICOLL_CU_TRY_FATAL(call, name, coll)                                                  \
-    do {                                                                                       \
-        picoll_cu_result_t picoll_cu_try_rc_ = (call);                                         \
-        if (picoll_cu_try_rc_ != 0) {                                                          \
-            picoll_cudrv_fatal(picoll_cu_try_rc_, (name), (coll));                             \
-        }                                                                                      \
+#define PICOLL_CU_TRY_FATAL(call, name, coll)                                                      \
+    do {                                                                                           \
+        picoll_cu_result_t picoll_cu_try_rc_ = (call);                                             \
+        if (picoll_cu_try_rc_ != 0) {                                                              \
+            picoll_cudrv_fatal(picoll_cu_try_rc_, (name), (coll));                                 \
+        }                                                                                          \
     } while (0)
 
 /* Copies n bytes between any two of host, pinned, device or managed memory, with ctx (the
@@ -216,8 +215,8 @@ typedef struct {
 /* PICOLL_ERR_NOT_SUPPORTED where the driver lacks events; then nothing is left to close. */
 picoll_status_t picoll_cudrv_pipe_open(picoll_cudrv_pipe_t *p, picoll_cu_context_t ctx, int nev);
 /* Queues the copy of n bytes; ev >= 0: event ev then marks its end. */
-picoll_status_t picoll_cudrv_pipe_copy(picoll_cudrv_pipe_t *p, void *dst, const void *src,
-                                       size_t n, int ev);
+picoll_status_t picoll_cudrv_pipe_copy(picoll_cudrv_pipe_t *p, void *dst, const void *src, size_t n,
+                                       int ev);
 /* Waits until the copies queued before event ev's last mark have ended. */
 picoll_status_t picoll_cudrv_pipe_wait(picoll_cudrv_pipe_t *p, int ev);
 /* Waits for every copy, frees the events, puts the thread's context and mode back. */

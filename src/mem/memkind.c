@@ -9,8 +9,8 @@ static const picoll_meminfo_t host_info = {.kind = PICOLL_MEM_HOST, .device = -1
 
 /* picoll_memcache_query; returns the entry that holds ptr's allocation as it is now (its buffer id
  * asked in this call), or -1. */
-static int memcache_lookup(picoll_memcache_t *cache, const picoll_memsource_t *src,
-                           const void *ptr, picoll_meminfo_t *out)
+static int memcache_lookup(picoll_memcache_t *cache, const picoll_memsource_t *src, const void *ptr,
+                           picoll_meminfo_t *out)
 {
     uintptr_t p = (uintptr_t)ptr, start = 0;
     size_t size = 0;
@@ -57,8 +57,8 @@ static int memcache_lookup(picoll_memcache_t *cache, const picoll_memsource_t *s
     return (int)slot;
 }
 
-void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src,
-                           const void *ptr, picoll_meminfo_t *out)
+void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src, const void *ptr,
+                           picoll_meminfo_t *out)
 {
     memcache_lookup(cache, src, ptr, out);
 }
@@ -118,8 +118,8 @@ static void *primary_context(int device)
     return c;
 }
 
-static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *start,
-                            size_t *size, void *arg)
+static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *start, size_t *size,
+                            void *arg)
 {
     unsigned int type = 0, managed = 0;
     int device = -1;
@@ -128,9 +128,9 @@ static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *
     picoll_cu_deviceptr_t range_start = 0;
     size_t range_size = 0;
     int attrs[] = {
-        PICOLL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, PICOLL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        PICOLL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,    PICOLL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
         PICOLL_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, PICOLL_CU_POINTER_ATTRIBUTE_BUFFER_ID,
-        PICOLL_CU_POINTER_ATTRIBUTE_CONTEXT, PICOLL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        PICOLL_CU_POINTER_ATTRIBUTE_CONTEXT,        PICOLL_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
         PICOLL_CU_POINTER_ATTRIBUTE_RANGE_SIZE,
     };
     void *data[] = {&type, &managed, &device, &id, &ctx, &range_start, &range_size};
@@ -139,8 +139,8 @@ static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *
     *info = host_info;
     *size = 0;
     /* unlike cuPointerGetAttribute, this answers success with zeroed values for unknown memory */
-    if (picoll_cudrv_check(picoll_cu.pointer_get_attributes(sizeof(attrs) / sizeof(attrs[0]),
-                                                            attrs, data,
+    if (picoll_cudrv_check(picoll_cu.pointer_get_attributes(sizeof(attrs) / sizeof(attrs[0]), attrs,
+                                                            data,
                                                             (picoll_cu_deviceptr_t)(uintptr_t)ptr),
                            "cuPointerGetAttributes") != PICOLL_OK) {
         return;

@@ -7,10 +7,10 @@
 #include <stdint.h>
 
 typedef enum {
-    PICOLL_MEM_HOST,     /* host memory: the host executor may touch it */
-    PICOLL_MEM_DEVICE,   /* CUDA device memory */
-    PICOLL_MEM_MANAGED,  /* CUDA managed memory: staged like device memory */
-    PICOLL_MEM_PINNED    /* host memory pinned or registered with CUDA: the CPU may touch it */
+    PICOLL_MEM_HOST,    /* host memory: the host executor may touch it */
+    PICOLL_MEM_DEVICE,  /* CUDA device memory */
+    PICOLL_MEM_MANAGED, /* CUDA managed memory: staged like device memory */
+    PICOLL_MEM_PINNED   /* host memory pinned or registered with CUDA: the CPU may touch it */
 } picoll_memkind_t;
 
 typedef struct {
@@ -56,8 +56,8 @@ typedef struct {
     unsigned next; /* the slot replaced by the next miss (round robin) */
 } picoll_memcache_t;
 
-void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src,
-                           const void *ptr, picoll_meminfo_t *out);
+void picoll_memcache_query(picoll_memcache_t *cache, const picoll_memsource_t *src, const void *ptr,
+                           picoll_meminfo_t *out);
 /* The same for a and b (b NULL: *out_b = *out_a). Where b lies in the range of a's allocation,
  * just validated by its buffer id, b's answer is that entry's, with no query of its own: an
  * allocation's range never changes while it lives (send and receive buffers of one caching

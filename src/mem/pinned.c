@@ -6,13 +6,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define PINNED_HEADER 64           /* keeps the user part 64-byte aligned */
+#define PINNED_HEADER 64 /* keeps the user part 64-byte aligned */
 #define PINNED_MIN ((size_t)1 << 16)
-#define PINNED_KEEP 8              /* free buffers kept for reuse */
+#define PINNED_KEEP 8 /* free buffers kept for reuse */
 
 typedef struct {
-    size_t size;     /* usable bytes after the header */
-    void *ctx;       /* context it was allocated under, NULL: malloc'ed */
+    size_t size; /* usable bytes after the header */
+    void *ctx;   /* context it was allocated under, NULL: malloc'ed */
 } pinned_header_t;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,15 +41,16 @@ static pinned_header_t *pinned_alloc(size_t size, void *ctx)
     static int warned;
     picoll_cu_context_t popped;
     void *p = NULL;
-    picoll_status_t status = picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
+    picoll_status_t status =
+        picoll_cudrv_check(picoll_cu.ctx_push_current(ctx), "cuCtxPushCurrent");
 
     if (status == PICOLL_OK) {
         /* relaxed capture mode: allowed while the application captures a CUDA graph */
         int mode = PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED;
         int exchanged = picoll_cu.thread_exchange_capture_mode(&mode) == 0;
-        status = picoll_cudrv_check(picoll_cu.mem_host_alloc(&p, PINNED_HEADER + size,
-                                                             PICOLL_CU_MEMHOSTALLOC_PORTABLE),
-                                    "cuMemHostAlloc");
+        status = picoll_cudrv_check(
+            picoll_cu.mem_host_alloc(&p, PINNED_HEADER + size, PICOLL_CU_MEMHOSTALLOC_PORTABLE),
+            "cuMemHostAlloc");
         if (exchanged) {
             picoll_cu.thread_exchange_capture_mode(&mode);
         }

@@ -39,8 +39,7 @@ void picoll_hostcopy_put(picoll_hostcopy_t *h)
 }
 
 /* 1 when user is host memory, or device memory now with a host copy in b. */
-static int stage_one(picoll_hostcopy_t *b, int staging, const void *user, size_t bytes,
-                     int copy_in)
+static int stage_one(picoll_hostcopy_t *b, int staging, const void *user, size_t bytes, int copy_in)
 {
     picoll_meminfo_t info;
     b->user = (void *)user;
@@ -56,8 +55,8 @@ static int stage_one(picoll_hostcopy_t *b, int staging, const void *user, size_t
     return picoll_hostcopy_get(b, user, bytes, info.context, copy_in) == PICOLL_OK;
 }
 
-int picoll_stage_pair_in(picoll_stage_pair_t *st, int staging, const void **sendbuf,
-                         void **recvbuf, size_t send_bytes, size_t recv_bytes)
+int picoll_stage_pair_in(picoll_stage_pair_t *st, int staging, const void **sendbuf, void **recvbuf,
+                         size_t send_bytes, size_t recv_bytes)
 {
     int in_place = *sendbuf == MPI_IN_PLACE;
     int vote = 1;
@@ -88,8 +87,8 @@ picoll_status_t picoll_stage_pair_out(picoll_stage_pair_t *st, int ok)
 
 static void pipe_queue(picoll_stage_pipe_t *p, size_t k);
 
-int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendbuf,
-                         void **recvbuf, size_t bytes, size_t chunk, int depth)
+int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendbuf, void **recvbuf,
+                         size_t bytes, size_t chunk, int depth)
 {
     picoll_stage_pair_t *st = &p->pair;
     int in_place = *sendbuf == MPI_IN_PLACE;

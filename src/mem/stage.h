@@ -15,9 +15,9 @@
 #include "util/status.h"
 
 typedef struct {
-    void *user;     /* the device bytes this copy stands for */
-    void *host;     /* the pinned copy; NULL: none (nothing to free) */
-    void *context;  /* the device buffer's CUDA context */
+    void *user;    /* the device bytes this copy stands for */
+    void *host;    /* the pinned copy; NULL: none (nothing to free) */
+    void *context; /* the device buffer's CUDA context */
     size_t bytes;
 } picoll_hostcopy_t;
 
@@ -42,8 +42,8 @@ typedef struct {
  * copy holds the send buffer; in place, the receive copy holds the receive buffer), 0 when some
  * buffer is device memory that cannot be staged (staging 0, or no memory). *sendbuf (unless
  * MPI_IN_PLACE) and *recvbuf are replaced by their copies. */
-int picoll_stage_pair_in(picoll_stage_pair_t *st, int staging, const void **sendbuf,
-                         void **recvbuf, size_t send_bytes, size_t recv_bytes);
+int picoll_stage_pair_in(picoll_stage_pair_t *st, int staging, const void **sendbuf, void **recvbuf,
+                         size_t send_bytes, size_t recv_bytes);
 /* When ok, copies the receive copy back; frees both. Returns PICOLL_OK or the failed copy's
  * status. */
 picoll_status_t picoll_stage_pair_out(picoll_stage_pair_t *st, int ok);
@@ -60,21 +60,21 @@ typedef struct {
     picoll_stage_pair_t pair;
     picoll_cudrv_pipe_t pipe;
     int piped;
-    const char *in_user;   /* the device input and its host copy (piped, NULL: the input is host
+    const char *in_user; /* the device input and its host copy (piped, NULL: the input is host
                             * memory) */
     char *in_host;
-    char *out_host;        /* the result's host copy (NULL: the receive buffer is host memory) */
+    char *out_host; /* the result's host copy (NULL: the receive buffer is host memory) */
     void *out_user;
     size_t total, chunk, nchunks, queued; /* queued: chunks whose copy in is queued */
     int depth;
-    int ahead_max;         /* the most copies in that were queued and not waited for at once */
-    size_t host_bytes;     /* bytes copied between device and host, both ways */
+    int ahead_max;     /* the most copies in that were queued and not waited for at once */
+    size_t host_bytes; /* bytes copied between device and host, both ways */
 } picoll_stage_pipe_t;
 
 /* As picoll_stage_pair_in (the same vote), for bytes bytes each way (allreduce) in chunks of chunk
  * bytes; the first copies in are queued. */
-int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendbuf,
-                         void **recvbuf, size_t bytes, size_t chunk, int depth);
+int picoll_stage_pipe_in(picoll_stage_pipe_t *p, int staging, const void **sendbuf, void **recvbuf,
+                         size_t bytes, size_t chunk, int depth);
 /* The input's bytes [off, off + n) (one chunk, in order) are on the host now; the next copy in is
  * queued. */
 void picoll_stage_pipe_ready(picoll_stage_pipe_t *p, size_t off, size_t n);

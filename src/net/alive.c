@@ -34,13 +34,13 @@
 
 /* What each member publishes at set-up. */
 typedef struct {
-    uint64_t token;  /* random: names this member's listener in the handshake */
-    uint64_t start;  /* its process's start time (util/proc.h) */
-    uint64_t pidns;  /* inode of its pid namespace */
+    uint64_t token; /* random: names this member's listener in the handshake */
+    uint64_t start; /* its process's start time (util/proc.h) */
+    uint64_t pidns; /* inode of its pid namespace */
     int32_t pid;
-    uint16_t port;   /* its listener, network order; 0: none */
+    uint16_t port; /* its listener, network order; 0: none */
     uint16_t naddr;
-    char boot[40];   /* the machine's boot id */
+    char boot[40];                  /* the machine's boot id */
     uint32_t addr[ALIVE_MAX_ADDRS]; /* IPv4, network order */
 } alive_card_t;
 
@@ -57,9 +57,9 @@ typedef struct {
 /* Per partner p (member peer[p], sorted): */
 struct picoll_alive {
     int np, me;
-    int *peer;                /* member index */
-    int *fd;                  /* connection to it, -1: none */
-    unsigned char *watch;     /* 1: its process is watched in /proc */
+    int *peer;            /* member index */
+    int *fd;              /* connection to it, -1: none */
+    unsigned char *watch; /* 1: its process is watched in /proc */
     pid_t *pid;
     uint64_t *start;
     picoll_peer_state_t *verdict; /* gone or lost once seen; alive otherwise */
@@ -144,10 +144,10 @@ static void alive_barrier(MPI_Comm comm)
 /* A connection attempt of this member to a lower one. */
 enum { DIAL_NEXT, DIAL_CONNECTING, DIAL_REPLY, DIAL_DONE, DIAL_FAILED };
 typedef struct {
-    int slot;        /* the partner's */
+    int slot; /* the partner's */
     int fd;
     int phase;
-    int addr;        /* next address to try */
+    int addr; /* next address to try */
     double deadline;
     size_t got;
     uint64_t reply;
@@ -179,7 +179,8 @@ static void dial_start(alive_dial_t *d, const alive_card_t *peer)
             d->phase = DIAL_FAILED;
             return;
         }
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = peer->port,
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = peer->port,
                                  .sin_addr.s_addr = peer->addr[d->addr++]};
         d->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (d->fd < 0) {
@@ -347,8 +348,8 @@ static int alive_poll_set(alive_conns_t *c, int listener)
     for (int d = 0; d < c->ndial; d++) {
         const alive_dial_t *x = &c->dials[d];
         if (x->phase == DIAL_CONNECTING || x->phase == DIAL_REPLY) {
-            c->fds[k++] = (struct pollfd){
-                .fd = x->fd, .events = x->phase == DIAL_CONNECTING ? POLLOUT : POLLIN};
+            c->fds[k++] = (struct pollfd){.fd = x->fd,
+                                          .events = x->phase == DIAL_CONNECTING ? POLLOUT : POLLIN};
         }
     }
     c->polled = c->nanswer;
@@ -466,7 +467,8 @@ static void alive_connect(picoll_alive_t *al, MPI_Comm rail_comm, const alive_ca
             alive_keepalive(al->fd[p], silence);
         } else if (need[p]) {
             picoll_debug("no connection to watch rail member %d: it is waited for without a "
-                         "liveness check", al->peer[p]);
+                         "liveness check",
+                         al->peer[p]);
         }
     }
     alive_conns_free(&c);
@@ -553,8 +555,7 @@ picoll_alive_t *picoll_alive_create(MPI_Comm rail_comm, const int *peers,
         picoll_fatal("out of memory setting up the network step's liveness check: aborting the "
                      "job");
     }
-    picoll_net_partner_exchange(rail_comm, peers, np, &mine, cards, sizeof(mine),
-                                PICOLL_ALIVE_TAG);
+    picoll_net_partner_exchange(rail_comm, peers, np, &mine, cards, sizeof(mine), PICOLL_ALIVE_TAG);
     /* the dials and their barrier: every member, even one that cannot watch anything */
     if (ok) {
         alive_connect(al, rail_comm, cards, &mine, need, listener, silence);
@@ -637,12 +638,9 @@ static picoll_peer_state_t alive_connection(picoll_alive_t *al, int slot)
     case EHOSTUNREACH:
     case ENETUNREACH:
     case EHOSTDOWN:
-    case ENETDOWN:
-        return PICOLL_PEER_LOST;
-    case 0:
-        return PICOLL_PEER_ALIVE;
-    default:
-        return PICOLL_PEER_GONE; /* closed or reset: its process ended */
+    case ENETDOWN: return PICOLL_PEER_LOST;
+    case 0: return PICOLL_PEER_ALIVE;
+    default: return PICOLL_PEER_GONE; /* closed or reset: its process ended */
     }
 }
 

@@ -29,10 +29,10 @@
 typedef struct picoll_alive picoll_alive_t;
 
 typedef enum {
-    PICOLL_PEER_ALIVE,   /* its process is there (and its host answers) */
-    PICOLL_PEER_GONE,    /* its process exited */
-    PICOLL_PEER_LOST,    /* its host, or the link to it, has not answered for `silence` seconds */
-    PICOLL_PEER_UNKNOWN  /* no watch on it */
+    PICOLL_PEER_ALIVE,  /* its process is there (and its host answers) */
+    PICOLL_PEER_GONE,   /* its process exited */
+    PICOLL_PEER_LOST,   /* its host, or the link to it, has not answered for `silence` seconds */
+    PICOLL_PEER_UNKNOWN /* no watch on it */
 } picoll_peer_state_t;
 
 /* Collective over rail_comm (me: my member index; peers[0..np): my partners, sorted, and

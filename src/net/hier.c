@@ -8,7 +8,7 @@
 #include <string.h>
 
 typedef struct {
-    int leader;       /* lowest rank of my node */
+    int leader; /* lowest rank of my node */
     int local_rank;
 } hier_entry_t;
 
@@ -136,9 +136,9 @@ out_split:
             status = status == PICOLL_OK ? PICOLL_ERR_MPI : status;
         }
         /* collective over the rail: even a rank that failed above takes part */
-        picoll_status_t st = rail_ranks != NULL
-                                 ? picoll_net_create(h->rail_comm, rail_ranks, size, timeout, &h->net)
-                                 : PICOLL_ERR_NO_MEMORY;
+        picoll_status_t st =
+            rail_ranks != NULL ? picoll_net_create(h->rail_comm, rail_ranks, size, timeout, &h->net)
+                               : PICOLL_ERR_NO_MEMORY;
         if (rail_ranks == NULL) {
             /* cannot even take part: the others would wait in the exchange */
             picoll_fatal("out of memory setting up the network step: aborting the job");

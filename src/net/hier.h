@@ -15,19 +15,19 @@
 
 typedef struct {
     int num_nodes;
-    int node;             /* my node's index */
-    int nrails;           /* ranks on the smallest node */
-    int even;             /* every node has nrails ranks: every rank is on a rail */
-    int rail_most;        /* the most ranks one node has on a rail (rail 0's, the largest
+    int node;           /* my node's index */
+    int nrails;         /* ranks on the smallest node */
+    int even;           /* every node has nrails ranks: every rank is on a rail */
+    int rail_most;      /* the most ranks one node has on a rail (rail 0's, the largest
                            * picoll_hier_rail_count) */
-    int *node_size;       /* [num_nodes] */
-    int *node_offset;     /* [num_nodes + 1]: prefix sums of node_size */
-    int *rank_of;         /* [comm size]: rank_of[node_offset[x] + j] is local rank j of node x */
-    MPI_Comm rail_comm;   /* MPI_COMM_NULL off the rails */
-    picoll_net_t *net;    /* NULL off the rails */
-    char *scratch[2];     /* private buffers of scratch_size bytes, for the network steps */
+    int *node_size;     /* [num_nodes] */
+    int *node_offset;   /* [num_nodes + 1]: prefix sums of node_size */
+    int *rank_of;       /* [comm size]: rank_of[node_offset[x] + j] is local rank j of node x */
+    MPI_Comm rail_comm; /* MPI_COMM_NULL off the rails */
+    picoll_net_t *net;  /* NULL off the rails */
+    char *scratch[2];   /* private buffers of scratch_size bytes, for the network steps */
     size_t scratch_size;
-    int inflight;         /* PICOLL_NET_INFLIGHT */
+    int inflight; /* PICOLL_NET_INFLIGHT */
 } picoll_hier_t;
 
 /* Collective over comm. node_comm holds the ranks of my (virtual) node, ordered by rank;

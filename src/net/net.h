@@ -22,14 +22,14 @@ typedef struct picoll_net picoll_net_t;
 
 /* One transfer in progress. */
 typedef struct {
-    void *ucx;           /* UCX request, NULL once complete */
-    int peer;            /* member of the rail */
+    void *ucx; /* UCX request, NULL once complete */
+    int peer;  /* member of the rail */
     int is_recv;
-    uint32_t hdr[2];     /* [0]: vote, [1]: the operation's number, checked on receipt */
+    uint32_t hdr[2]; /* [0]: vote, [1]: the operation's number, checked on receipt */
     struct {
         void *buffer;
         size_t length;
-    } iov[2];            /* header and payload; UCX may read it until completion */
+    } iov[2]; /* header and payload; UCX may read it until completion */
 } picoll_net_req_t;
 
 /* Collective over rail_comm: create the worker, exchange addresses with the partners over PMPI,

@@ -237,7 +237,8 @@ void picoll_net_isend(picoll_net_t *net, int peer, unsigned step, const void *bu
     net_peer_t *to = picoll_net_peer(net, peer);
     if (to == NULL) {
         picoll_fatal("network step: no endpoint to rail member %d of %d (picoll bug): aborting the "
-                     "job", peer, net->size);
+                     "job",
+                     peer, net->size);
     }
     pthread_mutex_lock(&net->lock);
     req->ucx = picoll_ucx.tag_send_nbx(to->ep, req->iov, 2, net_tag(net, step, net->rank), &p);
@@ -259,7 +260,7 @@ void picoll_net_irecv(picoll_net_t *net, int peer, unsigned step, void *buf, siz
     req->iov[1].length = len;
     pthread_mutex_lock(&net->lock);
     req->ucx = picoll_ucx.tag_recv_nbx(net->worker, req->iov, 2, net_tag(net, step, peer),
-                                (ucp_tag_t)-1, &p);
+                                       (ucp_tag_t)-1, &p);
     pthread_mutex_unlock(&net->lock);
 }
 
@@ -299,9 +300,9 @@ static int net_pending(picoll_net_t *net, const picoll_net_req_t *reqs, int n, i
             continue;
         }
         if (off < (int)len - 96) {
-            off += snprintf(list + off, len - (size_t)off, "%srank %d on host %s",
-                            count ? ", " : "", net->comm_ranks[reqs[i].peer],
-                            picoll_net_host(net, reqs[i].peer));
+            off +=
+                snprintf(list + off, len - (size_t)off, "%srank %d on host %s", count ? ", " : "",
+                         net->comm_ranks[reqs[i].peer], picoll_net_host(net, reqs[i].peer));
         }
         count++;
     }
@@ -369,8 +370,8 @@ static void net_wait_tick(picoll_net_t *net, const picoll_net_req_t *reqs, int n
         picoll_fatal("%s on a communicator of size %d: network step: still waiting after %.0f s "
                      "for %s, which picoll cannot watch, and %s, watched by this rank, did not "
                      "answer within %g s (PICOLL_TIMEOUT): this host, or a link, is down: aborting "
-                     "the job", coll, net->comm_size, w->now - w->start, list, down,
-                     net->timeout);
+                     "the job",
+                     coll, net->comm_size, w->now - w->start, list, down, net->timeout);
     }
     if (!expired) {
         return;

@@ -14,7 +14,7 @@ picoll_ucx_fn_t picoll_ucx;
 
 static pthread_once_t ucx_once = PTHREAD_ONCE_INIT;
 static int ucx_loaded;
-static int ucx_own;                 /* the process had it loaded before picoll asked */
+static int ucx_own; /* the process had it loaded before picoll asked */
 static char ucx_file[512] = "?";
 static char ucx_why[768] = "UCX not loaded yet";
 

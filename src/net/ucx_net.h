@@ -15,28 +15,28 @@
 /* A member this one talks to. */
 typedef struct {
     int member;
-    ucp_ep_h ep;             /* NULL: not connected (myself, in the table of all) */
+    ucp_ep_h ep; /* NULL: not connected (myself, in the table of all) */
     char host[NET_HOST_MAX];
 } net_peer_t;
 
 struct picoll_net {
     ucp_worker_h worker;
-    int rank, size;          /* in the rail */
-    uint32_t op;             /* operations started on this rail */
-    int *comm_ranks;         /* rank in the user's communicator of each member */
+    int rank, size;  /* in the rail */
+    uint32_t op;     /* operations started on this rail */
+    int *comm_ranks; /* rank in the user's communicator of each member */
     int comm_size;
-    MPI_Comm rail_comm;      /* not owned (net/hier.c frees it after the rail) */
-    int local;               /* every member on this host: UCX's shared memory only */
+    MPI_Comm rail_comm; /* not owned (net/hier.c frees it after the rail) */
+    int local;          /* every member on this host: UCX's shared memory only */
     char my_host[NET_HOST_MAX];
     /* the partners (net/partners.h), sorted by member; once picoll_net_connect_all has run,
      * every member, at its own index (all = 1) */
     net_peer_t *peers;
     int npeers, all;
-    int all_tried;           /* picoll_net_connect_all ran, with all_status on every member */
+    int all_tried; /* picoll_net_connect_all ran, with all_status on every member */
     picoll_status_t all_status;
     double timeout;
-    picoll_alive_t *alive;   /* whether the partners are still there (net/alive.h) */
-    pthread_mutex_t lock;    /* held by whoever drives the worker (it is serialized) */
+    picoll_alive_t *alive; /* whether the partners are still there (net/alive.h) */
+    pthread_mutex_t lock;  /* held by whoever drives the worker (it is serialized) */
     int registered;
     struct picoll_net *next; /* in the process's list of rails */
 };

@@ -116,8 +116,8 @@ static picoll_status_t net_flush(picoll_net_t *net, ucp_ep_h *eps, const int *wh
     while (pending > 0) {
         int moved = net_progress_own(net);
         for (int i = 0; i < k; i++) {
-            ucs_status_t st = reqs[i] != NULL ? picoll_ucx.request_check_status(reqs[i])
-                                              : UCS_INPROGRESS;
+            ucs_status_t st =
+                reqs[i] != NULL ? picoll_ucx.request_check_status(reqs[i]) : UCS_INPROGRESS;
             if (reqs[i] == NULL || st == UCS_INPROGRESS) {
                 continue;
             }
@@ -135,8 +135,9 @@ static picoll_status_t net_flush(picoll_net_t *net, ucp_ep_h *eps, const int *wh
             for (int i = 0; i < k; i++) {
                 if (reqs[i] != NULL) {
                     picoll_error("connecting to rank %d on host %s over UCX did not finish within "
-                                 "%g s (PICOLL_TIMEOUT)", net->comm_ranks[who[i]],
-                                 picoll_net_host(net, who[i]), net->timeout);
+                                 "%g s (PICOLL_TIMEOUT)",
+                                 net->comm_ranks[who[i]], picoll_net_host(net, who[i]),
+                                 net->timeout);
                     picoll_ucx.request_free(reqs[i]); /* released by UCX once it completes */
                 }
             }
@@ -289,7 +290,7 @@ static picoll_status_t net_create_ep(picoll_net_t *net, net_peer_t *p, const ucp
 
 /* A member's record in the exchanges: its address's length (0: it failed), host and address. */
 typedef struct {
-    size_t size;  /* of a record: with room for the longest address */
+    size_t size; /* of a record: with room for the longest address */
     char *mine;
 } net_card_t;
 
@@ -355,7 +356,7 @@ static picoll_status_t net_connect_partners(picoll_net_t *net, MPI_Comm rail_com
         np = picoll_net_partners(n, me, members);
         cards = calloc((size_t)np + 1, rec);
     }
-    char (*hosts)[NET_HOST_MAX] = members != NULL ? calloc((size_t)np + 1, NET_HOST_MAX) : NULL;
+    char(*hosts)[NET_HOST_MAX] = members != NULL ? calloc((size_t)np + 1, NET_HOST_MAX) : NULL;
     ucp_ep_h *eps = members != NULL ? calloc((size_t)np + 1, sizeof(ucp_ep_h)) : NULL;
     if (mine == NULL || cards == NULL || hosts == NULL || eps == NULL) {
         picoll_fatal("out of memory exchanging UCX addresses: aborting the job");

@@ -30,61 +30,61 @@ typedef struct {
 #define REDUCE_CLONES
 #endif
 
-#define DEF_OP(tname, T, opname, EXPR)                                                       \
-    REDUCE_CLONES static void reduce2_##tname##_##opname(void *restrict d_, const void *restrict a_,      \
-                                           const void *restrict b_, size_t n)               \
-    {                                                                                        \
-        T *restrict d = d_;                                                                  \
-        const T *restrict a = a_;                                                            \
-        const T *restrict b = b_;                                                            \
-        for (size_t i = 0; i < n; i++) {                                                     \
-            T x = a[i], y = b[i];                                                            \
-            d[i] = (EXPR);                                                                   \
-        }                                                                                    \
-    }                                                                                        \
-    REDUCE_CLONES static void reduce_acc_##tname##_##opname(void *restrict d_,              \
-                                                            const void *restrict b_, size_t n) \
-    {                                                                                        \
-        T *restrict d = d_;                                                                  \
-        const T *restrict b = b_;                                                            \
-        for (size_t i = 0; i < n; i++) {                                                     \
-            T x = d[i], y = b[i];                                                            \
-            d[i] = (EXPR);                                                                   \
-        }                                                                                    \
+#define DEF_OP(tname, T, opname, EXPR)                                                             \
+    REDUCE_CLONES static void reduce2_##tname##_##opname(                                          \
+        void *restrict d_, const void *restrict a_, const void *restrict b_, size_t n)             \
+    {                                                                                              \
+        T *restrict d = d_;                                                                        \
+        const T *restrict a = a_;                                                                  \
+        const T *restrict b = b_;                                                                  \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T x = a[i], y = b[i];                                                                  \
+            d[i] = (EXPR);                                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    REDUCE_CLONES static void reduce_acc_##tname##_##opname(void *restrict d_,                     \
+                                                            const void *restrict b_, size_t n)     \
+    {                                                                                              \
+        T *restrict d = d_;                                                                        \
+        const T *restrict b = b_;                                                                  \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T x = d[i], y = b[i];                                                                  \
+            d[i] = (EXPR);                                                                         \
+        }                                                                                          \
     }
 
 /* WU: the unsigned type the arithmetic is done in (at least unsigned int: a uint16_t product
  * would otherwise be an int product that can overflow). */
-#define INT_OPS(tname, T, WU)                                   \
-    DEF_OP(tname, T, sum, (T)((WU)x + (WU)y))                   \
-    DEF_OP(tname, T, prod, (T)((WU)x * (WU)y))                  \
-    DEF_OP(tname, T, max, x > y ? x : y)                        \
-    DEF_OP(tname, T, min, x < y ? x : y)                        \
-    DEF_OP(tname, T, land, (T)((x != 0) & (y != 0)))            \
-    DEF_OP(tname, T, lor, (T)((x != 0) | (y != 0)))             \
-    DEF_OP(tname, T, lxor, (T)((x != 0) ^ (y != 0)))            \
-    DEF_OP(tname, T, band, (T)(x & y))                          \
-    DEF_OP(tname, T, bor, (T)(x | y))                           \
+#define INT_OPS(tname, T, WU)                                                                      \
+    DEF_OP(tname, T, sum, (T)((WU)x + (WU)y))                                                      \
+    DEF_OP(tname, T, prod, (T)((WU)x * (WU)y))                                                     \
+    DEF_OP(tname, T, max, x > y ? x : y)                                                           \
+    DEF_OP(tname, T, min, x < y ? x : y)                                                           \
+    DEF_OP(tname, T, land, (T)((x != 0) & (y != 0)))                                               \
+    DEF_OP(tname, T, lor, (T)((x != 0) | (y != 0)))                                                \
+    DEF_OP(tname, T, lxor, (T)((x != 0) ^ (y != 0)))                                               \
+    DEF_OP(tname, T, band, (T)(x & y))                                                             \
+    DEF_OP(tname, T, bor, (T)(x | y))                                                              \
     DEF_OP(tname, T, bxor, (T)(x ^ y))
 
-#define FLOAT_OPS(tname, T)                                     \
-    DEF_OP(tname, T, sum, x + y)                                \
-    DEF_OP(tname, T, prod, x * y)                               \
-    DEF_OP(tname, T, max, x > y ? x : y)                        \
+#define FLOAT_OPS(tname, T)                                                                        \
+    DEF_OP(tname, T, sum, x + y)                                                                   \
+    DEF_OP(tname, T, prod, x *y)                                                                   \
+    DEF_OP(tname, T, max, x > y ? x : y)                                                           \
     DEF_OP(tname, T, min, x < y ? x : y)
 
 /* Half-precision types as their bits: each operand to float (exact), one float operation, one
  * rounding back (src/reduce/half.h); MAX/MIN compare as floats and keep the chosen operand's
  * bits. TO_F, FROM_F: the format's conversions. */
-#define HALF_OPS(tname, TO_F, FROM_F)                           \
-    DEF_OP(tname, uint16_t, sum, FROM_F(TO_F(x) + TO_F(y)))     \
-    DEF_OP(tname, uint16_t, prod, FROM_F(TO_F(x) * TO_F(y)))    \
-    DEF_OP(tname, uint16_t, max, TO_F(x) > TO_F(y) ? x : y)     \
+#define HALF_OPS(tname, TO_F, FROM_F)                                                              \
+    DEF_OP(tname, uint16_t, sum, FROM_F(TO_F(x) + TO_F(y)))                                        \
+    DEF_OP(tname, uint16_t, prod, FROM_F(TO_F(x) * TO_F(y)))                                       \
+    DEF_OP(tname, uint16_t, max, TO_F(x) > TO_F(y) ? x : y)                                        \
     DEF_OP(tname, uint16_t, min, TO_F(x) < TO_F(y) ? x : y)
 
-#define COMPLEX_OPS(tname, T)                                   \
-    DEF_OP(tname, T, sum, x + y)                                \
-    DEF_OP(tname, T, prod, x * y)
+#define COMPLEX_OPS(tname, T)                                                                      \
+    DEF_OP(tname, T, sum, x + y)                                                                   \
+    DEF_OP(tname, T, prod, x *y)
 
 INT_OPS(i8, int8_t, unsigned)
 INT_OPS(u8, uint8_t, unsigned)
@@ -102,28 +102,34 @@ HALF_OPS(bf16, picoll_bf16_to_float, picoll_float_to_bf16)
 COMPLEX_OPS(c32, float _Complex)
 COMPLEX_OPS(c64, double _Complex)
 COMPLEX_OPS(c80, long double _Complex)
-DEF_OP(b, bool, land, x && y)
+DEF_OP(b, bool, land, x &&y)
 DEF_OP(b, bool, lor, x || y)
 DEF_OP(b, bool, lxor, x != y)
-DEF_OP(byte, unsigned char, band, (unsigned char)(x & y))
+DEF_OP(byte, unsigned char, band, (unsigned char)(x &y))
 DEF_OP(byte, unsigned char, bor, (unsigned char)(x | y))
 DEF_OP(byte, unsigned char, bxor, (unsigned char)(x ^ y))
 
-#define PAIR(tname, opname) {reduce2_##tname##_##opname, reduce_acc_##tname##_##opname}
-#define INT_ROW(tname)                                                                         \
-    {                                                                                          \
-        [PICOLL_OP_SUM] = PAIR(tname, sum), [PICOLL_OP_PROD] = PAIR(tname, prod),              \
-        [PICOLL_OP_MAX] = PAIR(tname, max), [PICOLL_OP_MIN] = PAIR(tname, min),                \
-        [PICOLL_OP_LAND] = PAIR(tname, land), [PICOLL_OP_LOR] = PAIR(tname, lor),              \
-        [PICOLL_OP_LXOR] = PAIR(tname, lxor), [PICOLL_OP_BAND] = PAIR(tname, band),            \
-        [PICOLL_OP_BOR] = PAIR(tname, bor), [PICOLL_OP_BXOR] = PAIR(tname, bxor),              \
+#define PAIR(tname, opname)                                                                        \
+    {                                                                                              \
+        reduce2_##tname##_##opname, reduce_acc_##tname##_##opname                                  \
     }
-#define FLOAT_ROW(tname)                                                                       \
-    {                                                                                          \
-        [PICOLL_OP_SUM] = PAIR(tname, sum), [PICOLL_OP_PROD] = PAIR(tname, prod),              \
-        [PICOLL_OP_MAX] = PAIR(tname, max), [PICOLL_OP_MIN] = PAIR(tname, min),                \
+#define INT_ROW(tname)                                                                             \
+    {                                                                                              \
+        [PICOLL_OP_SUM] = PAIR(tname, sum), [PICOLL_OP_PROD] = PAIR(tname, prod),                  \
+        [PICOLL_OP_MAX] = PAIR(tname, max), [PICOLL_OP_MIN] = PAIR(tname, min),                    \
+        [PICOLL_OP_LAND] = PAIR(tname, land), [PICOLL_OP_LOR] = PAIR(tname, lor),                  \
+        [PICOLL_OP_LXOR] = PAIR(tname, lxor), [PICOLL_OP_BAND] = PAIR(tname, band),                \
+        [PICOLL_OP_BOR] = PAIR(tname, bor), [PICOLL_OP_BXOR] = PAIR(tname, bxor),                  \
     }
-#define COMPLEX_ROW(tname) {[PICOLL_OP_SUM] = PAIR(tname, sum), [PICOLL_OP_PROD] = PAIR(tname, prod)}
+#define FLOAT_ROW(tname)                                                                           \
+    {                                                                                              \
+        [PICOLL_OP_SUM] = PAIR(tname, sum), [PICOLL_OP_PROD] = PAIR(tname, prod),                  \
+        [PICOLL_OP_MAX] = PAIR(tname, max), [PICOLL_OP_MIN] = PAIR(tname, min),                    \
+    }
+#define COMPLEX_ROW(tname)                                                                         \
+    {                                                                                              \
+        [PICOLL_OP_SUM] = PAIR(tname, sum), [PICOLL_OP_PROD] = PAIR(tname, prod)                   \
+    }
 
 static const reduce_pair_t reduce_table[PICOLL_DT_COUNT][PICOLL_OP_COUNT] = {
     [PICOLL_DT_INT8] = INT_ROW(i8),
@@ -142,9 +148,11 @@ static const reduce_pair_t reduce_table[PICOLL_DT_COUNT][PICOLL_OP_COUNT] = {
     [PICOLL_DT_FLOAT_COMPLEX] = COMPLEX_ROW(c32),
     [PICOLL_DT_DOUBLE_COMPLEX] = COMPLEX_ROW(c64),
     [PICOLL_DT_LONG_DOUBLE_COMPLEX] = COMPLEX_ROW(c80),
-    [PICOLL_DT_BOOL] = {[PICOLL_OP_LAND] = PAIR(b, land), [PICOLL_OP_LOR] = PAIR(b, lor),
+    [PICOLL_DT_BOOL] = {[PICOLL_OP_LAND] = PAIR(b, land),
+                        [PICOLL_OP_LOR] = PAIR(b, lor),
                         [PICOLL_OP_LXOR] = PAIR(b, lxor)},
-    [PICOLL_DT_BYTE] = {[PICOLL_OP_BAND] = PAIR(byte, band), [PICOLL_OP_BOR] = PAIR(byte, bor),
+    [PICOLL_DT_BYTE] = {[PICOLL_OP_BAND] = PAIR(byte, band),
+                        [PICOLL_OP_BOR] = PAIR(byte, bor),
                         [PICOLL_OP_BXOR] = PAIR(byte, bxor)},
 };
 
@@ -156,30 +164,30 @@ static const reduce_pair_t reduce_table[PICOLL_DT_COUNT][PICOLL_OP_COUNT] = {
  * once, as the device kernel does (cuda/coll_kernel_reduce.cuh, dev_reduce). Two sources give the
  * same bits as the pairwise loops. n elements from element off, at most HALF_WIDE_BLOCK. */
 #define HALF_WIDE_BLOCK 2048
-#define HALF_WIDE(tname, TO_F, FROM_F)                                                       \
-    static void reduce_wide_##tname(picoll_op_t op, uint16_t *dst, const void *const *srcs,  \
-                                    int nsrc, size_t off, size_t n)                         \
-    {                                                                                        \
-        float acc[HALF_WIDE_BLOCK];                                                          \
-        const uint16_t *a = (const uint16_t *)srcs[0] + off;                                 \
-        for (size_t i = 0; i < n; i++) {                                                     \
-            acc[i] = TO_F(a[i]);                                                             \
-        }                                                                                    \
-        for (int s = 1; s < nsrc; s++) {                                                     \
-            const uint16_t *b = (const uint16_t *)srcs[s] + off;                             \
-            if (op == PICOLL_OP_SUM) {                                                       \
-                for (size_t i = 0; i < n; i++) {                                             \
-                    acc[i] += TO_F(b[i]);                                                    \
-                }                                                                            \
-            } else {                                                                         \
-                for (size_t i = 0; i < n; i++) {                                             \
-                    acc[i] *= TO_F(b[i]);                                                    \
-                }                                                                            \
-            }                                                                                \
-        }                                                                                    \
-        for (size_t i = 0; i < n; i++) {                                                     \
-            dst[off + i] = FROM_F(acc[i]);                                                   \
-        }                                                                                    \
+#define HALF_WIDE(tname, TO_F, FROM_F)                                                             \
+    static void reduce_wide_##tname(picoll_op_t op, uint16_t *dst, const void *const *srcs,        \
+                                    int nsrc, size_t off, size_t n)                                \
+    {                                                                                              \
+        float acc[HALF_WIDE_BLOCK];                                                                \
+        const uint16_t *a = (const uint16_t *)srcs[0] + off;                                       \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            acc[i] = TO_F(a[i]);                                                                   \
+        }                                                                                          \
+        for (int s = 1; s < nsrc; s++) {                                                           \
+            const uint16_t *b = (const uint16_t *)srcs[s] + off;                                   \
+            if (op == PICOLL_OP_SUM) {                                                             \
+                for (size_t i = 0; i < n; i++) {                                                   \
+                    acc[i] += TO_F(b[i]);                                                          \
+                }                                                                                  \
+            } else {                                                                               \
+                for (size_t i = 0; i < n; i++) {                                                   \
+                    acc[i] *= TO_F(b[i]);                                                          \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            dst[off + i] = FROM_F(acc[i]);                                                         \
+        }                                                                                          \
     }
 HALF_WIDE(f16, picoll_f16_to_float, picoll_float_to_f16)
 HALF_WIDE(bf16, picoll_bf16_to_float, picoll_float_to_bf16)

@@ -12,204 +12,324 @@
 
 #define PICOLL_ENV_PREFIX "PICOLL_"
 
+/* clang-format off: one variable a block, its fields packed as written */
 static const picoll_config_var_t config_vars[] = {
-    {.name = "PICOLL_ENABLE", .type = PICOLL_CFG_BOOL, .def = "1",
+    {.name = "PICOLL_ENABLE",
+     .type = PICOLL_CFG_BOOL,
+     .def = "1",
      .offset = offsetof(picoll_config_t, enable),
      .doc = "1 intercepts the collectives; 0 passes every call to PMPI untouched"},
-    {.name = "PICOLL_LOG_LEVEL", .type = PICOLL_CFG_ENUM, .def = "warn",
-     .choices = "error,warn,info,debug,trace", .offset = offsetof(picoll_config_t, log_level),
+    {.name = "PICOLL_LOG_LEVEL",
+     .type = PICOLL_CFG_ENUM,
+     .def = "warn",
+     .choices = "error,warn,info,debug,trace",
+     .offset = offsetof(picoll_config_t, log_level),
      .doc = "messages printed to stderr, each prefixed with the world rank"},
-    {.name = "PICOLL_STATS", .type = PICOLL_CFG_BOOL, .def = "0",
+    {.name = "PICOLL_STATS",
+     .type = PICOLL_CFG_BOOL,
+     .def = "0",
      .offset = offsetof(picoll_config_t, stats),
      .doc = "1: at MPI_Finalize rank 0 prints the calls and bytes of each collective and path, "
             "summed over ranks"},
-    {.name = "PICOLL_HOST", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "off,on,auto",
+    {.name = "PICOLL_HOST",
+     .type = PICOLL_CFG_ENUM,
+     .def = "auto",
+     .choices = "off,on,auto",
      .offset = offsetof(picoll_config_t, host),
      .doc = "collectives on host buffers through the shared-memory executor: off, on (every "
             "size) or auto (where it beat the MPI when measured: allreduce, and allgather and "
             "alltoall up to PICOLL_HOST_AUTO_MAX)"},
-    {.name = "PICOLL_WORKSPACE_SIZE", .type = PICOLL_CFG_SIZE, .def = "8M",
+    {.name = "PICOLL_WORKSPACE_SIZE",
+     .type = PICOLL_CFG_SIZE,
+     .def = "8M",
      .offset = offsetof(picoll_config_t, workspace_size),
      .doc = "bytes of shared workspace per local rank and communicator; larger messages go "
             "through it in chunks"},
-    {.name = "PICOLL_HOST_CACHE", .type = PICOLL_CFG_SIZE, .def = "0",
+    {.name = "PICOLL_HOST_CACHE",
+     .type = PICOLL_CFG_SIZE,
+     .def = "0",
      .offset = offsetof(picoll_config_t, host_cache),
      .doc = "bytes the host allgather and alltoall chunks scale by (0: the L2 cache of a core "
             "of the node's first rank)"},
-    {.name = "PICOLL_HOST_AUTO_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
+    {.name = "PICOLL_HOST_AUTO_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "16k",
      .offset = offsetof(picoll_config_t, host_auto_max),
      .doc = "with PICOLL_HOST=auto on one node, the largest allgather (ranks x block) and "
             "alltoall (ranks x ranks x block) in bytes that picoll runs"},
-    {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "16k",
+    {.name = "PICOLL_ALLREDUCE_ONESHOT_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "16k",
      .offset = offsetof(picoll_config_t, allreduce_oneshot_max),
      .doc = "largest host allreduce (bytes) run one-shot, every rank reducing all inputs"},
-    {.name = "PICOLL_ALLREDUCE_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "1G",
+    {.name = "PICOLL_ALLREDUCE_TWOSHOT_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "1G",
      .offset = offsetof(picoll_config_t, allreduce_twoshot_max),
      .doc = "largest host allreduce (bytes) run two-shot (reduce-scatter then all-gather); "
             "larger ones go to the MPI"},
-    {.name = "PICOLL_TIMEOUT", .type = PICOLL_CFG_DOUBLE, .def = "60",
+    {.name = "PICOLL_TIMEOUT",
+     .type = PICOLL_CFG_DOUBLE,
+     .def = "60",
      .offset = offsetof(picoll_config_t, timeout),
      .doc = "seconds a rank waits for a peer inside a collective before it names the ranks it "
             "waits for (again at 2x, 4x, ...)"},
-    {.name = "PICOLL_TIMEOUT_ACTION", .type = PICOLL_CFG_ENUM, .def = "wait",
+    {.name = "PICOLL_TIMEOUT_ACTION",
+     .type = PICOLL_CFG_ENUM,
+     .def = "wait",
      .choices = "wait,abort",
      .offset = offsetof(picoll_config_t, timeout_action),
      .doc = "what a wait for live peers does past PICOLL_TIMEOUT: wait (as MPI does) or abort "
             "(end the job, naming them)"},
-    {.name = "PICOLL_TEST_FAIL_SETUP", .type = PICOLL_CFG_INT, .def = "-1", .min = -1,
+    {.name = "PICOLL_TEST_FAIL_SETUP",
+     .type = PICOLL_CFG_INT,
+     .def = "-1",
+     .min = -1,
      .max = INT_MAX,
      .offset = offsetof(picoll_config_t, test_fail_setup),
      .doc = "tests only: the world rank whose communicator set-up is made to fail (-1: none)",
      .internal = 1},
-    {.name = "PICOLL_CMA", .type = PICOLL_CFG_ENUM, .def = "auto", .choices = "auto,off",
+    {.name = "PICOLL_CMA",
+     .type = PICOLL_CFG_ENUM,
+     .def = "auto",
+     .choices = "auto,off",
      .offset = offsetof(picoll_config_t, cma),
      .doc = "single-copy host transfers (process_vm_readv, from PICOLL_CMA_MIN and "
             "PICOLL_ALLREDUCE_CMA_MIN): auto where every rank of the node can, off never"},
-    {.name = "PICOLL_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "0",
+    {.name = "PICOLL_CMA_MIN",
+     .type = PICOLL_CFG_SIZE,
+     .def = "0",
      .offset = offsetof(picoll_config_t, cma_min),
      .doc = "smallest host allgather/alltoall block (bytes) read single-copy with "
             "process_vm_readv (0: never)"},
-    {.name = "PICOLL_ALLREDUCE_CMA_MIN", .type = PICOLL_CFG_SIZE, .def = "0",
+    {.name = "PICOLL_ALLREDUCE_CMA_MIN",
+     .type = PICOLL_CFG_SIZE,
+     .def = "0",
      .offset = offsetof(picoll_config_t, allreduce_cma_min),
      .doc = "smallest host allreduce (bytes) run two-shot in single copies with "
             "process_vm_readv (0: never)"},
-    {.name = "PICOLL_TEST_CMA_FAULT", .type = PICOLL_CFG_INT, .def = "-1", .min = -1,
+    {.name = "PICOLL_TEST_CMA_FAULT",
+     .type = PICOLL_CFG_INT,
+     .def = "-1",
+     .min = -1,
      .max = INT_MAX,
      .offset = offsetof(picoll_config_t, test_cma_fault),
      .doc = "tests only: the world rank that publishes an unreadable block address to the "
             "single-copy algorithms (-1: none)",
      .internal = 1},
-    {.name = "PICOLL_NET", .type = PICOLL_CFG_BOOL, .def = "1",
+    {.name = "PICOLL_NET",
+     .type = PICOLL_CFG_BOOL,
+     .def = "1",
      .offset = offsetof(picoll_config_t, net),
      .doc = "1 runs host-buffer collectives of communicators that span nodes hierarchically "
             "over UCX where PICOLL_HOST allows; 0 hands them to the MPI"},
-    {.name = "PICOLL_VNODE_SIZE", .type = PICOLL_CFG_INT, .def = "0", .min = 0, .max = INT_MAX,
+    {.name = "PICOLL_VNODE_SIZE",
+     .type = PICOLL_CFG_INT,
+     .def = "0",
+     .min = 0,
+     .max = INT_MAX,
      .offset = offsetof(picoll_config_t, vnode_size),
      .doc = "split every node into virtual nodes of this many local ranks, so the between-nodes "
             "path runs on one machine (0: real nodes)"},
-    {.name = "PICOLL_VNODE_LAYOUT", .type = PICOLL_CFG_ENUM, .def = "block",
+    {.name = "PICOLL_VNODE_LAYOUT",
+     .type = PICOLL_CFG_ENUM,
+     .def = "block",
      .choices = "block,cyclic",
      .offset = offsetof(picoll_config_t, vnode_layout),
      .doc = "with PICOLL_VNODE_SIZE, block puts consecutive local ranks on a virtual node and "
             "cyclic deals them out round-robin"},
-    {.name = "PICOLL_NET_RD_MAX", .type = PICOLL_CFG_SIZE, .def = "0",
+    {.name = "PICOLL_NET_RD_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "0",
      .offset = offsetof(picoll_config_t, net_rd_max),
      .doc = "largest block (bytes per rail) the allreduce's network step reduces by recursive "
             "doubling, larger ones going round a ring (0: the cost model chooses)"},
-    {.name = "PICOLL_NET_LATENCY", .type = PICOLL_CFG_DOUBLE, .def = "5e-6",
+    {.name = "PICOLL_NET_LATENCY",
+     .type = PICOLL_CFG_DOUBLE,
+     .def = "5e-6",
      .offset = offsetof(picoll_config_t, net_latency),
      .doc = "seconds a message between nodes costs besides its bytes, in the cost model that "
             "chooses the network step's method"},
-    {.name = "PICOLL_NET_BANDWIDTH", .type = PICOLL_CFG_SIZE, .def = "12500000000",
+    {.name = "PICOLL_NET_BANDWIDTH",
+     .type = PICOLL_CFG_SIZE,
+     .def = "12500000000",
      .offset = offsetof(picoll_config_t, net_bandwidth),
      .doc = "bytes per second a rail carries between nodes, in the same cost model (12500000000: "
             "100 Gb/s)"},
-    {.name = "PICOLL_NET_ALLREDUCE", .type = PICOLL_CFG_ENUM, .def = "auto",
-     .choices = "auto,rd,rabenseifner,ring", .offset = offsetof(picoll_config_t, net_allreduce),
+    {.name = "PICOLL_NET_ALLREDUCE",
+     .type = PICOLL_CFG_ENUM,
+     .def = "auto",
+     .choices = "auto,rd,rabenseifner,ring",
+     .offset = offsetof(picoll_config_t, net_allreduce),
      .doc = "the allreduce's network step: auto (PICOLL_NET_RD_MAX, else the cost model), or "
             "always recursive doubling, Rabenseifner's or the ring"},
-    {.name = "PICOLL_NET_ALLGATHER", .type = PICOLL_CFG_ENUM, .def = "auto",
-     .choices = "auto,ring,bruck", .offset = offsetof(picoll_config_t, net_allgather),
+    {.name = "PICOLL_NET_ALLGATHER",
+     .type = PICOLL_CFG_ENUM,
+     .def = "auto",
+     .choices = "auto,ring,bruck",
+     .offset = offsetof(picoll_config_t, net_allgather),
      .doc = "the allgather's network step: auto (the cost model), or always the ring or Bruck's"},
-    {.name = "PICOLL_NET_INFLIGHT", .type = PICOLL_CFG_INT, .def = "8", .min = 1, .max = 1024,
+    {.name = "PICOLL_NET_INFLIGHT",
+     .type = PICOLL_CFG_INT,
+     .def = "8",
+     .min = 1,
+     .max = 1024,
      .offset = offsetof(picoll_config_t, net_inflight),
      .doc = "most peers a rank exchanges with at once in the alltoall's network step"},
-    {.name = "PICOLL_CUDA_STAGING", .type = PICOLL_CFG_ENUM, .def = "auto",
+    {.name = "PICOLL_CUDA_STAGING",
+     .type = PICOLL_CFG_ENUM,
+     .def = "auto",
      .choices = "auto,on,off",
      .offset = offsetof(picoll_config_t, cuda_staging),
      .doc = "CUDA buffers of calls handed to the MPI go through pinned host memory: auto (when "
             "the MPI is not CUDA-aware), on or off"},
-    {.name = "PICOLL_CUDA", .type = PICOLL_CFG_BOOL, .def = "1",
+    {.name = "PICOLL_CUDA",
+     .type = PICOLL_CFG_BOOL,
+     .def = "1",
      .offset = offsetof(picoll_config_t, cuda),
      .doc = "1 runs collectives on device buffers through the CUDA IPC executor where a GPU is "
             "found; 0 hands them to the MPI (staged as PICOLL_CUDA_STAGING says)"},
-    {.name = "PICOLL_CUDA_FIXED", .type = PICOLL_CFG_BOOL, .def = "1",
+    {.name = "PICOLL_CUDA_FIXED",
+     .type = PICOLL_CFG_BOOL,
+     .def = "1",
      .offset = offsetof(picoll_config_t, cuda_fixed),
      .doc = "1 runs the device sums of float, float16, bfloat16 and double on 2, 4, 6 or 8 "
             "ranks on kernel entries compiled for them; 0 on the generic kernel (same bits, "
             "for A/B timings)"},
-    {.name = "PICOLL_CUDA_SPIN", .type = PICOLL_CFG_DOUBLE, .def = "0.01",
+    {.name = "PICOLL_CUDA_SPIN",
+     .type = PICOLL_CFG_DOUBLE,
+     .def = "0.01",
      .offset = offsetof(picoll_config_t, cuda_spin),
      .doc = "seconds a device kernel spins for a late peer's kernel before it gives its SMs "
             "back and the host waits instead (at least 0.001)"},
-    {.name = "PICOLL_CUDA_SMALL_THREADS", .type = PICOLL_CFG_INT, .def = "0", .min = 0,
-     .max = 1024, .offset = offsetof(picoll_config_t, cuda_small_threads),
+    {.name = "PICOLL_CUDA_SMALL_THREADS",
+     .type = PICOLL_CFG_INT,
+     .def = "0",
+     .min = 0,
+     .max = 1024,
+     .offset = offsetof(picoll_config_t, cuda_small_threads),
      .doc = "threads per block of a device kernel launch of one block (small calls), rounded up "
             "to whole warps; 0 launches as many as larger calls (512)"},
-    {.name = "PICOLL_CUDA_FENCES", .type = PICOLL_CFG_ENUM, .def = "needed",
-     .choices = "all,needed", .offset = offsetof(picoll_config_t, cuda_fences),
+    {.name = "PICOLL_CUDA_FENCES",
+     .type = PICOLL_CFG_ENUM,
+     .def = "needed",
+     .choices = "all,needed",
+     .offset = offsetof(picoll_config_t, cuda_fences),
      .doc = "the device kernels' status words: relaxed where they order nothing (needed: fewer "
             "fences per launch), or all stored with a system-scope release (all, as before)"},
-    {.name = "PICOLL_CUDA_NAP", .type = PICOLL_CFG_INT, .def = "256", .min = 0, .max = 100000,
+    {.name = "PICOLL_CUDA_NAP",
+     .type = PICOLL_CFG_INT,
+     .def = "256",
+     .min = 0,
+     .max = 100000,
      .offset = offsetof(picoll_config_t, cuda_nap),
      .doc = "nanoseconds a device kernel waiting for a peer sleeps between two looks at its flag "
             "(0: none)"},
-    {.name = "PICOLL_CUDA_BLOCKS", .type = PICOLL_CFG_INT, .def = "0", .min = 0, .max = 64,
+    {.name = "PICOLL_CUDA_BLOCKS",
+     .type = PICOLL_CFG_INT,
+     .def = "0",
+     .min = 0,
+     .max = 64,
      .offset = offsetof(picoll_config_t, cuda_blocks),
      .doc = "blocks of a device kernel launch at most (the fewest any rank asks for); 0: as many "
             "as every rank sharing the GPU keeps resident at once"},
-    {.name = "PICOLL_CUDA_LL_MAX", .type = PICOLL_CFG_SIZE, .def = "0",
+    {.name = "PICOLL_CUDA_LL_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "0",
      .offset = offsetof(picoll_config_t, cuda_ll_max),
      .doc = "largest device allreduce or allgather (bytes a rank receives) run with low-latency "
             "lines (cuda_ll: 8 bytes and their flag per 16-byte store); 0: none"},
-    {.name = "PICOLL_STAGE_DEPTH", .type = PICOLL_CFG_INT, .def = "2", .min = 0, .max = 8,
+    {.name = "PICOLL_STAGE_DEPTH",
+     .type = PICOLL_CFG_INT,
+     .def = "2",
+     .min = 0,
+     .max = 8,
      .offset = offsetof(picoll_config_t, stage_depth),
      .doc = "chunks of a staged allreduce between nodes copied to the host ahead of the chunk "
             "on the network (0: the whole buffer first)"},
-    {.name = "PICOLL_HIER_CUDA", .type = PICOLL_CFG_BOOL, .def = "1",
+    {.name = "PICOLL_HIER_CUDA",
+     .type = PICOLL_CFG_BOOL,
+     .def = "1",
      .offset = offsetof(picoll_config_t, hier_cuda),
      .doc = "1 runs the node steps of allreduce, allgather and alltoall between nodes on device "
             "buffers over CUDA IPC; 0 takes the host hierarchy"},
-    {.name = "PICOLL_HIER_CUDA_MIN", .type = PICOLL_CFG_SIZE, .def = "128k",
+    {.name = "PICOLL_HIER_CUDA_MIN",
+     .type = PICOLL_CFG_SIZE,
+     .def = "128k",
      .offset = offsetof(picoll_config_t, hier_cuda_min),
      .doc = "smallest call (bytes: an allreduce's vector, an allgather's or alltoall's node "
             "part) that PICOLL_HIER_CUDA runs with device node steps"},
-    {.name = "PICOLL_HIER_CUDA_CHUNK", .type = PICOLL_CFG_SIZE, .def = "1M",
+    {.name = "PICOLL_HIER_CUDA_CHUNK",
+     .type = PICOLL_CFG_SIZE,
+     .def = "1M",
      .offset = offsetof(picoll_config_t, hier_cuda_chunk),
      .doc = "bytes of a rank's block that the device hierarchy's allreduce moves through host "
             "memory as one chunk (at most half of PICOLL_WORKSPACE_SIZE)"},
-    {.name = "PICOLL_STREAM_KERNELS", .type = PICOLL_CFG_BOOL, .def = "1",
+    {.name = "PICOLL_STREAM_KERNELS",
+     .type = PICOLL_CFG_BOOL,
+     .def = "1",
      .offset = offsetof(picoll_config_t, stream_kernels),
      .doc = "1 launches picoll's kernels on the stream for enqueued collectives of a stream "
             "communicator on one node; 0 leaves them to the stream's thread"},
-    {.name = "PICOLL_STREAM_DEFAULT_SHARING", .type = PICOLL_CFG_INT, .def = "4", .min = 0,
-     .max = 1024, .offset = offsetof(picoll_config_t, stream_default_sharing),
+    {.name = "PICOLL_STREAM_DEFAULT_SHARING",
+     .type = PICOLL_CFG_INT,
+     .def = "4",
+     .min = 0,
+     .max = 1024,
+     .offset = offsetof(picoll_config_t, stream_default_sharing),
      .doc = "the most ranks sharing a GPU for which a default stream (legacy, per-thread) "
             "takes picoll's kernels; more take the stream's thread (0: none)"},
-    {.name = "PICOLL_TOPO_FILE", .type = PICOLL_CFG_STRING, .def = "",
+    {.name = "PICOLL_TOPO_FILE",
+     .type = PICOLL_CFG_STRING,
+     .def = "",
      .offset = offsetof(picoll_config_t, topo_file),
      .doc = "a recorded `nvidia-smi topo -m` text used instead of the detected GPU topology "
             "(tests, what-if)"},
-    {.name = "PICOLL_TOPO_FILE_GPU", .type = PICOLL_CFG_ENUM, .def = "device",
+    {.name = "PICOLL_TOPO_FILE_GPU",
+     .type = PICOLL_CFG_ENUM,
+     .def = "device",
      .choices = "device,local-rank",
      .offset = offsetof(picoll_config_t, topo_file_gpu),
      .doc = "with PICOLL_TOPO_FILE, which of the file's GPUs a rank uses: device (GPUn for CUDA "
             "device n) or local-rank (GPUr for local rank r)"},
-    {.name = "PICOLL_NVLINK_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "256k",
+    {.name = "PICOLL_NVLINK_ONESHOT_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "256k",
      .offset = offsetof(picoll_config_t, nvlink_oneshot_max),
      .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run one-shot on the "
             "device"},
-    {.name = "PICOLL_NVLINK_TWOSHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "10M",
+    {.name = "PICOLL_NVLINK_TWOSHOT_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "10M",
      .offset = offsetof(picoll_config_t, nvlink_twoshot_max),
      .doc = "GPUs all joined by NVLink/NVSwitch: largest allreduce (bytes) run two-shot where "
             "the MPI is CUDA-aware (where picoll stages, every size)"},
-    {.name = "PICOLL_HCM_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "256k",
+    {.name = "PICOLL_HCM_ONESHOT_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "256k",
      .offset = offsetof(picoll_config_t, hcm_oneshot_max),
      .doc = "the 8 GPUs of a hybrid cube mesh (DGX-1): largest allreduce (bytes) run as HCM "
             "one-shot"},
-    {.name = "PICOLL_PCIE_ONESHOT_MAX", .type = PICOLL_CFG_SIZE, .def = "64k",
+    {.name = "PICOLL_PCIE_ONESHOT_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "64k",
      .offset = offsetof(picoll_config_t, pcie_oneshot_max),
      .doc = "GPUs with peer access over PCIe only: largest allreduce (bytes) run one-shot (0: "
             "hand all over)"},
-    {.name = "PICOLL_NVLINK_IPC_MAX", .type = PICOLL_CFG_SIZE, .def = "1G",
+    {.name = "PICOLL_NVLINK_IPC_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "1G",
      .offset = offsetof(picoll_config_t, nvlink_ipc_max),
      .doc = "GPUs all joined by NVLink/NVSwitch: largest allgather/alltoall (receive bytes per "
             "rank) copied over IPC"},
-    {.name = "PICOLL_PCIE_IPC_MAX", .type = PICOLL_CFG_SIZE, .def = "1M",
+    {.name = "PICOLL_PCIE_IPC_MAX",
+     .type = PICOLL_CFG_SIZE,
+     .def = "1M",
      .offset = offsetof(picoll_config_t, pcie_ipc_max),
      .doc = "GPUs with peer access over PCIe only: largest allgather/alltoall (receive bytes "
             "per rank) copied over IPC"},
 };
+/* clang-format on */
 
 #define CONFIG_NVARS (sizeof(config_vars) / sizeof(config_vars[0]))
 
@@ -237,8 +357,8 @@ int picoll_parse_size(const char *text, size_t *out)
         const char *suffix;
         unsigned shift;
     } units[] = {
-        {"", 0},    {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10}, {"m", 20},
-        {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30}, {"gib", 30},
+        {"", 0},    {"b", 0},    {"k", 10}, {"kb", 10}, {"kib", 10}, {"m", 20},
+        {"mb", 20}, {"mib", 20}, {"g", 30}, {"gb", 30}, {"gib", 30},
     };
     const char *p = text;
     char *end;
@@ -370,9 +490,7 @@ picoll_status_t picoll_config_parse(const picoll_config_var_t *var, const char *
             return PICOLL_ERR_CONFIG;
         }
         break;
-    case PICOLL_CFG_STRING:
-        *(const char **)field = text;
-        break;
+    case PICOLL_CFG_STRING: *(const char **)field = text; break;
     }
     if (form != NULL) {
         snprintf(err, errlen, "%s=\"%s\" is invalid: %s", var->name, text, form);
@@ -454,18 +572,10 @@ void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t 
 {
     const void *field = (const char *)cfg + var->offset;
     switch (var->type) {
-    case PICOLL_CFG_BOOL:
-        snprintf(buf, len, "%d", *(const int *)field);
-        break;
-    case PICOLL_CFG_SIZE:
-        picoll_format_size(*(const size_t *)field, buf, len);
-        break;
-    case PICOLL_CFG_INT:
-        snprintf(buf, len, "%ld", *(const long *)field);
-        break;
-    case PICOLL_CFG_DOUBLE:
-        snprintf(buf, len, "%g", *(const double *)field);
-        break;
+    case PICOLL_CFG_BOOL: snprintf(buf, len, "%d", *(const int *)field); break;
+    case PICOLL_CFG_SIZE: picoll_format_size(*(const size_t *)field, buf, len); break;
+    case PICOLL_CFG_INT: snprintf(buf, len, "%ld", *(const long *)field); break;
+    case PICOLL_CFG_DOUBLE: snprintf(buf, len, "%g", *(const double *)field); break;
     case PICOLL_CFG_ENUM: {
         int index = *(const int *)field;
         const char *c = var->choices;

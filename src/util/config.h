@@ -16,7 +16,10 @@ typedef enum {
 
 typedef enum { PICOLL_HOST_OFF, PICOLL_HOST_ON, PICOLL_HOST_AUTO } picoll_host_mode_t;
 typedef enum { PICOLL_VNODE_BLOCK, PICOLL_VNODE_CYCLIC } picoll_vnode_layout_t;
-typedef enum { PICOLL_TOPO_FILE_GPU_DEVICE, PICOLL_TOPO_FILE_GPU_LOCAL_RANK } picoll_topo_file_gpu_t;
+typedef enum {
+    PICOLL_TOPO_FILE_GPU_DEVICE,
+    PICOLL_TOPO_FILE_GPU_LOCAL_RANK
+} picoll_topo_file_gpu_t;
 /* PICOLL_CUDA_STAGING, in the order of its choices */
 typedef enum { PICOLL_STAGING_AUTO, PICOLL_STAGING_ON, PICOLL_STAGING_OFF } picoll_staging_mode_t;
 /* PICOLL_CMA, in the order of its choices */
@@ -24,10 +27,15 @@ typedef enum { PICOLL_CMA_AUTO, PICOLL_CMA_OFF } picoll_cma_mode_t;
 typedef enum { PICOLL_TIMEOUT_WAIT, PICOLL_TIMEOUT_ABORT } picoll_timeout_action_t;
 /* PICOLL_NET_ALLREDUCE and PICOLL_NET_ALLGATHER, in the order of their choices */
 typedef enum {
-    PICOLL_NET_AR_AUTO, PICOLL_NET_AR_RD, PICOLL_NET_AR_RAB, PICOLL_NET_AR_RING
+    PICOLL_NET_AR_AUTO,
+    PICOLL_NET_AR_RD,
+    PICOLL_NET_AR_RAB,
+    PICOLL_NET_AR_RING
 } picoll_net_allreduce_mode_t;
 typedef enum {
-    PICOLL_NET_AG_AUTO, PICOLL_NET_AG_RING, PICOLL_NET_AG_BRUCK
+    PICOLL_NET_AG_AUTO,
+    PICOLL_NET_AG_RING,
+    PICOLL_NET_AG_BRUCK
 } picoll_net_allgather_mode_t;
 
 /* Parsed values: one field per table entry. */
@@ -36,56 +44,56 @@ typedef enum { PICOLL_CUDA_FENCES_ALL, PICOLL_CUDA_FENCES_NEEDED } picoll_cuda_f
 
 typedef struct {
     int enable;
-    int log_level;             /* picoll_log_level_t */
+    int log_level; /* picoll_log_level_t */
     int stats;
-    int host;                  /* picoll_host_mode_t */
+    int host; /* picoll_host_mode_t */
     size_t workspace_size;
-    size_t host_cache;         /* PICOLL_HOST_CACHE: the chunks' cache unit (0: detected) */
-    size_t host_auto_max;      /* PICOLL_HOST_AUTO_MAX: auto's allgather/alltoall limit (bytes) */
+    size_t host_cache;    /* PICOLL_HOST_CACHE: the chunks' cache unit (0: detected) */
+    size_t host_auto_max; /* PICOLL_HOST_AUTO_MAX: auto's allgather/alltoall limit (bytes) */
     size_t allreduce_oneshot_max;
     size_t allreduce_twoshot_max;
     double timeout;
-    int timeout_action;        /* picoll_timeout_action_t */
+    int timeout_action; /* picoll_timeout_action_t */
     long test_fail_setup;
     /* single-copy transfers between the ranks of a node (host/cma.c) */
-    int cma;                   /* picoll_cma_mode_t; may differ between ranks: agreed per node */
+    int cma; /* picoll_cma_mode_t; may differ between ranks: agreed per node */
     size_t cma_min;
     size_t allreduce_cma_min;
     long test_cma_fault;
     /* between nodes */
     int net;
     long vnode_size;
-    int vnode_layout;          /* picoll_vnode_layout_t */
-    size_t net_rd_max;         /* PICOLL_NET_RD_MAX (0: the cost model decides) */
-    double net_latency;        /* PICOLL_NET_LATENCY: the model's seconds per message */
-    size_t net_bandwidth;      /* PICOLL_NET_BANDWIDTH: the model's bytes per second */
-    int net_allreduce;         /* picoll_net_allreduce_mode_t */
-    int net_allgather;         /* picoll_net_allgather_mode_t */
+    int vnode_layout;     /* picoll_vnode_layout_t */
+    size_t net_rd_max;    /* PICOLL_NET_RD_MAX (0: the cost model decides) */
+    double net_latency;   /* PICOLL_NET_LATENCY: the model's seconds per message */
+    size_t net_bandwidth; /* PICOLL_NET_BANDWIDTH: the model's bytes per second */
+    int net_allreduce;    /* picoll_net_allreduce_mode_t */
+    int net_allgather;    /* picoll_net_allgather_mode_t */
     long net_inflight;
-    int cuda_staging;          /* picoll_staging_mode_t */
-    int cuda;                  /* device executor (cuda/) allowed */
-    double cuda_spin;          /* seconds a device kernel waits for a peer before giving up */
-    long cuda_small_threads;   /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
-    int cuda_fences;           /* PICOLL_CUDA_FENCES: picoll_cuda_fences_t */
-    long cuda_nap;             /* PICOLL_CUDA_NAP: ns a kernel's wait sleeps between looks */
-    long cuda_blocks;          /* PICOLL_CUDA_BLOCKS: blocks per launch at most (0: the budget) */
-    size_t cuda_ll_max;        /* PICOLL_CUDA_LL_MAX: largest allreduce or allgather (bytes a
+    int cuda_staging;            /* picoll_staging_mode_t */
+    int cuda;                    /* device executor (cuda/) allowed */
+    double cuda_spin;            /* seconds a device kernel waits for a peer before giving up */
+    long cuda_small_threads;     /* PICOLL_CUDA_SMALL_THREADS: threads of a one-block launch */
+    int cuda_fences;             /* PICOLL_CUDA_FENCES: picoll_cuda_fences_t */
+    long cuda_nap;               /* PICOLL_CUDA_NAP: ns a kernel's wait sleeps between looks */
+    long cuda_blocks;            /* PICOLL_CUDA_BLOCKS: blocks per launch at most (0: the budget) */
+    size_t cuda_ll_max;          /* PICOLL_CUDA_LL_MAX: largest allreduce or allgather (bytes a
                                 * rank receives) run with the low-latency lines (cuda_ll); 0:
                                 * none */
-    int cuda_fixed;            /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
+    int cuda_fixed;              /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
-    long stage_depth;          /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
-    int hier_cuda;             /* PICOLL_HIER_CUDA: device node steps of the collectives between
+    long stage_depth;            /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
+    int hier_cuda;               /* PICOLL_HIER_CUDA: device node steps of the collectives between
                                 * nodes */
-    size_t hier_cuda_min;      /* PICOLL_HIER_CUDA_MIN: smallest call (bytes) it takes */
-    size_t hier_cuda_chunk;    /* PICOLL_HIER_CUDA_CHUNK: its allreduce's network-step chunk */
-    int stream_kernels;        /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the
+    size_t hier_cuda_min;        /* PICOLL_HIER_CUDA_MIN: smallest call (bytes) it takes */
+    size_t hier_cuda_chunk;      /* PICOLL_HIER_CUDA_CHUNK: its allreduce's network-step chunk */
+    int stream_kernels;          /* PICOLL_STREAM_KERNELS: picoll's kernels launched on the
                                 * stream of an enqueued collective */
     long stream_default_sharing; /* PICOLL_STREAM_DEFAULT_SHARING: a default stream's kernels
                                   * only where at most this many ranks share a GPU */
     /* topology (topo/) */
     const char *topo_file;
-    int topo_file_gpu;         /* picoll_topo_file_gpu_t */
+    int topo_file_gpu; /* picoll_topo_file_gpu_t */
     size_t nvlink_oneshot_max;
     size_t nvlink_twoshot_max;
     size_t hcm_oneshot_max;
@@ -99,14 +107,14 @@ typedef struct {
 extern picoll_config_t picoll_cfg;
 
 typedef struct {
-    const char *name;     /* full variable name, "PICOLL_..." */
+    const char *name; /* full variable name, "PICOLL_..." */
     picoll_cfg_type_t type;
-    const char *def;      /* default, as text in the variable's own syntax */
-    const char *choices;  /* PICOLL_CFG_ENUM: comma-separated, lower case */
-    long min, max;        /* PICOLL_CFG_INT: accepted range */
-    size_t offset;        /* of the value in picoll_config_t */
-    const char *doc;      /* one sentence */
-    int internal;         /* 1: for picoll's tests only, not listed to users (picoll_info,
+    const char *def;     /* default, as text in the variable's own syntax */
+    const char *choices; /* PICOLL_CFG_ENUM: comma-separated, lower case */
+    long min, max;       /* PICOLL_CFG_INT: accepted range */
+    size_t offset;       /* of the value in picoll_config_t */
+    const char *doc;     /* one sentence */
+    int internal;        /* 1: for picoll's tests only, not listed to users (picoll_info,
                            * docs/variables.md) */
 } picoll_config_var_t;
 
@@ -124,8 +132,8 @@ picoll_status_t picoll_config_parse(const picoll_config_var_t *var, const char *
 picoll_status_t picoll_config_load(picoll_config_t *cfg, char *const *env);
 
 /* The value of var in cfg, formatted in the variable's syntax. */
-void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t *cfg,
-                          char *buf, size_t len);
+void picoll_config_format(const picoll_config_var_t *var, const picoll_config_t *cfg, char *buf,
+                          size_t len);
 
 /* Format a size in the largest unit that divides it exactly: "8M", "256k", "1000". */
 void picoll_format_size(size_t v, char *buf, size_t len);

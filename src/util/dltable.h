@@ -19,7 +19,10 @@ typedef struct {
     const char *symbol; /* the library's name for it */
 } picoll_dl_sym_t;
 
-#define PICOLL_DL_SYM(type, field, name) {.offset = offsetof(type, field), .symbol = (name)}
+#define PICOLL_DL_SYM(type, field, name)                                                           \
+    {                                                                                              \
+        .offset = offsetof(type, field), .symbol = (name)                                          \
+    }
 #define PICOLL_DL_COUNT(syms) (sizeof(syms) / sizeof((syms)[0]))
 
 /* Fills table's fields from lib, every one of syms; returns NULL, or the first symbol lib lacks

@@ -46,20 +46,15 @@ int picoll_op_valid(picoll_dtype_t dt, picoll_op_t op)
 
     switch (op) {
     case PICOLL_OP_MAX:
-    case PICOLL_OP_MIN:
-        return integer || floating;
+    case PICOLL_OP_MIN: return integer || floating;
     case PICOLL_OP_SUM:
-    case PICOLL_OP_PROD:
-        return integer || floating || complex;
+    case PICOLL_OP_PROD: return integer || floating || complex;
     case PICOLL_OP_LAND:
     case PICOLL_OP_LOR:
-    case PICOLL_OP_LXOR:
-        return integer || dt == PICOLL_DT_BOOL;
+    case PICOLL_OP_LXOR: return integer || dt == PICOLL_DT_BOOL;
     case PICOLL_OP_BAND:
     case PICOLL_OP_BOR:
-    case PICOLL_OP_BXOR:
-        return integer || dt == PICOLL_DT_BYTE;
-    default:
-        return 0;
+    case PICOLL_OP_BXOR: return integer || dt == PICOLL_DT_BYTE;
+    default: return 0;
     }
 }

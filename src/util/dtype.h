@@ -7,31 +7,31 @@
 /* X(enum, name, C type): one list for the enum, the names and the sizes. The half-precision types
  * are held as their uint16_t bit patterns (no compiler _Float16 or __bf16 needed) and reduced
  * through float (src/reduce/half.h). */
-#define PICOLL_DTYPE_LIST(X)                                                   \
-    X(PICOLL_DT_INT8, "int8", int8_t)                                          \
-    X(PICOLL_DT_UINT8, "uint8", uint8_t)                                       \
-    X(PICOLL_DT_INT16, "int16", int16_t)                                       \
-    X(PICOLL_DT_UINT16, "uint16", uint16_t)                                    \
-    X(PICOLL_DT_INT32, "int32", int32_t)                                       \
-    X(PICOLL_DT_UINT32, "uint32", uint32_t)                                    \
-    X(PICOLL_DT_INT64, "int64", int64_t)                                       \
-    X(PICOLL_DT_UINT64, "uint64", uint64_t)                                    \
-    X(PICOLL_DT_FLOAT, "float", float)                                         \
-    X(PICOLL_DT_DOUBLE, "double", double)                                      \
-    X(PICOLL_DT_LONG_DOUBLE, "long double", long double)                       \
-    X(PICOLL_DT_FLOAT16, "float16", uint16_t) /* IEEE binary16, as its bits */  \
-    X(PICOLL_DT_BFLOAT16, "bfloat16", uint16_t) /* bfloat16, as its bits */     \
-    X(PICOLL_DT_BOOL, "bool", _Bool)                                           \
-    X(PICOLL_DT_FLOAT_COMPLEX, "float complex", float _Complex)                \
-    X(PICOLL_DT_DOUBLE_COMPLEX, "double complex", double _Complex)             \
-    X(PICOLL_DT_LONG_DOUBLE_COMPLEX, "long double complex", long double _Complex) \
+#define PICOLL_DTYPE_LIST(X)                                                                       \
+    X(PICOLL_DT_INT8, "int8", int8_t)                                                              \
+    X(PICOLL_DT_UINT8, "uint8", uint8_t)                                                           \
+    X(PICOLL_DT_INT16, "int16", int16_t)                                                           \
+    X(PICOLL_DT_UINT16, "uint16", uint16_t)                                                        \
+    X(PICOLL_DT_INT32, "int32", int32_t)                                                           \
+    X(PICOLL_DT_UINT32, "uint32", uint32_t)                                                        \
+    X(PICOLL_DT_INT64, "int64", int64_t)                                                           \
+    X(PICOLL_DT_UINT64, "uint64", uint64_t)                                                        \
+    X(PICOLL_DT_FLOAT, "float", float)                                                             \
+    X(PICOLL_DT_DOUBLE, "double", double)                                                          \
+    X(PICOLL_DT_LONG_DOUBLE, "long double", long double)                                           \
+    X(PICOLL_DT_FLOAT16, "float16", uint16_t)   /* IEEE binary16, as its bits */                   \
+    X(PICOLL_DT_BFLOAT16, "bfloat16", uint16_t) /* bfloat16, as its bits */                        \
+    X(PICOLL_DT_BOOL, "bool", _Bool)                                                               \
+    X(PICOLL_DT_FLOAT_COMPLEX, "float complex", float _Complex)                                    \
+    X(PICOLL_DT_DOUBLE_COMPLEX, "double complex", double _Complex)                                 \
+    X(PICOLL_DT_LONG_DOUBLE_COMPLEX, "long double complex", long double _Complex)                  \
     X(PICOLL_DT_BYTE, "byte", unsigned char)
 
 typedef enum {
 #define PICOLL_DTYPE_ENUM(e, name, ctype) e,
     PICOLL_DTYPE_LIST(PICOLL_DTYPE_ENUM)
 #undef PICOLL_DTYPE_ENUM
-    PICOLL_DT_COUNT,
+        PICOLL_DT_COUNT,
     PICOLL_DT_NONE = PICOLL_DT_COUNT /* not handled: the call goes to PMPI */
 } picoll_dtype_t;
 

@@ -28,8 +28,8 @@ int picoll_format_ranks(char *list, size_t len, const int *comm_ranks, const uns
             continue;
         }
         if (off < (int)len - 16) {
-            off += snprintf(list + off, len - (size_t)off, "%s%d", count ? ", " : "",
-                            comm_ranks[r]);
+            off +=
+                snprintf(list + off, len - (size_t)off, "%s%d", count ? ", " : "", comm_ranks[r]);
         }
         count++;
     }

@@ -13,10 +13,10 @@
 __attribute__((noreturn)) void picoll_abort_job(void);
 
 /* An error line (printf format), then picoll_abort_job(). */
-#define picoll_fatal(...)                                                      \
-    do {                                                                       \
-        picoll_error(__VA_ARGS__);                                             \
-        picoll_abort_job();                                                    \
+#define picoll_fatal(...)                                                                          \
+    do {                                                                                           \
+        picoll_error(__VA_ARGS__);                                                                 \
+        picoll_abort_job();                                                                        \
     } while (0)
 
 /* "1, 4": the ranks of the user's communicator (comm_ranks[r] for local rank r, of n) whose

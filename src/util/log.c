@@ -9,11 +9,8 @@ int picoll_log_level = PICOLL_LOG_WARN;
 int picoll_log_rank = -1;
 
 static const char *const level_names[] = {
-    [PICOLL_LOG_ERROR] = "error",
-    [PICOLL_LOG_WARN] = "warn",
-    [PICOLL_LOG_INFO] = "info",
-    [PICOLL_LOG_DEBUG] = "debug",
-    [PICOLL_LOG_TRACE] = "trace",
+    [PICOLL_LOG_ERROR] = "error", [PICOLL_LOG_WARN] = "warn",   [PICOLL_LOG_INFO] = "info",
+    [PICOLL_LOG_DEBUG] = "debug", [PICOLL_LOG_TRACE] = "trace",
 };
 
 void picoll_log_emit(picoll_log_level_t level, const char *file, int line, const char *fmt, ...)

@@ -11,9 +11,9 @@
 uint64_t picoll_proc_start_time(pid_t pid);
 
 typedef enum {
-    PICOLL_PROC_ALIVE,   /* the same process, running or stopped */
-    PICOLL_PROC_GONE,    /* exited (no such process, a zombie, or the pid now names another) */
-    PICOLL_PROC_UNKNOWN  /* cannot tell: start 0 (not checked at set-up) */
+    PICOLL_PROC_ALIVE,  /* the same process, running or stopped */
+    PICOLL_PROC_GONE,   /* exited (no such process, a zombie, or the pid now names another) */
+    PICOLL_PROC_UNKNOWN /* cannot tell: start 0 (not checked at set-up) */
 } picoll_proc_state_t;
 
 /* pid and start as the process itself published them. */

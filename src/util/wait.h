@@ -56,18 +56,18 @@ void picoll_wait_set_progress(void (*progress)(void));
 void picoll_wait_set_mpi_progress(void (*progress)(void));
 
 typedef struct {
-    unsigned polls;   /* polls so far */
-    unsigned idle;    /* polls since the awaited thing last moved */
-    unsigned spin;    /* idle polls before each further one yields the CPU */
-    double timeout;   /* seconds from the first clock reading; <= 0: no deadline */
-    double start;     /* the first clock reading, 0 before it */
-    double now;       /* the latest clock reading */
-    double next;      /* when the wait next expires: start + timeout, then 2x, 4x, ... */
+    unsigned polls; /* polls so far */
+    unsigned idle;  /* polls since the awaited thing last moved */
+    unsigned spin;  /* idle polls before each further one yields the CPU */
+    double timeout; /* seconds from the first clock reading; <= 0: no deadline */
+    double start;   /* the first clock reading, 0 before it */
+    double now;     /* the latest clock reading */
+    double next;    /* when the wait next expires: start + timeout, then 2x, 4x, ... */
 } picoll_wait_t;
 
 enum {
-    PICOLL_WAIT_POLL = 0,  /* nothing to do but poll again */
-    PICOLL_WAIT_TICK = 1,  /* the clock was read: w->now, w->start are current */
+    PICOLL_WAIT_POLL = 0,   /* nothing to do but poll again */
+    PICOLL_WAIT_TICK = 1,   /* the clock was read: w->now, w->start are current */
     PICOLL_WAIT_EXPIRED = 2 /* the clock was read and the deadline has passed: once at timeout,
                                then again at 2x, 4x, ... the timeout (a wait that goes on says
                                so at each) */

@@ -25,7 +25,7 @@ unsigned long long ncases;
 #if defined(MPIX_C_FLOAT16) && defined(__FLT16_MAX__)
 #define HAVE_FLOAT16 1
 #endif
-const char *const op_names[NOPS] = {"SUM", "PROD", "MAX", "MIN", "LAND",
+const char *const op_names[NOPS] = {"SUM", "PROD", "MAX",  "MIN", "LAND",
                                     "LOR", "LXOR", "BAND", "BOR", "BXOR"};
 
 MPI_Op op_handle(op_t op)
@@ -45,15 +45,21 @@ MPI_Op op_handle(op_t op)
 }
 
 const type_t types[] = {
-    {"MPI_INT8_T", MPI_INT8_T, K_INT, 1},        {"MPI_UINT8_T", MPI_UINT8_T, K_UINT, 1},
-    {"MPI_INT16_T", MPI_INT16_T, K_INT, 2},      {"MPI_UINT16_T", MPI_UINT16_T, K_UINT, 2},
-    {"MPI_INT32_T", MPI_INT32_T, K_INT, 4},      {"MPI_UINT32_T", MPI_UINT32_T, K_UINT, 4},
-    {"MPI_INT64_T", MPI_INT64_T, K_INT, 8},      {"MPI_UINT64_T", MPI_UINT64_T, K_UINT, 8},
-    {"MPI_C_BOOL", MPI_C_BOOL, K_BOOL, 1},       {"MPI_BYTE", MPI_BYTE, K_BYTE, 1},
-    {"MPI_FLOAT", MPI_FLOAT, K_FLOAT, 4},        {"MPI_DOUBLE", MPI_DOUBLE, K_DOUBLE, 8},
+    {"MPI_INT8_T", MPI_INT8_T, K_INT, 1},
+    {"MPI_UINT8_T", MPI_UINT8_T, K_UINT, 1},
+    {"MPI_INT16_T", MPI_INT16_T, K_INT, 2},
+    {"MPI_UINT16_T", MPI_UINT16_T, K_UINT, 2},
+    {"MPI_INT32_T", MPI_INT32_T, K_INT, 4},
+    {"MPI_UINT32_T", MPI_UINT32_T, K_UINT, 4},
+    {"MPI_INT64_T", MPI_INT64_T, K_INT, 8},
+    {"MPI_UINT64_T", MPI_UINT64_T, K_UINT, 8},
+    {"MPI_C_BOOL", MPI_C_BOOL, K_BOOL, 1},
+    {"MPI_BYTE", MPI_BYTE, K_BYTE, 1},
+    {"MPI_FLOAT", MPI_FLOAT, K_FLOAT, 4},
+    {"MPI_DOUBLE", MPI_DOUBLE, K_DOUBLE, 8},
     {"MPI_C_FLOAT_COMPLEX", MPI_C_FLOAT_COMPLEX, K_CFLOAT, 8},
     {"MPI_C_DOUBLE_COMPLEX", MPI_C_DOUBLE_COMPLEX, K_CDOUBLE, 16},
-    /* after the others: T_* in cases.h name types by index */
+/* after the others: T_* in cases.h name types by index */
 #ifdef HAVE_FLOAT16
     {"MPIX_C_FLOAT16", MPIX_C_FLOAT16, K_F16, 2},
 #endif
@@ -149,24 +155,14 @@ void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, int exact, vo
         }
         memcpy(p, &x, t->size); /* little-endian: the low bytes */
         break;
-    case K_BOOL:
-        *(_Bool *)p = (x & 3) != 0;
-        break;
-    case K_FLOAT:
-        *(float *)p = (float)re;
-        break;
-    case K_DOUBLE:
-        *(double *)p = re;
-        break;
+    case K_BOOL: *(_Bool *)p = (x & 3) != 0; break;
+    case K_FLOAT: *(float *)p = (float)re; break;
+    case K_DOUBLE: *(double *)p = re; break;
     case K_LDOUBLE:
         *(long double *)p = (long double)(int)(x % 201) - 100; /* exact in any order */
         break;
-    case K_CFLOAT:
-        *(float _Complex *)p = CMPLXF((float)re, (float)im);
-        break;
-    case K_CDOUBLE:
-        *(double _Complex *)p = CMPLX(re, im);
-        break;
+    case K_CFLOAT: *(float _Complex *)p = CMPLXF((float)re, (float)im); break;
+    case K_CDOUBLE: *(double _Complex *)p = CMPLX(re, im); break;
     case K_F16:
 #ifdef HAVE_FLOAT16
         *(_Float16 *)p = (_Float16)re;
@@ -180,30 +176,32 @@ void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, int exact, vo
     }
 }
 
-#define INT_OP(T, W)                                                                     \
-    do {                                                                                 \
-        T x = *(T *)acc, y = *(const T *)in;                                             \
-        T z;                                                                             \
-        switch (op) {                                                                    \
-        case SUM: z = (T)((W)x + (W)y); break;                                           \
-        case PROD: z = (T)((W)x * (W)y); break;                                          \
-        case MAX: z = x > y ? x : y; break;                                              \
-        case MIN: z = x < y ? x : y; break;                                              \
-        case LAND: z = (T)((x != 0) & (y != 0)); break;                                  \
-        case LOR: z = (T)((x != 0) | (y != 0)); break;                                   \
-        case LXOR: z = (T)((x != 0) ^ (y != 0)); break;                                  \
-        case BAND: z = (T)(x & y); break;                                                \
-        case BOR: z = (T)(x | y); break;                                                 \
-        default: z = (T)(x ^ y); break;                                                  \
-        }                                                                                \
-        *(T *)acc = z;                                                                   \
+#define INT_OP(T, W)                                                                               \
+    do {                                                                                           \
+        T x = *(T *)acc, y = *(const T *)in;                                                       \
+        T z;                                                                                       \
+        switch (op) {                                                                              \
+        case SUM: z = (T)((W)x + (W)y); break;                                                     \
+        case PROD: z = (T)((W)x * (W)y); break;                                                    \
+        case MAX: z = x > y ? x : y; break;                                                        \
+        case MIN: z = x < y ? x : y; break;                                                        \
+        case LAND: z = (T)((x != 0) & (y != 0)); break;                                            \
+        case LOR: z = (T)((x != 0) | (y != 0)); break;                                             \
+        case LXOR: z = (T)((x != 0) ^ (y != 0)); break;                                            \
+        case BAND: z = (T)(x & y); break;                                                          \
+        case BOR: z = (T)(x | y); break;                                                           \
+        default: z = (T)(x ^ y); break;                                                            \
+        }                                                                                          \
+        *(T *)acc = z;                                                                             \
     } while (0)
 
-#define REAL_OP(T)                                                                       \
-    do {                                                                                 \
-        T x = *(T *)acc, y = *(const T *)in;                                             \
-        *(T *)acc = op == SUM ? x + y : op == PROD ? x * y : op == MAX ? (x > y ? x : y) \
-                                                            : (x < y ? x : y);           \
+#define REAL_OP(T)                                                                                 \
+    do {                                                                                           \
+        T x = *(T *)acc, y = *(const T *)in;                                                       \
+        *(T *)acc = op == SUM    ? x + y                                                           \
+                    : op == PROD ? x * y                                                           \
+                    : op == MAX  ? (x > y ? x : y)                                                 \
+                                 : (x < y ? x : y);                                                 \
     } while (0)
 
 /* acc = acc op in, with the C semantics of picoll's host reduction (src/reduce/reduce.c). */
@@ -255,8 +253,10 @@ static void combine(const type_t *t, op_t op, void *acc, const void *in)
         memcpy(&a, acc, 2);
         memcpy(&b, in, 2);
         double x = bf16_to_float(a), y = bf16_to_float(b);
-        uint16_t z = op == SUM ? bf16_from_double(x + y) : op == PROD ? bf16_from_double(x * y)
-                   : op == MAX ? (x > y ? a : b) : (x < y ? a : b);
+        uint16_t z = op == SUM    ? bf16_from_double(x + y)
+                     : op == PROD ? bf16_from_double(x * y)
+                     : op == MAX  ? (x > y ? a : b)
+                                  : (x < y ? a : b);
         memcpy(acc, &z, 2);
         break;
     }
@@ -264,7 +264,7 @@ static void combine(const type_t *t, op_t op, void *acc, const void *in)
 }
 
 void check_bytes(const char *what, const char *tname, const char *opname, size_t count,
-                        size_t esize, const unsigned char *got, const unsigned char *want)
+                 size_t esize, const unsigned char *got, const unsigned char *want)
 {
     for (size_t i = 0; i < count; i++) {
         if (memcmp(got + i * esize, want + i * esize, esize) != 0) {
@@ -315,8 +315,7 @@ static void half_round(const type_t *t, float f, void *p)
  * them: each group's values accumulated in float and rounded to the format once; the groups'
  * results (in half precision: the hybrid cube mesh's quad results pass through a workspace
  * buffer) combined with one rounding each. */
-void reference(const type_t *t, op_t op, uint64_t seed, size_t i, int exact,
-                      unsigned char *want)
+void reference(const type_t *t, op_t op, uint64_t seed, size_t i, int exact, unsigned char *want)
 {
     unsigned char elem[16], part[16];
     int g = groups > 0 ? groups : mt_size;
@@ -498,7 +497,7 @@ const char *want_allreduce(const type_t *t, size_t bytes)
         /* long double: no device arithmetic, the host hierarchy on host copies */
         const char *min = getenv("PICOLL_HIER_CUDA_MIN"); /* cuda_coll sets 0, in bytes */
         return t->kind == K_LDOUBLE || bytes < strtoull(min ? min : "0", NULL, 10) ? HIER_STAGED
-                                                                               : "hier_cuda";
+                                                                                   : "hier_cuda";
     }
     if (t->kind == K_LDOUBLE || expect_fallback) {
         return "fallback"; /* no device arithmetic for long double */
@@ -625,9 +624,9 @@ typedef struct {
     int count;
     MPI_Datatype dt;
     MPI_Op op;
-    const char *want; /* accepted paths */
+    const char *want;   /* accepted paths */
     const char *kernel; /* allreduce: the kernel entry a device call runs (want_kernel) */
-    char name[96];    /* the call, for messages */
+    char name[96];      /* the call, for messages */
 } call_t;
 
 /* The kernel entry an allreduce of t and op on n local ranks runs where it takes picoll's one-shot
@@ -636,7 +635,7 @@ typedef struct {
  * with PICOLL_CUDA_FIXED=0, the generic one). */
 static const char *want_kernel(const type_t *t, op_t op, int n, char *buf, size_t len)
 {
-    const char *tag = t->kind == K_FLOAT && t->size == 4   ? "f32"
+    const char *tag = t->kind == K_FLOAT && t->size == 4    ? "f32"
                       : t->kind == K_DOUBLE && t->size == 8 ? "f64"
                       : t->kind == K_F16                    ? "f16"
                       : t->kind == K_BF16                   ? "bf16"
@@ -688,16 +687,23 @@ static void call_exec(void *arg)
     check_kernel(k);
     if (in_worker) {
         cu_ctx_t now = drv_current();
-        MT_CHECK(now == NULL, "%s count=%d from a thread that never chose a device: context %p "
-                 "left current afterwards", k->name, k->count, (void *)now);
+        MT_CHECK(now == NULL,
+                 "%s count=%d from a thread that never chose a device: context %p "
+                 "left current afterwards",
+                 k->name, k->count, (void *)now);
     }
 }
 
 void call_allreduce(const void *send, void *recv, size_t count, MPI_Datatype dt, MPI_Op op,
                     const char *want, const char *name)
 {
-    call_t k = {.coll = C_ALLREDUCE, .send = send, .recv = recv, .count = (int)count, .dt = dt,
-                .op = op, .want = want};
+    call_t k = {.coll = C_ALLREDUCE,
+                .send = send,
+                .recv = recv,
+                .count = (int)count,
+                .dt = dt,
+                .op = op,
+                .want = want};
     snprintf(k.name, sizeof(k.name), "%s", name);
     worker_run(call_exec, &k);
 }
@@ -705,8 +711,12 @@ void call_allreduce(const void *send, void *recv, size_t count, MPI_Datatype dt,
 void call_blocks(int alltoall, const void *send, void *recv, size_t block, const char *want,
                  const char *name)
 {
-    call_t k = {.coll = alltoall ? C_ALLTOALL : C_ALLGATHER, .send = send, .recv = recv,
-                .count = (int)block, .dt = MPI_BYTE, .want = want};
+    call_t k = {.coll = alltoall ? C_ALLTOALL : C_ALLGATHER,
+                .send = send,
+                .recv = recv,
+                .count = (int)block,
+                .dt = MPI_BYTE,
+                .want = want};
     snprintf(k.name, sizeof(k.name), "%s", name);
     worker_run(call_exec, &k);
 }
@@ -841,10 +851,10 @@ void bl_prepare(bl_case_t *c)
     for (int p = 0; p < mt_size; p++) {
         for (size_t i = 0; i < block; i++) {
             /* alltoall: what I send to p, what p sends me; allgather: my block, p's block */
-            c->in[(size_t)p * block + i] = c->alltoall ? block_byte(mt_rank, p, i, seed)
-                                                       : block_byte(mt_rank, 0, i, seed);
-            c->want[(size_t)p * block + i] = c->alltoall ? block_byte(p, mt_rank, i, seed)
-                                                         : block_byte(p, 0, i, seed);
+            c->in[(size_t)p * block + i] =
+                c->alltoall ? block_byte(mt_rank, p, i, seed) : block_byte(mt_rank, 0, i, seed);
+            c->want[(size_t)p * block + i] =
+                c->alltoall ? block_byte(p, mt_rank, i, seed) : block_byte(p, 0, i, seed);
         }
     }
     memset(&c->sb, 0, sizeof(c->sb));
@@ -856,8 +866,7 @@ void bl_prepare(bl_case_t *c)
             dbuf_put(&c->rb, (size_t)mt_rank * block, c->in, block);
         }
     } else {
-        dbuf_alloc(&c->sb, c->alltoall ? c->total : block, (c->off + 5) % 16,
-                   c->mem != MEM_DEVICE);
+        dbuf_alloc(&c->sb, c->alltoall ? c->total : block, (c->off + 5) % 16, c->mem != MEM_DEVICE);
         dbuf_put(&c->sb, 0, c->in, c->sb.len);
     }
 }
@@ -870,10 +879,11 @@ void bl_call(bl_case_t *c, const char *want_path)
         .recv = c->rb.p,
         .count = (int)c->block,
         .dt = MPI_BYTE,
-        .want = want_path ? want_path : want_blocks(c->alltoall, c->in_place, c->block * (size_t)mt_size),
+        .want = want_path ? want_path
+                          : want_blocks(c->alltoall, c->in_place, c->block * (size_t)mt_size),
     };
-    snprintf(k.name, sizeof(k.name), "%s MPI_BYTE%s", c->alltoall ? "MPI_Alltoall" : "MPI_Allgather",
-             c->in_place ? " in place" : "");
+    snprintf(k.name, sizeof(k.name), "%s MPI_BYTE%s",
+             c->alltoall ? "MPI_Alltoall" : "MPI_Allgather", c->in_place ? " in place" : "");
     worker_run(call_exec, &k);
 }
 

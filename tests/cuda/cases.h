@@ -21,7 +21,17 @@
 #define GUARD_BYTE 0xA5
 
 typedef enum {
-    K_INT, K_UINT, K_BOOL, K_BYTE, K_FLOAT, K_DOUBLE, K_LDOUBLE, K_CFLOAT, K_CDOUBLE, K_F16, K_BF16
+    K_INT,
+    K_UINT,
+    K_BOOL,
+    K_BYTE,
+    K_FLOAT,
+    K_DOUBLE,
+    K_LDOUBLE,
+    K_CFLOAT,
+    K_CDOUBLE,
+    K_F16,
+    K_BF16
 } kind_t;
 typedef enum { SUM, PROD, MAX, MIN, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS } op_t;
 
@@ -51,12 +61,12 @@ int op_allowed(const type_t *t, op_t op);
 typedef enum { MEM_DEVICE, MEM_HOST, MEM_HOST_SEND } mem_t;
 
 /* The setting of the cases. */
-extern MPI_Comm test_comm;    /* the communicator they run on (MPI_COMM_WORLD by default) */
-extern int groups;            /* --groups G: the reference reduces within groups of G ranks first */
-extern int hier;              /* --hier G: virtual nodes of G ranks: the allreduce between them
+extern MPI_Comm test_comm;  /* the communicator they run on (MPI_COMM_WORLD by default) */
+extern int groups;          /* --groups G: the reference reduces within groups of G ranks first */
+extern int hier;            /* --hier G: virtual nodes of G ranks: the allreduce between them
                                  takes the device hierarchy (hier_cuda), the reference reduces
                                  within groups of G first */
-extern int expect_fallback;   /* every device call must fall back (ranks time-slice one GPU...) */
+extern int expect_fallback; /* every device call must fall back (ranks time-slice one GPU...) */
 extern unsigned long long ncases;
 
 /* An allocation of len bytes at byte offset off, followed by GUARD guard bytes, on the device (in

@@ -46,11 +46,11 @@ enum {
 
 /* What a driver knows of the allocation holding a pointer. */
 typedef struct {
-    void *ctx;              /* its context (CUcontext) */
-    int host;               /* pinned host memory (else device or managed) */
+    void *ctx; /* its context (CUcontext) */
+    int host;  /* pinned host memory (else device or managed) */
     int managed;
     int device;
-    unsigned long long id;  /* buffer id: new for every allocation */
+    unsigned long long id; /* buffer id: new for every allocation */
     uintptr_t start;
     size_t size;
 } cu_abi_range_t;
@@ -61,29 +61,18 @@ typedef struct {
 static inline int cu_abi_attribute(const cu_abi_range_t *r, int attr, void *data)
 {
     switch (attr) {
-    case CU_ABI_PTR_CONTEXT:
-        *(void **)data = r != NULL ? r->ctx : NULL;
-        return 0;
+    case CU_ABI_PTR_CONTEXT: *(void **)data = r != NULL ? r->ctx : NULL; return 0;
     case CU_ABI_PTR_MEMORY_TYPE: /* CU_MEMORYTYPE_HOST 1, _DEVICE 2 */
         *(unsigned *)data = r == NULL ? 0 : r->host ? 1 : 2;
         return 0;
-    case CU_ABI_PTR_BUFFER_ID:
-        *(unsigned long long *)data = r != NULL ? r->id : 0;
-        return 0;
-    case CU_ABI_PTR_IS_MANAGED:
-        *(unsigned *)data = r != NULL && r->managed;
-        return 0;
-    case CU_ABI_PTR_DEVICE_ORDINAL:
-        *(int *)data = r != NULL ? r->device : -2;
-        return 0;
+    case CU_ABI_PTR_BUFFER_ID: *(unsigned long long *)data = r != NULL ? r->id : 0; return 0;
+    case CU_ABI_PTR_IS_MANAGED: *(unsigned *)data = r != NULL && r->managed; return 0;
+    case CU_ABI_PTR_DEVICE_ORDINAL: *(int *)data = r != NULL ? r->device : -2; return 0;
     case CU_ABI_PTR_RANGE_START_ADDR:
         *(CUdeviceptr *)data = r != NULL ? (CUdeviceptr)r->start : 0;
         return 0;
-    case CU_ABI_PTR_RANGE_SIZE:
-        *(size_t *)data = r != NULL ? r->size : 0;
-        return 0;
-    default:
-        return -1;
+    case CU_ABI_PTR_RANGE_SIZE: *(size_t *)data = r != NULL ? r->size : 0; return 0;
+    default: return -1;
     }
 }
 

@@ -119,7 +119,9 @@ static void matrix_allreduce(void)
                 /* every placement for the edges, a rotation of them elsewhere */
                 int k = (int)(c + (size_t)op);
                 allreduce_case((int)ti, t, op, counts[c], k & 1,
-                               (size_t)(k % 3 == 0 ? 0 : k % 3 == 1 ? 1 : 8));
+                               (size_t)(k % 3 == 0   ? 0
+                                        : k % 3 == 1 ? 1
+                                                     : 8));
             }
         }
     }
@@ -128,8 +130,8 @@ static void matrix_allreduce(void)
 static void matrix_blocks(void)
 {
     size_t piece = SLOT / (size_t)mt_size / 16 * 16; /* alltoall chunk per peer */
-    size_t blocks[] = {1, 7, 4096, SLOT - 1, SLOT, SLOT + 1, piece - 1, piece, piece + 1,
-                       2 * SLOT + 3};
+    size_t blocks[] = {1,        7,         4096,  SLOT - 1,  SLOT,
+                       SLOT + 1, piece - 1, piece, piece + 1, 2 * SLOT + 3};
     for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++) {
         if (fast && b % 2 == 1) {
             continue;
@@ -240,7 +242,10 @@ static void fallback_cases(void)
         if (types[ti].kind == K_F16 || types[ti].kind == K_BF16) {
             continue; /* picoll hands these to the MPI with a host user op: not on device buffers */
         }
-        ar_case_t c = {.ti = (int)ti, .t = &types[ti], .count = 5000, .exact = 1,
+        ar_case_t c = {.ti = (int)ti,
+                       .t = &types[ti],
+                       .count = 5000,
+                       .exact = 1,
                        .op = op_allowed(&types[ti], SUM) ? SUM : BXOR,
                        .mem = mt_rank == mt_size - 1 ? MEM_HOST : MEM_DEVICE};
         ar_prepare(&c);
@@ -338,35 +343,23 @@ static const struct {
     int (*run)(int argc, char **argv);
     int chooses_device; /* the mode makes its device current itself */
 } modes[] = {
-    {"matrix", mode_matrix, 0},
-    {"quick", mode_quick, 0},
-    {"loop", mode_loop, 0},
-    {"stall", mode_stall, 0},
-    {"rehome", mode_rehome, 1},
-    {"thread", mode_thread, 0},
-    {"ptds", mode_ptds, 0},
-    {"mixed", mode_mixed, 0},
-    {"commfree", mode_commfree, 0},
-    {"finalize", mode_finalize, 0},
-    {"ctx", mode_ctx, 0},
-    {"twoctx", mode_twoctx, 0},
-    {"reset", mode_reset, 0},
-    {"crossed", mode_crossed, 0},
-    {"capture", mode_capture, 0},
-    {"stall-kernel", mode_stall_kernel, 0},
-    {"backlog", mode_backlog, 0},
-    {"late", mode_late, 0},
-    {"devcoll", mode_devcoll, 0},
-    {"devcoll-late", mode_devcoll_late, 0},
+    {"matrix", mode_matrix, 0},     {"quick", mode_quick, 0},
+    {"loop", mode_loop, 0},         {"stall", mode_stall, 0},
+    {"rehome", mode_rehome, 1},     {"thread", mode_thread, 0},
+    {"ptds", mode_ptds, 0},         {"mixed", mode_mixed, 0},
+    {"commfree", mode_commfree, 0}, {"finalize", mode_finalize, 0},
+    {"ctx", mode_ctx, 0},           {"twoctx", mode_twoctx, 0},
+    {"reset", mode_reset, 0},       {"crossed", mode_crossed, 0},
+    {"capture", mode_capture, 0},   {"stall-kernel", mode_stall_kernel, 0},
+    {"backlog", mode_backlog, 0},   {"late", mode_late, 0},
+    {"devcoll", mode_devcoll, 0},   {"devcoll-late", mode_devcoll_late, 0},
 };
 
 /* The thresholds the cases are built around (cases.h): defaults here, and any other value set
  * from outside is a failure rather than a wrong expectation on every call. */
 static const char *const thresholds[][2] = {
-    {"PICOLL_WORKSPACE_SIZE", "128k"},
-    {"PICOLL_NVLINK_ONESHOT_MAX", "4k"},
-    {"PICOLL_PCIE_ONESHOT_MAX", "1G"},
-    {"PICOLL_PCIE_IPC_MAX", "1G"},
+    {"PICOLL_WORKSPACE_SIZE", "128k"}, {"PICOLL_NVLINK_ONESHOT_MAX", "4k"},
+    {"PICOLL_PCIE_ONESHOT_MAX", "1G"}, {"PICOLL_PCIE_IPC_MAX", "1G"},
     {"PICOLL_HCM_ONESHOT_MAX", "1G"},
 };
 #define NTHRESHOLDS (sizeof(thresholds) / sizeof(thresholds[0]))
@@ -406,7 +399,8 @@ static void timeslice_detect(int local_size)
         expect_fallback = 1;
         if (mt_rank == 0) {
             printf("note: %d ranks share %d GPU(s) without MPS: every device call must fall "
-                   "back\n", local_size, ndev);
+                   "back\n",
+                   local_size, ndev);
         }
     }
 }

@@ -45,8 +45,8 @@ int main(int argc, char **argv)
         MT_CHECK(answer == 1, "MPIX_Query_cuda_support() = %d, expected 1 (CUDA support active)",
                  answer);
     } else {
-        MT_CHECK(answer == (own < 0 ? 0 : own),
-                 "MPIX_Query_cuda_support() = %d, but %s answers %d", answer, lib, own);
+        MT_CHECK(answer == (own < 0 ? 0 : own), "MPIX_Query_cuda_support() = %d, but %s answers %d",
+                 answer, lib, own);
     }
     return mt_finish("cuda_query");
 }

@@ -68,8 +68,10 @@ static void red_case(const red_case_t *c)
 {
     const type_t *t = c->t;
     size_t es = t->size, total = 0, mine_at = 0, nout;
-    int rs = c->kind != D_REDUCE, at_root = mt_rank == c->root, exact = c->falls_back || expect_fallback;
-    uint64_t seed = seed_of(c->ti, (int)c->op, c->counts[0], (int)(c->kind * 64 + c->off * 2 + c->in_place));
+    int rs = c->kind != D_REDUCE, at_root = mt_rank == c->root,
+        exact = c->falls_back || expect_fallback;
+    uint64_t seed =
+        seed_of(c->ti, (int)c->op, c->counts[0], (int)(c->kind * 64 + c->off * 2 + c->in_place));
     char name[128];
 
     for (int r = 0; r < (rs ? mt_size : 1); r++) {
@@ -102,8 +104,8 @@ static void red_case(const red_case_t *c)
     const void *send = ip ? MPI_IN_PLACE : sb.p;
     int counts_i[64], rc;
     MPI_Op op = op_handle(c->op);
-    snprintf(name, sizeof(name), "%s %s %s%s root %d", red_names[c->kind], t->name,
-             op_names[c->op], ip ? " in place" : "", c->root);
+    snprintf(name, sizeof(name), "%s %s %s%s root %d", red_names[c->kind], t->name, op_names[c->op],
+             ip ? " in place" : "", c->root);
     call_soon();
     if (c->kind == D_RSB) {
         rc = MPI_Reduce_scatter_block(send, rb.p, (int)c->counts[0], t->dt, op, test_comm);
@@ -214,8 +216,8 @@ static void allgatherv_case(const size_t *counts, int in_place, size_t off, mem_
     snprintf(name, sizeof(name), "MPI_Allgatherv %s%s", dt == MPI_BYTE ? "MPI_BYTE" : "MPI_INT",
              in_place ? " in place" : "");
     call_soon();
-    int rc = MPI_Allgatherv(in_place ? MPI_IN_PLACE : sb.p, (int)counts[mt_rank], dt, rb.p,
-                            rcounts, displs, dt, test_comm);
+    int rc = MPI_Allgatherv(in_place ? MPI_IN_PLACE : sb.p, (int)counts[mt_rank], dt, rb.p, rcounts,
+                            displs, dt, test_comm);
     MT_CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", name, rc);
     check_path(name, counts[0], want_dev("cuda_ipc", falls_back));
     MT_CHECK(dbuf_read(&rb, got), "%s: guard bytes overwritten", name);
@@ -226,13 +228,13 @@ static void allgatherv_case(const size_t *counts, int in_place, size_t off, mem_
 static void matrix_allgatherv(void)
 {
     size_t counts[64];
-    size_t shapes[][2] = {{1, 0}, {33, 1}, {SLOT - 1, 0}, {SLOT / 4, 1}, {SLOT + 1, 0},
-                          {2 * SLOT / 4 + 3, 1}};
+    size_t shapes[][2] = {{1, 0},        {33, 1},       {SLOT - 1, 0},
+                          {SLOT / 4, 1}, {SLOT + 1, 0}, {2 * SLOT / 4 + 3, 1}};
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         for (int uneven = 0; uneven < 2; uneven++) {
             for (int r = 0; r < mt_size; r++) { /* uneven: rank 0's block empty, the others grow */
-                counts[r] = uneven ? (size_t)r * (shapes[s][0] / (size_t)mt_size + 1)
-                                   : shapes[s][0];
+                counts[r] =
+                    uneven ? (size_t)r * (shapes[s][0] / (size_t)mt_size + 1) : shapes[s][0];
             }
             /* off even: MPI_BYTE; odd: MPI_INT (element counts of a quarter of the bytes) */
             allgatherv_case(counts, (int)(s + (size_t)uneven) % 2, shapes[s][1] ? 5 : 2 * s,
@@ -384,9 +386,15 @@ static void matrix_reductions(void)
                     counts[r] = edges[k];
                 }
                 int place = (int)((k + (size_t)op + ti) % 3);
-                red_case(&(red_case_t){.kind = D_RSB, .ti = (int)ti, .t = t, .op = op,
-                                       .counts = counts, .in_place = (int)(k + op) & 1,
-                                       .off = place == 0 ? 0 : place == 1 ? 1 : 8});
+                red_case(&(red_case_t){.kind = D_RSB,
+                                       .ti = (int)ti,
+                                       .t = t,
+                                       .op = op,
+                                       .counts = counts,
+                                       .in_place = (int)(k + op) & 1,
+                                       .off = place == 0   ? 0
+                                              : place == 1 ? 1
+                                                           : 8});
             }
             ne = dev_counts(t->size, SLOT, edges);
             for (size_t k = 0; k < ne; k++) {
@@ -394,8 +402,12 @@ static void matrix_reductions(void)
                     continue;
                 }
                 counts[0] = edges[k];
-                red_case(&(red_case_t){.kind = D_REDUCE, .ti = (int)ti, .t = t, .op = op,
-                                       .counts = counts, .in_place = (int)(k + ti) & 1,
+                red_case(&(red_case_t){.kind = D_REDUCE,
+                                       .ti = (int)ti,
+                                       .t = t,
+                                       .op = op,
+                                       .counts = counts,
+                                       .in_place = (int)(k + ti) & 1,
                                        .root = roots[(k + op) % (size_t)nroots],
                                        .off = (k + ti) % 3 == 0 ? 0 : 5});
             }
@@ -408,17 +420,27 @@ static void matrix_reductions(void)
         size_t c = piece / t->size;
         for (int shape = 0; shape < 3; shape++) {
             for (int r = 0; r < mt_size; r++) {
-                counts[r] = shape == 0 ? (size_t)r * 5 : shape == 1 ? c - 1 + (size_t)r
-                                                                    : 2 * c + 7 * (size_t)r + 1;
+                counts[r] = shape == 0   ? (size_t)r * 5
+                            : shape == 1 ? c - 1 + (size_t)r
+                                         : 2 * c + 7 * (size_t)r + 1;
             }
-            red_case(&(red_case_t){.kind = D_RS, .ti = (int)ti, .t = t, .op = op,
-                                   .counts = counts, .off = (size_t)shape});
+            red_case(&(red_case_t){.kind = D_RS,
+                                   .ti = (int)ti,
+                                   .t = t,
+                                   .op = op,
+                                   .counts = counts,
+                                   .off = (size_t)shape});
         }
         for (int r = 0; r < mt_size; r++) { /* even, in place: on the device */
             counts[r] = 3 * c / 2;
         }
-        red_case(&(red_case_t){.kind = D_RS, .ti = (int)ti, .t = t, .op = op, .counts = counts,
-                               .in_place = 1, .off = 1});
+        red_case(&(red_case_t){.kind = D_RS,
+                               .ti = (int)ti,
+                               .t = t,
+                               .op = op,
+                               .counts = counts,
+                               .in_place = 1,
+                               .off = 1});
     }
 }
 
@@ -451,15 +473,34 @@ static void fallbacks(void)
     for (int r = 0; r < mt_size; r++) {
         counts[r] = 1000;
     }
-    red_case(&(red_case_t){.kind = D_RSB, .ti = 99, .t = &type_long_double, .op = SUM,
-                           .counts = counts, .falls_back = 1});
-    red_case(&(red_case_t){.kind = D_RSB, .ti = T_INT32, .t = &types[T_INT32], .op = SUM,
-                           .counts = counts, .mem = last_host, .falls_back = 1});
-    red_case(&(red_case_t){.kind = D_REDUCE, .ti = T_DOUBLE, .t = &types[T_DOUBLE], .op = SUM,
-                           .counts = counts, .root = mt_size - 1, .mem = last_host,
+    red_case(&(red_case_t){.kind = D_RSB,
+                           .ti = 99,
+                           .t = &type_long_double,
+                           .op = SUM,
+                           .counts = counts,
                            .falls_back = 1});
-    red_case(&(red_case_t){.kind = D_REDUCE, .ti = 98, .t = &type_long_double, .op = MAX,
-                           .counts = counts, .root = 0, .falls_back = 1});
+    red_case(&(red_case_t){.kind = D_RSB,
+                           .ti = T_INT32,
+                           .t = &types[T_INT32],
+                           .op = SUM,
+                           .counts = counts,
+                           .mem = last_host,
+                           .falls_back = 1});
+    red_case(&(red_case_t){.kind = D_REDUCE,
+                           .ti = T_DOUBLE,
+                           .t = &types[T_DOUBLE],
+                           .op = SUM,
+                           .counts = counts,
+                           .root = mt_size - 1,
+                           .mem = last_host,
+                           .falls_back = 1});
+    red_case(&(red_case_t){.kind = D_REDUCE,
+                           .ti = 98,
+                           .t = &type_long_double,
+                           .op = MAX,
+                           .counts = counts,
+                           .root = 0,
+                           .falls_back = 1});
     bcast_case(5000, MPI_BYTE, 1, 0, 3, last_host, 1);
     allgatherv_case(counts, 0, 2, last_host, 1);
     alltoallv_case(2, MPI_INT, sizeof(int), 0, 1, last_host, 1);
@@ -467,8 +508,13 @@ static void fallbacks(void)
     for (int r = 0; r < mt_size; r++) {
         counts[r] = 100 + (size_t)r;
     }
-    red_case(&(red_case_t){.kind = D_RS, .ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM,
-                           .counts = counts, .in_place = 1, .falls_back = 1});
+    red_case(&(red_case_t){.kind = D_RS,
+                           .ti = T_FLOAT,
+                           .t = &types[T_FLOAT],
+                           .op = SUM,
+                           .counts = counts,
+                           .in_place = 1,
+                           .falls_back = 1});
 }
 
 int mode_devcoll(int argc, char **argv)
@@ -524,15 +570,23 @@ int mode_devcoll_late(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         double took = now_s();
         for (int r = 0; r < mt_size; r++) {
-            counts[r] = k == 0 ? 2 * piece / 4 + 3 : k == 1 ? piece / 4 * (size_t)r + 5
-                                                            : 2 * SLOT / 4 + 3;
+            counts[r] = k == 0   ? 2 * piece / 4 + 3
+                        : k == 1 ? piece / 4 * (size_t)r + 5
+                                 : 2 * SLOT / 4 + 3;
         }
         if (k == 0 || k == 1) {
-            red_case(&(red_case_t){.kind = k == 0 ? D_RSB : D_RS, .ti = T_FLOAT,
-                                   .t = &types[T_FLOAT], .op = SUM, .counts = counts});
+            red_case(&(red_case_t){.kind = k == 0 ? D_RSB : D_RS,
+                                   .ti = T_FLOAT,
+                                   .t = &types[T_FLOAT],
+                                   .op = SUM,
+                                   .counts = counts});
         } else if (k == 2) {
-            red_case(&(red_case_t){.kind = D_REDUCE, .ti = T_FLOAT, .t = &types[T_FLOAT],
-                                   .op = SUM, .counts = counts, .root = victim});
+            red_case(&(red_case_t){.kind = D_REDUCE,
+                                   .ti = T_FLOAT,
+                                   .t = &types[T_FLOAT],
+                                   .op = SUM,
+                                   .counts = counts,
+                                   .root = victim});
         } else if (k == 3) {
             bcast_case(2 * SLOT + 3, MPI_BYTE, 1, 0, 1, MEM_DEVICE, 0);
         } else if (k == 4) {
@@ -541,8 +595,10 @@ int mode_devcoll_late(int argc, char **argv)
             alltoallv_case(2, MPI_INT, sizeof(int), 0, 3, MEM_DEVICE, 0);
         }
         took = now_s() - took;
-        MT_CHECK(took > secs * 0.9, "devcoll-late: call %d took %.1f s, less than rank %d's delay "
-                 "of %.1f s", k, took, victim, secs);
+        MT_CHECK(took > secs * 0.9,
+                 "devcoll-late: call %d took %.1f s, less than rank %d's delay "
+                 "of %.1f s",
+                 k, took, victim, secs);
     }
     before_call = NULL;
     return mt_finish("cuda_coll devcoll-late");

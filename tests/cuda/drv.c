@@ -12,7 +12,10 @@ drv_t drv;
 /* The exported names: the versioned ones that cuda.h maps the plain names to, and the
  * legacy-default-stream variants (not _ptds/_ptsz): the per-thread stream is asked for by its
  * handle, CU_STREAM_PER_THREAD. required: the test cannot run at all without it. */
-#define DRV_SYM(f, name, req) {.offset = offsetof(drv_t, f), .symbol = (name), .required = (req)}
+#define DRV_SYM(f, name, req)                                                                      \
+    {                                                                                              \
+        .offset = offsetof(drv_t, f), .symbol = (name), .required = (req)                          \
+    }
 static const struct {
     size_t offset;
     const char *symbol;

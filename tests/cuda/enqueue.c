@@ -66,7 +66,7 @@ static struct {
     int (*query)(stream_t, long *, long *, long *, long *, long *, long *);
 } mx;
 
-#define N 1000   /* ints per rank's block */
+#define N 1000 /* ints per rank's block */
 #define ROUNDS 6
 
 static int value(int rank, int round, int e)
@@ -81,8 +81,8 @@ static cu_ptr_t dalloc(size_t bytes)
     return p;
 }
 
-static int staged_only; /* --staged */
-static int same_order;  /* --same-order */
+static int staged_only;    /* --staged */
+static int same_order;     /* --same-order */
 static int default_staged; /* --default-staged */
 
 /* got[e] must be the sum over the p ranks of value(q, round, e) */
@@ -186,7 +186,8 @@ static int late(MPI_Comm scomm, cu_stream_t cs, stream_t s, stream_t s2)
         nanosleep(&ts, NULL);
     }
     MT_CHECK(mx.allreduce((void *)(uintptr_t)in, (void *)(uintptr_t)out, N, MPI_INT, MPI_SUM,
-                          scomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue");
+                          scomm) == MPI_SUCCESS,
+             "MPIX_Allreduce_enqueue");
     CK(drv.stream_synchronize(cs));
     get(got, out, blk);
     check_sum(got, 0, p, "late rank's allreduce");
@@ -287,11 +288,11 @@ static void default_streams(const int *pattern, int p)
         }
         long ls = -1, lr = -1, lk = -1;
         long want_k = staged_only || default_staged ? 0 : 2;
-        MT_CHECK(mx.query(sl, &ls, NULL, NULL, NULL, &lr, &lk) == MPI_SUCCESS &&
-                     ls == 2 - want_k && lk == want_k && lr == 2 - want_k,
+        MT_CHECK(mx.query(sl, &ls, NULL, NULL, NULL, &lr, &lk) == MPI_SUCCESS && ls == 2 - want_k &&
+                     lk == want_k && lr == 2 - want_k,
                  "%s: %ld staged (want %ld), %ld on picoll's kernels (want %ld), %ld run by the "
-                 "progress thread (want %ld)", kinds[k].name, ls, 2 - want_k, lk, want_k, lr,
-                 2 - want_k);
+                 "progress thread (want %ld)",
+                 kinds[k].name, ls, 2 - want_k, lk, want_k, lr, 2 - want_k);
         MPI_Comm_free(&lcomm);
         MT_CHECK(mx.free_(&sl) == MPI_SUCCESS, "MPIX_Stream_free (%s)", kinds[k].name);
         CK(drv.mem_free(lin));
@@ -331,7 +332,8 @@ static void big(int argc, char **argv, int p, int r)
     CK(drv.memcpy_htod_async(d, h, bytes, cs));
     for (long k = 0; k < calls; k++) {
         MT_CHECK(mx.allreduce(MPI_IN_PLACE, (void *)(uintptr_t)d, (int)count, MPI_FLOAT, MPI_SUM,
-                              lcomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue %ld", k);
+                              lcomm) == MPI_SUCCESS,
+                 "MPIX_Allreduce_enqueue %ld", k);
     }
     CK(drv.stream_synchronize(cs));
     get((int *)h, d, bytes);
@@ -350,8 +352,8 @@ static void big(int argc, char **argv, int p, int r)
     }
     long ls = -1, lk = -1;
     MT_CHECK(mx.query(sl, &ls, NULL, NULL, NULL, NULL, &lk) == MPI_SUCCESS && ls == 0 &&
-                 lk == calls, "--big: %ld staged, %ld on the kernels (want 0, %ld)", ls, lk,
-             calls);
+                 lk == calls,
+             "--big: %ld staged, %ld on the kernels (want 0, %ld)", ls, lk, calls);
     MPI_Comm_free(&lcomm);
     MT_CHECK(mx.free_(&sl) == MPI_SUCCESS, "MPIX_Stream_free (legacy)");
     CK(drv.mem_free(d));
@@ -390,7 +392,7 @@ static void self_comm(cu_stream_t cs, const int *pattern)
 #undef OUT
     CK(drv.memset_d8_async(in, 0xa5, blk, cs)); /* after the calls: the copies read before */
     CK(drv.stream_synchronize(cs));
-    const char *what[6] = {"allreduce", "allgather", "alltoall", "reduce_scatter_block",
+    const char *what[6] = {"allreduce",          "allgather", "alltoall", "reduce_scatter_block",
                            "allreduce in place", "bcast"};
     for (int k = 0; k < 6; k++) {
         get(h, out[k], blk);
@@ -407,7 +409,8 @@ static void self_comm(cu_stream_t cs, const int *pattern)
     MT_CHECK(mx.query(ss, &st, NULL, &dv, NULL, &rn, &kn) == MPI_SUCCESS && st == 0 && dv == 6 &&
                  rn == 0 && kn == 0,
              "MPI_COMM_SELF: %ld staged (want 0), %ld on the device without a kernel (want 6), "
-             "%ld run by the progress thread (want 0), %ld on kernels (want 0)", st, dv, rn, kn);
+             "%ld run by the progress thread (want 0), %ld on kernels (want 0)",
+             st, dv, rn, kn);
     MPI_Comm_free(&one);
     MT_CHECK(mx.free_(&ss) == MPI_SUCCESS, "MPIX_Stream_free (MPI_COMM_SELF)");
     CK(drv.mem_free(in));
@@ -537,14 +540,16 @@ int main(int argc, char **argv)
         outs[k] = dalloc(blk);
         CK(drv.memcpy_htod_async(in, pattern + k * N, blk, cs));
         MT_CHECK(mx.allreduce((void *)(uintptr_t)in, (void *)(uintptr_t)outs[k], N, MPI_INT,
-                              MPI_SUM, scomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue round %d", k);
+                              MPI_SUM, scomm) == MPI_SUCCESS,
+                 "MPIX_Allreduce_enqueue round %d", k);
         CK(drv.memset_d8_async(in, 0xa5, blk, cs)); /* after the call, on the stream */
     }
     /* in place */
     cu_ptr_t ip = dalloc(blk);
     CK(drv.memcpy_htod_async(ip, pattern, blk, cs));
     MT_CHECK(mx.allreduce(MPI_IN_PLACE, (void *)(uintptr_t)ip, N, MPI_INT, MPI_MAX, scomm) ==
-                 MPI_SUCCESS, "MPIX_Allreduce_enqueue in place");
+                 MPI_SUCCESS,
+             "MPIX_Allreduce_enqueue in place");
     /* allgather, alltoall, reduce_scatter_block: inputs value(r, 10 + j, e) */
     int *src = malloc((size_t)p * blk);
     for (int j = 0; j < p; j++) {
@@ -556,11 +561,14 @@ int main(int argc, char **argv)
              da2a = dalloc((size_t)p * blk), drsb = dalloc(blk), dbc = dalloc(blk);
     CK(drv.memcpy_htod_async(dsrc, src, (size_t)p * blk, cs));
     MT_CHECK(mx.allgather((void *)(uintptr_t)dsrc, N, MPI_INT, (void *)(uintptr_t)dag, N, MPI_INT,
-                          scomm) == MPI_SUCCESS, "MPIX_Allgather_enqueue");
+                          scomm) == MPI_SUCCESS,
+             "MPIX_Allgather_enqueue");
     MT_CHECK(mx.alltoall((void *)(uintptr_t)dsrc, N, MPI_INT, (void *)(uintptr_t)da2a, N, MPI_INT,
-                         scomm) == MPI_SUCCESS, "MPIX_Alltoall_enqueue");
-    MT_CHECK(mx.rsb((void *)(uintptr_t)dsrc, (void *)(uintptr_t)drsb, N, MPI_INT, MPI_SUM,
-                    scomm) == MPI_SUCCESS, "MPIX_Reduce_scatter_block_enqueue");
+                         scomm) == MPI_SUCCESS,
+             "MPIX_Alltoall_enqueue");
+    MT_CHECK(mx.rsb((void *)(uintptr_t)dsrc, (void *)(uintptr_t)drsb, N, MPI_INT, MPI_SUM, scomm) ==
+                 MPI_SUCCESS,
+             "MPIX_Reduce_scatter_block_enqueue");
     if (r == p - 1) {
         CK(drv.memcpy_htod_async(dbc, src, blk, cs));
     }
@@ -584,12 +592,16 @@ int main(int argc, char **argv)
     if (r <= 1 && p >= 2) {
         CK(drv.memcpy_htod_async(dx_in, src + N, blk, cs)); /* block 1: value(r, 11, e) */
         MT_CHECK(mx.irecv((void *)(uintptr_t)dx_out, N, MPI_INT, 1 - r, 7, scomm, &rq[0]) ==
-                     MPI_SUCCESS && rq[0] != MPI_REQUEST_NULL, "MPIX_Irecv_enqueue");
+                         MPI_SUCCESS &&
+                     rq[0] != MPI_REQUEST_NULL,
+                 "MPIX_Irecv_enqueue");
         MT_CHECK(mx.isend((void *)(uintptr_t)dx_in, N, MPI_INT, 1 - r, 7, scomm, &rq[1]) ==
-                     MPI_SUCCESS && rq[1] != MPI_REQUEST_NULL, "MPIX_Isend_enqueue");
+                         MPI_SUCCESS &&
+                     rq[1] != MPI_REQUEST_NULL,
+                 "MPIX_Isend_enqueue");
         CK(drv.memset_d8_async(dx_in, 0x5a, blk, cs)); /* the isend took its data before */
-        MT_CHECK(mx.waitall(2, rq, xst) == MPI_SUCCESS &&
-                     rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL,
+        MT_CHECK(mx.waitall(2, rq, xst) == MPI_SUCCESS && rq[0] == MPI_REQUEST_NULL &&
+                     rq[1] == MPI_REQUEST_NULL,
                  "MPIX_Waitall_enqueue");
     }
     /* host buffers: the call reads and writes them in place, in stream order */
@@ -607,13 +619,16 @@ int main(int argc, char **argv)
     cu_ptr_t d3out = dalloc(blk);
     if (r % 2 == 0 || same_order) {
         MT_CHECK(mx.allreduce((void *)(uintptr_t)d2in, (void *)(uintptr_t)d2out, N, MPI_INT,
-                              MPI_MIN, scomm2) == MPI_SUCCESS, "enqueue on the second stream");
+                              MPI_MIN, scomm2) == MPI_SUCCESS,
+                 "enqueue on the second stream");
     }
-    MT_CHECK(mx.allreduce((void *)(uintptr_t)dsrc, (void *)(uintptr_t)d3out, N, MPI_INT,
-                          MPI_BXOR, scomm) == MPI_SUCCESS, "enqueue on the first stream");
+    MT_CHECK(mx.allreduce((void *)(uintptr_t)dsrc, (void *)(uintptr_t)d3out, N, MPI_INT, MPI_BXOR,
+                          scomm) == MPI_SUCCESS,
+             "enqueue on the first stream");
     if (r % 2 == 1 && !same_order) {
         MT_CHECK(mx.allreduce((void *)(uintptr_t)d2in, (void *)(uintptr_t)d2out, N, MPI_INT,
-                              MPI_MIN, scomm2) == MPI_SUCCESS, "enqueue on the second stream");
+                              MPI_MIN, scomm2) == MPI_SUCCESS,
+                 "enqueue on the second stream");
     }
     /* every enqueue has returned: rank 0's stream may go on */
     long syncs = calls0 >= 0 ? drv_calls("cuStreamSynchronize") - calls0 : 0;
@@ -754,16 +769,17 @@ int main(int argc, char **argv)
     MT_CHECK(staged == want_staged && host == want_host && device == want_device &&
                  kernels == want_kernels && captured == 0 && runs == staged + host + device,
              "stream calls: %ld staged, %ld host, %ld device, %ld on the stream's kernels, %ld "
-             "captured, %ld run; want %ld, %ld, %ld, %ld, 0, %ld", staged, host, device, kernels,
-             captured, runs, want_staged, want_host, want_device, want_kernels,
-             want_staged + want_host + want_device);
+             "captured, %ld run; want %ld, %ld, %ld, %ld, 0, %ld",
+             staged, host, device, kernels, captured, runs, want_staged, want_host, want_device,
+             want_kernels, want_staged + want_host + want_device);
     /* the stream waits for the progress thread once per call it runs, never for a kernel call:
      * no wait on the host for those (emulated GPU: every driver call counted) */
     /* (and the second stream's call) */
     long want_waits = want_staged + want_host + want_device + staged_only;
     MT_CHECK(waits < 0 || waits == want_waits,
              "%ld cuStreamWaitValue64 in the enqueues, want %ld (one per call the progress "
-             "threads run)", waits, want_waits);
+             "threads run)",
+             waits, want_waits);
 
     /* ---- a CUDA graph: an allreduce captured once, launched GRAPH_RUNS times, its input written
      * on the stream before each launch ---- */
@@ -774,8 +790,9 @@ int main(int argc, char **argv)
         cu_graph_t graph;
         cu_graph_exec_t exec;
         CK(drv.stream_begin_capture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        MT_CHECK(mx.allreduce((void *)(uintptr_t)gin, (void *)(uintptr_t)gout, GN, MPI_INT,
-                              MPI_SUM, scomm) == MPI_SUCCESS, "MPIX_Allreduce_enqueue captured");
+        MT_CHECK(mx.allreduce((void *)(uintptr_t)gin, (void *)(uintptr_t)gout, GN, MPI_INT, MPI_SUM,
+                              scomm) == MPI_SUCCESS,
+                 "MPIX_Allreduce_enqueue captured");
         CK(drv.stream_end_capture(cs, &graph));
         CK(drv.graph_instantiate(&exec, graph, 0));
         CK(drv.graph_destroy(graph));
@@ -806,12 +823,12 @@ int main(int argc, char **argv)
                      kernels2 == want_kernels + !staged_only &&
                      runs2 == runs + (staged_only ? GRAPH_RUNS : 0),
                  "after the graph: %ld captured (want 1), %ld device (want %ld), %ld on the "
-                 "stream's kernels (want %ld), %ld runs (want %ld)", captured, device,
-                 want_device, kernels2, want_kernels + !staged_only,
-                 runs2, runs + (staged_only ? GRAPH_RUNS : 0));
+                 "stream's kernels (want %ld), %ld runs (want %ld)",
+                 captured, device, want_device, kernels2, want_kernels + !staged_only, runs2,
+                 runs + (staged_only ? GRAPH_RUNS : 0));
         if (mt_rank == 0 && bad == 0) {
-            printf("enqueue: a captured allreduce right in %d graph launches of %d\n",
-                   GRAPH_RUNS, GRAPH_RUNS);
+            printf("enqueue: a captured allreduce right in %d graph launches of %d\n", GRAPH_RUNS,
+                   GRAPH_RUNS);
         }
     } else if (mt_rank == 0) {
         printf("enqueue: no graph test (the driver lacks cuGraphInstantiateWithFlags)\n");
@@ -826,8 +843,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&scomm);
     MPI_Comm_free(&scomm2);
     MT_CHECK(mx.free_(&s) == MPI_SUCCESS && s == MPIX_STREAM_NULL, "MPIX_Stream_free");
-    MT_CHECK(mx.free_(&s2) == MPI_SUCCESS && s2 == MPIX_STREAM_NULL,
-             "MPIX_Stream_free (second)");
+    MT_CHECK(mx.free_(&s2) == MPI_SUCCESS && s2 == MPIX_STREAM_NULL, "MPIX_Stream_free (second)");
     if (mt_rank == 0 && mt_failures == 0) {
         printf("enqueue: %d allreduce rounds in stream order, in place, allgather, alltoall, "
                "reduce_scatter_block, bcast, send/recv, isend/irecv/waitall, host buffers, two "

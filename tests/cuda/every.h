@@ -13,16 +13,16 @@
 
 #include "tbuf.h"
 
-#define EV_NBUF 4    /* buffers of one call */
-#define EV_MAXP 64   /* ranks */
-#define EV_MAXREQ 8  /* requests a case completes at once */
+#define EV_NBUF 4   /* buffers of one call */
+#define EV_MAXP 64  /* ranks */
+#define EV_MAXREQ 8 /* requests a case completes at once */
 #define EV_TAG 42
 
 /* What a buffer is to the call. EV_HELPER: it belongs to the matching call on the other side
  * (a receive for a send under test, ...), which always gets host memory, so that a failure
  * names the function under test. */
 enum {
-    EV_IN = 1,       /* read only: must come back unchanged */
+    EV_IN = 1, /* read only: must come back unchanged */
     EV_OUT = 2,
     EV_INOUT = 3,
     EV_HELPER = 4,
@@ -31,26 +31,26 @@ enum {
 /* How the case's call is made. */
 enum {
     EV_BLOCKING,
-    EV_NONBLOCKING, /* completed by each completion call in turn */
-    EV_PERSISTENT,  /* *_init, started twice with new data */
-    EV_LARGE,       /* the MPI-4 _c variant (blocking) */
-    EV_LARGE_NB,    /* the MPI-4 _c variant of a non-blocking call */
+    EV_NONBLOCKING,      /* completed by each completion call in turn */
+    EV_PERSISTENT,       /* *_init, started twice with new data */
+    EV_LARGE,            /* the MPI-4 _c variant (blocking) */
+    EV_LARGE_NB,         /* the MPI-4 _c variant of a non-blocking call */
     EV_LARGE_PERSISTENT, /* the MPI-4 _init_c variant */
 };
 
 /* Case flags. */
 enum {
-    EV_F_INPLACE = 1 << 0,  /* MPI_IN_PLACE allowed: a variant passes it */
-    EV_F_INTONLY = 1 << 1,  /* no derived-datatype variant */
-    EV_F_FIXED = 1 << 2,    /* its count is fixed: no zero-count and large variants */
-    EV_F_NEIGH = 1 << 3,    /* a neighbourhood collective: runs on a cart and a graph */
-    EV_F_EPOCH = 1 << 4,    /* one-sided: runs in a fence and a lock epoch */
-    EV_F_P2P = 1 << 5,      /* its requests may be freed once complete */
-    EV_F_EXSCAN = 1 << 6,   /* rank 0's receive buffer is undefined: not compared */
-    EV_F_COLL = 1 << 7,     /* collective: its requests must not be freed */
-    EV_F_ROOTED = 1 << 8,   /* has a root: in place there only, roots vary */
-    EV_F_SMALL = 1 << 9,    /* no large-count variant */
-    EV_F_ONCE = 1 << 10,    /* persistent, but started once only */
+    EV_F_INPLACE = 1 << 0,        /* MPI_IN_PLACE allowed: a variant passes it */
+    EV_F_INTONLY = 1 << 1,        /* no derived-datatype variant */
+    EV_F_FIXED = 1 << 2,          /* its count is fixed: no zero-count and large variants */
+    EV_F_NEIGH = 1 << 3,          /* a neighbourhood collective: runs on a cart and a graph */
+    EV_F_EPOCH = 1 << 4,          /* one-sided: runs in a fence and a lock epoch */
+    EV_F_P2P = 1 << 5,            /* its requests may be freed once complete */
+    EV_F_EXSCAN = 1 << 6,         /* rank 0's receive buffer is undefined: not compared */
+    EV_F_COLL = 1 << 7,           /* collective: its requests must not be freed */
+    EV_F_ROOTED = 1 << 8,         /* has a root: in place there only, roots vary */
+    EV_F_SMALL = 1 << 9,          /* no large-count variant */
+    EV_F_ONCE = 1 << 10,          /* persistent, but started once only */
     EV_F_NO_GET_STATUS = 1 << 11, /* not completed by MPI_Request_get_status loops */
 };
 
@@ -79,13 +79,13 @@ struct env {
     /* the variant */
     MPI_Datatype type; /* of each buffer element */
     const char *tname;
-    int n;             /* elements per block */
+    int n; /* elements per block */
     int root;
     int inplace;
-    int mode;          /* completion call, index into ev_mode_name */
-    int topo;          /* neighbourhood: 0 cart, 1 dist graph */
-    int epoch;         /* one-sided: EV_EPOCH_* */
-    MPI_Comm comm;     /* MPI_COMM_WORLD's duplicate, or the topology, errors returned */
+    int mode;      /* completion call, index into ev_mode_name */
+    int topo;      /* neighbourhood: 0 cart, 1 dist graph */
+    int epoch;     /* one-sided: EV_EPOCH_* */
+    MPI_Comm comm; /* MPI_COMM_WORLD's duplicate, or the topology, errors returned */
     int rank, size, left, right;
     MPI_Aint extent, tlb, textent;
     /* the buffers (plan sets elems/bytes and role, every_call.c allocates) */

@@ -234,8 +234,7 @@ static int compare(const ev_case_t *c, const env_t *plan, const result_t *ref, c
                 ref->rc == MPI_SUCCESS ? "MPI_SUCCESS" : "an error");
         return 1;
     }
-    if (got->log_len != ref->log_len ||
-        memcmp(got->log, ref->log, got->log_len) != 0) {
+    if (got->log_len != ref->log_len || memcmp(got->log, ref->log, got->log_len) != 0) {
         mt_fail("%s: statuses or recorded values differ from the host run's (byte %zu of %zu)",
                 current,
                 first_difference(got->log, ref->log,
@@ -301,8 +300,8 @@ static void check_refusal(int rc, const char *call, const char *arg)
     char s[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     if (rc == MPI_SUCCESS) {
-        mt_fail("%s on device memory: accepted, expected an MPI error naming %s and %s", call,
-                call, arg);
+        mt_fail("%s on device memory: accepted, expected an MPI error naming %s and %s", call, call,
+                arg);
         return;
     }
     MPI_Error_string(rc, s, &len);
@@ -372,8 +371,8 @@ static void make_comms(void)
     int weights[2] = {1, 1}; /* (MPI_UNWEIGHTED, a small constant address, upsets GCC) */
     MPI_Comm_dup(MPI_COMM_WORLD, &world);
     MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ev_cart);
-    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, src, weights, 2, dst, weights,
-                                   MPI_INFO_NULL, 0, &ev_graph);
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, src, weights, 2, dst, weights, MPI_INFO_NULL,
+                                   0, &ev_graph);
     MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(ev_cart, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(ev_graph, MPI_ERRORS_RETURN);
@@ -395,12 +394,9 @@ static const struct {
     const ev_case_t *cases;
     const int *n;
 } tables[] = {
-    {ev_p2p_cases, &ev_p2p_ncases},
-    {ev_coll_cases, &ev_coll_ncases},
-    {ev_neigh_cases, &ev_neigh_ncases},
-    {ev_pack_cases, &ev_pack_ncases},
-    {ev_rma_cases, &ev_rma_ncases},
-    {ev_io_cases, &ev_io_ncases},
+    {ev_p2p_cases, &ev_p2p_ncases},     {ev_coll_cases, &ev_coll_ncases},
+    {ev_neigh_cases, &ev_neigh_ncases}, {ev_pack_cases, &ev_pack_ncases},
+    {ev_rma_cases, &ev_rma_ncases},     {ev_io_cases, &ev_io_ncases},
 };
 
 int main(int argc, char **argv)

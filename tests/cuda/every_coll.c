@@ -121,9 +121,7 @@ static void run_allreduce(env_t *e)
         EV_RC(e, MPI_Allreduce_init(s, r, e->n, t, MPI_SUM, e->comm, INFO, ev_req(e)));
         break;
     case EV_LARGE: EV_RC(e, MPI_Allreduce_c(s, r, e->n, t, MPI_SUM, e->comm)); break;
-    case EV_LARGE_NB:
-        EV_RC(e, MPI_Iallreduce_c(s, r, e->n, t, MPI_SUM, e->comm, ev_req(e)));
-        break;
+    case EV_LARGE_NB: EV_RC(e, MPI_Iallreduce_c(s, r, e->n, t, MPI_SUM, e->comm, ev_req(e))); break;
     case EV_LARGE_PERSISTENT:
         EV_RC(e, MPI_Allreduce_init_c(s, r, e->n, t, MPI_SUM, e->comm, INFO, ev_req(e)));
         break;
@@ -194,9 +192,7 @@ static void run_exscan(env_t *e)
         EV_RC(e, MPI_Exscan_init(s, r, e->n, t, MPI_SUM, e->comm, INFO, ev_req(e)));
         break;
     case EV_LARGE: EV_RC(e, MPI_Exscan_c(s, r, e->n, t, MPI_SUM, e->comm)); break;
-    case EV_LARGE_NB:
-        EV_RC(e, MPI_Iexscan_c(s, r, e->n, t, MPI_SUM, e->comm, ev_req(e)));
-        break;
+    case EV_LARGE_NB: EV_RC(e, MPI_Iexscan_c(s, r, e->n, t, MPI_SUM, e->comm, ev_req(e))); break;
     case EV_LARGE_PERSISTENT:
         EV_RC(e, MPI_Exscan_init_c(s, r, e->n, t, MPI_SUM, e->comm, INFO, ev_req(e)));
         break;
@@ -250,9 +246,7 @@ static void run_gather(env_t *e)
         EV_RC(e, MPI_Gather_init(s, n, t, r, n, t, root, e->comm, INFO, ev_req(e)));
         break;
     case EV_LARGE: EV_RC(e, MPI_Gather_c(s, n, t, r, n, t, root, e->comm)); break;
-    case EV_LARGE_NB:
-        EV_RC(e, MPI_Igather_c(s, n, t, r, n, t, root, e->comm, ev_req(e)));
-        break;
+    case EV_LARGE_NB: EV_RC(e, MPI_Igather_c(s, n, t, r, n, t, root, e->comm, ev_req(e))); break;
     case EV_LARGE_PERSISTENT:
         EV_RC(e, MPI_Gather_init_c(s, n, t, r, n, t, root, e->comm, INFO, ev_req(e)));
         break;
@@ -269,17 +263,13 @@ static void run_scatter(env_t *e)
     int n = e->n, root = e->root;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Scatter(s, n, t, r, n, t, root, e->comm)); break;
-    case EV_NONBLOCKING:
-        EV_RC(e, MPI_Iscatter(s, n, t, r, n, t, root, e->comm, ev_req(e)));
-        break;
+    case EV_NONBLOCKING: EV_RC(e, MPI_Iscatter(s, n, t, r, n, t, root, e->comm, ev_req(e))); break;
 #if MPI_VERSION >= 4
     case EV_PERSISTENT:
         EV_RC(e, MPI_Scatter_init(s, n, t, r, n, t, root, e->comm, INFO, ev_req(e)));
         break;
     case EV_LARGE: EV_RC(e, MPI_Scatter_c(s, n, t, r, n, t, root, e->comm)); break;
-    case EV_LARGE_NB:
-        EV_RC(e, MPI_Iscatter_c(s, n, t, r, n, t, root, e->comm, ev_req(e)));
-        break;
+    case EV_LARGE_NB: EV_RC(e, MPI_Iscatter_c(s, n, t, r, n, t, root, e->comm, ev_req(e))); break;
     case EV_LARGE_PERSISTENT:
         EV_RC(e, MPI_Scatter_init_c(s, n, t, r, n, t, root, e->comm, INFO, ev_req(e)));
         break;
@@ -357,9 +347,8 @@ static void run_gatherv(env_t *e)
         EV_RC(e, MPI_Igatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Gatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, INFO,
-                                 ev_req(e)));
+        EV_RC(e, MPI_Gatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, root, e->comm, INFO,
+                                    ev_req(e)));
         break;
 #endif
     }
@@ -389,9 +378,8 @@ static void run_scatterv(env_t *e)
         EV_RC(e, MPI_Iscatterv_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Scatterv_init_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, INFO,
-                                  ev_req(e)));
+        EV_RC(e, MPI_Scatterv_init_c(s, e->wide.sc, e->wide.sd, t, r, rn, t, root, e->comm, INFO,
+                                     ev_req(e)));
         break;
 #endif
     }
@@ -421,9 +409,8 @@ static void run_allgatherv(env_t *e)
         EV_RC(e, MPI_Iallgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, INFO,
-                                    ev_req(e)));
+        EV_RC(e, MPI_Allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, e->comm, INFO,
+                                       ev_req(e)));
         break;
 #endif
     }
@@ -448,14 +435,12 @@ static void run_alltoallv(env_t *e)
         EV_RC(e, MPI_Alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c));
         break;
     case EV_LARGE_NB:
-        EV_RC(e,
-              MPI_Ialltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c,
-                               ev_req(e)));
+        EV_RC(e, MPI_Ialltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c,
+                                  ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c,
-                                   INFO, ev_req(e)));
+        EV_RC(e, MPI_Alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t, c,
+                                      INFO, ev_req(e)));
         break;
 #endif
     }
@@ -483,14 +468,12 @@ static void run_alltoallw(env_t *e)
               MPI_Alltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c));
         break;
     case EV_LARGE_NB:
-        EV_RC(e,
-              MPI_Ialltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c,
-                               ev_req(e)));
+        EV_RC(e, MPI_Ialltoallw_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty, c,
+                                  ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Alltoallw_init_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd, ty,
-                                   c, INFO, ev_req(e)));
+        EV_RC(e, MPI_Alltoallw_init_c(s, e->wide.sc, e->wide.sbd, ty, r, e->wide.rc, e->wide.rbd,
+                                      ty, c, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -534,9 +517,7 @@ static void run_reduce_scatter(env_t *e)
     MPI_Comm c = e->comm;
     switch (e->c->form) {
     case EV_BLOCKING: EV_RC(e, MPI_Reduce_scatter(s, r, rc, t, MPI_SUM, c)); break;
-    case EV_NONBLOCKING:
-        EV_RC(e, MPI_Ireduce_scatter(s, r, rc, t, MPI_SUM, c, ev_req(e)));
-        break;
+    case EV_NONBLOCKING: EV_RC(e, MPI_Ireduce_scatter(s, r, rc, t, MPI_SUM, c, ev_req(e))); break;
 #if MPI_VERSION >= 4
     case EV_PERSISTENT:
         EV_RC(e, MPI_Reduce_scatter_init(s, r, rc, t, MPI_SUM, c, INFO, ev_req(e)));
@@ -568,7 +549,10 @@ static void run_bcast_bottom(env_t *e)
     MPI_Type_free(&t);
 }
 
-#define COLL(name, run, plan, form, flags) {name, run, plan, form, (flags) | EV_F_COLL, NULL}
+#define COLL(name, run, plan, form, flags)                                                         \
+    {                                                                                              \
+        name, run, plan, form, (flags) | EV_F_COLL, NULL                                           \
+    }
 /* reductions: MPI_SUM over MPI_INT only (the predefined operations are defined on predefined
  * types; Open MPI refuses the vector type) */
 #define IP EV_F_INPLACE
@@ -701,8 +685,8 @@ const ev_case_t ev_coll_cases[] = {
     COLL("MPI_Reduce_scatter_init", run_reduce_scatter, plan_reduce_scatter, EV_PERSISTENT, RIP),
     COLL("MPI_Reduce_scatter_c", run_reduce_scatter, plan_reduce_scatter, EV_LARGE, RIP),
     COLL("MPI_Ireduce_scatter_c", run_reduce_scatter, plan_reduce_scatter, EV_LARGE_NB, RIP),
-    COLL("MPI_Reduce_scatter_init_c", run_reduce_scatter, plan_reduce_scatter,
-         EV_LARGE_PERSISTENT, RIP),
+    COLL("MPI_Reduce_scatter_init_c", run_reduce_scatter, plan_reduce_scatter, EV_LARGE_PERSISTENT,
+         RIP),
 #endif
 };
 const int ev_coll_ncases = (int)(sizeof(ev_coll_cases) / sizeof(ev_coll_cases[0]));

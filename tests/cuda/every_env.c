@@ -8,12 +8,30 @@
 #include <string.h>
 
 const char *const ev_mode_name[] = {
-    "MPI_Wait", "MPI_Test loop", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Testall",
-    "MPI_Testany", "MPI_Testsome", "MPI_Request_get_status loop + MPI_Wait",
+    "MPI_Wait",
+    "MPI_Test loop",
+    "MPI_Waitall",
+    "MPI_Waitany",
+    "MPI_Waitsome",
+    "MPI_Testall",
+    "MPI_Testany",
+    "MPI_Testsome",
+    "MPI_Request_get_status loop + MPI_Wait",
     "MPI_Request_get_status loop + MPI_Request_free",
 };
-enum { M_WAIT, M_TEST, M_WAITALL, M_WAITANY, M_WAITSOME, M_TESTALL, M_TESTANY, M_TESTSOME,
-       M_STATUS_WAIT, M_STATUS_FREE, M_COUNT };
+enum {
+    M_WAIT,
+    M_TEST,
+    M_WAITALL,
+    M_WAITANY,
+    M_WAITSOME,
+    M_TESTALL,
+    M_TESTANY,
+    M_TESTSOME,
+    M_STATUS_WAIT,
+    M_STATUS_FREE,
+    M_COUNT
+};
 int ev_nmodes = M_COUNT;
 
 /* MPICH 4.0.2's MPI_Testall answers MPI_ERR_IN_STATUS on a completed persistent collective

@@ -67,15 +67,16 @@ static MPI_Offset slot_bytes(const env_t *e)
 
 /* ---- the call ---- */
 
-static int blocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b, int n,
-                         MPI_Datatype t, MPI_Status *st, int large)
+static int blocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b, int n, MPI_Datatype t,
+                         MPI_Status *st, int large)
 {
 #if MPI_VERSION >= 4
     if (large) {
         if (d->how == IO_AT) {
-            return d->write
-                ? (d->all ? MPI_File_write_at_all_c : MPI_File_write_at_c)(fh, off, b, n, t, st)
-                : (d->all ? MPI_File_read_at_all_c : MPI_File_read_at_c)(fh, off, b, n, t, st);
+            return d->write ? (d->all ? MPI_File_write_at_all_c : MPI_File_write_at_c)(fh, off, b,
+                                                                                       n, t, st)
+                            : (d->all ? MPI_File_read_at_all_c : MPI_File_read_at_c)(fh, off, b, n,
+                                                                                     t, st);
         }
         if (d->how == IO_PTR) {
             return d->write ? (d->all ? MPI_File_write_all_c : MPI_File_write_c)(fh, b, n, t, st)
@@ -113,9 +114,10 @@ static int nonblocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b,
 #if MPI_VERSION >= 4
     if (large) {
         if (d->how == IO_AT) {
-            return d->write
-                ? (d->all ? MPI_File_iwrite_at_all_c : MPI_File_iwrite_at_c)(fh, off, b, n, t, q)
-                : (d->all ? MPI_File_iread_at_all_c : MPI_File_iread_at_c)(fh, off, b, n, t, q);
+            return d->write ? (d->all ? MPI_File_iwrite_at_all_c : MPI_File_iwrite_at_c)(fh, off, b,
+                                                                                         n, t, q)
+                            : (d->all ? MPI_File_iread_at_all_c : MPI_File_iread_at_c)(fh, off, b,
+                                                                                       n, t, q);
         }
         if (d->how == IO_PTR) {
             return d->write ? (d->all ? MPI_File_iwrite_all_c : MPI_File_iwrite_c)(fh, b, n, t, q)
@@ -129,8 +131,8 @@ static int nonblocking_call(const io_t *d, MPI_File fh, MPI_Offset off, void *b,
 #endif
     if (d->how == IO_AT) {
         return d->write
-            ? (d->all ? MPI_File_iwrite_at_all : MPI_File_iwrite_at)(fh, off, b, n, t, q)
-            : (d->all ? MPI_File_iread_at_all : MPI_File_iread_at)(fh, off, b, n, t, q);
+                   ? (d->all ? MPI_File_iwrite_at_all : MPI_File_iwrite_at)(fh, off, b, n, t, q)
+                   : (d->all ? MPI_File_iread_at_all : MPI_File_iread_at)(fh, off, b, n, t, q);
     }
     if (d->how == IO_PTR) {
         return d->write ? (d->all ? MPI_File_iwrite_all : MPI_File_iwrite)(fh, b, n, t, q)
@@ -160,21 +162,19 @@ static void split_call(env_t *e, const io_t *d, MPI_File fh, MPI_Offset off, voi
         }
     } else
 #endif
-    if (d->how == IO_AT) {
+        if (d->how == IO_AT) {
         EV_RC(e, d->write ? MPI_File_write_at_all_begin(fh, off, b, n, t)
                           : MPI_File_read_at_all_begin(fh, off, b, n, t));
     } else if (d->how == IO_PTR) {
-        EV_RC(e,
-              d->write ? MPI_File_write_all_begin(fh, b, n, t)
-                       : MPI_File_read_all_begin(fh, b, n, t));
+        EV_RC(e, d->write ? MPI_File_write_all_begin(fh, b, n, t)
+                          : MPI_File_read_all_begin(fh, b, n, t));
     } else {
         EV_RC(e, d->write ? MPI_File_write_ordered_begin(fh, b, n, t)
                           : MPI_File_read_ordered_begin(fh, b, n, t));
     }
     if (d->how == IO_AT) {
-        EV_RC(e,
-              d->write ? MPI_File_write_at_all_end(fh, b, st)
-                       : MPI_File_read_at_all_end(fh, b, st));
+        EV_RC(e, d->write ? MPI_File_write_at_all_end(fh, b, st)
+                          : MPI_File_read_at_all_end(fh, b, st));
     } else if (d->how == IO_PTR) {
         EV_RC(e, d->write ? MPI_File_write_all_end(fh, b, st) : MPI_File_read_all_end(fh, b, st));
     } else {
@@ -268,8 +268,14 @@ static const io_t w_ord_split = {IO_ORDERED, 1, 1, 1}, r_ord_split = {IO_ORDERED
 #else
 #define IO_FLAGS EV_F_SMALL
 #endif
-#define W(name, form, d) {name, run_io, plan_write, form, IO_FLAGS, &d}
-#define R(name, form, d) {name, run_io, plan_read, form, IO_FLAGS, &d}
+#define W(name, form, d)                                                                           \
+    {                                                                                              \
+        name, run_io, plan_write, form, IO_FLAGS, &d                                               \
+    }
+#define R(name, form, d)                                                                           \
+    {                                                                                              \
+        name, run_io, plan_read, form, IO_FLAGS, &d                                                \
+    }
 const ev_case_t ev_io_cases[] = {
     W("MPI_File_write_at", EV_BLOCKING, w_at),
     R("MPI_File_read_at", EV_BLOCKING, r_at),

@@ -121,9 +121,8 @@ static void run_allgatherv(env_t *e)
         EV_RC(e, MPI_Ineighbor_allgatherv_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Neighbor_allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, INFO,
-                                             ev_req(e)));
+        EV_RC(e, MPI_Neighbor_allgatherv_init_c(s, sn, t, r, e->wide.rc, e->wide.rd, t, c, INFO,
+                                                ev_req(e)));
         break;
 #endif
     }
@@ -174,19 +173,16 @@ static void run_alltoallv(env_t *e)
         EV_RC(e, MPI_Neighbor_alltoallv_init(s, sc, sd, t, r, rc, rd, t, c, INFO, ev_req(e)));
         break;
     case EV_LARGE:
-        EV_RC(e,
-              MPI_Neighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t,
-                                       c));
+        EV_RC(e, MPI_Neighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd,
+                                          t, c));
         break;
     case EV_LARGE_NB:
-        EV_RC(e,
-              MPI_Ineighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd, t,
-                                        c, ev_req(e)));
+        EV_RC(e, MPI_Ineighbor_alltoallv_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd,
+                                           t, c, ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Neighbor_alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc, e->wide.rd,
-                                            t, c, INFO, ev_req(e)));
+        EV_RC(e, MPI_Neighbor_alltoallv_init_c(s, e->wide.sc, e->wide.sd, t, r, e->wide.rc,
+                                               e->wide.rd, t, c, INFO, ev_req(e)));
         break;
 #endif
     }
@@ -216,21 +212,22 @@ static void run_alltoallw(env_t *e)
         EV_RC(e, MPI_Neighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c));
         break;
     case EV_LARGE_NB:
-        EV_RC(
-            e,
-            MPI_Ineighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, ev_req(e)));
+        EV_RC(e, MPI_Ineighbor_alltoallw_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c,
+                                           ev_req(e)));
         break;
     case EV_LARGE_PERSISTENT:
-        EV_RC(e,
-              MPI_Neighbor_alltoallw_init_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c, INFO,
-                                            ev_req(e)));
+        EV_RC(e, MPI_Neighbor_alltoallw_init_c(s, e->wide.sc, sd, ty, r, e->wide.rc, rd, ty, c,
+                                               INFO, ev_req(e)));
         break;
 #endif
     }
     ev_finish(e);
 }
 
-#define NEIGH(name, run, plan, form) {name, run, plan, form, EV_F_COLL | EV_F_NEIGH, NULL}
+#define NEIGH(name, run, plan, form)                                                               \
+    {                                                                                              \
+        name, run, plan, form, EV_F_COLL | EV_F_NEIGH, NULL                                        \
+    }
 const ev_case_t ev_neigh_cases[] = {
     NEIGH("MPI_Neighbor_allgather", run_allgather, plan_allgather, EV_BLOCKING),
     NEIGH("MPI_Ineighbor_allgather", run_allgather, plan_allgather, EV_NONBLOCKING),
@@ -250,8 +247,7 @@ const ev_case_t ev_neigh_cases[] = {
     NEIGH("MPI_Neighbor_allgatherv_init", run_allgatherv, plan_allgatherv, EV_PERSISTENT),
     NEIGH("MPI_Neighbor_allgatherv_c", run_allgatherv, plan_allgatherv, EV_LARGE),
     NEIGH("MPI_Ineighbor_allgatherv_c", run_allgatherv, plan_allgatherv, EV_LARGE_NB),
-    NEIGH("MPI_Neighbor_allgatherv_init_c", run_allgatherv, plan_allgatherv,
-          EV_LARGE_PERSISTENT),
+    NEIGH("MPI_Neighbor_allgatherv_init_c", run_allgatherv, plan_allgatherv, EV_LARGE_PERSISTENT),
     NEIGH("MPI_Neighbor_alltoall_init", run_alltoall, plan_alltoall, EV_PERSISTENT),
     NEIGH("MPI_Neighbor_alltoall_c", run_alltoall, plan_alltoall, EV_LARGE),
     NEIGH("MPI_Ineighbor_alltoall_c", run_alltoall, plan_alltoall, EV_LARGE_NB),

@@ -52,10 +52,22 @@ static void send_with(env_t *e, send_fn send, int ready)
     ev_log_status(e, &e->st[0]);
 }
 
-static void run_send(env_t *e) { send_with(e, MPI_Send, 0); }
-static void run_bsend(env_t *e) { send_with(e, MPI_Bsend, 0); }
-static void run_ssend(env_t *e) { send_with(e, MPI_Ssend, 0); }
-static void run_rsend(env_t *e) { send_with(e, MPI_Rsend, 1); }
+static void run_send(env_t *e)
+{
+    send_with(e, MPI_Send, 0);
+}
+static void run_bsend(env_t *e)
+{
+    send_with(e, MPI_Bsend, 0);
+}
+static void run_ssend(env_t *e)
+{
+    send_with(e, MPI_Ssend, 0);
+}
+static void run_rsend(env_t *e)
+{
+    send_with(e, MPI_Rsend, 1);
+}
 
 typedef int (*recv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
 typedef int (*sendrecv_fn)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype,
@@ -76,8 +88,8 @@ static void recv_with(env_t *e, recv_fn recv)
 static void sendrecv_with(env_t *e, sendrecv_fn sendrecv)
 {
     MPI_Status st;
-    EV_RC(e, sendrecv(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n, e->type,
-                      e->left, EV_TAG, e->comm, &st));
+    EV_RC(e, sendrecv(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n, e->type, e->left,
+                      EV_TAG, e->comm, &st));
     ev_log_status(e, &st);
 }
 
@@ -100,10 +112,22 @@ static void mrecv_with(env_t *e, mrecv_fn mrecv)
     ev_log_status(e, &st);
 }
 
-static void run_recv(env_t *e) { recv_with(e, MPI_Recv); }
-static void run_sendrecv(env_t *e) { sendrecv_with(e, MPI_Sendrecv); }
-static void run_sendrecv_replace(env_t *e) { replace_with(e, MPI_Sendrecv_replace); }
-static void run_mrecv(env_t *e) { mrecv_with(e, MPI_Mrecv); }
+static void run_recv(env_t *e)
+{
+    recv_with(e, MPI_Recv);
+}
+static void run_sendrecv(env_t *e)
+{
+    sendrecv_with(e, MPI_Sendrecv);
+}
+static void run_sendrecv_replace(env_t *e)
+{
+    replace_with(e, MPI_Sendrecv_replace);
+}
+static void run_mrecv(env_t *e)
+{
+    mrecv_with(e, MPI_Mrecv);
+}
 
 /* ---- non-blocking: the call's request first, the helper's second ---- */
 
@@ -119,10 +143,22 @@ static void isend_with(env_t *e, isend_fn isend, int ready)
     ev_log_status(e, &e->st[1]);
 }
 
-static void run_isend(env_t *e) { isend_with(e, MPI_Isend, 0); }
-static void run_ibsend(env_t *e) { isend_with(e, MPI_Ibsend, 0); }
-static void run_issend(env_t *e) { isend_with(e, MPI_Issend, 0); }
-static void run_irsend(env_t *e) { isend_with(e, MPI_Irsend, 1); }
+static void run_isend(env_t *e)
+{
+    isend_with(e, MPI_Isend, 0);
+}
+static void run_ibsend(env_t *e)
+{
+    isend_with(e, MPI_Ibsend, 0);
+}
+static void run_issend(env_t *e)
+{
+    isend_with(e, MPI_Issend, 0);
+}
+static void run_irsend(env_t *e)
+{
+    isend_with(e, MPI_Irsend, 1);
+}
 
 typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 
@@ -135,7 +171,10 @@ static void irecv_with(env_t *e, irecv_fn irecv)
     ev_log_status(e, &e->st[0]);
 }
 
-static void run_irecv(env_t *e) { irecv_with(e, MPI_Irecv); }
+static void run_irecv(env_t *e)
+{
+    irecv_with(e, MPI_Irecv);
+}
 
 static void run_imrecv(env_t *e)
 {
@@ -190,10 +229,22 @@ static void send_init_with(env_t *e, send_init_fn init, int ready)
     }
 }
 
-static void run_send_init(env_t *e) { send_init_with(e, MPI_Send_init, 0); }
-static void run_bsend_init(env_t *e) { send_init_with(e, MPI_Bsend_init, 0); }
-static void run_ssend_init(env_t *e) { send_init_with(e, MPI_Ssend_init, 0); }
-static void run_rsend_init(env_t *e) { send_init_with(e, MPI_Rsend_init, 1); }
+static void run_send_init(env_t *e)
+{
+    send_init_with(e, MPI_Send_init, 0);
+}
+static void run_bsend_init(env_t *e)
+{
+    send_init_with(e, MPI_Bsend_init, 0);
+}
+static void run_ssend_init(env_t *e)
+{
+    send_init_with(e, MPI_Ssend_init, 0);
+}
+static void run_rsend_init(env_t *e)
+{
+    send_init_with(e, MPI_Rsend_init, 1);
+}
 
 static void run_recv_init(env_t *e)
 {
@@ -272,8 +323,10 @@ static void run_cancel(env_t *e)
     EV_RC(e, MPI_Cancel(&r));
     EV_RC(e, MPI_Wait(&r, &st));
     EV_RC(e, MPI_Test_cancelled(&st, &cancelled));
-    MT_CHECK(cancelled, "MPI_Cancel of an unmatched MPI_Irecv on %s memory: MPI_Test_cancelled "
-             "says it was not cancelled", tb_kind_name[e->test_kind]);
+    MT_CHECK(cancelled,
+             "MPI_Cancel of an unmatched MPI_Irecv on %s memory: MPI_Test_cancelled "
+             "says it was not cancelled",
+             tb_kind_name[e->test_kind]);
     ev_log(e, &cancelled, sizeof(cancelled));
     EV_RC(e, MPI_Barrier(e->comm));
 }
@@ -352,15 +405,42 @@ static int send_init_c(const void *b, int n, MPI_Datatype t, int d, int g, MPI_C
 {
     return MPI_Send_init_c(b, n, t, d, g, c, r);
 }
-static void run_send_c(env_t *e) { send_with(e, send_c, 0); }
-static void run_bsend_c(env_t *e) { send_with(e, bsend_c, 0); }
-static void run_ssend_c(env_t *e) { send_with(e, ssend_c, 0); }
-static void run_rsend_c(env_t *e) { send_with(e, rsend_c, 1); }
-static void run_isend_c(env_t *e) { isend_with(e, isend_c, 0); }
-static void run_ibsend_c(env_t *e) { isend_with(e, ibsend_c, 0); }
-static void run_issend_c(env_t *e) { isend_with(e, issend_c, 0); }
-static void run_irsend_c(env_t *e) { isend_with(e, irsend_c, 1); }
-static void run_send_init_c(env_t *e) { send_init_with(e, send_init_c, 0); }
+static void run_send_c(env_t *e)
+{
+    send_with(e, send_c, 0);
+}
+static void run_bsend_c(env_t *e)
+{
+    send_with(e, bsend_c, 0);
+}
+static void run_ssend_c(env_t *e)
+{
+    send_with(e, ssend_c, 0);
+}
+static void run_rsend_c(env_t *e)
+{
+    send_with(e, rsend_c, 1);
+}
+static void run_isend_c(env_t *e)
+{
+    isend_with(e, isend_c, 0);
+}
+static void run_ibsend_c(env_t *e)
+{
+    isend_with(e, ibsend_c, 0);
+}
+static void run_issend_c(env_t *e)
+{
+    isend_with(e, issend_c, 0);
+}
+static void run_irsend_c(env_t *e)
+{
+    isend_with(e, irsend_c, 1);
+}
+static void run_send_init_c(env_t *e)
+{
+    send_init_with(e, send_init_c, 0);
+}
 
 static int recv_c(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Status *st)
 {
@@ -384,7 +464,10 @@ static int mrecv_c(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Status *s
 {
     return MPI_Mrecv_c(b, n, t, m, st);
 }
-static void run_recv_c(env_t *e) { recv_with(e, recv_c); }
+static void run_recv_c(env_t *e)
+{
+    recv_with(e, recv_c);
+}
 
 /* MPI-4's non-blocking sendrecv, and its _c variants */
 static void run_isendrecv(env_t *e)
@@ -394,8 +477,8 @@ static void run_isendrecv(env_t *e)
         EV_RC(e, MPI_Isendrecv_c(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n,
                                  e->type, e->left, EV_TAG, e->comm, q));
     } else {
-        EV_RC(e, MPI_Isendrecv(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n,
-                               e->type, e->left, EV_TAG, e->comm, q));
+        EV_RC(e, MPI_Isendrecv(e->buf[0], e->n, e->type, e->right, EV_TAG, e->buf[1], e->n, e->type,
+                               e->left, EV_TAG, e->comm, q));
     }
     ev_complete(e);
     ev_log_status(e, &e->st[0]);
@@ -408,16 +491,28 @@ static void run_isendrecv_replace(env_t *e)
         EV_RC(e, MPI_Isendrecv_replace_c(e->buf[0], e->n, e->type, e->right, EV_TAG, e->left,
                                          EV_TAG, e->comm, q));
     } else {
-        EV_RC(e, MPI_Isendrecv_replace(e->buf[0], e->n, e->type, e->right, EV_TAG, e->left,
-                                       EV_TAG, e->comm, q));
+        EV_RC(e, MPI_Isendrecv_replace(e->buf[0], e->n, e->type, e->right, EV_TAG, e->left, EV_TAG,
+                                       e->comm, q));
     }
     ev_complete(e);
     ev_log_status(e, &e->st[0]);
 }
-static void run_irecv_c(env_t *e) { irecv_with(e, irecv_c); }
-static void run_sendrecv_c(env_t *e) { sendrecv_with(e, sendrecv_c); }
-static void run_sendrecv_replace_c(env_t *e) { replace_with(e, replace_c); }
-static void run_mrecv_c(env_t *e) { mrecv_with(e, mrecv_c); }
+static void run_irecv_c(env_t *e)
+{
+    irecv_with(e, irecv_c);
+}
+static void run_sendrecv_c(env_t *e)
+{
+    sendrecv_with(e, sendrecv_c);
+}
+static void run_sendrecv_replace_c(env_t *e)
+{
+    replace_with(e, replace_c);
+}
+static void run_mrecv_c(env_t *e)
+{
+    mrecv_with(e, mrecv_c);
+}
 #endif
 
 /* Open MPI 4.1's persistent buffered send of a message above the eager limit delivers stale
@@ -432,7 +527,10 @@ static void run_mrecv_c(env_t *e) { mrecv_with(e, mrecv_c); }
  * after MPI_Request_get_status said complete (an error), on host buffers alone */
 #define ISENDRECV (EV_F_INTONLY | EV_F_NO_GET_STATUS)
 
-#define P2P(name, run, plan, form, flags) {name, run, plan, form, (flags) | EV_F_P2P, NULL}
+#define P2P(name, run, plan, form, flags)                                                          \
+    {                                                                                              \
+        name, run, plan, form, (flags) | EV_F_P2P, NULL                                            \
+    }
 const ev_case_t ev_p2p_cases[] = {
     P2P("MPI_Send", run_send, plan_send, EV_BLOCKING, 0),
     P2P("MPI_Bsend", run_bsend, plan_send, EV_BLOCKING, 0),

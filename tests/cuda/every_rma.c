@@ -111,8 +111,8 @@ static void op_acc(env_t *e, rma_t *w)
     MPI_Datatype t = e->type;
 #if MPI_VERSION >= 4
     if (e->c->form == EV_LARGE) {
-        EV_RC(e, MPI_Accumulate_c(e->buf[0], e->n, t, w->target, w->disp, e->n, t, MPI_SUM,
-                                  w->win));
+        EV_RC(e,
+              MPI_Accumulate_c(e->buf[0], e->n, t, w->target, w->disp, e->n, t, MPI_SUM, w->win));
         return;
     }
 #endif
@@ -130,8 +130,8 @@ static void op_get_acc(env_t *e, rma_t *w)
         return;
     }
 #endif
-    EV_RC(e, MPI_Get_accumulate(e->buf[0], n, t, e->buf[1], n, t, w->target, w->disp, n, t,
-                                MPI_SUM, w->win));
+    EV_RC(e, MPI_Get_accumulate(e->buf[0], n, t, e->buf[1], n, t, w->target, w->disp, n, t, MPI_SUM,
+                                w->win));
 }
 
 static void op_fetch_and_op(env_t *e, rma_t *w)
@@ -149,8 +149,8 @@ static void op_compare_and_swap(env_t *e, rma_t *w)
         int held = (int)(mt_rand(window_seed(e), (uint64_t)w->target, (uint64_t)disp) & 0xfffff);
         ev_put(e, 2, &held);
     }
-    EV_RC(e, MPI_Compare_and_swap(e->buf[0], e->buf[2], e->buf[1], MPI_INT, w->target, disp,
-                                  w->win));
+    EV_RC(e,
+          MPI_Compare_and_swap(e->buf[0], e->buf[2], e->buf[1], MPI_INT, w->target, disp, w->win));
 }
 
 /* the request-based ones, completed inside the epoch */
@@ -190,13 +190,13 @@ static void op_racc(env_t *e, rma_t *w)
     MPI_Request *q = ev_req(e);
 #if MPI_VERSION >= 4
     if (e->c->form == EV_LARGE_NB) {
-        EV_RC(e, MPI_Raccumulate_c(e->buf[0], e->n, t, w->target, w->disp, e->n, t, MPI_SUM,
-                                   w->win, q));
+        EV_RC(e, MPI_Raccumulate_c(e->buf[0], e->n, t, w->target, w->disp, e->n, t, MPI_SUM, w->win,
+                                   q));
     } else
 #endif
     {
-        EV_RC(e, MPI_Raccumulate(e->buf[0], e->n, t, w->target, w->disp, e->n, t, MPI_SUM, w->win,
-                                 q));
+        EV_RC(e,
+              MPI_Raccumulate(e->buf[0], e->n, t, w->target, w->disp, e->n, t, MPI_SUM, w->win, q));
     }
     ev_complete(e);
 }
@@ -221,16 +221,46 @@ static void op_rget_acc(env_t *e, rma_t *w)
 
 /* ---- runs: in the variant's epoch, or always a lock epoch ---- */
 
-static void run_put(env_t *e) { with_window(e, op_put, e->epoch == EV_EPOCH_LOCK); }
-static void run_get(env_t *e) { with_window(e, op_get, e->epoch == EV_EPOCH_LOCK); }
-static void run_acc(env_t *e) { with_window(e, op_acc, e->epoch == EV_EPOCH_LOCK); }
-static void run_get_acc(env_t *e) { with_window(e, op_get_acc, e->epoch == EV_EPOCH_LOCK); }
-static void run_fop(env_t *e) { with_window(e, op_fetch_and_op, e->epoch == EV_EPOCH_LOCK); }
-static void run_cas(env_t *e) { with_window(e, op_compare_and_swap, e->epoch == EV_EPOCH_LOCK); }
-static void run_rput(env_t *e) { with_window(e, op_rput, 1); }
-static void run_rget(env_t *e) { with_window(e, op_rget, 1); }
-static void run_racc(env_t *e) { with_window(e, op_racc, 1); }
-static void run_rget_acc(env_t *e) { with_window(e, op_rget_acc, 1); }
+static void run_put(env_t *e)
+{
+    with_window(e, op_put, e->epoch == EV_EPOCH_LOCK);
+}
+static void run_get(env_t *e)
+{
+    with_window(e, op_get, e->epoch == EV_EPOCH_LOCK);
+}
+static void run_acc(env_t *e)
+{
+    with_window(e, op_acc, e->epoch == EV_EPOCH_LOCK);
+}
+static void run_get_acc(env_t *e)
+{
+    with_window(e, op_get_acc, e->epoch == EV_EPOCH_LOCK);
+}
+static void run_fop(env_t *e)
+{
+    with_window(e, op_fetch_and_op, e->epoch == EV_EPOCH_LOCK);
+}
+static void run_cas(env_t *e)
+{
+    with_window(e, op_compare_and_swap, e->epoch == EV_EPOCH_LOCK);
+}
+static void run_rput(env_t *e)
+{
+    with_window(e, op_rput, 1);
+}
+static void run_rget(env_t *e)
+{
+    with_window(e, op_rget, 1);
+}
+static void run_racc(env_t *e)
+{
+    with_window(e, op_racc, 1);
+}
+static void run_rget_acc(env_t *e)
+{
+    with_window(e, op_rget_acc, 1);
+}
 
 #define EPOCH EV_F_EPOCH
 #define ATOMIC (EV_F_EPOCH | EV_F_FIXED | EV_F_INTONLY)

@@ -27,7 +27,7 @@
 
 typedef struct fake_ctx {
     int device;
-} *CUcontext;
+} * CUcontext;
 typedef void *CUstream;
 typedef void *CUevent;
 
@@ -40,10 +40,10 @@ typedef struct {
     uintptr_t start;
     size_t size;
     int live;
-    int kind;          /* 1 host (pinned), 2 device, 3 managed */
+    int kind; /* 1 host (pinned), 2 device, 3 managed */
     int device;
     unsigned long long id;
-    uintptr_t alias;   /* writable address of start (host: start itself) */
+    uintptr_t alias; /* writable address of start (host: start itself) */
 } fake_alloc_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -194,8 +194,13 @@ static fake_alloc_t *record(uintptr_t start, size_t size, int kind, int device, 
 {
     for (int i = 0; i < MAX_ALLOCS; i++) {
         if (!allocs[i].live) {
-            allocs[i] = (fake_alloc_t){.start = start, .size = size, .live = 1, .kind = kind,
-                                       .device = device, .id = next_id++, .alias = alias};
+            allocs[i] = (fake_alloc_t){.start = start,
+                                       .size = size,
+                                       .live = 1,
+                                       .kind = kind,
+                                       .device = device,
+                                       .id = next_id++,
+                                       .alias = alias};
             return &allocs[i];
         }
     }
@@ -272,7 +277,8 @@ CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags)
     if (ctx == NULL) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    m = mmap(NULL, size == 0 ? 1 : size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    m = mmap(NULL, size == 0 ? 1 : size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+             0);
     if (m == MAP_FAILED) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -296,9 +302,13 @@ static int attribute(const fake_alloc_t *a, int attr, void *data)
 {
     cu_abi_range_t r;
     if (a != NULL) {
-        r = (cu_abi_range_t){.ctx = &contexts[a->device], .host = a->kind == 1,
-                             .managed = a->kind == 3, .device = a->device, .id = a->id,
-                             .start = a->start, .size = a->size};
+        r = (cu_abi_range_t){.ctx = &contexts[a->device],
+                             .host = a->kind == 1,
+                             .managed = a->kind == 3,
+                             .device = a->device,
+                             .id = a->id,
+                             .start = a->start,
+                             .size = a->size};
     }
     return cu_abi_attribute(a != NULL ? &r : NULL, attr, data);
 }
@@ -344,8 +354,10 @@ static CUresult translate(uintptr_t p, size_t n, uintptr_t *out)
     if (a == NULL) {
         /* CUDA answers an error here, or crashes (a copy back into a freed buffer took an H100's
          * driver down with SIGSEGV, 2026-11-26): a test fails on it, whatever picoll does next */
-        fprintf(stderr, "FAIL fakecuda: a copy with device memory that is not allocated (freed?): "
-                "[%#lx, +%zu)\n", (unsigned long)p, n);
+        fprintf(stderr,
+                "FAIL fakecuda: a copy with device memory that is not allocated (freed?): "
+                "[%#lx, +%zu)\n",
+                (unsigned long)p, n);
         rc = CUDA_ERROR_INVALID_VALUE;
     } else if (a->kind == 2 && ctx != &contexts[a->device]) {
         rc = CUDA_ERROR_INVALID_CONTEXT;
@@ -456,10 +468,10 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
         return CUDA_ERROR_INVALID_DEVICE;
     }
     switch (attr) {
-    case 1: *v = 64; break;        /* MAX_THREADS_PER_BLOCK */
-    case 16: *v = 2; break;        /* MULTIPROCESSOR_COUNT */
-    case 75: *v = 9; break;        /* COMPUTE_CAPABILITY_MAJOR */
-    case 76: *v = 0; break;        /* COMPUTE_CAPABILITY_MINOR */
+    case 1: *v = 64; break; /* MAX_THREADS_PER_BLOCK */
+    case 16: *v = 2; break; /* MULTIPROCESSOR_COUNT */
+    case 75: *v = 9; break; /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: *v = 0; break; /* COMPUTE_CAPABILITY_MINOR */
     default: *v = 0; break;
     }
     return CUDA_SUCCESS;

@@ -92,9 +92,9 @@ void sleep_host_fn(void *arg)
 /* ---------------------------------------------------------------- host calls leave no trace */
 
 /* Entry points that make a context or allocate device or pinned memory. */
-static const char *const device_work[] = {"cuMemAlloc_v2", "cuMemAllocManaged", "cuMemHostAlloc",
-                                          "cuDevicePrimaryCtxRetain", "cuCtxCreate_v2",
-                                          "cuCtxCreate_v4"};
+static const char *const device_work[] = {"cuMemAlloc_v2",  "cuMemAllocManaged",
+                                          "cuMemHostAlloc", "cuDevicePrimaryCtxRetain",
+                                          "cuCtxCreate_v2", "cuCtxCreate_v4"};
 #define NWORK (sizeof(device_work) / sizeof(device_work[0]))
 
 /* A collective on host buffers, the communicator's first: right result, and no context made or
@@ -117,12 +117,15 @@ static void host_call_no_trace(void *arg)
     ctx_after = drv_current();
     MT_CHECK(sum == mt_size * (mt_size + 1) / 2, "host allreduce from %s: %d, expected %d", who,
              sum, mt_size * (mt_size + 1) / 2);
-    MT_CHECK(ctx_after == ctx_before, "a host-buffer allreduce from %s changed the current context "
-             "from %p to %p", who, (void *)ctx_before, (void *)ctx_after);
+    MT_CHECK(ctx_after == ctx_before,
+             "a host-buffer allreduce from %s changed the current context "
+             "from %p to %p",
+             who, (void *)ctx_before, (void *)ctx_after);
     for (size_t i = 0; i < NWORK; i++) {
-        MT_CHECK(after[i] == before[i], "a host-buffer allreduce from %s called %s %ld time(s): "
-                 "no device work may come from host buffers", who, device_work[i],
-                 after[i] - before[i]);
+        MT_CHECK(after[i] == before[i],
+                 "a host-buffer allreduce from %s called %s %ld time(s): "
+                 "no device work may come from host buffers",
+                 who, device_work[i], after[i] - before[i]);
     }
     if (before[0] < 0 && mt_rank == 0) {
         printf("note: the driver does not count its calls (not the emulated GPU): only the "
@@ -214,7 +217,8 @@ static void stream_written_case(cu_stream_t stream, const char *sname, size_t co
     for (size_t i = 0; i < count; i++) {
         if (got[i] != want) {
             mt_fail("%s count=%zu: element %zu is %u, expected %u (the input queued on the %s "
-                    "stream was not waited for)", name, count, i, got[i], want, sname);
+                    "stream was not waited for)",
+                    name, count, i, got[i], want, sname);
             break;
         }
     }
@@ -287,11 +291,15 @@ static void mixed_vetoed(mem_t mem, long before, const char *what, size_t bytes)
         return;
     }
     if (mem == MEM_DEVICE) {
-        MT_CHECK(launches > 0, "mixed %s of %zu bytes after a device call: no launch on the hot "
-                 "path", what, bytes);
+        MT_CHECK(launches > 0,
+                 "mixed %s of %zu bytes after a device call: no launch on the hot "
+                 "path",
+                 what, bytes);
     } else {
-        MT_CHECK(launches == 0, "mixed %s of %zu bytes: %ld launches from a rank with host "
-                 "memory", what, bytes, launches);
+        MT_CHECK(launches == 0,
+                 "mixed %s of %zu bytes: %ld launches from a rank with host "
+                 "memory",
+                 what, bytes, launches);
     }
 }
 
@@ -316,8 +324,14 @@ int mode_mixed(int argc, char **argv)
             for (size_t c = 0; c < 3; c++) {
                 /* in place on every rank or none (MPI's rule), not in the pattern that
                  * needs a send buffer */
-                ar_case_t k = {.ti = tis[i], .t = t, .op = SUM, .count = counts[c],
-                               .in_place = p != 2 && c == 1, .off = c, .mem = mem, .exact = 1};
+                ar_case_t k = {.ti = tis[i],
+                               .t = t,
+                               .op = SUM,
+                               .count = counts[c],
+                               .in_place = p != 2 && c == 1,
+                               .off = c,
+                               .mem = mem,
+                               .exact = 1};
                 ar_prepare(&k);
                 long launches = mixed_after_device(c);
                 mixed_late_no(mem, c == 2);
@@ -396,8 +410,10 @@ static void ctx_case(cu_ctx_t ctx, const char *which, int k)
         allreduce_case(T_DOUBLE, &types[T_DOUBLE], SUM, count + (size_t)k, k & 1, 0);
     }
     cu_ctx_t now = drv_current();
-    MT_CHECK(now == ctx, "after a call on buffers of the %s context, context %p is current, "
-             "expected %p", which, (void *)now, (void *)ctx);
+    MT_CHECK(now == ctx,
+             "after a call on buffers of the %s context, context %p is current, "
+             "expected %p",
+             which, (void *)now, (void *)ctx);
 }
 
 int mode_ctx(int argc, char **argv)
@@ -437,8 +453,12 @@ int mode_ctx(int argc, char **argv)
  * that falls back reduces in the MPI's order). */
 static void twoctx_cases(const char *want, int k)
 {
-    ar_case_t c = {.ti = T_DOUBLE, .t = &types[T_DOUBLE], .op = SUM, .count = 100 + (size_t)k,
-                   .in_place = k & 1, .exact = 1};
+    ar_case_t c = {.ti = T_DOUBLE,
+                   .t = &types[T_DOUBLE],
+                   .op = SUM,
+                   .count = 100 + (size_t)k,
+                   .in_place = k & 1,
+                   .exact = 1};
     ar_prepare(&c);
     ar_call(&c, want);
     ar_check(&c);
@@ -475,7 +495,7 @@ int mode_twoctx(int argc, char **argv)
     twoctx_cases("fallback", 2);
     CK(drv.ctx_pop_current(&popped));
     MT_CHECK(popped == mine && drv_current() == primary, "the created context did not pop back "
-             "to the primary one");
+                                                         "to the primary one");
     test_comm = a; /* a is untouched: still the device */
     twoctx_cases(NULL, 3);
     CK(drv.ctx_push_current(mine));
@@ -530,7 +550,8 @@ int mode_reset(int argc, char **argv)
             CK(drv.ctx_create(&y, 0, dev));
             if (y != x && mt_rank == 0) {
                 printf("note: the new context is at %p, the destroyed one was at %p: the same "
-                       "address is not exercised here\n", (void *)y, (void *)x);
+                       "address is not exercised here\n",
+                       (void *)y, (void *)x);
             }
             allreduce_case(T_INT32, &types[T_INT32], SUM, 300 + (size_t)round, 1, 0);
             blocks_case(1, 500, 0, 0);
@@ -622,8 +643,10 @@ int mode_crossed(int argc, char **argv)
         long launches = drv_calls("cuLaunchKernel");
         for (int t = 0; t < 2; t++) {
             int first = (mt_rank & 1) == t; /* even ranks: A (0) first; odd ranks: B (1) first */
-            c[t] = (crossed_t){.comm = comms[t], .name = t == 0 ? "allreduce on A" : "allreduce on B",
-                               .delay_ms = first ? 0 : 400, .count = 500 + (size_t)round * 7,
+            c[t] = (crossed_t){.comm = comms[t],
+                               .name = t == 0 ? "allreduce on A" : "allreduce on B",
+                               .delay_ms = first ? 0 : 400,
+                               .count = 500 + (size_t)round * 7,
                                .go = &go};
             dbuf_alloc(&c[t].sb, c[t].count * 4, 0, 0);
             dbuf_alloc(&c[t].rb, c[t].count * 4, 0, 0);
@@ -699,8 +722,12 @@ static void capture_round(int on_ptds)
     dbuf_t scratch;
     ar_case_t ar[2] = {
         {.ti = T_INT32, .t = &types[T_INT32], .op = SUM, .count = 100, .exact = 1},
-        {.ti = T_DOUBLE, .t = &types[T_DOUBLE], .op = SUM, .count = 2 * SLOT / 8 + 9,
-         .in_place = 1, .exact = 1},
+        {.ti = T_DOUBLE,
+         .t = &types[T_DOUBLE],
+         .op = SUM,
+         .count = 2 * SLOT / 8 + 9,
+         .in_place = 1,
+         .exact = 1},
     };
     bl_case_t bl = {.alltoall = 0, .block = 1000};
 
@@ -733,9 +760,9 @@ static void capture_round(int on_ptds)
 
 int mode_capture(int argc, char **argv)
 {
-    static const size_t need[] = {DRV_FIELD(stream_create), DRV_FIELD(stream_destroy),
+    static const size_t need[] = {DRV_FIELD(stream_create),        DRV_FIELD(stream_destroy),
                                   DRV_FIELD(stream_begin_capture), DRV_FIELD(stream_end_capture),
-                                  DRV_FIELD(graph_destroy), DRV_FIELD(memset_d8_async)};
+                                  DRV_FIELD(graph_destroy),        DRV_FIELD(memset_d8_async)};
     int on_ptds = argc > 2 && strcmp(argv[2], "ptds") == 0;
     int rc = skip_lacking(need, 6, "capture");
     if (rc >= 0) {
@@ -828,8 +855,10 @@ int mode_backlog(int argc, char **argv)
         }
     }
     /* the call did overlap the backlog (else this test proves nothing) */
-    MT_CHECK(took > timeout + 1.0, "backlog: the call took %.1f s, less than rank %d's backlog of "
-             "%.1f s", took, victim, timeout + 2.0);
+    MT_CHECK(took > timeout + 1.0,
+             "backlog: the call took %.1f s, less than rank %d's backlog of "
+             "%.1f s",
+             took, victim, timeout + 2.0);
     if (mt_rank == 0) {
         printf("backlog: the call took %.1f s (PICOLL_TIMEOUT %.1f s, rank %d busy %.1f s)\n", took,
                timeout, victim, timeout + 2.0);
@@ -870,8 +899,10 @@ static void hot_end(const hot_count_t *h, const char *what, long max_calls)
     char names[512];
     unsigned long long barriers = hot_barriers() - h->barriers;
     long calls = drv_calls_since(h->drv, h->ndrv, names, sizeof(names));
-    MT_CHECK(calls <= max_calls, "hot path: %s after the first call: %ld driver calls (%s), more "
-             "than %ld", what, calls, names, max_calls);
+    MT_CHECK(calls <= max_calls,
+             "hot path: %s after the first call: %ld driver calls (%s), more "
+             "than %ld",
+             what, calls, names, max_calls);
     MT_CHECK(barriers == 0, "hot path: %s after the first call: %llu host barriers", what,
              barriers);
     if (mt_rank == 0 || strstr(what, "no context current") != NULL) {
@@ -910,8 +941,8 @@ static void hot_context_changed(void)
     }
     for (int round = 0; round < 3; round++) {
         cu_ctx_t want = odd ? (round == 0 ? other : NULL) : mine;
-        ar_case_t k = {.ti = T_INT32, .t = &types[T_INT32], .op = SUM, .count = 1000,
-                       .in_place = 1};
+        ar_case_t k = {
+            .ti = T_INT32, .t = &types[T_INT32], .op = SUM, .count = 1000, .in_place = 1};
         ar_prepare(&k);
         if (round == 2) { /* the same buffers as the counted call's: one memory kind query */
             CK(drv.ctx_set_current(want));
@@ -925,18 +956,23 @@ static void hot_context_changed(void)
         ar_call(&k, NULL);
         unsigned long long barriers = hot_barriers() - h.barriers;
         if (round == 0) {
-            MT_CHECK(barriers >= 1, "hot path, a peer's thread with %s: no host barrier (no "
-                     "full vote)", what[round]);
+            MT_CHECK(barriers >= 1,
+                     "hot path, a peer's thread with %s: no host barrier (no "
+                     "full vote)",
+                     what[round]);
         } else if (round == 1) {
             MT_CHECK(barriers == 0, "hot path, %s: %llu host barriers", what[round], barriers);
         } else {
-            hot_end(&h, odd ? "MPI_Allreduce in place, no context current"
-                            : "MPI_Allreduce in place, a peer's thread without a context",
+            hot_end(&h,
+                    odd ? "MPI_Allreduce in place, no context current"
+                        : "MPI_Allreduce in place, a peer's thread without a context",
                     odd ? HOT_SWITCH_CALLS : HOT_CALLS);
         }
         CK(drv.ctx_get_current(&cur));
-        MT_CHECK(cur == want, "hot path, %s: the thread's current context changed by a device "
-                 "call (%p, was %p)", what[round], (void *)cur, (void *)want);
+        MT_CHECK(cur == want,
+                 "hot path, %s: the thread's current context changed by a device "
+                 "call (%p, was %p)",
+                 what[round], (void *)cur, (void *)want);
         CK(drv.ctx_set_current(mine));
         ar_check(&k); /* (frees the case) */
     }
@@ -961,8 +997,8 @@ static void hot_path_counts(void)
     }
     hot_count_t h;
     for (int in_place = 0; in_place < 2; in_place++) {
-        ar_case_t k = {.ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM, .count = 1000,
-                       .in_place = in_place};
+        ar_case_t k = {
+            .ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM, .count = 1000, .in_place = in_place};
         ar_prepare(&k);
         ar_call(&k, NULL);
         hot_begin(&h, &k.rb, 0, k.bytes, in_place ? k.mine : NULL);
@@ -986,8 +1022,8 @@ static void hot_path_counts(void)
                    "MPI_Allreduce in one allocation");
     hot_end(&h, "MPI_Allreduce, send and receive buffer in one allocation", HOT_CALLS);
     dbuf_get(&one, k.bytes, k.got, k.bytes);
-    check_bytes("allreduce in one allocation", k.t->name, op_names[k.op], k.count, k.t->size,
-                k.got, k.want);
+    check_bytes("allreduce in one allocation", k.t->name, op_names[k.op], k.count, k.t->size, k.got,
+                k.want);
     dbuf_free(&one);
     dbuf_free(&k.sb); /* (ar_prepare's own buffers, unused) */
     dbuf_free(&k.rb);
@@ -1026,8 +1062,8 @@ int mode_late(int argc, char **argv)
     int kill_it = strcmp(what, "kill") == 0, small = strcmp(what, "allreduce-small") == 0;
     int reduce = kill_it || small || strcmp(what, "allreduce") == 0;
     /* several chunks each (a 64 KiB workspace buffer): a later chunk is resumed too */
-    ar_case_t ar = {.ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM,
-                    .count = (2 * SLOT + 4096) / 4 + 3};
+    ar_case_t ar = {
+        .ti = T_FLOAT, .t = &types[T_FLOAT], .op = SUM, .count = (2 * SLOT + 4096) / 4 + 3};
     bl_case_t bl = {.alltoall = strcmp(what, "alltoall") == 0, .block = SLOT + 100};
 
     if (rc >= 0) {
@@ -1095,8 +1131,8 @@ int mode_late(int argc, char **argv)
         long launches = drv_calls("cuLaunchKernel") - before;
         MT_CHECK(launches == 3, "hot-path allreduce of 3 chunks: %ld launches", launches);
         MT_CHECK(drv_calls("cuStreamSynchronize") == syncs &&
-                 drv_calls("cuCtxSynchronize") == ctx_syncs &&
-                 drv_calls("cuMemcpyDtoH_v2") == dtoh,
+                     drv_calls("cuCtxSynchronize") == ctx_syncs &&
+                     drv_calls("cuMemcpyDtoH_v2") == dtoh,
                  "hot-path allreduce: a synchronisation or a copy by picoll");
     }
     dbuf_free(&hb);

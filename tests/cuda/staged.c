@@ -33,15 +33,26 @@ static int ndev;
 
 /* ---- the collectives ---- */
 
-enum { C_ALLREDUCE, C_ALLGATHER, C_ALLTOALL, C_BCAST, C_REDUCE, C_GATHER, C_SCATTER,
-       C_ALLGATHERV, C_ALLTOALLV, C_REDUCE_SCATTER_BLOCK, C_COUNT };
-static const char *const coll_name[] = {"allreduce", "allgather", "alltoall", "bcast", "reduce",
-                                        "gather", "scatter", "allgatherv", "alltoallv",
-                                        "reduce_scatter_block"};
+enum {
+    C_ALLREDUCE,
+    C_ALLGATHER,
+    C_ALLTOALL,
+    C_BCAST,
+    C_REDUCE,
+    C_GATHER,
+    C_SCATTER,
+    C_ALLGATHERV,
+    C_ALLTOALLV,
+    C_REDUCE_SCATTER_BLOCK,
+    C_COUNT
+};
+static const char *const coll_name[] = {
+    "allreduce", "allgather", "alltoall",   "bcast",     "reduce",
+    "gather",    "scatter",   "allgatherv", "alltoallv", "reduce_scatter_block"};
 
 typedef struct {
     int coll, n, root, inplace;
-    MPI_Datatype type;   /* MPI_INT for the reductions */
+    MPI_Datatype type; /* MPI_INT for the reductions */
     const char *tname;
     MPI_Aint lb, extent, tlb, textent;
     int counts[64], displs[64], rcounts[64], rdispls[64];
@@ -73,7 +84,8 @@ static void plan(call_t *c)
     MPI_Type_get_extent(c->type, &c->lb, &c->extent);
     MPI_Type_get_true_extent(c->type, &c->tlb, &c->textent);
     switch (c->coll) {
-    case C_ALLREDUCE: case C_REDUCE:
+    case C_ALLREDUCE:
+    case C_REDUCE:
         c->sbytes = type_bytes(c, n);
         c->rbytes = type_bytes(c, n);
         break;
@@ -81,13 +93,12 @@ static void plan(call_t *c)
         c->sbytes = 0;
         c->rbytes = type_bytes(c, n);
         break;
-    case C_ALLGATHER: case C_GATHER:
+    case C_ALLGATHER:
+    case C_GATHER:
         c->sbytes = type_bytes(c, n);
         c->rbytes = type_bytes(c, (MPI_Aint)p * n);
         break;
-    case C_ALLTOALL:
-        c->sbytes = c->rbytes = type_bytes(c, (MPI_Aint)p * n);
-        break;
+    case C_ALLTOALL: c->sbytes = c->rbytes = type_bytes(c, (MPI_Aint)p * n); break;
     case C_SCATTER:
         c->sbytes = type_bytes(c, (MPI_Aint)p * n);
         c->rbytes = type_bytes(c, n);
@@ -143,13 +154,11 @@ static int run(const call_t *c, int pmpi, void *s, void *r)
     switch (c->coll) {
     case C_ALLREDUCE:
         return (pmpi ? PMPI_Allreduce : MPI_Allreduce)(snd, rcv, n, c->type, MPI_SUM, w);
-    case C_REDUCE:
-        return (pmpi ? PMPI_Reduce : MPI_Reduce)(snd, rcv, n, c->type, MPI_SUM, root, w);
+    case C_REDUCE: return (pmpi ? PMPI_Reduce : MPI_Reduce)(snd, rcv, n, c->type, MPI_SUM, root, w);
     case C_REDUCE_SCATTER_BLOCK:
         return (pmpi ? PMPI_Reduce_scatter_block : MPI_Reduce_scatter_block)(snd, rcv, n, c->type,
-                                                                              MPI_SUM, w);
-    case C_BCAST:
-        return (pmpi ? PMPI_Bcast : MPI_Bcast)(rcv, n, c->type, root, w);
+                                                                             MPI_SUM, w);
+    case C_BCAST: return (pmpi ? PMPI_Bcast : MPI_Bcast)(rcv, n, c->type, root, w);
     case C_ALLGATHER:
         return (pmpi ? PMPI_Allgather : MPI_Allgather)(snd, n, c->type, rcv, n, c->type, w);
     case C_ALLTOALL:
@@ -159,8 +168,8 @@ static int run(const call_t *c, int pmpi, void *s, void *r)
     case C_SCATTER:
         return (pmpi ? PMPI_Scatter : MPI_Scatter)(snd, n, c->type, rcv, n, c->type, root, w);
     case C_ALLGATHERV:
-        return (pmpi ? PMPI_Allgatherv : MPI_Allgatherv)(snd, n + mt_rank, c->type, rcv,
-                                                         c->rcounts, c->rdispls, c->type, w);
+        return (pmpi ? PMPI_Allgatherv : MPI_Allgatherv)(snd, n + mt_rank, c->type, rcv, c->rcounts,
+                                                         c->rdispls, c->type, w);
     case C_ALLTOALLV:
         return (pmpi ? PMPI_Alltoallv : MPI_Alltoallv)(snd, c->counts, c->displs, c->type, rcv,
                                                        c->rcounts, c->rdispls, c->type, w);
@@ -171,7 +180,8 @@ static int run(const call_t *c, int pmpi, void *s, void *r)
 static void fill(unsigned char *p, size_t bytes, uint64_t seed)
 {
     for (size_t i = 0; i < bytes; i += 4) {
-        uint32_t v = (uint32_t)mt_rand(seed, (uint64_t)mt_rank, i) & 0xfffff; /* no overflow in sums */
+        uint32_t v =
+            (uint32_t)mt_rand(seed, (uint64_t)mt_rank, i) & 0xfffff; /* no overflow in sums */
         memcpy(p + i, &v, bytes - i < 4 ? bytes - i : 4);
     }
 }
@@ -218,10 +228,11 @@ static void check_call(call_t *c, int sk, int rk, uint64_t seed)
     MT_CHECK(rc == rcref, "%s n=%d root=%d %s %s send %s recv %s: rc %d, reference %d",
              coll_name[c->coll], c->n, c->root, c->tname, c->inplace ? "in place" : "",
              tb_kind_name[sk], tb_kind_name[rk], rc, rcref);
-    MT_CHECK(memcmp(rout, rref, c->rbytes) == 0,
-             "%s n=%d root=%d %s%s send %s recv %s: received bytes differ from PMPI's on host buffers",
-             coll_name[c->coll], c->n, c->root, c->tname, c->inplace ? " in place" : "",
-             tb_kind_name[sk], tb_kind_name[rk]);
+    MT_CHECK(
+        memcmp(rout, rref, c->rbytes) == 0,
+        "%s n=%d root=%d %s%s send %s recv %s: received bytes differ from PMPI's on host buffers",
+        coll_name[c->coll], c->n, c->root, c->tname, c->inplace ? " in place" : "",
+        tb_kind_name[sk], tb_kind_name[rk]);
     MT_CHECK(memcmp(sout, s0, c->sbytes) == 0,
              "%s n=%d root=%d %s%s send %s: the send buffer changed", coll_name[c->coll], c->n,
              c->root, c->tname, c->inplace ? " in place" : "", tb_kind_name[sk]);
@@ -253,8 +264,10 @@ static void check_cache_hits(void)
         MPI_Allreduce(a.ptr, b.ptr, 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     }
     after = drv.fake_attribute_queries();
-    MT_CHECK(after == before, "20 allreduces on the same device buffers made %ld full attribute "
-             "queries: the memory-kind cache misses", after - before);
+    MT_CHECK(after == before,
+             "20 allreduces on the same device buffers made %ld full attribute "
+             "queries: the memory-kind cache misses",
+             after - before);
     tb_free(&a);
     tb_free(&b);
 }
@@ -293,15 +306,19 @@ static void check_realloc(void)
         tb_put(&a, data);
         MPI_Allreduce(a.ptr, b.ptr, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         tb_get(&b, out);
-        MT_CHECK(memcmp(out, expect, sizeof(out)) == 0, "allreduce after free and reallocation "
-                 "(round %d): wrong result", round);
+        MT_CHECK(memcmp(out, expect, sizeof(out)) == 0,
+                 "allreduce after free and reallocation "
+                 "(round %d): wrong result",
+                 round);
         MPI_Bcast(a.ptr, N, MPI_INT, 0, MPI_COMM_WORLD);
         tb_get(&a, out);
         for (int i = 0; i < N; i++) {
             expect[i] = (round + 1) * i;
         }
-        MT_CHECK(memcmp(out, expect, sizeof(out)) == 0, "bcast after free and reallocation "
-                 "(round %d): wrong result", round);
+        MT_CHECK(memcmp(out, expect, sizeof(out)) == 0,
+                 "bcast after free and reallocation "
+                 "(round %d): wrong result",
+                 round);
         tb_free(&b);
         tb_free(&a);
     }
@@ -346,8 +363,10 @@ static void check_bad_args(void)
         }
         MPI_Error_class(rc, &cls);
         MPI_Error_class(ref, &refcls);
-        MT_CHECK(ref != MPI_SUCCESS && cls == refcls, "%s on device buffers: error class %d, "
-                 "the MPI alone gives %d", what, cls, refcls);
+        MT_CHECK(ref != MPI_SUCCESS && cls == refcls,
+                 "%s on device buffers: error class %d, "
+                 "the MPI alone gives %d",
+                 what, cls, refcls);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     tb_free(&a);
@@ -459,7 +478,8 @@ static void check_module_loads(void)
     }
     loads = drv.fake_module_loads() - before;
     /* none where the communicator spans (virtual) nodes: no device path to try */
-    MT_CHECK(loads <= 1, "cuModuleLoadData called %ld times over 5 device allreduces on one new "
+    MT_CHECK(loads <= 1,
+             "cuModuleLoadData called %ld times over 5 device allreduces on one new "
              "communicator, expected at most once (no kernel image: found at the first call)",
              loads);
     drv.mem_free(buf);
@@ -486,8 +506,10 @@ int main(int argc, char **argv)
         return MT_SKIP;
     }
     drv_choose_device(mt_rank % ndev);
-    MT_CHECK(query_cuda_support() == 1, "MPIX_Query_cuda_support() = %d under picoll with CUDA, "
-             "expected 1", query_cuda_support());
+    MT_CHECK(query_cuda_support() == 1,
+             "MPIX_Query_cuda_support() = %d under picoll with CUDA, "
+             "expected 1",
+             query_cuda_support());
 
     /* 2 ints with a 1-int hole, resized to 4 ints: holes inside and between elements */
     MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
@@ -510,9 +532,12 @@ int main(int argc, char **argv)
                     continue;
                 }
                 for (int inplace = 0; inplace < (coll == C_BCAST ? 1 : 2); inplace++) {
-                    for (int root = 0; root < mt_size; root += mt_size > 1 ? mt_size - 1 : 1) {
-                        call_t c = {.coll = coll, .n = sizes[si], .root = root,
-                                    .inplace = inplace, .type = types[t].type,
+                    for (int root = 0; root<mt_size; root += mt_size> 1 ? mt_size - 1 : 1) {
+                        call_t c = {.coll = coll,
+                                    .n = sizes[si],
+                                    .root = root,
+                                    .inplace = inplace,
+                                    .type = types[t].type,
                                     .tname = types[t].name};
                         if (coll == C_REDUCE && inplace &&
                             mt_reduce_in_place_broken(root, (size_t)sizes[si] * sizeof(int))) {

@@ -18,8 +18,8 @@ typedef struct {
 
 /* A failed allocation ends the job, naming the kind and size. bytes may be 0 (one byte then). */
 void tb_alloc(tbuf_t *b, int kind, size_t bytes);
-void tb_put(tbuf_t *b, const void *src);     /* all b->bytes from src */
-void tb_get(const tbuf_t *b, void *dst);     /* all b->bytes into dst */
+void tb_put(tbuf_t *b, const void *src); /* all b->bytes from src */
+void tb_get(const tbuf_t *b, void *dst); /* all b->bytes into dst */
 void tb_free(tbuf_t *b);
 
 /* Loads the CUDA driver and makes device (rank % devices) current: the number of devices, or 0

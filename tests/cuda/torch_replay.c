@@ -335,8 +335,13 @@ static void check_alltoallv(int n)
     }
     t_make(&a, stotal, r, 11);
     t_make(&out, rtotal, r, 12);
-    c = (coll_t){.buf = a.b.ptr, .out = out.b.ptr, .n = n, .counts = sc, .displs = sd,
-                 .rcounts = rc, .rdispls = rd};
+    c = (coll_t){.buf = a.b.ptr,
+                 .out = out.b.ptr,
+                 .n = n,
+                 .counts = sc,
+                 .displs = sd,
+                 .rcounts = rc,
+                 .rdispls = rd};
     run(w_alltoallv, &c, "alltoallv");
     e = calloc((size_t)rtotal + 1, sizeof(float));
     for (int k = 0; k < p; k++) {
@@ -421,8 +426,10 @@ static void check_send_recv(int n)
     } else {
         q = irecv(&t, peer, 7);
         test_loop(&q, &st);
-        MT_CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 7, "recv: status source %d tag %d, "
-                 "expected %d and 7", st.MPI_SOURCE, st.MPI_TAG, peer);
+        MT_CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 7,
+                 "recv: status source %d tag %d, "
+                 "expected %d and 7",
+                 st.MPI_SOURCE, st.MPI_TAG, peer);
         for (int i = 0; i < n; i++) {
             e[i] = value(peer, i, 13);
         }

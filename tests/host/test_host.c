@@ -31,15 +31,15 @@
 
 static int rank, size, failures;
 
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            if (failures++ < 10) {                                                             \
-                fprintf(stderr, "rank %d: ", rank);                                            \
-                fprintf(stderr, __VA_ARGS__);                                                  \
-                fprintf(stderr, "\n");                                                         \
-            }                                                                                  \
-        }                                                                                      \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (failures++ < 10) {                                                                 \
+                fprintf(stderr, "rank %d: ", rank);                                                \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fprintf(stderr, "\n");                                                             \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static int32_t gen(int r, size_t i)
@@ -378,7 +378,8 @@ static void mode_stall(int victim, long at, int sig)
 {
     for (long it = 0;; it++) {
         if (rank == victim && it == at) {
-            fprintf(stderr, "rank %d: %s at iteration %ld\n", rank, sig == SIGKILL ? "killed" : "stopping", it);
+            fprintf(stderr, "rank %d: %s at iteration %ld\n", rank,
+                    sig == SIGKILL ? "killed" : "stopping", it);
             raise(sig);
         }
         long v = 1, s;
@@ -417,7 +418,8 @@ static void mode_late(int victim, double seconds)
             MPI_Allgather(in, N, MPI_INT, out, N, MPI_INT, MPI_COMM_WORLD);
             for (int r = 0; r < size; r++) {
                 for (int i = 0; i < N; i++) {
-                    CHECK(out[r * N + i] == r * 1000003 + i + step, "late allgather [%d][%d]", r, i);
+                    CHECK(out[r * N + i] == r * 1000003 + i + step, "late allgather [%d][%d]", r,
+                          i);
                 }
             }
         } else {
@@ -504,7 +506,8 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "kill") == 0) {
         mode_stall(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atol(argv[3]) : 1000, SIGKILL);
     } else {
-        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|auto|mixed|stall [R N]|kill [R N]|late [R S]|volume [N COUNT]|run [S]|alltoall [S]\n");
+        fprintf(stderr, "usage: test_host edges|loop [N]|twocomms|thread|int8|auto|mixed|stall [R "
+                        "N]|kill [R N]|late [R S]|volume [N COUNT]|run [S]|alltoall [S]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all;

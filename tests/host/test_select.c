@@ -148,7 +148,8 @@ int main(void)
     expect("off: alltoall 8 B", picoll_select_alltoall(&cfg, 2, 8, 0), PICOLL_ALG_FALLBACK);
 
     picoll_config_load(&cfg, env_on);
-    expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0), PICOLL_ALLREDUCE_ONESHOT);
+    expect("on: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 0),
+           PICOLL_ALLREDUCE_ONESHOT);
     expect("on: allreduce 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536, 0),
            PICOLL_ALLREDUCE_ONESHOT);
     expect("on: allreduce 64 KiB + 1", picoll_select_allreduce(&cfg, slot, 2, 65537, 0),
@@ -169,12 +170,14 @@ int main(void)
      * where the node can */
     char *env_auto[] = {"PICOLL_HOST=auto", NULL};
     picoll_config_load(&cfg, env_auto);
-    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 1), PICOLL_ALLREDUCE_ONESHOT);
+    expect("auto: allreduce 8 B", picoll_select_allreduce(&cfg, slot, 2, 8, 1),
+           PICOLL_ALLREDUCE_ONESHOT);
     expect("auto: allreduce 1 MiB", picoll_select_allreduce(&cfg, slot, 2, 1u << 20, 1),
            PICOLL_ALLREDUCE_TWOSHOT);
     expect("auto: allreduce 16 MiB, capable", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
            PICOLL_ALLREDUCE_TWOSHOT);
-    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1), PICOLL_ALLGATHER_SHM);
+    expect("auto: allgather 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 1),
+           PICOLL_ALLGATHER_SHM);
     /* allgather while ranks x block <= PICOLL_HOST_AUTO_MAX (16k), alltoall while ranks^2 x block
      * <= it; the MPI beyond (and "on" keeps its own path at every size) */
     expect("auto: allgather 2 x 8 KiB", picoll_select_allgather(&cfg, 2, 8192, 0),
@@ -206,7 +209,6 @@ int main(void)
     picoll_config_load(&cfg, env_auto);
     expect("auto: alltoall 0 B", picoll_select_alltoall(&cfg, 2, 0, 1), PICOLL_ALG_FALLBACK);
 
-
     /* single copy where the node can (cma = 1), from PICOLL_CMA_MIN, in either mode; the
      * workspace below it or without the capability; never with PICOLL_HOST=off */
     char *env_cma_on[] = {"PICOLL_HOST=on", "PICOLL_CMA_MIN=64k", NULL};
@@ -225,7 +227,8 @@ int main(void)
     /* PICOLL_CMA_MIN is for allgather and alltoall only */
     expect("cma on: allreduce 16 MiB", picoll_select_allreduce(&cfg, slot, 2, 16u << 20, 1),
            PICOLL_ALLREDUCE_TWOSHOT);
-    char *env_cma_auto[] = {"PICOLL_HOST=auto", "PICOLL_HOST_AUTO_MAX=1G", "PICOLL_CMA_MIN=64k", NULL};
+    char *env_cma_auto[] = {"PICOLL_HOST=auto", "PICOLL_HOST_AUTO_MAX=1G", "PICOLL_CMA_MIN=64k",
+                            NULL};
     picoll_config_load(&cfg, env_cma_auto);
     expect("cma auto: allgather 32 KiB", picoll_select_allgather(&cfg, 2, 32768, 1),
            PICOLL_ALLGATHER_SHM);
@@ -259,7 +262,8 @@ int main(void)
            PICOLL_ALLREDUCE_ONESHOT);
     expect("allreduce cma from 1 B: 64 KiB", picoll_select_allreduce(&cfg, slot, 2, 65536, 1),
            PICOLL_ALLREDUCE_CMA);
-    char *env_cma_off[] = {"PICOLL_HOST=off", "PICOLL_CMA_MIN=1", "PICOLL_ALLREDUCE_CMA_MIN=1", NULL};
+    char *env_cma_off[] = {"PICOLL_HOST=off", "PICOLL_CMA_MIN=1", "PICOLL_ALLREDUCE_CMA_MIN=1",
+                           NULL};
     picoll_config_load(&cfg, env_cma_off);
     expect("host off: allgather 64 KiB, capable", picoll_select_allgather(&cfg, 2, 65536, 1),
            PICOLL_ALG_FALLBACK);
@@ -284,8 +288,8 @@ int main(void)
            PICOLL_ALLREDUCE_HIER_ONESHOT);
     expect("net: allreduce 16 KiB, uneven nodes",
            picoll_select_hier_allreduce(&cfg, &uneven, 16384, 4096), PICOLL_ALLREDUCE_HIER_RD);
-    expect("net: allreduce rail block 4 KiB", picoll_select_hier_allreduce(&cfg, &three, 1 << 20, 4096),
-           PICOLL_ALLREDUCE_HIER_RD);
+    expect("net: allreduce rail block 4 KiB",
+           picoll_select_hier_allreduce(&cfg, &three, 1 << 20, 4096), PICOLL_ALLREDUCE_HIER_RD);
     expect("net: allreduce rail block 4 KiB + 1",
            picoll_select_hier_allreduce(&cfg, &three, 1 << 20, 4097), PICOLL_ALLREDUCE_HIER_RING);
     expect("net: allreduce rail block 4 KiB + 1, two nodes",
@@ -317,22 +321,25 @@ int main(void)
            PICOLL_ALG_FALLBACK);
     check_netmodel(slot);
 
-
     /* the device executor: the topology tables by reach (defaults: nvlink one-shot 256k, two-shot
      * 10M; hcm 256k; pcie one-shot 64k; ipc 1G nvlink, 1M pcie), a one-shot larger than a
      * workspace buffer runs two-shot */
     picoll_config_load(&cfg, env_off);
     size_t dslot = 128u << 10;
-    expect("cuda nvlink 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 0),
+    expect("cuda nvlink 8 B",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda nvlink 200 KiB > buffer",
            picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 200u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 1 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 20, 0),
+    expect("cuda nvlink 1 MiB",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 20, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 11 MiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 0),
+    expect("cuda nvlink 11 MiB",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda hcm 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 65536, 0),
+    expect("cuda hcm 64 KiB",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB > buffer",
            picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 256u << 10, 0),
@@ -340,11 +347,14 @@ int main(void)
     expect("cuda hcm 256 KiB + 1",
            picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda pcie 64 KiB", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65536, 0),
+    expect("cuda pcie 64 KiB",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
-    expect("cuda pcie 64 KiB + 1", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 0),
+    expect("cuda pcie 64 KiB + 1",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda none 8 B", picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 2, 8, 0),
+    expect("cuda none 8 B",
+           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 2, 8, 0),
            PICOLL_ALG_FALLBACK);
     expect("cuda allgather pcie 4 x 256 KiB",
            picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, 256u << 10),
@@ -391,9 +401,10 @@ int main(void)
     expect("cuda reduce nvlink 10 MiB + 1 staged",
            picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1, 1),
            PICOLL_DEVICE_ONLY_CUDA);
-    expect("cuda reduce hcm 8 B staged", picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_HCM, 8, 1),
-           PICOLL_ALG_FALLBACK);
-    expect("cuda bcast pcie 1 MiB", picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_PCIE, 1u << 20),
+    expect("cuda reduce hcm 8 B staged",
+           picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_HCM, 8, 1), PICOLL_ALG_FALLBACK);
+    expect("cuda bcast pcie 1 MiB",
+           picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_PCIE, 1u << 20),
            PICOLL_DEVICE_ONLY_CUDA);
     expect("cuda bcast pcie 1 MiB + 1",
            picoll_select_cuda_bcast(&cfg, PICOLL_TOPO_REACH_PCIE, (1u << 20) + 1),

@@ -30,8 +30,7 @@ static int call(const bad_case_t *c, MPI_Comm comm)
     void *recv = c->recv_in_place ? MPI_IN_PLACE : rbuf;
     const void *send = c->send_in_place ? MPI_IN_PLACE : c->sendbuf_is_recvbuf ? rbuf : sbuf;
     switch (c->coll) {
-    case ALLREDUCE:
-        return MPI_Allreduce(send, recv, c->count, c->type, c->op, cm);
+    case ALLREDUCE: return MPI_Allreduce(send, recv, c->count, c->type, c->op, cm);
     case ALLGATHER:
         return MPI_Allgather(send, c->sendcount, c->sendtype, recv, c->count, c->type, cm);
     case ALLTOALL:
@@ -100,29 +99,51 @@ int main(int argc, char **argv)
 
     const bad_case_t cases[] = {
         /* what                                           coll  must sbr sip rip count scount type sendtype op null */
-        {"MPI_Allreduce on MPI_COMM_NULL", ALLREDUCE, 1, 0, 0, 0, 4, 0, MPI_INT, MPI_INT, MPI_SUM, 1},
+        {"MPI_Allreduce on MPI_COMM_NULL", ALLREDUCE, 1, 0, 0, 0, 4, 0, MPI_INT, MPI_INT, MPI_SUM,
+         1},
         {"MPI_Allreduce count -1", ALLREDUCE, 1, 0, 0, 0, -1, 0, MPI_INT, MPI_INT, MPI_SUM, 0},
-        {"MPI_Allreduce MPI_DATATYPE_NULL", ALLREDUCE, 1, 0, 0, 0, 4, 0, MPI_DATATYPE_NULL, MPI_INT, MPI_SUM, 0},
-        {"MPI_Allreduce MPI_OP_NULL", ALLREDUCE, 1, 0, 0, 0, 4, 0, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Allreduce recvbuf MPI_IN_PLACE", ALLREDUCE, 0, 0, 0, 1, 4, 0, MPI_INT, MPI_INT, MPI_SUM, 0},
-        {"MPI_Allreduce sendbuf == recvbuf (not MPI_IN_PLACE)", ALLREDUCE, 0, 1, 0, 0, 4, 0, MPI_INT, MPI_INT, MPI_SUM, 0},
-        {"MPI_Allreduce MPI_MAX on MPI_C_DOUBLE_COMPLEX", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_C_DOUBLE_COMPLEX, MPI_INT, MPI_MAX, 0},
-        {"MPI_Allreduce MPI_BAND on MPI_FLOAT", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_FLOAT, MPI_INT, MPI_BAND, 0},
-        {"MPI_Allreduce MPI_SUM on MPI_C_BOOL", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_C_BOOL, MPI_INT, MPI_SUM, 0},
-        {"MPI_Allreduce MPI_LAND on MPI_AINT", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_AINT, MPI_INT, MPI_LAND, 0},
-        {"MPI_Allreduce MPI_SUM on MPI_BYTE", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_BYTE, MPI_INT, MPI_SUM, 0},
-        {"MPI_Allgather on MPI_COMM_NULL", ALLGATHER, 1, 0, 0, 0, 4, 4, MPI_INT, MPI_INT, MPI_OP_NULL, 1},
-        {"MPI_Allgather recvcount -1", ALLGATHER, 1, 0, 0, 0, -1, 4, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Allgather sendcount -1", ALLGATHER, 1, 0, 0, 0, 4, -1, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Allgather recvtype MPI_DATATYPE_NULL", ALLGATHER, 1, 0, 0, 0, 4, 4, MPI_DATATYPE_NULL, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Allgather sendtype MPI_DATATYPE_NULL", ALLGATHER, 1, 0, 0, 0, 4, 4, MPI_INT, MPI_DATATYPE_NULL, MPI_OP_NULL, 0},
-        {"MPI_Allgather recvbuf MPI_IN_PLACE", ALLGATHER, 0, 0, 0, 1, 4, 4, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Alltoall on MPI_COMM_NULL", ALLTOALL, 1, 0, 0, 0, 4, 4, MPI_INT, MPI_INT, MPI_OP_NULL, 1},
-        {"MPI_Alltoall recvcount -1", ALLTOALL, 1, 0, 0, 0, -1, 4, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Alltoall sendcount -1", ALLTOALL, 1, 0, 0, 0, 4, -1, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Alltoall recvtype MPI_DATATYPE_NULL", ALLTOALL, 1, 0, 0, 0, 4, 4, MPI_DATATYPE_NULL, MPI_INT, MPI_OP_NULL, 0},
-        {"MPI_Alltoall sendtype MPI_DATATYPE_NULL", ALLTOALL, 1, 0, 0, 0, 4, 4, MPI_INT, MPI_DATATYPE_NULL, MPI_OP_NULL, 0},
-        {"MPI_Alltoall recvbuf MPI_IN_PLACE", ALLTOALL, 0, 0, 0, 1, 4, 4, MPI_INT, MPI_INT, MPI_OP_NULL, 0},
+        {"MPI_Allreduce MPI_DATATYPE_NULL", ALLREDUCE, 1, 0, 0, 0, 4, 0, MPI_DATATYPE_NULL, MPI_INT,
+         MPI_SUM, 0},
+        {"MPI_Allreduce MPI_OP_NULL", ALLREDUCE, 1, 0, 0, 0, 4, 0, MPI_INT, MPI_INT, MPI_OP_NULL,
+         0},
+        {"MPI_Allreduce recvbuf MPI_IN_PLACE", ALLREDUCE, 0, 0, 0, 1, 4, 0, MPI_INT, MPI_INT,
+         MPI_SUM, 0},
+        {"MPI_Allreduce sendbuf == recvbuf (not MPI_IN_PLACE)", ALLREDUCE, 0, 1, 0, 0, 4, 0,
+         MPI_INT, MPI_INT, MPI_SUM, 0},
+        {"MPI_Allreduce MPI_MAX on MPI_C_DOUBLE_COMPLEX", ALLREDUCE, 0, 0, 0, 0, 4, 0,
+         MPI_C_DOUBLE_COMPLEX, MPI_INT, MPI_MAX, 0},
+        {"MPI_Allreduce MPI_BAND on MPI_FLOAT", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_FLOAT, MPI_INT,
+         MPI_BAND, 0},
+        {"MPI_Allreduce MPI_SUM on MPI_C_BOOL", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_C_BOOL, MPI_INT,
+         MPI_SUM, 0},
+        {"MPI_Allreduce MPI_LAND on MPI_AINT", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_AINT, MPI_INT,
+         MPI_LAND, 0},
+        {"MPI_Allreduce MPI_SUM on MPI_BYTE", ALLREDUCE, 0, 0, 0, 0, 4, 0, MPI_BYTE, MPI_INT,
+         MPI_SUM, 0},
+        {"MPI_Allgather on MPI_COMM_NULL", ALLGATHER, 1, 0, 0, 0, 4, 4, MPI_INT, MPI_INT,
+         MPI_OP_NULL, 1},
+        {"MPI_Allgather recvcount -1", ALLGATHER, 1, 0, 0, 0, -1, 4, MPI_INT, MPI_INT, MPI_OP_NULL,
+         0},
+        {"MPI_Allgather sendcount -1", ALLGATHER, 1, 0, 0, 0, 4, -1, MPI_INT, MPI_INT, MPI_OP_NULL,
+         0},
+        {"MPI_Allgather recvtype MPI_DATATYPE_NULL", ALLGATHER, 1, 0, 0, 0, 4, 4, MPI_DATATYPE_NULL,
+         MPI_INT, MPI_OP_NULL, 0},
+        {"MPI_Allgather sendtype MPI_DATATYPE_NULL", ALLGATHER, 1, 0, 0, 0, 4, 4, MPI_INT,
+         MPI_DATATYPE_NULL, MPI_OP_NULL, 0},
+        {"MPI_Allgather recvbuf MPI_IN_PLACE", ALLGATHER, 0, 0, 0, 1, 4, 4, MPI_INT, MPI_INT,
+         MPI_OP_NULL, 0},
+        {"MPI_Alltoall on MPI_COMM_NULL", ALLTOALL, 1, 0, 0, 0, 4, 4, MPI_INT, MPI_INT, MPI_OP_NULL,
+         1},
+        {"MPI_Alltoall recvcount -1", ALLTOALL, 1, 0, 0, 0, -1, 4, MPI_INT, MPI_INT, MPI_OP_NULL,
+         0},
+        {"MPI_Alltoall sendcount -1", ALLTOALL, 1, 0, 0, 0, 4, -1, MPI_INT, MPI_INT, MPI_OP_NULL,
+         0},
+        {"MPI_Alltoall recvtype MPI_DATATYPE_NULL", ALLTOALL, 1, 0, 0, 0, 4, 4, MPI_DATATYPE_NULL,
+         MPI_INT, MPI_OP_NULL, 0},
+        {"MPI_Alltoall sendtype MPI_DATATYPE_NULL", ALLTOALL, 1, 0, 0, 0, 4, 4, MPI_INT,
+         MPI_DATATYPE_NULL, MPI_OP_NULL, 0},
+        {"MPI_Alltoall recvbuf MPI_IN_PLACE", ALLTOALL, 0, 0, 0, 1, 4, 4, MPI_INT, MPI_INT,
+         MPI_OP_NULL, 0},
     };
     const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     const char *only = mt_option(argc, argv, "--only", NULL); /* one case, for investigating */
@@ -155,9 +176,9 @@ int main(int argc, char **argv)
         }
         /* MPICH 5.0 from pip takes a negative count in MPI_Allreduce, or trips an assertion in
          * it, and asserts on MPI_DATATYPE_NULL (an abort without picoll too) */
-        if (mpich >= 50000 && ((cases[i].coll == ALLREDUCE && cases[i].count < 0) ||
-                               cases[i].type == MPI_DATATYPE_NULL ||
-                               cases[i].sendtype == MPI_DATATYPE_NULL)) {
+        if (mpich >= 50000 &&
+            ((cases[i].coll == ALLREDUCE && cases[i].count < 0) ||
+             cases[i].type == MPI_DATATYPE_NULL || cases[i].sendtype == MPI_DATATYPE_NULL)) {
             if (mt_rank == 0) {
                 printf("  %-55s skipped: aborts MPICH 5 itself\n", cases[i].what);
             }

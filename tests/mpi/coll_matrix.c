@@ -69,12 +69,23 @@ typedef enum { FK_FLOAT, FK_DOUBLE, FK_LDOUBLE, FK_HALF } fkind_t;
 #define HAVE_FLOAT16 1
 #endif
 typedef enum {
-    OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_LAND, OP_LOR, OP_LXOR, OP_BAND, OP_BOR, OP_BXOR,
-    OP_MAXLOC, OP_MINLOC, OP_COUNT
+    OP_SUM,
+    OP_PROD,
+    OP_MAX,
+    OP_MIN,
+    OP_LAND,
+    OP_LOR,
+    OP_LXOR,
+    OP_BAND,
+    OP_BOR,
+    OP_BXOR,
+    OP_MAXLOC,
+    OP_MINLOC,
+    OP_COUNT
 } op_t;
 
-static const char *const op_names[OP_COUNT] = {"SUM",  "PROD", "MAX",  "MIN",  "LAND",   "LOR",
-                                               "LXOR", "BAND", "BOR",  "BXOR", "MAXLOC", "MINLOC"};
+static const char *const op_names[OP_COUNT] = {"SUM",  "PROD", "MAX", "MIN",  "LAND",   "LOR",
+                                               "LXOR", "BAND", "BOR", "BXOR", "MAXLOC", "MINLOC"};
 static MPI_Op op_handle(op_t op)
 {
     switch (op) {
@@ -105,10 +116,19 @@ typedef struct {
     int big;       /* part of the big-count subset */
 } type_t;
 
-typedef struct { int v; int i; } pair_int_t;
-typedef struct { double v; int i; } pair_double_t;
+typedef struct {
+    int v;
+    int i;
+} pair_int_t;
+typedef struct {
+    double v;
+    int i;
+} pair_double_t;
 
-#define INT_T(n, h, T, s, nl, big) {n, h, K_INT, sizeof(T), s, nl, FK_FLOAT, big}
+#define INT_T(n, h, T, s, nl, big)                                                                 \
+    {                                                                                              \
+        n, h, K_INT, sizeof(T), s, nl, FK_FLOAT, big                                               \
+    }
 static type_t types[] = {
     INT_T("MPI_INT8_T", MPI_INT8_T, int8_t, 1, 0, 1),
     INT_T("MPI_UINT8_T", MPI_UINT8_T, uint8_t, 0, 0, 0),
@@ -253,8 +273,7 @@ static uint64_t gen_int(const type_t *t, op_t op, uint64_t r, uint64_t r2)
         }
     case OP_MAX:
     case OP_MIN:
-    case OP_BXOR:
-        return r;
+    case OP_BXOR: return r;
     case OP_BAND: return r | r2;
     case OP_BOR: return r & r2;
     case OP_LAND: return (r & 7) != 0 ? nonzero(t, r2) : 0;
@@ -269,10 +288,8 @@ static uint64_t combine_int(const type_t *t, op_t op, uint64_t a, uint64_t b)
     switch (op) {
     case OP_SUM: return a + b;
     case OP_PROD: return a * b;
-    case OP_MAX:
-        return t->is_signed ? ((int64_t)a > (int64_t)b ? a : b) : (a > b ? a : b);
-    case OP_MIN:
-        return t->is_signed ? ((int64_t)a < (int64_t)b ? a : b) : (a < b ? a : b);
+    case OP_MAX: return t->is_signed ? ((int64_t)a > (int64_t)b ? a : b) : (a > b ? a : b);
+    case OP_MIN: return t->is_signed ? ((int64_t)a < (int64_t)b ? a : b) : (a < b ? a : b);
     case OP_LAND: return (a != 0) && (b != 0);
     case OP_LOR: return (a != 0) || (b != 0);
     case OP_LXOR: return (a != 0) != (b != 0);
@@ -322,8 +339,10 @@ static long double load_real(const void *p, fkind_t fk)
 
 static size_t real_size(fkind_t fk)
 {
-    return fk == FK_FLOAT ? sizeof(float) : fk == FK_DOUBLE ? sizeof(double) :
-           fk == FK_HALF ? 2 : sizeof(long double);
+    return fk == FK_FLOAT    ? sizeof(float)
+           : fk == FK_DOUBLE ? sizeof(double)
+           : fk == FK_HALF   ? 2
+                             : sizeof(long double);
 }
 
 /* complex inputs as Gaussian integers */
@@ -349,15 +368,11 @@ static void gen_elem(const type_t *t, op_t op, uint64_t seed, int rank, size_t i
     uint64_t r2 = (r ^ (r >> 29)) * 0xbf58476d1ce4e5b9ull;
     switch (t->kind) {
     case K_INT:
-    case K_BYTE:
-        store_int(p, t, gen_int(t, op, r, r2));
-        break;
+    case K_BYTE: store_int(p, t, gen_int(t, op, r, r2)); break;
     case K_BOOL:
         *(_Bool *)p = op == OP_LAND ? (r & 7) != 0 : op == OP_LOR ? (r & 7) == 0 : (r & 1);
         break;
-    case K_FLOAT:
-        store_real(p, t->fk, gen_real(op, r));
-        break;
+    case K_FLOAT: store_real(p, t->fk, gen_real(op, r)); break;
     case K_COMPLEX: {
         long long re, im;
         gen_gauss(op, r, &re, &im);
@@ -382,8 +397,13 @@ static void gen_elem(const type_t *t, op_t op, uint64_t seed, int rank, size_t i
 typedef union {
     uint64_t u;
     long double f;
-    struct { long long re, im; } c;
-    struct { long double v; int i; } pair;
+    struct {
+        long long re, im;
+    } c;
+    struct {
+        long double v;
+        int i;
+    } pair;
 } acc_t;
 
 static void acc_add(const type_t *t, op_t op, acc_t *acc, const void *elem, int first)
@@ -498,7 +518,8 @@ static int acc_matches(const type_t *t, const acc_t *acc, const void *got, char 
         return ok;
     }
     case K_COMPLEX: {
-        long double gre = load_real(got, t->fk), gim = load_real((const char *)got + real_size(t->fk), t->fk);
+        long double gre = load_real(got, t->fk),
+                    gim = load_real((const char *)got + real_size(t->fk), t->fk);
         /* by value: the parts are exact integers, but the sign of a zero part of a product
          * depends on how the partial products were grouped ((0-2i)(0-2i) has imaginary part
          * (+0)(-2) + (-2)(+0) = -0, while multiplying the four factors one by one gives +0) */
@@ -571,7 +592,7 @@ typedef struct {
     const char *name;
     MPI_Comm comm;
     int rank, size;
-    int used; /* a collective with data was run on it */
+    int used;      /* a collective with data was run on it */
     uint64_t bits; /* the hashes of its allreduce results so far (check_same_bits) */
     long nbits;
 } comm_t;
@@ -697,8 +718,8 @@ static uint64_t result_hash(const type_t *t, const unsigned char *buf, size_t co
             }
         }
         if (t->kind == K_PAIR) { /* and the index */
-            int idx = t->fk == FK_DOUBLE ? ((const pair_double_t *)e)->i
-                                         : ((const pair_int_t *)e)->i;
+            int idx =
+                t->fk == FK_DOUBLE ? ((const pair_double_t *)e)->i : ((const pair_int_t *)e)->i;
             h = mt_hash(h ^ (uint64_t)(unsigned)idx);
         }
     }
@@ -739,8 +760,9 @@ static void check_same_bits(const type_t *t, op_t op, size_t count, int inplace,
     }
     MT_CHECK(same_bits_agree(h, c),
              "MPI_Allreduce %s %s count %zu%s on %s (size %d, path %s): the ranks' results "
-             "differ in their bits", t->name, op_names[op], count, inplace ? " in place" : "",
-             c->name, c->size, path ? path : "(none)");
+             "differ in their bits",
+             t->name, op_names[op], count, inplace ? " in place" : "", c->name, c->size,
+             path ? path : "(none)");
 }
 
 static void same_bits_flush(void)
@@ -750,8 +772,8 @@ static void same_bits_flush(void)
         if (c->nbits > 0) {
             MT_CHECK(same_bits_agree(c->bits, c),
                      "MPI_Allreduce on %s (size %d): the ranks' results of its %ld allreduces "
-                     "differ in their bits (--bits-each names the call)", c->name, c->size,
-                     c->nbits);
+                     "differ in their bits (--bits-each names the call)",
+                     c->name, c->size, c->nbits);
         }
         c->bits = 0;
         c->nbits = 0;
@@ -771,8 +793,8 @@ static void char_same_path(const type_t *t, op_t op, size_t count, comm_t *c)
                   op_handle(op), c->comm);
     want = mt_picoll.last_algorithm();
     MT_CHECK(got != NULL && want != NULL && strcmp(got, want) == 0,
-             "MPI_Allreduce %s %s count %zu on %s: path %s, but %s on the same call as %s",
-             t->name, op_names[op], count, c->name, got ? got : "(none)", want ? want : "(none)",
+             "MPI_Allreduce %s %s count %zu on %s: path %s, but %s on the same call as %s", t->name,
+             op_names[op], count, c->name, got ? got : "(none)", want ? want : "(none)",
              CHAR_MIN < 0 ? "MPI_SIGNED_CHAR" : "MPI_UNSIGNED_CHAR");
 }
 
@@ -868,8 +890,9 @@ static void run_allreduce(const type_t *t, op_t op, size_t count, int inplace, c
     }
     if (bad) {
         mt_fail("MPI_Allreduce %s %s count %zu%s on %s (size %d): %zu wrong elements, first [%zu] "
-                "expected %s", t->name, op_names[op], count, inplace ? " in place" : "", c->name,
-                c->size, bad, first_bad, first_want);
+                "expected %s",
+                t->name, op_names[op], count, inplace ? " in place" : "", c->name, c->size, bad,
+                first_bad, first_want);
     }
     if (!guard_ok(recvbuf, bytes)) {
         mt_fail("MPI_Allreduce %s %s count %zu%s on %s: wrote past the end of recvbuf", t->name,
@@ -1027,8 +1050,7 @@ static void check_path(const char *coll, const char *call, const btype_t *b, siz
     got = mt_picoll.last_algorithm();
     MT_CHECK(path_matches(got, want),
              "%s %s count %zu (%zu-byte blocks)%s on %s: path %s, expected %s", call, b->name,
-             count, block, inplace ? " in place" : "",
-             c->name, got ? got : "(none)", want);
+             count, block, inplace ? " in place" : "", c->name, got ? got : "(none)", want);
 }
 
 /* The same for the allreduce just made: every predefined type and op but the pair ones, which
@@ -1106,7 +1128,8 @@ static void run_alltoall(const btype_t *b, size_t count, int inplace, comm_t *c)
         gen_block(b, seed, c->rank, d, block, mine + (size_t)d * block);
     }
     if (inplace) {
-        rc = MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, (int)count, b->recv, c->comm);
+        rc =
+            MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, (int)count, b->recv, c->comm);
     } else {
         memset(sendbuf + total, GUARD_BYTE, GUARD);
         rc = MPI_Alltoall(sendbuf, (int)scount, b->send, recvbuf, (int)count, b->recv, c->comm);
@@ -1291,7 +1314,8 @@ int main(int argc, char **argv)
                 continue;
             }
             ids[ci] = info.id;
-            MT_CHECK(info.enabled == 1, "%s: context not enabled (%s)", comms[ci].name, info.reason);
+            MT_CHECK(info.enabled == 1, "%s: context not enabled (%s)", comms[ci].name,
+                     info.reason);
             MT_CHECK(info.size == comms[ci].size, "%s: context size %d, communicator size %d",
                      comms[ci].name, info.size, comms[ci].size);
             for (int o = 0; o < ci; o++) {
@@ -1305,10 +1329,12 @@ int main(int argc, char **argv)
     if (mt_rank == 0) {
         printf("coll_matrix: %llu calls in %.1f s\n", ncalls, MPI_Wtime() - t0);
         if (known_bug_hits > 0) {
-            printf("coll_matrix: note: %ld results wrong in the underlying MPI itself (known bug of "
-                   "this MPI, MIN/MAX signedness) were %s\n", known_bug_hits,
-                   mt_picoll.found ? "passed through unchanged, as the bypassed MPI gives them"
-                                   : "accepted: no picoll in this run");
+            printf(
+                "coll_matrix: note: %ld results wrong in the underlying MPI itself (known bug of "
+                "this MPI, MIN/MAX signedness) were %s\n",
+                known_bug_hits,
+                mt_picoll.found ? "passed through unchanged, as the bypassed MPI gives them"
+                                : "accepted: no picoll in this run");
         }
     }
     for (int ci = 0; ci < ncomms; ci++) {

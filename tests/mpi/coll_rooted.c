@@ -122,8 +122,10 @@ static void allgatherv(int n, int inplace)
             MT_CHECK(r[displs[k] + i] == val(k, i), "allgatherv n=%d%s: block %d [%d] = %d", n,
                      inplace ? " in place" : "", k, i, r[displs[k] + i]);
         }
-        MT_CHECK(r[displs[k] + counts[k]] == SENTINEL, "allgatherv n=%d: the gap after block %d "
-                 "was written", n, k);
+        MT_CHECK(r[displs[k] + counts[k]] == SENTINEL,
+                 "allgatherv n=%d: the gap after block %d "
+                 "was written",
+                 n, k);
     }
     free(s), free(r), free(counts), free(displs);
 }
@@ -152,8 +154,10 @@ static void alltoallv(int n, int inplace)
             MT_CHECK(r[displs[j] + i] == e, "alltoallv n=%d%s: from %d [%d] = %d, expected %d", n,
                      inplace ? " in place" : "", j, i, r[displs[j] + i], e);
         }
-        MT_CHECK(r[displs[j] + counts[j]] == SENTINEL, "alltoallv n=%d: the gap after block %d "
-                 "was written", n, j);
+        MT_CHECK(r[displs[j] + counts[j]] == SENTINEL,
+                 "alltoallv n=%d: the gap after block %d "
+                 "was written",
+                 n, j);
     }
     free(s), free(r), free(counts), free(displs);
 }
@@ -220,7 +224,7 @@ int main(int argc, char **argv)
     mt_load_picoll(mt_flag(argc, argv, "--expect-picoll"));
     for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         int n = counts[c];
-        for (int root = 0; root < mt_size; root += mt_size > 1 ? mt_size - 1 : 1) {
+        for (int root = 0; root<mt_size; root += mt_size> 1 ? mt_size - 1 : 1) {
             bcast(n, root);
             for (int inplace = 0; inplace < 2; inplace++) {
                 if (!inplace || !mt_reduce_in_place_broken(root, (size_t)n * sizeof(int))) {

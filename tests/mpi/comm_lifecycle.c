@@ -43,8 +43,10 @@ static void first_use(MPI_Comm comm, const char *name, int salt)
     MPI_Comm_size(comm, &size);
     if (mt_picoll.found) {
         int rc = mt_picoll.comm_query(comm, &info);
-        MT_CHECK(rc != MPI_SUCCESS, "%s: a context (id %lu, size %d) exists before any collective "
-                 "on it", name, info.id, info.size);
+        MT_CHECK(rc != MPI_SUCCESS,
+                 "%s: a context (id %lu, size %d) exists before any collective "
+                 "on it",
+                 name, info.id, info.size);
     }
     allreduce_check(comm, name, salt);
     if (!mt_picoll.found) {
@@ -59,8 +61,10 @@ static void first_use(MPI_Comm comm, const char *name, int salt)
     MT_CHECK(info.size == size, "%s: context size %d, communicator size %d (stale context?)", name,
              info.size, size);
     for (int i = 0; i < nseen; i++) {
-        MT_CHECK(seen[i] != info.id, "%s: context id %lu was already used by an earlier "
-                 "communicator (stale context)", name, info.id);
+        MT_CHECK(seen[i] != info.id,
+                 "%s: context id %lu was already used by an earlier "
+                 "communicator (stale context)",
+                 name, info.id);
     }
     if (nseen < MAX_IDS) {
         seen[nseen++] = info.id;
@@ -69,8 +73,10 @@ static void first_use(MPI_Comm comm, const char *name, int salt)
     allreduce_check(comm, name, salt + 1);
     picoll_comm_info_t again;
     rc = mt_picoll.comm_query(comm, &again);
-    MT_CHECK(rc == MPI_SUCCESS && again.id == info.id, "%s: context changed between two "
-             "collectives (%lu then %lu)", name, info.id, again.id);
+    MT_CHECK(rc == MPI_SUCCESS && again.id == info.id,
+             "%s: context changed between two "
+             "collectives (%lu then %lu)",
+             name, info.id, again.id);
 }
 
 static int reused(MPI_Comm c)

@@ -19,8 +19,8 @@ int mt_load_picoll(int expect)
     *(void **)&mt_picoll.set_bypass = dlsym(RTLD_DEFAULT, "picoll_set_bypass");
     *(void **)&mt_picoll.comm_query = dlsym(RTLD_DEFAULT, "picoll_comm_query");
     *(void **)&mt_picoll.last_algorithm = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
-    mt_picoll.found = mt_picoll.version && mt_picoll.active && mt_picoll.set_bypass &&
-                      mt_picoll.comm_query;
+    mt_picoll.found =
+        mt_picoll.version && mt_picoll.active && mt_picoll.set_bypass && mt_picoll.comm_query;
     if (expect && !mt_picoll.found) {
         mt_fail("picoll expected but its API is missing from the process (is libpicoll.so in "
                 "LD_PRELOAD?): version %p active %p set_bypass %p comm_query %p",
@@ -71,8 +71,8 @@ int mt_mpich_version(void)
     int len = 0, major = 0, minor = 0, patch = 0;
     MPI_Get_library_version(v, &len);
     const char *at = strstr(v, "MPICH Version:");
-    if (at == NULL || sscanf(at + strlen("MPICH Version:"), " %d.%d.%d", &major, &minor,
-                             &patch) < 2) {
+    if (at == NULL ||
+        sscanf(at + strlen("MPICH Version:"), " %d.%d.%d", &major, &minor, &patch) < 2) {
         return 0;
     }
     return major * 10000 + minor * 100 + patch;

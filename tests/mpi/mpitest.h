@@ -31,11 +31,11 @@ int mt_load_picoll(int expect);
 
 /* One line per failure (the first 20 on each rank), counted for mt_finish. */
 void mt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define MT_CHECK(cond, ...)                                                    \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            mt_fail(__VA_ARGS__);                                              \
-        }                                                                      \
+#define MT_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            mt_fail(__VA_ARGS__);                                                                  \
+        }                                                                                          \
     } while (0)
 
 /* Sums the failures over MPI_COMM_WORLD (through PMPI, out of picoll's way), prints the verdict

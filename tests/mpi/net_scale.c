@@ -270,7 +270,8 @@ int main(int argc, char **argv)
                        time_calls(c, 1, 65536, reps, size)};
         if (rank == 0) {
             printf("net_scale: time allreduce 8 %.1f 64k %.1f 1m %.1f allgather 8 %.1f 64k %.1f "
-                   "us\n", t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6);
+                   "us\n",
+                   t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6);
         }
     }
     int rail = 0, eps = 0, watched = 0;

@@ -14,10 +14,10 @@ static void check(const char *what, int fill)
     int rc = MPI_Request_get_status(MPI_REQUEST_NULL, &flag, &st);
     MPI_Get_count(&st, MPI_BYTE, &count);
     MPI_Test_cancelled(&st, &cancelled);
-    if (rc != MPI_SUCCESS || !flag || st.MPI_SOURCE != MPI_ANY_SOURCE || st.MPI_TAG != MPI_ANY_TAG ||
-        st.MPI_ERROR != MPI_SUCCESS || count != 0 || cancelled != 0) {
-        mt_fail("%s: rc %d flag %d source %d tag %d error %d count %d cancelled %d", what, rc,
-                flag, st.MPI_SOURCE, st.MPI_TAG, st.MPI_ERROR, count, cancelled);
+    if (rc != MPI_SUCCESS || !flag || st.MPI_SOURCE != MPI_ANY_SOURCE ||
+        st.MPI_TAG != MPI_ANY_TAG || st.MPI_ERROR != MPI_SUCCESS || count != 0 || cancelled != 0) {
+        mt_fail("%s: rc %d flag %d source %d tag %d error %d count %d cancelled %d", what, rc, flag,
+                st.MPI_SOURCE, st.MPI_TAG, st.MPI_ERROR, count, cancelled);
     }
 }
 
@@ -41,8 +41,7 @@ int main(int argc, char **argv)
         MPI_Request_get_status(req, &flag, &st);
     }
     if (st.MPI_SOURCE != 0 || st.MPI_TAG != 7 || y != x) {
-        mt_fail("a live request's status: source %d tag %d value %d", st.MPI_SOURCE, st.MPI_TAG,
-                y);
+        mt_fail("a live request's status: source %d tag %d value %d", st.MPI_SOURCE, st.MPI_TAG, y);
     }
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     return mt_finish("null_status");

@@ -29,7 +29,8 @@ static void watchdog(int sig)
     (void)sig;
     int n = snprintf(line, sizeof(line),
                      "FAIL: progress: rank %d still %s after %d s (a hang: the MPI's transfer "
-                     "was not moved on)\n", mt_rank, what[where], limit);
+                     "was not moved on)\n",
+                     mt_rank, what[where], limit);
     if (n > 0) {
         (void)!write(2, line, (size_t)n);
     }
@@ -90,8 +91,8 @@ int main(int argc, char **argv)
         MT_CHECK(sum == expected, "%zu B in flight: sum %ld, not %ld", sizes[k], sum, expected);
         if (expect) {
             MT_CHECK(strcmp(alg, "fallback") != 0 && strcmp(alg, "none") != 0,
-                     "%zu B in flight: the allreduce took path '%s', not one of picoll's",
-                     sizes[k], alg);
+                     "%zu B in flight: the allreduce took path '%s', not one of picoll's", sizes[k],
+                     alg);
         }
         if (mt_rank == 1) {
             size_t bad = 0;

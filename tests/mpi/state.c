@@ -47,7 +47,8 @@ static void collectives(MPI_Comm comm, const char *name)
                  expect);
     }
     int *gin = malloc(sizeof(int) * 5), *gout = malloc(sizeof(int) * 5 * (size_t)size);
-    int *tin = malloc(sizeof(int) * 3 * (size_t)size), *tout = malloc(sizeof(int) * 3 * (size_t)size);
+    int *tin = malloc(sizeof(int) * 3 * (size_t)size),
+        *tout = malloc(sizeof(int) * 3 * (size_t)size);
     for (int i = 0; i < 5; i++) {
         gin[i] = rank * 10 + i;
     }
@@ -65,8 +66,10 @@ static void collectives(MPI_Comm comm, const char *name)
             MT_CHECK(gout[s * 5 + i] == s * 10 + i, "MPI_Allgather on %s: block %d wrong", name, s);
         }
         for (int i = 0; i < 3; i++) {
-            MT_CHECK(tout[s * 3 + i] == s * 10000 + rank * 10 + i, "MPI_Alltoall on %s: block %d "
-                     "wrong", name, s);
+            MT_CHECK(tout[s * 3 + i] == s * 10000 + rank * 10 + i,
+                     "MPI_Alltoall on %s: block %d "
+                     "wrong",
+                     name, s);
         }
     }
     free(gin);
@@ -93,7 +96,8 @@ static void check_context(MPI_Comm comm, const char *name, const char *expect, i
     }
     MT_CHECK(info.size == size, "%s: context size %d, expected %d", name, info.size, size);
     if (strcmp(expect, "enabled") == 0) {
-        MT_CHECK(info.enabled == 1, "%s: context disabled (%s), expected enabled", name, info.reason);
+        MT_CHECK(info.enabled == 1, "%s: context disabled (%s), expected enabled", name,
+                 info.reason);
         return;
     }
     MT_CHECK(info.enabled == 0, "%s: context enabled, expected disabled", name);

@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 
     if (!multiple && strcmp(mode, "serialized") != 0) {
         fprintf(stderr, "usage: threads serialized|multiple [--threads N] [--iters N] "
-                "[--expect-picoll]\n");
+                        "[--expect-picoll]\n");
         return 2;
     }
     MPI_Init_thread(&argc, &argv, required, &provided);

@@ -42,9 +42,18 @@ static int ar_cfg(picoll_topo_reach_t r, size_t b, const picoll_config_t *c)
 {
     return picoll_select_cuda_allreduce(c, r, (size_t)-1, 1, b, 0);
 }
-static int ar(picoll_topo_reach_t r, size_t b) { return ar_cfg(r, b, &cfg); }
-static int ag(picoll_topo_reach_t r, size_t b) { return picoll_select_cuda_allgather(&cfg, r, 1, b); }
-static int aa(picoll_topo_reach_t r, size_t b) { return picoll_select_cuda_alltoall(&cfg, r, 1, b); }
+static int ar(picoll_topo_reach_t r, size_t b)
+{
+    return ar_cfg(r, b, &cfg);
+}
+static int ag(picoll_topo_reach_t r, size_t b)
+{
+    return picoll_select_cuda_allgather(&cfg, r, 1, b);
+}
+static int aa(picoll_topo_reach_t r, size_t b)
+{
+    return picoll_select_cuda_alltoall(&cfg, r, 1, b);
+}
 
 /* fully NVLink-connected set with default thresholds: 256k one-shot, 10M two-shot, 1G IPC */
 static void check_nvlink_table(picoll_topo_reach_t r)

@@ -16,8 +16,7 @@ static void bad(int line, const char *text, const char *want1, const char *want2
     picoll_status_t st = picoll_topo_parse_text(text, "T", &t, err, sizeof(err));
     if (st != PICOLL_ERR_TOPOLOGY || !strstr(err, want1) || (want2 && !strstr(err, want2))) {
         fprintf(stderr, "test_topo_parse.c:%d: status %s, error \"%s\"; expected \"%s\"%s%s\n",
-                line, picoll_status_name(st), err, want1, want2 ? " and " : "",
-                want2 ? want2 : "");
+                line, picoll_status_name(st), err, want1, want2 ? " and " : "", want2 ? want2 : "");
         test_failures++;
     }
     CHECK_EQ(t.ngpus, 0); /* no half-parsed topology comes back */
@@ -74,11 +73,11 @@ int main(void)
     bad(__LINE__, "  GPU0 GPU1\nGPU0 X PIX\nGPU0 X PIX\n", "line 3: ", "second row for GPU0");
     bad(__LINE__, "  GPU0 GPU1\nGPU0 X PIX\n", "line 2: ", "no row for GPU1");
     bad(__LINE__, "  GPU0 GPU1\nGPU0 PIX X\nGPU1 X PIX\n", "line 2: ", "must be X");
-    bad(__LINE__, "  GPU0 GPU1\nGPU0 X NV2\nGPU1 NV1 X\n", "line 3: ",
-        "GPU1/GPU0 is NV1 but GPU0/GPU1 (line 2) is NV2");
+    bad(__LINE__, "  GPU0 GPU1\nGPU0 X NV2\nGPU1 NV1 X\n",
+        "line 3: ", "GPU1/GPU0 is NV1 but GPU0/GPU1 (line 2) is NV2");
     bad(__LINE__, "  GPU0 NIC0\nGPU0 X NV2\nNIC0 NV2 X\n", "line 2: ", "NV# only joins two GPUs");
-    bad(__LINE__, "  GPU0 GPU1 NUMA Affinity\nGPU0 X PIX zero\nGPU1 PIX X 0\n", "line 2: ",
-        "NUMA Affinity 'zero'");
+    bad(__LINE__, "  GPU0 GPU1 NUMA Affinity\nGPU0 X PIX zero\nGPU1 PIX X 0\n",
+        "line 2: ", "NUMA Affinity 'zero'");
 
     /* a file: the error names the path and the line */
     char path[] = "/tmp/picoll_topo_XXXXXX";
@@ -104,7 +103,8 @@ int main(void)
     good(__LINE__, "  GPU0 GPU1 CPU Affinity\r\nGPU0 X SOC 0-7\r\nGPU1 SOC X 8-15\r\n", "pcie");
     CHECK_EQ(t.links[0][1].path, PICOLL_TOPO_PATH_SYS);
     good(__LINE__,
-         "\033[4m\tGPU0\tGPU1\tCPU Affinity\tNUMA\033[0m\nGPU0\t X \tNV2\t0-7\t0\nGPU1\tNV2\t X \t0-7\t1\n",
+         "\033[4m\tGPU0\tGPU1\tCPU Affinity\tNUMA\033[0m\nGPU0\t X \tNV2\t0-7\t0\nGPU1\tNV2\t X "
+         "\t0-7\t1\n",
          "full-mesh");
     CHECK_EQ(t.gpus[1].numa_node, 1);
     good(__LINE__, "  GPU0 CPU Affinity NUMA Affinity GPU NUMA ID\nGPU0 X 0-7 N/A N/A\n", "single");

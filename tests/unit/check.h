@@ -8,16 +8,16 @@
 static int check_count;
 static int check_failures;
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        check_count++;                                                          \
-        if (!(cond)) {                                                          \
-            check_failures++;                                                   \
-            fprintf(stdout, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stdout, __VA_ARGS__);                                       \
-            fputc('\n', stdout);                                                \
-            fflush(stdout);                                                     \
-        }                                                                       \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        check_count++;                                                                             \
+        if (!(cond)) {                                                                             \
+            check_failures++;                                                                      \
+            fprintf(stdout, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stdout, __VA_ARGS__);                                                          \
+            fputc('\n', stdout);                                                                   \
+            fflush(stdout);                                                                        \
+        }                                                                                          \
     } while (0)
 
 static inline int check_summary(const char *what)

@@ -42,7 +42,8 @@ int main(void)
         {MPI_FLOAT, "MPI_FLOAT", PICOLL_DT_FLOAT, sizeof(float)},
         {MPI_DOUBLE, "MPI_DOUBLE", PICOLL_DT_DOUBLE, sizeof(double)},
         {MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE", PICOLL_DT_LONG_DOUBLE, sizeof(long double)},
-        {MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", PICOLL_DT_FLOAT_COMPLEX, sizeof(float _Complex)},
+        {MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", PICOLL_DT_FLOAT_COMPLEX,
+         sizeof(float _Complex)},
         {MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", PICOLL_DT_DOUBLE_COMPLEX,
          sizeof(double _Complex)},
         {MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX", PICOLL_DT_LONG_DOUBLE_COMPLEX,
@@ -71,12 +72,12 @@ int main(void)
         const char *name;
         picoll_op_t op;
     } ops[] = {
-        {MPI_SUM, "MPI_SUM", PICOLL_OP_SUM},     {MPI_PROD, "MPI_PROD", PICOLL_OP_PROD},
-        {MPI_MAX, "MPI_MAX", PICOLL_OP_MAX},     {MPI_MIN, "MPI_MIN", PICOLL_OP_MIN},
-        {MPI_LAND, "MPI_LAND", PICOLL_OP_LAND},  {MPI_LOR, "MPI_LOR", PICOLL_OP_LOR},
-        {MPI_LXOR, "MPI_LXOR", PICOLL_OP_LXOR},  {MPI_BAND, "MPI_BAND", PICOLL_OP_BAND},
-        {MPI_BOR, "MPI_BOR", PICOLL_OP_BOR},     {MPI_BXOR, "MPI_BXOR", PICOLL_OP_BXOR},
-        {MPI_MAXLOC, "MPI_MAXLOC", PICOLL_OP_NONE}, {MPI_MINLOC, "MPI_MINLOC", PICOLL_OP_NONE},
+        {MPI_SUM, "MPI_SUM", PICOLL_OP_SUM},          {MPI_PROD, "MPI_PROD", PICOLL_OP_PROD},
+        {MPI_MAX, "MPI_MAX", PICOLL_OP_MAX},          {MPI_MIN, "MPI_MIN", PICOLL_OP_MIN},
+        {MPI_LAND, "MPI_LAND", PICOLL_OP_LAND},       {MPI_LOR, "MPI_LOR", PICOLL_OP_LOR},
+        {MPI_LXOR, "MPI_LXOR", PICOLL_OP_LXOR},       {MPI_BAND, "MPI_BAND", PICOLL_OP_BAND},
+        {MPI_BOR, "MPI_BOR", PICOLL_OP_BOR},          {MPI_BXOR, "MPI_BXOR", PICOLL_OP_BXOR},
+        {MPI_MAXLOC, "MPI_MAXLOC", PICOLL_OP_NONE},   {MPI_MINLOC, "MPI_MINLOC", PICOLL_OP_NONE},
         {MPI_REPLACE, "MPI_REPLACE", PICOLL_OP_NONE}, {MPI_NO_OP, "MPI_NO_OP", PICOLL_OP_NONE},
         {MPI_OP_NULL, "MPI_OP_NULL", PICOLL_OP_NONE},
     };
@@ -86,17 +87,20 @@ int main(void)
         CHECK(got == types[i].dt, "%s classified as %s, expected %s", types[i].name,
               picoll_dtype_name(got), picoll_dtype_name(types[i].dt));
         if (types[i].dt != PICOLL_DT_NONE) {
-            CHECK(picoll_dtype_size(got) == types[i].csize, "%s: picoll's element is %zu bytes, the "
-                  "C type %zu", types[i].name, picoll_dtype_size(got), types[i].csize);
-            CHECK(picoll_classify_copy_size(types[i].mpi) == types[i].csize, "%s: copied as %zu-byte "
-                  "elements, the C type is %zu", types[i].name,
-                  picoll_classify_copy_size(types[i].mpi), types[i].csize);
+            CHECK(picoll_dtype_size(got) == types[i].csize,
+                  "%s: picoll's element is %zu bytes, the "
+                  "C type %zu",
+                  types[i].name, picoll_dtype_size(got), types[i].csize);
+            CHECK(picoll_classify_copy_size(types[i].mpi) == types[i].csize,
+                  "%s: copied as %zu-byte "
+                  "elements, the C type is %zu",
+                  types[i].name, picoll_classify_copy_size(types[i].mpi), types[i].csize);
         }
     }
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
         picoll_op_t got = picoll_classify_op(ops[i].mpi);
-        CHECK(got == ops[i].op, "%s classified as %s, expected %s", ops[i].name, picoll_op_name(got),
-              picoll_op_name(ops[i].op));
+        CHECK(got == ops[i].op, "%s classified as %s, expected %s", ops[i].name,
+              picoll_op_name(got), picoll_op_name(ops[i].op));
     }
     return check_summary("test_classify");
 }

@@ -26,12 +26,14 @@ int main(void)
         if (d == NULL) {
             continue;
         }
-        CHECK(d->name != NULL && expected_names[c] != NULL && strcmp(d->name, expected_names[c]) == 0,
+        CHECK(d->name != NULL && expected_names[c] != NULL &&
+                  strcmp(d->name, expected_names[c]) == 0,
               "collective %d is named \"%s\", expected \"%s\"", c, d->name ? d->name : "(null)",
               expected_names[c] ? expected_names[c] : "(null)");
         for (int o = 0; o < c; o++) {
             const picoll_coll_desc_t *od = picoll_coll_desc((picoll_coll_t)o);
-            CHECK(od == NULL || d->name == NULL || od->name == NULL || strcmp(od->name, d->name) != 0,
+            CHECK(od == NULL || d->name == NULL || od->name == NULL ||
+                      strcmp(od->name, d->name) != 0,
                   "collectives %d and %d share the name %s", o, c, d->name);
         }
         CHECK(d->count >= 1 && d->count <= PICOLL_ALG_MAX,
@@ -54,8 +56,10 @@ int main(void)
             if (n == NULL) {
                 continue;
             }
-            CHECK(strchr(n, ' ') == NULL, "%s: algorithm name \"%s\" contains a space (the stats "
-                  "lines are parsed by words)", d->name, n);
+            CHECK(strchr(n, ' ') == NULL,
+                  "%s: algorithm name \"%s\" contains a space (the stats "
+                  "lines are parsed by words)",
+                  d->name, n);
             for (int b = 0; b < a; b++) {
                 CHECK(d->algs[b].name == NULL || strcmp(d->algs[b].name, n) != 0,
                       "%s: algorithms %d and %d are both named \"%s\"", d->name, b, a, n);

@@ -41,15 +41,26 @@ static void test_sizes(void)
         {"64KiB", 64u << 10},
         {"3GiB", (size_t)3 << 30},
         {"7b", 7},
-        {"18446744073709551615", SIZE_MAX},      /* largest plain value (LP64) */
+        {"18446744073709551615", SIZE_MAX},          /* largest plain value (LP64) */
         {"17179869183G", (size_t)17179869183 << 30}, /* largest that fits with G */
     };
     static const char *const bad[] = {
-        "",  "-1", "12x", "k",  "M", "1.5M", "+5", "0x10", "1 0", "10MM", "1T", "1e6",
-        "18446744073709551616",      /* 2^64: overflow in the number */
-        "99999999999999999999999",   /* far beyond */
-        "17179869184G",              /* 2^64 once scaled */
-        "18014398509481984k",        /* 2^64 once scaled */
+        "",
+        "-1",
+        "12x",
+        "k",
+        "M",
+        "1.5M",
+        "+5",
+        "0x10",
+        "1 0",
+        "10MM",
+        "1T",
+        "1e6",
+        "18446744073709551616",    /* 2^64: overflow in the number */
+        "99999999999999999999999", /* far beyond */
+        "17179869184G",            /* 2^64 once scaled */
+        "18014398509481984k",      /* 2^64 once scaled */
         "16777216T",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -79,7 +90,8 @@ static size_t tokenize(const char *msg, char tokens[][64], size_t max)
             p++;
         }
         size_t len = 0;
-        while (p[len] != '\0' && (isalnum((unsigned char)p[len]) || p[len] == '-' || p[len] == '.')) {
+        while (p[len] != '\0' &&
+               (isalnum((unsigned char)p[len]) || p[len] == '-' || p[len] == '.')) {
             len++;
         }
         if (len == 0) {
@@ -162,8 +174,8 @@ static void check_rejected(const char *name, const char *text)
         }
         CHECK(example, "message for %s=\"%s\" shows no accepted size with a unit: %s", name, text,
               err);
-        CHECK(strstr(err, "size") != NULL, "message for %s=\"%s\" does not say a size is expected: %s",
-              name, text, err);
+        CHECK(strstr(err, "size") != NULL,
+              "message for %s=\"%s\" does not say a size is expected: %s", name, text, err);
         break;
     }
     case PICOLL_CFG_INT: {
@@ -197,8 +209,7 @@ static void check_rejected(const char *name, const char *text)
         }
         break;
     }
-    case PICOLL_CFG_STRING:
-        break;
+    case PICOLL_CFG_STRING: break;
     }
 }
 
@@ -217,13 +228,15 @@ static void test_bools(void)
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         picoll_config_load(&cfg, NULL);
         cfg.stats = 0;
-        CHECK(picoll_config_parse(var, yes[i], &cfg, err, sizeof(err)) == PICOLL_OK && cfg.stats == 1,
+        CHECK(picoll_config_parse(var, yes[i], &cfg, err, sizeof(err)) == PICOLL_OK &&
+                  cfg.stats == 1,
               "PICOLL_STATS=%s should give 1 (got %d)", yes[i], cfg.stats);
     }
     for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
         picoll_config_load(&cfg, NULL);
         cfg.stats = 1;
-        CHECK(picoll_config_parse(var, no[i], &cfg, err, sizeof(err)) == PICOLL_OK && cfg.stats == 0,
+        CHECK(picoll_config_parse(var, no[i], &cfg, err, sizeof(err)) == PICOLL_OK &&
+                  cfg.stats == 0,
               "PICOLL_STATS=%s should give 0 (got %d)", no[i], cfg.stats);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -286,8 +299,9 @@ static void test_ints(void)
         const char *text;
         long value;
     } good[] = {{"-1", -1}, {"0", 0}, {"1", 1}, {"3", 3}, {"2147483647", INT_MAX}};
-    static const char *const bad[] = {"-2",          "2147483648", "-9223372036854775809",
-                                      "99999999999999999999", "", "abc", "3x", "1.0", "0x1"};
+    static const char *const bad[] = {
+        "-2",  "2147483648", "-9223372036854775809", "99999999999999999999", "", "abc", "3x",
+        "1.0", "0x1"};
     const picoll_config_var_t *var = var_or_die("PICOLL_TEST_FAIL_SETUP");
     picoll_config_t cfg;
     char err[512];
@@ -324,7 +338,8 @@ static void test_doubles(void)
         cfg.timeout = -3;
         CHECK(picoll_config_parse(var, good[i].text, &cfg, err, sizeof(err)) == PICOLL_OK &&
                   cfg.timeout == good[i].value,
-              "PICOLL_TIMEOUT=%s should give %g (got %g)", good[i].text, good[i].value, cfg.timeout);
+              "PICOLL_TIMEOUT=%s should give %g (got %g)", good[i].text, good[i].value,
+              cfg.timeout);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         check_rejected("PICOLL_TIMEOUT", bad[i]);
@@ -335,7 +350,8 @@ static void test_size_vars(void)
 {
     static const char *const names[] = {"PICOLL_WORKSPACE_SIZE", "PICOLL_ALLREDUCE_ONESHOT_MAX",
                                         "PICOLL_ALLREDUCE_TWOSHOT_MAX"};
-    static const char *const bad[] = {"12x", "-1", "", "1.5M", "18446744073709551616", "17179869184G"};
+    static const char *const bad[] = {"12x",         "-1", "", "1.5M", "18446744073709551616",
+                                      "17179869184G"};
     picoll_config_t cfg;
     char err[512];
 
@@ -367,7 +383,8 @@ static void test_table(void)
     for (size_t i = 0; i < count; i++) {
         const picoll_config_var_t *v = &vars[i];
         CHECK(v->name != NULL && strncmp(v->name, "PICOLL_", 7) == 0 && v->name[7] != '\0',
-              "entry %zu: name \"%s\" does not start with PICOLL_", i, v->name ? v->name : "(null)");
+              "entry %zu: name \"%s\" does not start with PICOLL_", i,
+              v->name ? v->name : "(null)");
         for (const char *p = v->name + 7; *p; p++) {
             CHECK(isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_',
                   "%s: names are upper case", v->name);
@@ -420,15 +437,15 @@ static void test_table(void)
           cfg.log_level);
     CHECK(cfg.test_fail_setup == -1, "PICOLL_TEST_FAIL_SETUP defaults to %ld, expected -1",
           cfg.test_fail_setup);
-    CHECK(cfg.cuda_staging == PICOLL_STAGING_AUTO, "PICOLL_CUDA_STAGING defaults to %d, expected auto",
-          cfg.cuda_staging);
+    CHECK(cfg.cuda_staging == PICOLL_STAGING_AUTO,
+          "PICOLL_CUDA_STAGING defaults to %d, expected auto", cfg.cuda_staging);
     CHECK(cfg.cma == PICOLL_CMA_AUTO, "PICOLL_CMA defaults to %d, expected auto", cfg.cma);
     CHECK(cfg.test_cma_fault == -1, "PICOLL_TEST_CMA_FAULT defaults to %ld, expected -1",
           cfg.test_cma_fault);
     /* single copy is opt-in: it lost to the workspace wherever measured */
     CHECK(cfg.cma_min == 0, "PICOLL_CMA_MIN defaults to %zu, expected 0 (never)", cfg.cma_min);
-    CHECK(cfg.allreduce_cma_min == 0, "PICOLL_ALLREDUCE_CMA_MIN defaults to %zu, expected 0 (never)",
-          cfg.allreduce_cma_min);
+    CHECK(cfg.allreduce_cma_min == 0,
+          "PICOLL_ALLREDUCE_CMA_MIN defaults to %zu, expected 0 (never)", cfg.allreduce_cma_min);
     CHECK(cfg.workspace_size > 0, "PICOLL_WORKSPACE_SIZE defaults to 0");
     CHECK(cfg.timeout > 0, "PICOLL_TIMEOUT defaults to %g", cfg.timeout);
 }
@@ -472,9 +489,15 @@ static void test_load(void)
     def_ws = def.workspace_size;
 
     {
-        char *env[] = {"HOME=/root", "PICOLL_WORKSPACE_SIZE=1M", "PICOLL_STATS=yes",
-                       "PICOLL_HOST=auto", "PICOLL_TIMEOUT=2.5", "PICOLL_TEST_FAIL_SETUP=3",
-                       "NOT_PICOLL_X=1", "PICOLLX=1", NULL};
+        char *env[] = {"HOME=/root",
+                       "PICOLL_WORKSPACE_SIZE=1M",
+                       "PICOLL_STATS=yes",
+                       "PICOLL_HOST=auto",
+                       "PICOLL_TIMEOUT=2.5",
+                       "PICOLL_TEST_FAIL_SETUP=3",
+                       "NOT_PICOLL_X=1",
+                       "PICOLLX=1",
+                       NULL};
         st = load_captured(&cfg, env, out, sizeof(out));
         CHECK(st == PICOLL_OK, "valid environment rejected: %s", out);
         CHECK(cfg.workspace_size == (1u << 20), "PICOLL_WORKSPACE_SIZE=1M gave %zu",
@@ -488,8 +511,10 @@ static void test_load(void)
         /* the benchmarks' own variables are set in the jobs picoll runs in: no warning */
         char *env[] = {"PICOLL_BENCH_NCCL=/no/such/libnccl.so", "PICOLL_UCX_TLS=tcp", NULL};
         st = load_captured(&cfg, env, out, sizeof(out));
-        CHECK(st == PICOLL_OK && out[0] == '\0', "PICOLL_BENCH_NCCL, PICOLL_UCX_TLS: status %d, "
-              "printed \"%s\"", (int)st, out);
+        CHECK(st == PICOLL_OK && out[0] == '\0',
+              "PICOLL_BENCH_NCCL, PICOLL_UCX_TLS: status %d, "
+              "printed \"%s\"",
+              (int)st, out);
     }
     {
         char *env[] = {"PICOLL_FOO=1", "PICOLL_STATS=1", NULL};
@@ -501,8 +526,10 @@ static void test_load(void)
     {
         char *env[] = {"PICOLL_STATS=1", "PICOLL_WORKSPACE_SIZE=12x", "PICOLL_HOST=on", NULL};
         st = load_captured(&cfg, env, out, sizeof(out));
-        CHECK(st == PICOLL_ERR_CONFIG, "PICOLL_WORKSPACE_SIZE=12x: status %d, expected "
-              "PICOLL_ERR_CONFIG", (int)st);
+        CHECK(st == PICOLL_ERR_CONFIG,
+              "PICOLL_WORKSPACE_SIZE=12x: status %d, expected "
+              "PICOLL_ERR_CONFIG",
+              (int)st);
         CHECK(strstr(out, "PICOLL_WORKSPACE_SIZE") != NULL && strstr(out, "12x") != NULL,
               "error does not name PICOLL_WORKSPACE_SIZE=12x: \"%s\"", out);
         CHECK(cfg.workspace_size == def_ws, "rejected value changed the workspace size to %zu",
@@ -515,8 +542,8 @@ static void test_load(void)
         char *env[] = {"PICOLL_LOG_LEVEL=loud", NULL};
         st = load_captured(&cfg, env, out, sizeof(out));
         CHECK(st == PICOLL_ERR_CONFIG, "PICOLL_LOG_LEVEL=loud accepted");
-        CHECK(strstr(out, "PICOLL_LOG_LEVEL") != NULL, "error does not name PICOLL_LOG_LEVEL: \"%s\"",
-              out);
+        CHECK(strstr(out, "PICOLL_LOG_LEVEL") != NULL,
+              "error does not name PICOLL_LOG_LEVEL: \"%s\"", out);
     }
 }
 
@@ -534,7 +561,8 @@ static void test_hash(void)
     CHECK(picoll_config_hash(&a) == picoll_config_hash(&b),
           "the log level (allowed to differ between ranks) changes the hash");
     picoll_config_parse(var_or_die("PICOLL_STATS"), "1", &b, err, sizeof(err));
-    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b), "PICOLL_STATS does not change the hash");
+    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
+          "PICOLL_STATS does not change the hash");
     picoll_config_load(&b, NULL);
     picoll_config_parse(var_or_die("PICOLL_WORKSPACE_SIZE"), "16M", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
@@ -549,7 +577,8 @@ static void test_hash(void)
     CHECK(picoll_config_hash(&a) == picoll_config_hash(&b),
           "PICOLL_CMA (agreed per node, allowed to differ between ranks) changes the hash");
     picoll_config_parse(var_or_die("PICOLL_CMA_MIN"), "64k", &b, err, sizeof(err));
-    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b), "PICOLL_CMA_MIN does not change the hash");
+    CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),
+          "PICOLL_CMA_MIN does not change the hash");
     picoll_config_load(&b, NULL);
     picoll_config_parse(var_or_die("PICOLL_ALLREDUCE_CMA_MIN"), "1M", &b, err, sizeof(err));
     CHECK(picoll_config_hash(&a) != picoll_config_hash(&b),

@@ -13,32 +13,37 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ROW(sum, prod, max, min, land, lor, lxor, band, bor, bxor) \
-    {1, {sum, prod, max, min, land, lor, lxor, band, bor, bxor}}
+#define ROW(sum, prod, max, min, land, lor, lxor, band, bor, bxor)                                 \
+    {                                                                                              \
+        1,                                                                                         \
+        {                                                                                          \
+            sum, prod, max, min, land, lor, lxor, band, bor, bxor                                  \
+        }                                                                                          \
+    }
 
 static const struct {
     int present;
     int valid[PICOLL_OP_COUNT];
 } expected[PICOLL_DT_COUNT] = {
     /*                                     SUM PROD MAX MIN LAND LOR LXOR BAND BOR BXOR */
-    [PICOLL_DT_INT8] =                 ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_UINT8] =                ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_INT16] =                ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_UINT16] =               ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_INT32] =                ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_UINT32] =               ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_INT64] =                ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_UINT64] =               ROW(1,  1,   1,  1,  1,   1,  1,   1,   1,  1),
-    [PICOLL_DT_FLOAT] =                ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_DOUBLE] =               ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_LONG_DOUBLE] =          ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_FLOAT16] =              ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_BFLOAT16] =             ROW(1,  1,   1,  1,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_BOOL] =                 ROW(0,  0,   0,  0,  1,   1,  1,   0,   0,  0),
-    [PICOLL_DT_FLOAT_COMPLEX] =        ROW(1,  1,   0,  0,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_DOUBLE_COMPLEX] =       ROW(1,  1,   0,  0,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_LONG_DOUBLE_COMPLEX] =  ROW(1,  1,   0,  0,  0,   0,  0,   0,   0,  0),
-    [PICOLL_DT_BYTE] =                 ROW(0,  0,   0,  0,  0,   0,  0,   1,   1,  1),
+    [PICOLL_DT_INT8] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_UINT8] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_INT16] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_UINT16] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_INT32] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_UINT32] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_INT64] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_UINT64] = ROW(1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
+    [PICOLL_DT_FLOAT] = ROW(1, 1, 1, 1, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_DOUBLE] = ROW(1, 1, 1, 1, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_LONG_DOUBLE] = ROW(1, 1, 1, 1, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_FLOAT16] = ROW(1, 1, 1, 1, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_BFLOAT16] = ROW(1, 1, 1, 1, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_BOOL] = ROW(0, 0, 0, 0, 1, 1, 1, 0, 0, 0),
+    [PICOLL_DT_FLOAT_COMPLEX] = ROW(1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_DOUBLE_COMPLEX] = ROW(1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_LONG_DOUBLE_COMPLEX] = ROW(1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+    [PICOLL_DT_BYTE] = ROW(0, 0, 0, 0, 0, 0, 0, 1, 1, 1),
 };
 
 static const size_t expected_size[PICOLL_DT_COUNT] = {
@@ -68,8 +73,8 @@ int main(void)
           (int)PICOLL_OP_COUNT);
     for (int dt = 0; dt < PICOLL_DT_COUNT; dt++) {
         const char *name = picoll_dtype_name((picoll_dtype_t)dt);
-        CHECK(expected[dt].present, "datatype %d (%s) is not in this test's table: add its row",
-              dt, name);
+        CHECK(expected[dt].present, "datatype %d (%s) is not in this test's table: add its row", dt,
+              name);
         CHECK(name != NULL && name[0] != '\0' && strcmp(name, "none") != 0,
               "datatype %d has no name", dt);
         for (int o = 0; o < dt; o++) {
@@ -91,15 +96,18 @@ int main(void)
     }
     for (int op = 0; op < PICOLL_OP_COUNT; op++) {
         const char *name = picoll_op_name((picoll_op_t)op);
-        CHECK(name != NULL && name[0] != '\0' && strcmp(name, "none") != 0, "op %d has no name", op);
+        CHECK(name != NULL && name[0] != '\0' && strcmp(name, "none") != 0, "op %d has no name",
+              op);
         for (int o = 0; o < op; o++) {
-            CHECK(strcmp(name, picoll_op_name((picoll_op_t)o)) != 0, "ops %d and %d are both named %s",
-                  o, op, name);
+            CHECK(strcmp(name, picoll_op_name((picoll_op_t)o)) != 0,
+                  "ops %d and %d are both named %s", o, op, name);
         }
-        CHECK(!picoll_op_valid(PICOLL_DT_NONE, (picoll_op_t)op), "%s valid on PICOLL_DT_NONE", name);
+        CHECK(!picoll_op_valid(PICOLL_DT_NONE, (picoll_op_t)op), "%s valid on PICOLL_DT_NONE",
+              name);
     }
     /* a few spelled out, as the issue states them */
-    CHECK(!picoll_op_valid(PICOLL_DT_DOUBLE_COMPLEX, PICOLL_OP_MAX), "MAX on complex must be invalid");
+    CHECK(!picoll_op_valid(PICOLL_DT_DOUBLE_COMPLEX, PICOLL_OP_MAX),
+          "MAX on complex must be invalid");
     CHECK(!picoll_op_valid(PICOLL_DT_FLOAT, PICOLL_OP_BAND), "BAND on float must be invalid");
     CHECK(picoll_op_valid(PICOLL_DT_BOOL, PICOLL_OP_LXOR), "LXOR on bool must be valid");
     CHECK(!picoll_op_valid(PICOLL_DT_BOOL, PICOLL_OP_SUM), "SUM on bool must be invalid");
@@ -118,7 +126,8 @@ int main(void)
     CHECK(picoll_dtype_name(PICOLL_DT_NONE) != NULL, "name of PICOLL_DT_NONE is NULL");
     CHECK(picoll_op_name(PICOLL_OP_NONE) != NULL, "name of PICOLL_OP_NONE is NULL");
     for (int dt = 0; dt <= PICOLL_DT_COUNT; dt++) {
-        CHECK(!picoll_op_valid((picoll_dtype_t)dt, PICOLL_OP_NONE), "PICOLL_OP_NONE valid on %d", dt);
+        CHECK(!picoll_op_valid((picoll_dtype_t)dt, PICOLL_OP_NONE), "PICOLL_OP_NONE valid on %d",
+              dt);
     }
     return check_summary("test_dtype");
 }

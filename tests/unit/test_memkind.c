@@ -38,8 +38,8 @@ static unsigned long long fake_buffer_id(const void *ptr, void *arg)
     return a ? a->info.buffer_id : 0;
 }
 
-static void fake_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *start,
-                            size_t *size, void *arg)
+static void fake_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *start, size_t *size,
+                            void *arg)
 {
     fake_t *f = arg;
     fake_alloc_t *a = fake_find(f, (uintptr_t)ptr);
@@ -59,8 +59,10 @@ static void fake_alloc(fake_t *f, uintptr_t start, size_t size, picoll_memkind_t
 {
     for (int i = 0; i < 32; i++) {
         if (f->a[i].info.buffer_id == 0) {
-            f->a[i] = (fake_alloc_t){.start = start, .size = size,
-                                     .info = {.kind = kind, .device = device,
+            f->a[i] = (fake_alloc_t){.start = start,
+                                     .size = size,
+                                     .info = {.kind = kind,
+                                              .device = device,
                                               .buffer_id = ++f->next_id,
                                               .context = (void *)(uintptr_t)(0x1000 + device)}};
             return;
@@ -80,7 +82,8 @@ int main(void)
 {
     static fake_t f;
     static picoll_memcache_t cache;
-    picoll_memsource_t src = {.buffer_id = fake_buffer_id, .attributes = fake_attributes, .arg = &f};
+    picoll_memsource_t src = {
+        .buffer_id = fake_buffer_id, .attributes = fake_attributes, .arg = &f};
     picoll_meminfo_t info;
     const uintptr_t A = 0x7f0000000000, B = 0x7f0000100000;
 
@@ -93,13 +96,17 @@ int main(void)
     /* device memory: one miss, then hits anywhere inside the allocation */
     fake_alloc(&f, A, 4096, PICOLL_MEM_DEVICE, 1);
     picoll_memcache_query(&cache, &src, (void *)A, &info);
-    CHECK(info.kind == PICOLL_MEM_DEVICE && info.device == 1, "device memory on device 1: kind %d "
-          "device %d", info.kind, info.device);
-    CHECK(f.attribute_calls == 1, "first query: %d attribute queries, expected 1", f.attribute_calls);
+    CHECK(info.kind == PICOLL_MEM_DEVICE && info.device == 1,
+          "device memory on device 1: kind %d "
+          "device %d",
+          info.kind, info.device);
+    CHECK(f.attribute_calls == 1, "first query: %d attribute queries, expected 1",
+          f.attribute_calls);
     picoll_memcache_query(&cache, &src, (void *)(A + 4095), &info);
     picoll_memcache_query(&cache, &src, (void *)(A + 100), &info);
     CHECK(info.kind == PICOLL_MEM_DEVICE && f.attribute_calls == 1,
-          "queries inside a cached allocation: %d attribute queries, expected 1", f.attribute_calls);
+          "queries inside a cached allocation: %d attribute queries, expected 1",
+          f.attribute_calls);
 
     /* one past the end is not in the allocation */
     picoll_memcache_query(&cache, &src, (void *)(A + 4096), &info);
@@ -135,8 +142,10 @@ int main(void)
           "a pair in one cached allocation: kinds %d %d, %d id and %d attribute queries", info.kind,
           other.kind, f.id_calls, f.attribute_calls);
     picoll_memcache_query_pair(&cache, &src, (void *)C, NULL, &info, &other);
-    CHECK(other.kind == PICOLL_MEM_DEVICE && f.id_calls == 2, "in place: %d id queries in all, "
-          "expected 2", f.id_calls);
+    CHECK(other.kind == PICOLL_MEM_DEVICE && f.id_calls == 2,
+          "in place: %d id queries in all, "
+          "expected 2",
+          f.id_calls);
     fake_alloc(&f, D, 4096, PICOLL_MEM_MANAGED, 0);
     picoll_memcache_query_pair(&cache, &src, (void *)C, (void *)D, &info, &other);
     CHECK(info.kind == PICOLL_MEM_DEVICE && other.kind == PICOLL_MEM_MANAGED && f.id_calls == 4,
@@ -168,7 +177,7 @@ int main(void)
     {
         static picoll_memcache_t fresh;
         const uintptr_t X = 0x7d0000000000;
-        fake_alloc(&f, X, 0x100, PICOLL_MEM_DEVICE, 0);         /* P */
+        fake_alloc(&f, X, 0x100, PICOLL_MEM_DEVICE, 0); /* P */
         picoll_memcache_query(&fresh, &src, (void *)X, &info);
         fake_alloc(&f, X + 0x100, 0x100, PICOLL_MEM_DEVICE, 0); /* Q */
         picoll_memcache_query(&fresh, &src, (void *)(X + 0x100), &info);
@@ -180,7 +189,8 @@ int main(void)
         picoll_memcache_query(&fresh, &src, (void *)X, &info);
         CHECK(info.device == 1 && f.attribute_calls == 0,
               "a live allocation behind a stale entry: %d attribute queries, expected 0 "
-              "(device %d)", f.attribute_calls, info.device);
+              "(device %d)",
+              f.attribute_calls, info.device);
         int stale = 0;
         for (int k = 0; k < PICOLL_MEMCACHE_ENTRIES; k++) {
             stale += fresh.entry[k].end != 0 && fresh.entry[k].info.device != 1;
@@ -204,12 +214,15 @@ int main(void)
                   info.kind, info.device);
         }
     }
-    CHECK(f.attribute_calls >= PICOLL_MEMCACHE_ENTRIES + 3, "%d attribute queries for %d allocations",
-          f.attribute_calls, PICOLL_MEMCACHE_ENTRIES + 3);
+    CHECK(f.attribute_calls >= PICOLL_MEMCACHE_ENTRIES + 3,
+          "%d attribute queries for %d allocations", f.attribute_calls,
+          PICOLL_MEMCACHE_ENTRIES + 3);
 
     /* the last few are still cached */
     f.attribute_calls = 0;
-    picoll_memcache_query(&cache, &src, (void *)(0x7e0000000000 + (uintptr_t)(PICOLL_MEMCACHE_ENTRIES + 2) * 0x10000), &info);
+    picoll_memcache_query(
+        &cache, &src, (void *)(0x7e0000000000 + (uintptr_t)(PICOLL_MEMCACHE_ENTRIES + 2) * 0x10000),
+        &info);
     CHECK(f.attribute_calls == 0, "the most recent allocation is not cached");
     return check_summary("test_memkind");
 }

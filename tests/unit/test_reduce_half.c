@@ -66,7 +66,7 @@ static int ref_bf16(picoll_op_t op, uint16_t a, uint16_t b, uint16_t *out)
 {
     double x = bf16_value(a), y = bf16_value(b), r;
     switch (op) {
-    case PICOLL_OP_SUM: r = x + y; break; /* rounded once in double: innocuous before bfloat16 */
+    case PICOLL_OP_SUM: r = x + y; break;  /* rounded once in double: innocuous before bfloat16 */
     case PICOLL_OP_PROD: r = x * y; break; /* exact in double */
     case PICOLL_OP_MAX: *out = x > y ? a : b; return 0;
     default: *out = x < y ? a : b; return 0;
@@ -146,10 +146,11 @@ static void check_pairs(picoll_dtype_t dt, ref_fn ref, const uint16_t *a, const 
                 want_first = nan ? 0x7fff : want;
             }
         }
-        CHECK(bad == 0, "%s %s %s: %zu of %zu wrong, first 0x%04x %s 0x%04x: expected 0x%04x "
-              "got 0x%04x (two sources) 0x%04x (accumulate)", picoll_dtype_name(dt),
-              picoll_op_name(op), what, bad, n, a[first], picoll_op_name(op), b[first],
-              want_first, two[first], acc[first]);
+        CHECK(bad == 0,
+              "%s %s %s: %zu of %zu wrong, first 0x%04x %s 0x%04x: expected 0x%04x "
+              "got 0x%04x (two sources) 0x%04x (accumulate)",
+              picoll_dtype_name(dt), picoll_op_name(op), what, bad, n, a[first], picoll_op_name(op),
+              b[first], want_first, two[first], acc[first]);
     }
     free(two);
     free(acc);
@@ -224,8 +225,9 @@ static void check_wide(picoll_dtype_t dt, int nsrc)
         for (size_t i = 0; i < N; i++) {
             /* finite values of moderate size: sign, exponent near the middle, any mantissa */
             uint16_t r = (uint16_t)(rand() & 0xffff);
-            in[s][i] = dt == PICOLL_DT_FLOAT16 ? (uint16_t)((r & 0x83ff) | (0x3400 + (r >> 4 & 0x0c00)))
-                                               : (uint16_t)((r & 0x807f) | (0x3e00 + (r >> 4 & 0x0180)));
+            in[s][i] = dt == PICOLL_DT_FLOAT16
+                           ? (uint16_t)((r & 0x83ff) | (0x3400 + (r >> 4 & 0x0c00)))
+                           : (uint16_t)((r & 0x807f) | (0x3e00 + (r >> 4 & 0x0180)));
         }
         srcs[s] = in[s];
     }
@@ -251,12 +253,15 @@ static void check_wide(picoll_dtype_t dt, int nsrc)
             }
             differ += step[i] != want;
         }
-        CHECK(bad == 0, "%s %s of %d sources: %zu of %d wrong, first element %zu: expected "
-              "0x%04x got 0x%04x", picoll_dtype_name(dt), picoll_op_name(op), nsrc, bad, N, first,
-              want_first, got[first]);
-        CHECK(differ > 0, "%s %s of %d sources: rounding once never differs from rounding at "
-              "every step (the check proves nothing)", picoll_dtype_name(dt), picoll_op_name(op),
-              nsrc);
+        CHECK(bad == 0,
+              "%s %s of %d sources: %zu of %d wrong, first element %zu: expected "
+              "0x%04x got 0x%04x",
+              picoll_dtype_name(dt), picoll_op_name(op), nsrc, bad, N, first, want_first,
+              got[first]);
+        CHECK(differ > 0,
+              "%s %s of %d sources: rounding once never differs from rounding at "
+              "every step (the check proves nothing)",
+              picoll_dtype_name(dt), picoll_op_name(op), nsrc);
     }
 }
 

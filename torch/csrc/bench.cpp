@@ -44,11 +44,9 @@ double time_staged_allreduce(ProcessGroupPicoll &pg, at::Tensor &t, int64_t iter
   Bypass bypass;
   double t0 = MPI_Wtime();
   for (int64_t i = 0; i < iters; i++) {
-    if (t.is_cuda())
-      host.copy_(t);
+    if (t.is_cuda()) host.copy_(t);
     mpi_ok(MPI_Allreduce(MPI_IN_PLACE, host.data_ptr(), n, type, MPI_SUM, comm), call);
-    if (t.is_cuda())
-      t.copy_(host);
+    if (t.is_cuda()) t.copy_(host);
   }
   return (MPI_Wtime() - t0) / (double)(iters > 0 ? iters : 1);
 }

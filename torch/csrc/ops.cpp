@@ -34,7 +34,7 @@ const char *op_name(c10d::ReduceOp::RedOpType op) {
 struct Plan {
   MPI_Datatype type;
   MPI_Op op;
-  bool upcast = false;   // reduced in another dtype (work), converted before and after
+  bool upcast = false; // reduced in another dtype (work), converted before and after
   at::ScalarType work = at::kFloat;
   bool average = false;
   std::optional<double> premul;
@@ -76,11 +76,9 @@ Plan plan_for(const at::Tensor &t, const c10d::ReduceOp &rop, const char *call) 
   case c10d::ReduceOp::BXOR:
     if (!integer && !boolean) unsupported(call, rop, t, "bitwise operations need integers");
     if (boolean)
-      p.op = op == c10d::ReduceOp::BAND ? MPI_LAND : op == c10d::ReduceOp::BOR ? MPI_LOR
-                                                                                : MPI_LXOR;
+      p.op = op == c10d::ReduceOp::BAND ? MPI_LAND : op == c10d::ReduceOp::BOR ? MPI_LOR : MPI_LXOR;
     else
-      p.op = op == c10d::ReduceOp::BAND ? MPI_BAND : op == c10d::ReduceOp::BOR ? MPI_BOR
-                                                                                : MPI_BXOR;
+      p.op = op == c10d::ReduceOp::BAND ? MPI_BAND : op == c10d::ReduceOp::BOR ? MPI_BOR : MPI_BXOR;
     break;
   case c10d::ReduceOp::PREMUL_SUM: {
     if (!floating && !complex) unsupported(call, rop, t, "the factor needs floating point");
@@ -177,8 +175,8 @@ at::Tensor flat_cat(const std::vector<at::Tensor> &v) {
 bool packable(const std::vector<at::Tensor> &v, bool async) {
   if (v.size() < 2 || (async && !v[0].is_cuda())) return false;
   for (auto &t : v)
-    if (t.layout() != at::kStrided || !t.is_contiguous() ||
-        t.scalar_type() != v[0].scalar_type() || t.device() != v[0].device())
+    if (t.layout() != at::kStrided || !t.is_contiguous() || t.scalar_type() != v[0].scalar_type() ||
+        t.device() != v[0].device())
       return false;
   return true;
 }
@@ -235,12 +233,10 @@ struct Form {
 // result put back after it) does that around launch and passes its buffers as inputs; the
 // undefined ones (a CPU tensor's, made in body) are left out.
 template <typename Body>
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::launch(CudaForm cuda, const at::Tensor &t,
-                                                          bool async, c10d::OpType type,
-                                                          const char *name,
-                                                          std::vector<at::Tensor> outputs,
-                                                          std::vector<at::Tensor> inputs,
-                                                          Body body) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::launch(CudaForm cuda, const at::Tensor &t, bool async, c10d::OpType type,
+                           const char *name, std::vector<at::Tensor> outputs,
+                           std::vector<at::Tensor> inputs, Body body) {
   inputs.erase(std::remove_if(inputs.begin(), inputs.end(),
                               [](const at::Tensor &x) { return !x.defined(); }),
                inputs.end());
@@ -252,7 +248,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::launch(CudaForm cuda, const a
     return cuda_end(async, type, name, std::move(outputs));
   }
   return run(async && !t.is_cuda(), type, name, std::move(outputs), std::move(inputs),
-             [=, this]() mutable { body(Form{comm_, false}); });
+             [=, this]() mutable {
+               body(Form{comm_, false});
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Tensor> &tensors,
@@ -270,11 +268,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Ten
     r = reduce_input(t, p, false);
     post = p.upcast || p.average || p.premul;
   }
-  auto w = launch(CudaForm::enqueued, t, opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call,
-                  {t}, {r}, [=](Form f) mutable {
+  auto w = launch(CudaForm::enqueued, t, opts.asyncOp && !post, c10d::OpType::ALLREDUCE, call, {t},
+                  {r}, [=](Form f) mutable {
                     if (!f.enqueue) r = reduce_input(t, p, false);
-                    mpi_ok(f.call(MPI_Allreduce, MPIX_Allreduce_enqueue, MPI_IN_PLACE,
-                                  r.data_ptr(), n, p.type, p.op),
+                    mpi_ok(f.call(MPI_Allreduce, MPIX_Allreduce_enqueue, MPI_IN_PLACE, r.data_ptr(),
+                                  n, p.type, p.op),
                            call);
                     if (!f.enqueue) reduce_output(t, r, p, size);
                   });
@@ -282,8 +280,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce(std::vector<at::Ten
   return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce_coalesced(
-    std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                                        const c10d::AllreduceCoalescedOptions &opts) {
   c10d::AllreduceOptions o;
   o.reduceOp = opts.reduceOp;
   o.asyncOp = opts.asyncOp;
@@ -304,8 +303,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allreduce_coalesced(
     std::vector<at::Tensor> one{t};
     last = allreduce(one, o);
   }
-  if (!last) return run(false, c10d::OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", {}, {},
-                        [] {});
+  if (!last)
+    return run(false, c10d::OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", {}, {}, [] {});
   return last;
 }
 
@@ -345,35 +344,36 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce(std::vector<at::Tensor
                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_allgather_base(
-    at::Tensor &output, at::Tensor &input, const c10d::AllgatherOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::_allgather_base(at::Tensor &output, at::Tensor &input,
+                                    const c10d::AllgatherOptions &opts) {
   const char *call = "all_gather_into_tensor";
   check_tensor(output, call);
   check_tensor(input, call);
-  TORCH_CHECK(output.numel() == input.numel() * getSize(), "picoll: ", call,
-              ": the output holds ", output.numel(), " elements, not the group's size (",
-              getSize(), ") times the input's ", input.numel());
+  TORCH_CHECK(output.numel() == input.numel() * getSize(), "picoll: ", call, ": the output holds ",
+              output.numel(), " elements, not the group's size (", getSize(),
+              ") times the input's ", input.numel());
   check_same_dtype(input, output, call);
   MPI_Datatype type = mpi_type(input, call);
   int n = mpi_count(input.numel(), call);
   at::Tensor in = input, out = output;
   // the input as this rank's part of the output (MPI_IN_PLACE), or another overlap (a copy)
-  bool in_place = !input.is_cuda() && input.data_ptr() == out.view({-1})
-                                                               .narrow(0, (int64_t)getRank() * n, n)
-                                                               .data_ptr();
+  bool in_place =
+      !input.is_cuda() &&
+      input.data_ptr() == out.view({-1}).narrow(0, (int64_t)getRank() * n, n).data_ptr();
   if (!in_place && overlap(in, out)) in = in.clone();
   return launch(CudaForm::enqueued, in, opts.asyncOp, c10d::OpType::_ALLGATHER_BASE, call, {out},
                 {in}, [=](Form f) {
                   mpi_ok(f.call(MPI_Allgather, MPIX_Allgather_enqueue,
-                                in_place ? MPI_IN_PLACE : in.data_ptr(), n, type, out.data_ptr(),
-                                n, type),
+                                in_place ? MPI_IN_PLACE : in.data_ptr(), n, type, out.data_ptr(), n,
+                                type),
                          call);
                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
-    std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
-    const c10d::AllgatherOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                              std::vector<at::Tensor> &inputs, const c10d::AllgatherOptions &opts) {
   const char *call = "all_gather";
   check_one(inputs, call);
   TORCH_CHECK(outputs.size() == 1, "picoll: ", call, " takes one output list per process");
@@ -398,63 +398,65 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather(
     // CPU tensors, async: the call and the copies on the worker thread
     MPI_Datatype type = mpi_type(in, call);
     int n = mpi_count(in.numel(), call);
-    return launch(CudaForm::blocking, in, true, c10d::OpType::ALLGATHER, call, outs, {in},
-                  [=](Form f) mutable {
-                    mpi_ok(MPI_Allgather(flat_in.data_ptr(), n, type, flat.data_ptr(), n, type,
-                                         f.comm),
-                           call);
-                    for (size_t i = 0; i < outs.size(); i++)
-                      outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
-                  });
+    return launch(
+        CudaForm::blocking, in, true, c10d::OpType::ALLGATHER, call, outs, {in},
+        [=](Form f) mutable {
+          mpi_ok(MPI_Allgather(flat_in.data_ptr(), n, type, flat.data_ptr(), n, type, f.comm),
+                 call);
+          for (size_t i = 0; i < outs.size(); i++)
+            outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
+        });
   }
   // tensors of different sizes: MPI_Allgatherv
   MPI_Datatype type = mpi_type(in, call);
   std::vector<int> counts = counts_of(outs, call), displs = displs_of(counts);
-  return launch(CudaForm::blocking, in, opts.asyncOp, c10d::OpType::ALLGATHER, call, outs, {in},
-                [=](Form f) mutable {
-                  at::Tensor flat =
-                      at::empty({(int64_t)displs.back() + counts.back()}, in.options());
-                  at::Tensor src = in.contiguous();
-                  host_ready(src);
-                  mpi_ok(MPI_Allgatherv(src.data_ptr(), mpi_count(in.numel(), call), type,
-                                        flat.data_ptr(), counts.data(), displs.data(), type,
-                                        f.comm),
-                         call);
-                  for (size_t i = 0; i < outs.size(); i++)
-                    outs[i].view({-1}).copy_(flat.narrow(0, displs[i], counts[i]));
-                });
+  return launch(
+      CudaForm::blocking, in, opts.asyncOp, c10d::OpType::ALLGATHER, call, outs, {in},
+      [=](Form f) mutable {
+        at::Tensor flat = at::empty({(int64_t)displs.back() + counts.back()}, in.options());
+        at::Tensor src = in.contiguous();
+        host_ready(src);
+        mpi_ok(MPI_Allgatherv(src.data_ptr(), mpi_count(in.numel(), call), type, flat.data_ptr(),
+                              counts.data(), displs.data(), type, f.comm),
+               call);
+        for (size_t i = 0; i < outs.size(); i++)
+          outs[i].view({-1}).copy_(flat.narrow(0, displs[i], counts[i]));
+      });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_coalesced(
-    std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
-    const c10d::AllgatherOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                                        std::vector<at::Tensor> &inputs,
+                                        const c10d::AllgatherOptions &opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "picoll: all_gather_coalesced needs one output "
-              "list per input");
+                                               "list per input");
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++) {
     std::vector<std::vector<at::Tensor>> o{outputs[i]};
     std::vector<at::Tensor> in{inputs[i]};
     last = allgather(o, in, opts);
   }
-  return last ? last : run(false, c10d::OpType::ALLGATHER_COALESCED, "all_gather_coalesced", {},
-                           {}, [] {});
+  return last
+             ? last
+             : run(false, c10d::OpType::ALLGATHER_COALESCED, "all_gather_coalesced", {}, {}, [] {});
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_into_tensor_coalesced(
-    std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
-    const c10d::AllgatherOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                    std::vector<at::Tensor> &inputs,
+                                                    const c10d::AllgatherOptions &opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "picoll: all_gather_into_tensor_coalesced needs "
-              "as many outputs as inputs");
+                                               "as many outputs as inputs");
   int size = getSize();
   if (packable(inputs, opts.asyncOp) && packable(outputs, false) &&
       outputs[0].scalar_type() == inputs[0].scalar_type()) {
     // one allgather of the inputs packed: rank r's block holds its inputs one after the other,
     // so output i is column block i of the [size, total] result
     for (size_t i = 0; i < inputs.size(); i++)
-      TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size, "picoll: ",
-                  "all_gather_into_tensor_coalesced: output ", i, " holds ", outputs[i].numel(),
-                  " elements, not the group's size (", size, ") times its input's ",
-                  inputs[i].numel());
+      TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size,
+                  "picoll: ", "all_gather_into_tensor_coalesced: output ", i, " holds ",
+                  outputs[i].numel(), " elements, not the group's size (", size,
+                  ") times its input's ", inputs[i].numel());
     drain();
     at::Tensor flat_in = flat_cat(inputs);
     int64_t total = flat_in.numel();
@@ -473,13 +475,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::allgather_into_tensor_coalesc
   }
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++) last = _allgather_base(outputs[i], inputs[i], opts);
-  return last ? last : run(false, c10d::OpType::COALESCED,
-                           "all_gather_into_tensor_coalesced", {}, {}, [] {});
+  return last ? last
+              : run(false, c10d::OpType::COALESCED, "all_gather_into_tensor_coalesced", {}, {},
+                    [] {});
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
-    std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
-    const c10d::GatherOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::gather(std::vector<std::vector<at::Tensor>> &outputs,
+                           std::vector<at::Tensor> &inputs, const c10d::GatherOptions &opts) {
   const char *call = "gather";
   check_one(inputs, call);
   at::Tensor in = inputs[0];
@@ -490,7 +493,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
     outs = root_list(outputs, getSize(), in, call, "output");
   } else {
     TORCH_CHECK(outputs.empty() || outputs[0].empty(), "picoll: gather takes no output list "
-                "on a rank that is not the root");
+                                                       "on a rank that is not the root");
   }
   MPI_Datatype type = mpi_type(in, call);
   int n = mpi_count(in.numel(), call), size = getSize();
@@ -499,17 +502,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::gather(
                   at::Tensor src = in.contiguous(), flat;
                   if (is_root) flat = at::empty({(int64_t)size * in.numel()}, in.options());
                   host_ready(src);
-                  mpi_ok(MPI_Gather(src.data_ptr(), n, type, is_root ? flat.data_ptr() : nullptr,
-                                    n, type, root, f.comm),
+                  mpi_ok(MPI_Gather(src.data_ptr(), n, type, is_root ? flat.data_ptr() : nullptr, n,
+                                    type, root, f.comm),
                          call);
                   for (size_t i = 0; i < outs.size(); i++)
                     outs[i].view({-1}).copy_(flat.narrow(0, i * n, n));
                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
-    std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
-    const c10d::ScatterOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::scatter(std::vector<at::Tensor> &outputs,
+                            std::vector<std::vector<at::Tensor>> &inputs,
+                            const c10d::ScatterOptions &opts) {
   const char *call = "scatter";
   check_one(outputs, call);
   at::Tensor out = outputs[0];
@@ -530,8 +534,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::scatter(
                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
-    at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                         const c10d::ReduceScatterOptions &opts) {
   const char *call = "reduce_scatter_tensor";
   check_tensor(output, call);
   check_tensor(input, call);
@@ -556,9 +561,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
     buffers(r_in, r_out);
     post = p.upcast || p.average;
   }
-  auto w = launch(CudaForm::enqueued, in, opts.asyncOp && !post,
-                  c10d::OpType::_REDUCE_SCATTER_BASE, call, {out}, {in, r_in, r_out},
-                  [=](Form f) mutable {
+  auto w = launch(CudaForm::enqueued, in, opts.asyncOp && !post, c10d::OpType::_REDUCE_SCATTER_BASE,
+                  call, {out}, {in, r_in, r_out}, [=](Form f) mutable {
                     if (!f.enqueue) buffers(r_in, r_out);
                     mpi_ok(f.call(MPI_Reduce_scatter_block, MPIX_Reduce_scatter_block_enqueue,
                                   r_in.data_ptr(), r_out.data_ptr(), n, p.type, p.op),
@@ -569,9 +573,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::_reduce_scatter_base(
   return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter(
-    std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
-    const c10d::ReduceScatterOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::reduce_scatter(std::vector<at::Tensor> &outputs,
+                                   std::vector<std::vector<at::Tensor>> &inputs,
+                                   const c10d::ReduceScatterOptions &opts) {
   const char *call = "reduce_scatter";
   check_one(outputs, call);
   TORCH_CHECK(inputs.size() == 1, "picoll: ", call, " takes one input list per process");
@@ -580,8 +585,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter(
   for (auto &i : inputs[0])
     TORCH_CHECK(i.numel() == out.numel(), "picoll: ", call, " needs inputs of the output's size");
   at::Tensor flat = flat_cat(inputs[0]);
-  at::Tensor flat_out = out.is_contiguous() ? out.view({-1}) : at::empty({out.numel()},
-                                                                         out.options());
+  at::Tensor flat_out =
+      out.is_contiguous() ? out.view({-1}) : at::empty({out.numel()}, out.options());
   auto w = _reduce_scatter_base(flat_out, flat, opts);
   if (!out.is_contiguous()) {
     w->wait();
@@ -590,11 +595,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter(
   return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter_tensor_coalesced(
-    std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
-    const c10d::ReduceScatterOptions &opts) {
+c10::intrusive_ptr<c10d::Work>
+ProcessGroupPicoll::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                    std::vector<at::Tensor> &inputs,
+                                                    const c10d::ReduceScatterOptions &opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "picoll: reduce_scatter_tensor_coalesced needs "
-              "as many outputs as inputs");
+                                               "as many outputs as inputs");
   int size = getSize();
   if (packable(inputs, opts.asyncOp) && packable(outputs, false) &&
       outputs[0].scalar_type() == inputs[0].scalar_type()) {
@@ -602,10 +608,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter_tensor_coalesc
     // every input one after the other, and its result is the outputs one after the other
     int64_t total = 0;
     for (size_t i = 0; i < inputs.size(); i++) {
-      TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size, "picoll: ",
-                  "reduce_scatter_tensor_coalesced: input ", i, " holds ", inputs[i].numel(),
-                  " elements, not the group's size (", size, ") times its output's ",
-                  outputs[i].numel());
+      TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size,
+                  "picoll: ", "reduce_scatter_tensor_coalesced: input ", i, " holds ",
+                  inputs[i].numel(), " elements, not the group's size (", size,
+                  ") times its output's ", outputs[i].numel());
       total += outputs[i].numel();
     }
     drain();
@@ -627,8 +633,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::reduce_scatter_tensor_coalesc
   c10::intrusive_ptr<c10d::Work> last;
   for (size_t i = 0; i < inputs.size(); i++)
     last = _reduce_scatter_base(outputs[i], inputs[i], opts);
-  return last ? last : run(false, c10d::OpType::COALESCED,
-                           "reduce_scatter_tensor_coalesced", {}, {}, [] {});
+  return last ? last
+              : run(false, c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", {}, {},
+                    [] {});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
@@ -645,7 +652,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
   if (output_splits.empty() && input_splits.empty()) {
     TORCH_CHECK(in.numel() % size == 0 && in.numel() == out.numel(), "picoll: ", call,
                 " without splits needs input and output of one size, divisible by the group's "
-                "size (", size, ")");
+                "size (",
+                size, ")");
     int n = mpi_count(in.numel() / size, call);
     return launch(CudaForm::enqueued, in, opts.asyncOp, c10d::OpType::ALLTOALL_BASE, call, {out},
                   {in}, [=](Form f) {
@@ -659,8 +667,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
     int64_t rows = t.dim() ? t.size(0) : 1, row = rows ? t.numel() / rows : 0;
     std::vector<int64_t> s = splits;
     if (s.empty()) {
-      TORCH_CHECK(rows % size == 0, "picoll: ", call, ": ", rows,
-                  " rows do not split evenly over ", size, " ranks");
+      TORCH_CHECK(rows % size == 0, "picoll: ", call, ": ", rows, " rows do not split evenly over ",
+                  size, " ranks");
       s.assign(size, rows / size);
     }
     TORCH_CHECK((int)s.size() == size, "picoll: ", call, " needs one split per rank (", size,
@@ -671,8 +679,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall_base(
       c.push_back(mpi_count(x * row, call));
       sum += x;
     }
-    TORCH_CHECK(sum == rows, "picoll: ", call, ": the splits add up to ", sum, " rows, not ",
-                rows);
+    TORCH_CHECK(sum == rows, "picoll: ", call, ": the splits add up to ", sum, " rows, not ", rows);
     return c;
   };
   std::vector<int> sc = counts(in, input_splits), rc = counts(out, output_splits);
@@ -702,8 +709,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::alltoall(std::vector<at::Tens
                   at::Tensor src = flat_cat(ins);
                   at::Tensor dst = at::empty({(int64_t)rd.back() + rc.back()}, src.options());
                   host_ready(src);
-                  mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type,
-                                       dst.data_ptr(), rc.data(), rd.data(), type, f.comm),
+                  mpi_ok(MPI_Alltoallv(src.data_ptr(), sc.data(), sd.data(), type, dst.data_ptr(),
+                                       rc.data(), rd.data(), type, f.comm),
                          call);
                   for (size_t i = 0; i < outs.size(); i++)
                     outs[i].view({-1}).copy_(dst.narrow(0, rd[i], rc[i]));
@@ -739,8 +746,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::recv(std::vector<at::Tensor> 
   return p2p(tensors[0], src, tag, false, c10d::OpType::RECV);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::recvAnysource(
-    std::vector<at::Tensor> &tensors, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::recvAnysource(std::vector<at::Tensor> &tensors,
+                                                                 int tag) {
   check_one(tensors, "recv");
   return p2p(tensors[0], MPI_ANY_SOURCE, tag, false, c10d::OpType::RECVANYSOURCE);
 }

@@ -72,8 +72,7 @@ MPI_Datatype mpi_type(const at::Tensor &t, const char *op) {
 }
 
 void check_tensor(const at::Tensor &t, const char *op) {
-  TORCH_CHECK(t.layout() == at::kStrided, "picoll: ", op, " takes dense tensors, not ",
-              t.layout());
+  TORCH_CHECK(t.layout() == at::kStrided, "picoll: ", op, " takes dense tensors, not ", t.layout());
   TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "picoll: ", op,
               " takes CPU and CUDA tensors, not ", t.device());
   TORCH_CHECK(t.is_contiguous(), "picoll: ", op, " takes contiguous tensors");
@@ -220,9 +219,13 @@ bool PicollWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-int PicollWork::sourceRank() const { return source; }
+int PicollWork::sourceRank() const {
+  return source;
+}
 
-std::vector<at::Tensor> PicollWork::result() { return outputs_; }
+std::vector<at::Tensor> PicollWork::result() {
+  return outputs_;
+}
 
 c10::intrusive_ptr<c10::ivalue::Future> PicollWork::getFuture() {
   bool cuda = !outputs_.empty() && outputs_[0].is_cuda();
@@ -263,8 +266,8 @@ ProcessGroupPicoll::ProcessGroupPicoll(int rank, int size, const std::vector<int
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
   int rc;
   if (ranks.empty()) {
-    TORCH_CHECK(size == wsize && rank == wrank, "picoll: the process group has rank ", rank,
-                " of ", size, " but MPI says rank ", wrank, " of ", wsize,
+    TORCH_CHECK(size == wsize && rank == wrank, "picoll: the process group has rank ", rank, " of ",
+                size, " but MPI says rank ", wrank, " of ", wsize,
                 ": run under mpirun with as many processes as world_size, ranks as MPI's");
     rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
   } else {
@@ -276,7 +279,7 @@ ProcessGroupPicoll::ProcessGroupPicoll(int rank, int size, const std::vector<int
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     MPI_Group_incl(world, (int)r.size(), r.data(), &grp);
     // the tag only keeps apart creations that overlap; every member uses the same one
-    int tag = (int)(std::hash<std::string>{}(group_id) & 0x7fff);
+    int tag = (int)(std::hash<std::string>{}(group_id)&0x7fff);
     rc = MPI_Comm_create_group(MPI_COMM_WORLD, grp, tag, &comm_);
     MPI_Group_free(&grp);
     MPI_Group_free(&world);

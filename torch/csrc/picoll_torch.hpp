@@ -73,8 +73,9 @@ class ProcessGroupPicoll : public c10d::Backend {
                                            const c10d::BroadcastOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
                                            const c10d::AllreduceOptions &opts) override;
-  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
-      std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                      const c10d::AllreduceCoalescedOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
                                         const c10d::ReduceOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -82,12 +83,12 @@ class ProcessGroupPicoll : public c10d::Backend {
                                            const c10d::AllgatherOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &opts) override;
-  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
-      std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
-      const c10d::AllgatherOptions &opts) override;
-  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
-      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
-      const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                                                     std::vector<at::Tensor> &inputs,
+                                                     const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                                  const c10d::AllgatherOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
                                         std::vector<at::Tensor> &inputs,
                                         const c10d::GatherOptions &opts) override;
@@ -97,11 +98,12 @@ class ProcessGroupPicoll : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
                                                 std::vector<std::vector<at::Tensor>> &inputs,
                                                 const c10d::ReduceScatterOptions &opts) override;
-  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
-      at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override;
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
-      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
-      const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                       const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                                  const c10d::ReduceScatterOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
                                                std::vector<int64_t> &output_splits,
                                                std::vector<int64_t> &input_splits,
@@ -109,12 +111,9 @@ class ProcessGroupPicoll : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
                                           std::vector<at::Tensor> &inputs,
                                           const c10d::AllToAllOptions &opts) override;
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
-                                      int tag) override;
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
-                                      int tag) override;
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
-                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
 
   // picoll_stream_query of the group's stream (all zero before the first CUDA call)
@@ -137,10 +136,9 @@ class ProcessGroupPicoll : public c10d::Backend {
   // the one place an operation goes to its CPU or CUDA form, t's (ops.cpp): body(Form) makes
   // the operation's MPI call on the communicator and in the form it is given
   template <typename Body>
-  c10::intrusive_ptr<c10d::Work> launch(CudaForm cuda, const at::Tensor &t, bool async,
-                                        c10d::OpType type, const char *name,
-                                        std::vector<at::Tensor> outputs,
-                                        std::vector<at::Tensor> inputs, Body body);
+  c10::intrusive_ptr<c10d::Work>
+  launch(CudaForm cuda, const at::Tensor &t, bool async, c10d::OpType type, const char *name,
+         std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs, Body body);
   void worker_loop();
   void stop_worker();
   c10::intrusive_ptr<c10d::Work> p2p(at::Tensor &t, int peer, int tag, bool is_send,

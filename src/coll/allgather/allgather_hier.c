@@ -112,7 +112,6 @@ static int parts_bruck(picoll_net_t *net, const rail_parts_t *p, int vote)
     return vote;
 }
 
-
 picoll_status_t picoll_allgather_hier(picoll_shm_t *shm, picoll_hier_t *h,
                                       const picoll_blocks_args_t *args, int vote,
                                       picoll_rail_method_t how)

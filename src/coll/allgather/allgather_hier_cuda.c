@@ -9,8 +9,8 @@
 #include "mem/pinned.h"
 #include "util/log.h"
 
-picoll_status_t picoll_allgather_hier_cuda(picoll_coll_ctx_t *ctx,
-                                           const picoll_blocks_args_t *args, int *mpi_rc)
+picoll_status_t picoll_allgather_hier_cuda(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                                           int *mpi_rc)
 {
     static const char name[] = "MPI_Allgather";
     picoll_hier_t *h = ctx->hier;
@@ -34,16 +34,16 @@ picoll_status_t picoll_allgather_hier_cuda(picoll_coll_ctx_t *ctx,
     }
     size_t len = lens[me];
     picoll_cudrv_pipe_t pipe;
-    picoll_hier_back_t back = {.ctx = r.context, .dev = recv + offs[me], .len = len,
-                               .stride = part};
+    picoll_hier_back_t back = {
+        .ctx = r.context, .dev = recv + offs[me], .len = len, .stride = part};
     if (status == PICOLL_OK && len > 0) {
         back.host = picoll_hier_cuda_host(name, len * (size_t)nodes, r.context);
         back.pipe = picoll_cudrv_pipe_open(&pipe, r.context, 1) == PICOLL_OK ? &pipe : NULL;
-        status = picoll_cudrv_copy(back.host + (size_t)h->node * len, mine + offs[me], len,
-                                   r.context);
+        status =
+            picoll_cudrv_copy(back.host + (size_t)h->node * len, mine + offs[me], len, r.context);
         if (status == PICOLL_OK) {
-            status = picoll_allgather_hier_rails(h, back.host, len, picoll_hier_back_arrived,
-                                                 &back);
+            status =
+                picoll_allgather_hier_rails(h, back.host, len, picoll_hier_back_arrived, &back);
         }
         status = picoll_hier_back_close(&back, status);
         picoll_pinned_put(back.host);
@@ -56,8 +56,8 @@ picoll_status_t picoll_allgather_hier_cuda(picoll_coll_ctx_t *ctx,
         }
     }
     picoll_debug("MPI_Allgather between nodes on the device: %zu bytes, node steps on the device, "
-                 "a slice of %zu bytes of each of %d nodes' parts through host memory", total, len,
-                 nodes);
+                 "a slice of %zu bytes of each of %d nodes' parts through host memory",
+                 total, len, nodes);
     picoll_hier_cuda_end(name, status);
     *mpi_rc = MPI_SUCCESS;
     return PICOLL_OK;

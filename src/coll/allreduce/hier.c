@@ -182,8 +182,8 @@ static int rail_rab(picoll_hier_t *h, const picoll_allreduce_args_t *args, char 
 /* Ring on the rail, in place: reduce-scatter (segment k is reduced along the ring and ends whole
  * on member k + 1) then all-gather. Each segment is reduced once, so every member gets the same
  * bits. Returns the AND of every member's vote: after n - 1 steps each has heard from all. */
-static int rail_ring(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *buf,
-                     size_t count, int vote)
+static int rail_ring(picoll_hier_t *h, const picoll_allreduce_args_t *args, char *buf, size_t count,
+                     int vote)
 {
     picoll_net_t *net = h->net;
     int n = picoll_net_size(net), me = picoll_net_rank(net);
@@ -274,12 +274,9 @@ static int rail_allreduce(picoll_hier_t *h, const picoll_allreduce_args_t *args,
                           size_t count, int vote, picoll_rail_method_t how)
 {
     switch (how) {
-    case PICOLL_RAIL_RING:
-        return rail_ring(h, args, buf, count, vote);
-    case PICOLL_RAIL_RAB:
-        return rail_rab(h, args, buf, count, vote);
-    default:
-        return rail_rd(h, args, buf, count, vote);
+    case PICOLL_RAIL_RING: return rail_ring(h, args, buf, count, vote);
+    case PICOLL_RAIL_RAB: return rail_rab(h, args, buf, count, vote);
+    default: return rail_rd(h, args, buf, count, vote);
     }
 }
 

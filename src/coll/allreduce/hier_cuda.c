@@ -19,8 +19,8 @@ picoll_status_t picoll_allreduce_hier_cuda(picoll_coll_ctx_t *ctx,
     int in_place = args->sendbuf == MPI_IN_PLACE, n = ctx->shm->nlocal, me = ctx->shm->me;
     picoll_meminfo_t r;
 
-    picoll_status_t status = picoll_hier_cuda_begin(ctx, args->sendbuf, args->recvbuf,
-                                                    args->dtype, 1, name, &r);
+    picoll_status_t status =
+        picoll_hier_cuda_begin(ctx, args->sendbuf, args->recvbuf, args->dtype, 1, name, &r);
     if (status != PICOLL_OK) {
         return status;
     }
@@ -53,7 +53,8 @@ picoll_status_t picoll_allreduce_hier_cuda(picoll_coll_ctx_t *ctx,
                                   picoll_cfg.stage_depth)) {
             /* past the vote: the other ranks are in the call */
             picoll_fatal("MPI_Allreduce between nodes: no pinned host memory for %zu bytes of "
-                         "the device hierarchy's network step: aborting the job", pbytes[me]);
+                         "the device hierarchy's network step: aborting the job",
+                         pbytes[me]);
         }
         a.pipe = pipe.piped ? &pipe : NULL;
         status = picoll_allreduce_hier_rails(h, &a, a.recvbuf, counts[me], chunk);
@@ -66,8 +67,8 @@ picoll_status_t picoll_allreduce_hier_cuda(picoll_coll_ctx_t *ctx,
     }
     picoll_debug("MPI_Allreduce between nodes on the device: %zu bytes, node steps on the device, "
                  "my block of %zu bytes through host memory in %zu chunk(s)%s, up to %d copies "
-                 "in ahead, %.2f bytes through host memory per byte", bytes, pbytes[me],
-                 pipe.nchunks, pipe.piped ? " (pipelined)" : "", pipe.ahead_max,
+                 "in ahead, %.2f bytes through host memory per byte",
+                 bytes, pbytes[me], pipe.nchunks, pipe.piped ? " (pipelined)" : "", pipe.ahead_max,
                  bytes ? (double)pipe.host_bytes / (double)bytes : 0.0);
     picoll_hier_cuda_end(name, status);
     *mpi_rc = rc;

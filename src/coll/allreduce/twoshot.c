@@ -16,7 +16,8 @@ picoll_status_t picoll_allreduce_twoshot(picoll_shm_t *shm, const picoll_allredu
                                          int vote)
 {
     size_t esize = picoll_dtype_size(args->dtype);
-    size_t chunk = (shm->slot_size < TWOSHOT_CHUNK_MAX ? shm->slot_size : TWOSHOT_CHUNK_MAX) / esize;
+    size_t chunk =
+        (shm->slot_size < TWOSHOT_CHUNK_MAX ? shm->slot_size : TWOSHOT_CHUNK_MAX) / esize;
     const char *src = args->sendbuf == MPI_IN_PLACE ? args->recvbuf : args->sendbuf;
     char *dst = args->recvbuf;
     const void *srcs[shm->nlocal];

@@ -81,8 +81,8 @@ static int rail_exchange(const picoll_shm_t *shm, picoll_hier_t *h, uint64_t in,
             char *part = h->scratch[0] + send_len * (size_t)h->node_offset[to];
             gather_part(shm, h, in, l, to, c, part);
             picoll_net_irecv(h->net, from, 0, recv + recv_offset(h, l, from, c),
-                             (size_t)picoll_hier_rail_count(h, from, l) *
-                                 (size_t)h->node_size[x0] * c,
+                             (size_t)picoll_hier_rail_count(h, from, l) * (size_t)h->node_size[x0] *
+                                 c,
                              &reqs[nreq++]);
             picoll_net_isend(h->net, to, 0, part, send_len * (size_t)h->node_size[to], vote,
                              &reqs[nreq++]);

@@ -11,8 +11,8 @@
 #include "mem/pinned.h"
 #include "util/log.h"
 
-picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx,
-                                          const picoll_blocks_args_t *args, int *mpi_rc)
+picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx, const picoll_blocks_args_t *args,
+                                          int *mpi_rc)
 {
     static const char name[] = "MPI_Alltoall";
     picoll_hier_t *h = ctx->hier;
@@ -54,8 +54,7 @@ picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx,
     if (status == PICOLL_OK) {
         back.host = hrecv;
         back.pipe = picoll_cudrv_pipe_open(&pipe, r.context, 1) == PICOLL_OK ? &pipe : NULL;
-        status = picoll_alltoall_hier_rails(h, hsend, hrecv, part, picoll_hier_back_arrived,
-                                            &back);
+        status = picoll_alltoall_hier_rails(h, hsend, hrecv, part, picoll_hier_back_arrived, &back);
         status = picoll_hier_back_close(&back, status);
     }
     picoll_pinned_put(hsend);
@@ -65,8 +64,8 @@ picoll_status_t picoll_alltoall_hier_cuda(picoll_coll_ctx_t *ctx,
                                       args->block_bytes);
     }
     picoll_debug("MPI_Alltoall between nodes on the device: %zu bytes, node steps on the device, "
-                 "%zu bytes to and from each of %d other nodes through host memory", total, part,
-                 nodes - 1);
+                 "%zu bytes to and from each of %d other nodes through host memory",
+                 total, part, nodes - 1);
     picoll_hier_cuda_end(name, status);
     *mpi_rc = MPI_SUCCESS;
     return PICOLL_OK;

@@ -42,8 +42,8 @@ picoll_status_t picoll_alltoall_shm(picoll_shm_t *shm, const picoll_blocks_args_
         vote = 1;
         for (int k = 1; k < n; k++) {
             int p = (me + k) % n;
-            memcpy(dst + (size_t)p * block + off,
-                   picoll_shm_slot(shm, p, buf) + (size_t)me * piece, piece);
+            memcpy(dst + (size_t)p * block + off, picoll_shm_slot(shm, p, buf) + (size_t)me * piece,
+                   piece);
         }
         /* my own piece goes straight across (in place it is already there) */
         if (!in_place) {

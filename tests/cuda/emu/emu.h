@@ -19,10 +19,10 @@
 typedef int CUdevice;
 
 #define EMU_MAX_DEVICES 8
-#define EMU_MAX_THREADS 512  /* threads per block at most: one fiber each (FAKECUDA_THREADS) */
-#define EMU_THREADS 64       /* threads per block by default */
-#define EMU_SMS 2            /* multiprocessors per device by default (FAKECUDA_SMS) */
-#define EMU_BLOCKS_PER_SM 2  /* the occupancy answer by default (FAKECUDA_BLOCKS_PER_SM) */
+#define EMU_MAX_THREADS 512 /* threads per block at most: one fiber each (FAKECUDA_THREADS) */
+#define EMU_THREADS 64      /* threads per block by default */
+#define EMU_SMS 2           /* multiprocessors per device by default (FAKECUDA_SMS) */
+#define EMU_BLOCKS_PER_SM 2 /* the occupancy answer by default (FAKECUDA_BLOCKS_PER_SM) */
 
 #define EMU_IPC_LAZY_ENABLE_PEER_ACCESS 0x1
 
@@ -47,7 +47,7 @@ extern int emu_sms, emu_threads, emu_blocks_per_sm, emu_client_sms;
 void emu_count(emu_call_t call);
 /* A broken CUDA rule: one line "FAIL fakecuda: <rule>: <what>" on stderr, then abort(). */
 __attribute__((noreturn, format(printf, 2, 3))) void emu_fail(const char *rule, const char *fmt,
-                                                               ...);
+                                                              ...);
 /* Environment variable as an integer in [lo, hi], or def when unset. */
 int emu_env_int(const char *name, int def, int lo, int hi);
 /* 1 when kernels on device a may access memory of device b (b != a): every pair but those
@@ -64,14 +64,14 @@ struct emu_stream;
 typedef struct emu_ctx {
     uint32_t magic;
     int device;
-    int primary;                  /* the device's primary context */
-    int live;                     /* destroyed contexts stay allocated: stale handles are caught
+    int primary;                /* the device's primary context */
+    int live;                   /* destroyed contexts stay allocated: stale handles are caught
                                    * (unless FAKECUDA_CTX_REUSE hands the address out again) */
-    int retains;                  /* primary: retain count */
-    unsigned long long id;        /* cuCtxGetId: new for every context, and for the primary one
+    int retains;                /* primary: retain count */
+    unsigned long long id;      /* cuCtxGetId: new for every context, and for the primary one
                                    * after each reset (its handle stays the same) */
-    struct emu_stream *legacy;    /* its legacy default stream, made at first use */
-    struct emu_stream *streams;   /* every stream of the context (list through next_in_ctx) */
+    struct emu_stream *legacy;  /* its legacy default stream, made at first use */
+    struct emu_stream *streams; /* every stream of the context (list through next_in_ctx) */
     /* FAKECUDA_QUEUES: the hardware work queues its streams share, round robin in the order the
      * streams were made: per queue the tickets handed out (one an operation, in the order they
      * were queued) and those dispatched, in that order (emu_stream.c) */
@@ -92,10 +92,10 @@ extern int emu_dev_live_mem[EMU_MAX_DEVICES];
 /* ---- memory (emu_mem.c) ---- */
 typedef enum {
     EMU_MEM_NONE = 0,
-    EMU_MEM_DEVICE, /* cuMemAlloc: in the arena */
+    EMU_MEM_DEVICE,  /* cuMemAlloc: in the arena */
     EMU_MEM_MANAGED, /* cuMemAllocManaged: in the arena */
-    EMU_MEM_HOST,   /* cuMemHostAlloc: pinned (and device-mapped) host memory */
-    EMU_MEM_MAPPED  /* cuIpcOpenMemHandle: another process's device allocation */
+    EMU_MEM_HOST,    /* cuMemHostAlloc: pinned (and device-mapped) host memory */
+    EMU_MEM_MAPPED   /* cuIpcOpenMemHandle: another process's device allocation */
 } emu_memkind_t;
 
 typedef struct {
@@ -104,7 +104,7 @@ typedef struct {
     emu_memkind_t kind;
     emu_ctx_t *ctx;
     unsigned long long id;
-    void *shadow;      /* device and mapped memory: the memory model's record of start's 16-byte
+    void *shadow; /* device and mapped memory: the memory model's record of start's 16-byte
                         * granule (emu_launch.c), the next granules' after it; else NULL */
 } emu_range_t;
 
@@ -159,8 +159,8 @@ typedef struct emu_op {
         } waitval;
         struct {
             void (*fn)(void); /* the entry (emu_launch.c's emu_entry_fn, emu_kernel_entry) */
-            void *params; /* the kernel's argument, copied at launch */
-            size_t size;  /* its bytes (a graph's replay copies it) */
+            void *params;     /* the kernel's argument, copied at launch */
+            size_t size;      /* its bytes (a graph's replay copies it) */
             unsigned grid, block;
             int frozen;
         } kernel;
@@ -171,7 +171,7 @@ typedef struct emu_stream {
     uint32_t magic;
     emu_ctx_t *ctx;
     int legacy, per_thread;
-    unsigned flags;              /* EMU_STREAM_NON_BLOCKING */
+    unsigned flags; /* EMU_STREAM_NON_BLOCKING */
     int live;
     uint64_t enqueued, completed; /* sequence numbers of ops: the last queued, the last finished */
     emu_op_t *head, *tail;
@@ -179,10 +179,10 @@ typedef struct emu_stream {
     pthread_t worker;
     int capturing, capture_mode;
     struct emu_graph *capture_graph; /* the operations captured so far */
-    int capture_invalid;         /* a refused call broke the capture: cuStreamEndCapture fails */
-    pthread_t capture_thread;    /* the thread that began it */
+    int capture_invalid;      /* a refused call broke the capture: cuStreamEndCapture fails */
+    pthread_t capture_thread; /* the thread that began it */
     struct emu_stream *next_in_ctx;
-    int queue;                   /* its hardware queue (FAKECUDA_QUEUES); -1: one of its own */
+    int queue; /* its hardware queue (FAKECUDA_QUEUES); -1: one of its own */
 } emu_stream_t;
 
 #define EMU_STREAM_MAGIC 0x5374726du

@@ -58,7 +58,8 @@ static void ctx_choose(emu_ctx_t *c, void *ra, const char *call)
         pthread_mutex_unlock(&emu_lock);
         emu_fail("unchosen-device",
                  "%s called from libpicoll.so on device %d, where this process has no memory and "
-                 "whose context no thread of it made current itself", call, d);
+                 "whose context no thread of it made current itself",
+                 call, d);
     }
     pthread_mutex_unlock(&emu_lock);
 }

@@ -75,11 +75,23 @@ struct alignas(16) double2 {
     double x, y;
 };
 
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
+{
+    return uint4{x, y, z, w};
+}
 
-inline void __syncthreads() { emu_syncthreads(); }
-inline void __threadfence_system() { emu_fence(); }
-inline void __nanosleep(unsigned) { emu_yield(); }
+inline void __syncthreads()
+{
+    emu_syncthreads();
+}
+inline void __threadfence_system()
+{
+    emu_fence();
+}
+inline void __nanosleep(unsigned)
+{
+    emu_yield();
+}
 /* shared-memory atomics: a block's fibers switch only at the emulation's own points, so a plain
  * read-modify-write is atomic here */
 inline int atomicMax(int *p, int v)
@@ -99,12 +111,30 @@ inline T __ldcg(const T *p)
     return *p;
 }
 
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dsub_rn(double a, double b) { return a - b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
+inline float __fadd_rn(float a, float b)
+{
+    return a + b;
+}
+inline float __fsub_rn(float a, float b)
+{
+    return a - b;
+}
+inline float __fmul_rn(float a, float b)
+{
+    return a * b;
+}
+inline double __dadd_rn(double a, double b)
+{
+    return a + b;
+}
+inline double __dsub_rn(double a, double b)
+{
+    return a - b;
+}
+inline double __dmul_rn(double a, double b)
+{
+    return a * b;
+}
 
 /* a plain store to global memory (the kernel's dev_st) */
 template <typename T>

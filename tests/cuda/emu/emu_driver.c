@@ -78,10 +78,9 @@ void emu_fail(const char *rule, const char *fmt, ...)
     va_end(ap);
     /* one write, so that lines of several ranks do not interleave */
     char line[640];
-    int len = snprintf(line, sizeof(line), "FAIL fakecuda: %s: %s (pid %d)\n", rule, msg,
-                       (int)getpid());
-    fwrite(line, 1, len > 0 && (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1,
-           stderr);
+    int len =
+        snprintf(line, sizeof(line), "FAIL fakecuda: %s: %s (pid %d)\n", rule, msg, (int)getpid());
+    fwrite(line, 1, len > 0 && (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1, stderr);
     fflush(stderr);
     abort();
 }
@@ -120,8 +119,10 @@ static void emu_no_peer_parse(void)
         }
         if (end == p || a < 0 || b < 0 || a >= emu_ndevices || b >= emu_ndevices || a == b ||
             (*end != ',' && *end != '\0')) {
-            fprintf(stderr, "fakecuda: FAKECUDA_NO_PEER=%s: expected pairs of distinct devices "
-                    "below %d, as \"0-4,1-5\"\n", v, emu_ndevices);
+            fprintf(stderr,
+                    "fakecuda: FAKECUDA_NO_PEER=%s: expected pairs of distinct devices "
+                    "below %d, as \"0-4,1-5\"\n",
+                    v, emu_ndevices);
             abort();
         }
         emu_no_peer[a][b] = emu_no_peer[b][a] = 1;
@@ -280,25 +281,25 @@ EMU_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 static int emu_attribute(int attr)
 {
     switch (attr) {
-    case 1: return emu_threads;      /* MAX_THREADS_PER_BLOCK */
-    case 2: return emu_threads;      /* MAX_BLOCK_DIM_X */
-    case 3: return emu_threads;      /* MAX_BLOCK_DIM_Y */
-    case 4: return 1;                /* MAX_BLOCK_DIM_Z */
-    case 5: return 0x7fffffff;       /* MAX_GRID_DIM_X */
-    case 6: return 65535;            /* MAX_GRID_DIM_Y */
-    case 7: return 65535;            /* MAX_GRID_DIM_Z */
-    case 8: return 49152;            /* MAX_SHARED_MEMORY_PER_BLOCK */
-    case 10: return 32;              /* WARP_SIZE */
-    case 13: return 1500000;         /* CLOCK_RATE (kHz) */
-    case 16: return emu_sms;         /* MULTIPROCESSOR_COUNT: the whole GPU, as under MPS */
-    case 31: return 1;               /* CONCURRENT_KERNELS */
-    case 33: return 0;               /* PCI_BUS_ID: see cuDeviceGetPCIBusId */
-    case 34: return 0;               /* PCI_DEVICE_ID */
-    case 39: return emu_threads * emu_blocks_per_sm; /* MAX_THREADS_PER_MULTIPROCESSOR */
-    case 41: return 1;               /* UNIFIED_ADDRESSING */
-    case 75: return 9;               /* COMPUTE_CAPABILITY_MAJOR */
-    case 76: return 0;               /* COMPUTE_CAPABILITY_MINOR */
-    case 83: return 1;               /* MANAGED_MEMORY */
+    case 1: return emu_threads; /* MAX_THREADS_PER_BLOCK */
+    case 2: return emu_threads; /* MAX_BLOCK_DIM_X */
+    case 3: return emu_threads; /* MAX_BLOCK_DIM_Y */
+    case 4: return 1;           /* MAX_BLOCK_DIM_Z */
+    case 5: return 0x7fffffff;  /* MAX_GRID_DIM_X */
+    case 6: return 65535;       /* MAX_GRID_DIM_Y */
+    case 7: return 65535;       /* MAX_GRID_DIM_Z */
+    case 8: return 49152;       /* MAX_SHARED_MEMORY_PER_BLOCK */
+    case 10: return 32;         /* WARP_SIZE */
+    case 13: return 1500000;    /* CLOCK_RATE (kHz) */
+    case 16: return emu_sms;    /* MULTIPROCESSOR_COUNT: the whole GPU, as under MPS */
+    case 31: return 1;          /* CONCURRENT_KERNELS */
+    case 33: return 0;          /* PCI_BUS_ID: see cuDeviceGetPCIBusId */
+    case 34: return 0;          /* PCI_DEVICE_ID */
+    case 39: return emu_threads * emu_blocks_per_sm;       /* MAX_THREADS_PER_MULTIPROCESSOR */
+    case 41: return 1;                                     /* UNIFIED_ADDRESSING */
+    case 75: return 9;                                     /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: return 0;                                     /* COMPUTE_CAPABILITY_MINOR */
+    case 83: return 1;                                     /* MANAGED_MEMORY */
     case 133: return emu_env_int("FAKECUDA_MPS", 1, 0, 1); /* MPS_ENABLED */
     default: return 0;
     }

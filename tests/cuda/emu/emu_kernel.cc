@@ -14,14 +14,14 @@ static const struct {
     emu_entry_fn fn;
 } emu_entries[] = {
     {PICOLL_CUDA_KERNEL_NAME, picoll_coll_kernel},
-#define EMU_FIXED_ENTRY(tag, e, dtype, op, nr) \
+#define EMU_FIXED_ENTRY(tag, e, dtype, op, nr)                                                     \
     {PICOLL_CUDA_FIXED_NAME(tag, nr), picoll_coll_##tag##_r##nr},
-#define EMU_FIXED_RANKS(tag, e, dtype, op) \
+#define EMU_FIXED_RANKS(tag, e, dtype, op)                                                         \
     PICOLL_CUDA_FIXED_RANKS(EMU_FIXED_ENTRY, tag, e, dtype, op)
     PICOLL_CUDA_FIXED_LIST(EMU_FIXED_RANKS)
 #undef EMU_FIXED_RANKS
 #undef EMU_FIXED_ENTRY
-    {PICOLL_CUDA_FLOOR_NAME, picoll_floor_kernel},
+        {PICOLL_CUDA_FLOOR_NAME, picoll_floor_kernel},
 };
 
 /* Entry i's function and name (-1 beyond the last); by name: its index, or -1. */

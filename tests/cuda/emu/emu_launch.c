@@ -95,11 +95,11 @@ typedef struct {
                      * record: a load of only those passes) */
 } emu_shadow_t;
 
-#define EMU_WHO(w) ((w) >> 16)     /* the thread */
-#define EMU_RUN(w) ((w) >> 25)     /* its block run */
+#define EMU_WHO(w) ((w) >> 16) /* the thread */
+#define EMU_RUN(w) ((w) >> 25) /* its block run */
 #define EMU_PID(w) ((w) >> 42)
 #define EMU_FIBER(w) ((unsigned)((w) >> 16 & 0x1ff)) /* 9 bits: EMU_MAX_THREADS */
-#define EMU_BYTES(w) ((unsigned)((w) & 0xffff))
+#define EMU_BYTES(w) ((unsigned)((w)&0xffff))
 
 /* The bytes [a, a + n) covers in granule g, as a mask. */
 static unsigned emu_bytes(uintptr_t g, uintptr_t a, size_t n)
@@ -110,20 +110,20 @@ static unsigned emu_bytes(uintptr_t g, uintptr_t a, size_t n)
 
 /* A store of the running launch not yet published. */
 typedef struct {
-    emu_shadow_t *s;   /* NULL: host-mapped memory, which has no shadow */
+    emu_shadow_t *s; /* NULL: host-mapped memory, which has no shadow */
     void *addr;
     uint64_t who;
-    unsigned gen;      /* the block's barrier generation at the store */
+    unsigned gen; /* the block's barrier generation at the store */
 } emu_pending_t;
 
 typedef struct {
 #ifdef __x86_64__
-    void *sp;          /* saved stack pointer: emu_switch's frame */
+    void *sp; /* saved stack pointer: emu_switch's frame */
 #else
     ucontext_t uc;
 #endif
     int done;
-    int waiting;       /* at the barrier of generation wait_gen */
+    int waiting; /* at the barrier of generation wait_gen */
     unsigned wait_gen;
     uint64_t acq;      /* acquire point: publications up to this time are ordered before it */
     uint64_t fence_t;  /* its last system fence: a relaxed store after it still releases */
@@ -141,15 +141,15 @@ typedef struct emu_worker emu_worker_t;
 typedef struct {
     emu_fiber_t fiber[EMU_MAX_THREADS];
     emu_worker_t *wk;
-    char *stacks;      /* its fibers' stacks: a window slot's share of the worker's */
-    unsigned idx;      /* blockIdx.x */
-    int active;        /* runs in the window */
+    char *stacks; /* its fibers' stacks: a window slot's share of the worker's */
+    unsigned idx; /* blockIdx.x */
+    int active;   /* runs in the window */
     int n, live, cur;
-    unsigned gen;      /* barrier generation */
+    unsigned gen; /* barrier generation */
     int arrived;
-    int frozen;        /* fakecuda_freeze_next_kernel: no barrier ever opens */
-    unsigned late;     /* rounds before its threads start (emu_late_start); 0: started */
-    emu_entry_fn fn;   /* the launch's entry */
+    int frozen;      /* fakecuda_freeze_next_kernel: no barrier ever opens */
+    unsigned late;   /* rounds before its threads start (emu_late_start); 0: started */
+    emu_entry_fn fn; /* the launch's entry */
     const picoll_cuda_kparams_t *params;
     emu_cached_range_t range[EMU_RANGE_CACHE];
     unsigned long range_gen;
@@ -164,7 +164,7 @@ typedef struct {
     int spun;          /* a fiber of this round waits for another process */
     int range_last;    /* the cache entry found last */
     uint64_t rng;
-    unsigned switch_in; /* global accesses before the next switch */
+    unsigned switch_in;                   /* global accesses before the next switch */
     _Alignas(16) char shared[EMU_SHARED]; /* its shared memory (DEV_SHARED) */
 } emu_block_t;
 
@@ -172,7 +172,7 @@ typedef struct {
  * stores of the running launch that no release published yet (of every block of the launch:
  * the end of the launch publishes them). */
 struct emu_worker {
-    char *stacks;                    /* EMU_FIBERS stacks */
+    char *stacks; /* EMU_FIBERS stacks */
     emu_block_t *slot[EMU_WINDOW];
     emu_pending_t *pend;
     size_t npend, cap;
@@ -191,7 +191,7 @@ static __thread ucontext_t emu_sched;
 static int emu_freeze_next;
 static uint64_t emu_seed;
 static int emu_seed_told;
-static unsigned long emu_runs;  /* block runs of this process */
+static unsigned long emu_runs; /* block runs of this process */
 static unsigned emu_workers;
 
 typedef struct {
@@ -206,7 +206,7 @@ typedef struct {
     emu_module_t *module;
     emu_entry_fn fn; /* the entry's CPU build */
     const char *name;
-    int entry;       /* its index (emu_kernel_entry) */
+    int entry; /* its index (emu_kernel_entry) */
 } emu_function_t;
 
 #define EMU_MODULE_MAGIC 0x4d6f646cu
@@ -386,8 +386,9 @@ static inline const emu_cached_range_t *emu_range(emu_block_t *b, const void *p,
     return emu_range_slow(b, p, n, what);
 }
 
-__attribute__((noinline)) static const emu_cached_range_t *
-emu_range_slow(emu_block_t *b, const void *p, size_t n, const char *what)
+__attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_block_t *b,
+                                                                          const void *p, size_t n,
+                                                                          const char *what)
 {
     uintptr_t a = (uintptr_t)p;
     emu_range_t r;
@@ -408,8 +409,8 @@ emu_range_slow(emu_block_t *b, const void *p, size_t n, const char *what)
     if (!found) {
         emu_fail("kernel-bounds",
                  "%s of %zu bytes at %p by block %u thread %u of picoll_coll_kernel: outside every "
-                 "live allocation, IPC mapping and host-mapped buffer", what, n, p,
-                 emu_block_idx.x, emu_thread_idx.x);
+                 "live allocation, IPC mapping and host-mapped buffer",
+                 what, n, p, emu_block_idx.x, emu_thread_idx.x);
     }
     emu_cached_range_t *c = &b->range[b->range_next];
     c->start = r.start;
@@ -426,14 +427,15 @@ static emu_shadow_t *emu_shadow_of(const emu_cached_range_t *r, uintptr_t a)
 }
 
 __attribute__((noreturn, format(printf, 2, 3))) static void emu_race(emu_block_t *b,
-                                                                    const char *fmt, ...)
+                                                                     const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    emu_fail("kernel-race", "rank %d, block %u thread %u of picoll_coll_kernel: %s (FAKECUDA_SEED=%llu)",
+    emu_fail("kernel-race",
+             "rank %d, block %u thread %u of picoll_coll_kernel: %s (FAKECUDA_SEED=%llu)",
              emu_rank(), emu_block_idx.x, (unsigned)b->cur, msg, (unsigned long long)emu_seed);
 }
 
@@ -509,20 +511,21 @@ void emu_load(const void *p, size_t n)
             if (same_run && (unsigned)st < b->gen) {
                 continue; /* a barrier since */
             }
-            emu_race(b, "__ldcg of %zu bytes at %p reads what thread %u of block run %llu of pid "
-                        "%llu stored and has not published (no release or fence since, or none "
-                        "that orders it before this load)", n, p, EMU_FIBER(who),
-                     (unsigned long long)(EMU_RUN(who) & 0x1ffff),
+            emu_race(b,
+                     "__ldcg of %zu bytes at %p reads what thread %u of block run %llu of pid "
+                     "%llu stored and has not published (no release or fence since, or none "
+                     "that orders it before this load)",
+                     n, p, EMU_FIBER(who), (unsigned long long)(EMU_RUN(who) & 0x1ffff),
                      (unsigned long long)EMU_PID(who));
         }
-        if (same_run || st <= f->acq ||
-            (EMU_PID(who) == (uint64_t)getpid() && st <= b->start)) {
+        if (same_run || st <= f->acq || (EMU_PID(who) == (uint64_t)getpid() && st <= b->start)) {
             continue;
         }
-        emu_race(b, "__ldcg of %zu bytes at %p reads what thread %u of pid %llu published %.6f "
-                    "ms after this thread's last acquire (no acquire of a flag released after "
-                    "it, and no __syncthreads after such an acquire)", n, p,
-                 EMU_FIBER(who), (unsigned long long)EMU_PID(who),
+        emu_race(b,
+                 "__ldcg of %zu bytes at %p reads what thread %u of pid %llu published %.6f "
+                 "ms after this thread's last acquire (no acquire of a flag released after "
+                 "it, and no __syncthreads after such an acquire)",
+                 n, p, EMU_FIBER(who), (unsigned long long)EMU_PID(who),
                  (double)(st - f->acq) / 1e6);
     }
 }
@@ -538,8 +541,10 @@ void emu_store(void *p, const void *v, size_t n)
     emu_maybe_switch(b); /* before emu_range: its answer lasts until the next switch */
     const emu_cached_range_t *r = emu_range(b, p, n, "store");
     if (b->told) {
-        emu_race(b, "stores %zu bytes at %p after thread 0 told the host the block finished "
-                    "(the done word): the host may already hand the buffer back", n, p);
+        emu_race(b,
+                 "stores %zu bytes at %p after thread 0 told the host the block finished "
+                 "(the done word): the host may already hand the buffer back",
+                 n, p);
     }
     uint64_t me = b->me | (uint64_t)b->cur << 16;
     uintptr_t a = (uintptr_t)p;
@@ -610,17 +615,20 @@ void emu_flag_store(uint64_t *fl, uint64_t v, int release)
     int done = fl == (uint64_t *)&st->done[blk] && b->params->epoch_word == NULL,
         quit = fl == (uint64_t *)&st->quit[blk];
     if ((done || quit) && b->last_pub > t) {
-        emu_race(b, "tells the host the block %s with a store of its %s word that does not "
-                    "release the block's stores (a relaxed store, and no fence of its thread "
-                    "after their publication)", done ? "finished" : "gave up",
-                 done ? "done" : "quit");
+        emu_race(b,
+                 "tells the host the block %s with a store of its %s word that does not "
+                 "release the block's stores (a relaxed store, and no fence of its thread "
+                 "after their publication)",
+                 done ? "finished" : "gave up", done ? "done" : "quit");
     }
     for (size_t i = 0; (done || quit) && i < b->wk->npend; i++) {
         emu_pending_t *e = &b->wk->pend[i];
         if (EMU_RUN(e->who) == EMU_RUN(b->me)) {
-            emu_race(b, "tells the host the block %s (its %s word) while thread %u's store at %p "
-                        "is not published", done ? "finished" : "gave up", done ? "done" : "quit",
-                     EMU_FIBER(e->who), e->addr);
+            emu_race(b,
+                     "tells the host the block %s (its %s word) while thread %u's store at %p "
+                     "is not published",
+                     done ? "finished" : "gave up", done ? "done" : "quit", EMU_FIBER(e->who),
+                     e->addr);
         }
     }
     b->told = b->told || fl == (uint64_t *)&st->done[blk];
@@ -755,8 +763,10 @@ size_t emu_shared_reserve(size_t n, size_t align)
     emu_shared_used = at + n;
     pthread_mutex_unlock(&emu_lock);
     if (at + n > EMU_SHARED || align > 16) {
-        emu_fail("emulator", "the kernel's shared memory needs more than the %d bytes a block has "
-                 "(EMU_SHARED)", EMU_SHARED);
+        emu_fail("emulator",
+                 "the kernel's shared memory needs more than the %d bytes a block has "
+                 "(EMU_SHARED)",
+                 EMU_SHARED);
     }
     return at;
 }
@@ -831,8 +841,8 @@ static emu_worker_t *emu_worker_get(void)
     }
     emu_worker_t *w = calloc(1, sizeof(*w));
     size_t len = (size_t)EMU_FIBERS * (EMU_STACK + EMU_GUARD);
-    char *s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    char *s =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (w == NULL || s == MAP_FAILED) {
         emu_fail("emulator", "no memory for the fibers of a kernel launch");
     }
@@ -915,8 +925,8 @@ static void emu_block_start(emu_block_t *b, unsigned idx, uint64_t start, unsign
         top[1] = 0;
         uint64_t *frame = top - 7;
         memset(frame, 0, 7 * sizeof(uint64_t));
-        __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(*(uint32_t *)frame),
-                         "=m"(*((uint16_t *)frame + 2)));
+        __asm__ volatile("stmxcsr %0\n\tfnstcw %1"
+                         : "=m"(*(uint32_t *)frame), "=m"(*((uint16_t *)frame + 2)));
         f->sp = frame;
 #else
         getcontext(&f->uc);
@@ -1042,9 +1052,10 @@ static emu_module_t *emu_module_check(void *h)
         return NULL;
     }
     if (__atomic_load_n(&m->ctx->id, __ATOMIC_ACQUIRE) != m->ctx_id) {
-        emu_fail("stale-handle", "module %p of context %p (device %d) used after that context "
-                 "was reset or destroyed, which unloaded it", (void *)m, (void *)m->ctx,
-                 m->ctx->device);
+        emu_fail("stale-handle",
+                 "module %p of context %p (device %d) used after that context "
+                 "was reset or destroyed, which unloaded it",
+                 (void *)m, (void *)m->ctx, m->ctx->device);
     }
     return m;
 }
@@ -1127,11 +1138,11 @@ EMU_API CUresult cuFuncGetAttribute(int *v, int attr, void *h)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     switch (attr) {
-    case 0: *v = emu_threads; break;     /* MAX_THREADS_PER_BLOCK */
-    case 1: *v = 16; break;              /* SHARED_SIZE_BYTES */
-    case 4: *v = 32; break;              /* NUM_REGS */
-    case 5: *v = 90; break;              /* PTX_VERSION */
-    case 6: *v = 90; break;              /* BINARY_VERSION */
+    case 0: *v = emu_threads; break; /* MAX_THREADS_PER_BLOCK */
+    case 1: *v = 16; break;          /* SHARED_SIZE_BYTES */
+    case 4: *v = 32; break;          /* NUM_REGS */
+    case 5: *v = 90; break;          /* PTX_VERSION */
+    case 6: *v = 90; break;          /* BINARY_VERSION */
     default: *v = 0; break;
     }
     return CUDA_SUCCESS;
@@ -1161,8 +1172,8 @@ static void emu_launch_check_ptr_locked(emu_ctx_t *ctx, const void *p, const cha
         pthread_mutex_unlock(&emu_lock);
         emu_fail("kernel-context",
                  "cuLaunchKernel in context %p (device %d) with %s %p in device memory of context "
-                 "%p (device %d)", (void *)ctx, ctx->device, what, p, (void *)r.ctx,
-                 r.ctx->device);
+                 "%p (device %d)",
+                 (void *)ctx, ctx->device, what, p, (void *)r.ctx, r.ctx->device);
     }
 }
 
@@ -1203,8 +1214,9 @@ EMU_API CUresult cuLaunchKernel(void *h, unsigned gx, unsigned gy, unsigned gz, 
     if (gx > (unsigned)(emu_client_sms * emu_blocks_per_sm)) {
         emu_fail("launch-resident",
                  "cuLaunchKernel of %u blocks of %u threads: this context holds %d at once (%d of "
-                 "the device's %d multiprocessors x %d blocks)", gx, bx,
-                 emu_client_sms * emu_blocks_per_sm, emu_client_sms, emu_sms, emu_blocks_per_sm);
+                 "the device's %d multiprocessors x %d blocks)",
+                 gx, bx, emu_client_sms * emu_blocks_per_sm, emu_client_sms, emu_sms,
+                 emu_blocks_per_sm);
     }
     if (emu_launch_delay_ms > 0) {
         usleep(emu_launch_delay_ms * 1000u);

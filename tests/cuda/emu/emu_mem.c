@@ -42,7 +42,7 @@ typedef struct {
         uint64_t id;     /* 0: free slot */
         uint64_t offset; /* in the arena */
         uint64_t size;
-        int32_t opens;   /* mappings other processes hold (atomic) */
+        int32_t opens; /* mappings other processes hold (atomic) */
         int32_t pad;
     } slot[EMU_SHARED_SLOTS];
 } emu_shared_t;
@@ -59,7 +59,7 @@ typedef struct {
     int32_t pad;
     uint64_t offset;
     uint64_t size;
-    uint64_t id;    /* the owner's buffer id: the slot still holds this allocation */
+    uint64_t id; /* the owner's buffer id: the slot still holds this allocation */
 } emu_ipc_t;
 
 typedef struct {
@@ -71,16 +71,16 @@ _Static_assert(sizeof(emu_ipc_t) <= sizeof(emu_ipc_handle_t), "IPC handle too la
 typedef struct {
     emu_range_t r;
     int live;
-    int slot;            /* device allocations: their shared-table slot, else -1 */
+    int slot; /* device allocations: their shared-table slot, else -1 */
     /* IPC mappings */
-    void *map_base;      /* the reservation, guard pages included */
+    void *map_base; /* the reservation, guard pages included */
     size_t map_len;
-    void *shadow_base;   /* the allocation's pages' shadow, mapped */
-    int refs;            /* opens of the same handle in this process */
+    void *shadow_base; /* the allocation's pages' shadow, mapped */
+    int refs;          /* opens of the same handle in this process */
     int owner_pid;
     int owner_device;
     uint64_t owner_id;
-    int32_t *opens;      /* the owner's counter, in its table as mapped here */
+    int32_t *opens; /* the owner's counter, in its table as mapped here */
 } emu_alloc_t;
 
 /* Owners' tables as mapped here: kept for the life of the process (a few pages each). */
@@ -144,8 +144,8 @@ int emu_mem_init_locked(void)
         return -1;
     }
     arena_base = (uintptr_t)arena_table;
-    arena_shadow = mmap(NULL, arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd,
-                        (off_t)arena_bytes);
+    arena_shadow =
+        mmap(NULL, arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, (off_t)arena_bytes);
     if (arena_shadow == MAP_FAILED) {
         perror("fakecuda: mapping the device arena's shadow");
         return -1;
@@ -186,8 +186,8 @@ static emu_alloc_t *emu_alloc_record_locked(uintptr_t start, size_t size, emu_me
         emu_alloc_t *a = &emu_allocs[i];
         if (!a->live) {
             memset(a, 0, sizeof(*a));
-            a->r = (emu_range_t){.start = start, .size = size, .kind = kind, .ctx = ctx,
-                                 .id = emu_next_id++};
+            a->r = (emu_range_t){
+                .start = start, .size = size, .kind = kind, .ctx = ctx, .id = emu_next_id++};
             a->live = 1;
             a->slot = -1;
             if (i >= emu_allocs_hw) {
@@ -297,7 +297,8 @@ EMU_API CUresult cuMemFree_v2(CUdeviceptr p)
         pthread_mutex_unlock(&emu_lock);
         emu_fail("free-while-mapped",
                  "cuMemFree_v2(%#llx): %zu bytes that %d IPC mapping(s) in other processes still "
-                 "hold", p, a->r.size, opens);
+                 "hold",
+                 p, a->r.size, opens);
     }
     /* as CUDA, freeing waits for the device's work (which may still use the memory) */
     emu_device_idle_locked(a->r.ctx->device);
@@ -387,8 +388,8 @@ EMU_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     }
     pthread_mutex_lock(&emu_lock);
     for (int i = 0; i < emu_allocs_hw; i++) {
-        if (emu_allocs[i].live && (emu_allocs[i].r.kind == EMU_MEM_DEVICE ||
-                                   emu_allocs[i].r.kind == EMU_MEM_MANAGED)) {
+        if (emu_allocs[i].live &&
+            (emu_allocs[i].r.kind == EMU_MEM_DEVICE || emu_allocs[i].r.kind == EMU_MEM_MANAGED)) {
             used += emu_allocs[i].r.size;
         }
     }
@@ -405,27 +406,24 @@ EMU_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 static int emu_attribute(const emu_range_t *r, uintptr_t p, int attr, void *data)
 {
     switch (attr) {
-    case 3: /* DEVICE_POINTER */
-        *(CUdeviceptr *)data = r != NULL ? p : 0;
-        return 0;
+    case 3: /* DEVICE_POINTER */ *(CUdeviceptr *)data = r != NULL ? p : 0; return 0;
     case 4: /* HOST_POINTER */
-        *(void **)data = r != NULL && (r->kind == EMU_MEM_HOST || r->kind == EMU_MEM_MANAGED)
-                             ? (void *)p : NULL;
+        *(void **)data =
+            r != NULL && (r->kind == EMU_MEM_HOST || r->kind == EMU_MEM_MANAGED) ? (void *)p : NULL;
         return 0;
-    case 6: /* SYNC_MEMOPS */
-        *(int *)data = 0;
-        return 0;
-    case 13: /* MAPPED */
-        *(int *)data = r != NULL;
-        return 0;
-    default:
-        break;
+    case 6: /* SYNC_MEMOPS */ *(int *)data = 0; return 0;
+    case 13: /* MAPPED */ *(int *)data = r != NULL; return 0;
+    default: break;
     }
     cu_abi_range_t c;
     if (r != NULL) {
-        c = (cu_abi_range_t){.ctx = r->ctx, .host = r->kind == EMU_MEM_HOST,
-                             .managed = r->kind == EMU_MEM_MANAGED, .device = r->ctx->device,
-                             .id = r->id, .start = r->start, .size = r->size};
+        c = (cu_abi_range_t){.ctx = r->ctx,
+                             .host = r->kind == EMU_MEM_HOST,
+                             .managed = r->kind == EMU_MEM_MANAGED,
+                             .device = r->ctx->device,
+                             .id = r->id,
+                             .start = r->start,
+                             .size = r->size};
     }
     return cu_abi_attribute(r != NULL ? &c : NULL, attr, data);
 }
@@ -537,8 +535,7 @@ static emu_ctx_t *emu_mapping_other_ctx_locked(const emu_ipc_t *ipc, emu_ctx_t *
     for (int i = 0; i < emu_allocs_hw; i++) {
         emu_alloc_t *a = &emu_allocs[i];
         if (a->live && a->r.kind == EMU_MEM_MAPPED && a->owner_pid == ipc->pid &&
-            a->owner_device == ipc->device && a->r.ctx != ctx &&
-            a->r.ctx->device == ctx->device) {
+            a->owner_device == ipc->device && a->r.ctx != ctx && a->r.ctx->device == ctx->device) {
             return a->r.ctx;
         }
     }
@@ -677,15 +674,12 @@ void emu_mem_reset_ctx_locked(emu_ctx_t *c)
             emu_dev_live_mem[c->device]--;
             memset((void *)a->r.start, 0xcd, a->r.size);
             break;
-        case EMU_MEM_HOST:
-            munmap((void *)a->r.start, a->r.size);
-            break;
+        case EMU_MEM_HOST: munmap((void *)a->r.start, a->r.size); break;
         case EMU_MEM_MAPPED:
             munmap(a->map_base, a->map_len);
             __atomic_sub_fetch(a->opens, 1, __ATOMIC_ACQ_REL);
             break;
-        default:
-            break;
+        default: break;
         }
         emu_alloc_forget_locked(a);
     }

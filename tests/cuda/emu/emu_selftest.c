@@ -113,28 +113,28 @@ static void fail(const char *fmt, ...)
     exit(1);
 }
 
-#define CK(call)                                                                              \
-    do {                                                                                      \
-        int ck_rc = (call);                                                                   \
-        if (ck_rc != 0) {                                                                     \
-            fail("%s returned %d (line %d)", #call, ck_rc, __LINE__);                         \
-        }                                                                                     \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        int ck_rc = (call);                                                                        \
+        if (ck_rc != 0) {                                                                          \
+            fail("%s returned %d (line %d)", #call, ck_rc, __LINE__);                              \
+        }                                                                                          \
     } while (0)
-#define EXPECT(cond, ...)                                                                     \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fail(__VA_ARGS__);                                                                \
-        }                                                                                     \
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fail(__VA_ARGS__);                                                                     \
+        }                                                                                          \
     } while (0)
 
 static void load_driver(void)
 {
     cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     EXPECT(cu.lib != NULL, "no emulated driver: %s", dlerror());
-#define SYM(f, n)                                                                             \
-    do {                                                                                      \
-        *(void **)&cu.f = dlsym(cu.lib, n);                                                   \
-        EXPECT(cu.f != NULL, "the driver lacks %s (is it the emulated GPU?)", n);             \
+#define SYM(f, n)                                                                                  \
+    do {                                                                                           \
+        *(void **)&cu.f = dlsym(cu.lib, n);                                                        \
+        EXPECT(cu.f != NULL, "the driver lacks %s (is it the emulated GPU?)", n);                  \
     } while (0)
     SYM(init, "cuInit");
     SYM(device_get_count, "cuDeviceGetCount");
@@ -250,14 +250,14 @@ static void streams_legacy_blocking(void)
     EXPECT(cu.stream_query(s) == 600, "the blocking stream ran alongside the legacy stream");
     CK(cu.stream_synchronize(s));
     EXPECT(after.start >= legacy.end, "the blocking stream's work started before the legacy "
-           "stream's earlier work ended");
+                                      "stream's earlier work ended");
     /* and the other way: legacy work waits for a blocking stream's earlier work */
     stamp_t first = {.sleep_ms = 200}, second = {0};
     CK(cu.launch_host_func(s, stamp_fn, &first));
     CK(cu.launch_host_func(LEGACY, stamp_fn, &second));
     CK(cu.stream_synchronize(LEGACY));
     EXPECT(second.start >= first.end, "legacy-stream work started before a blocking stream's "
-           "earlier work ended");
+                                      "earlier work ended");
 }
 
 typedef struct {
@@ -362,10 +362,10 @@ static void mode_queues(void)
     CK(cu.stream_synchronize(a));
     if (shared) {
         EXPECT(next.start >= held.end, "one hardware queue: the other stream's work ran while a "
-               "host function held the queue");
+                                       "host function held the queue");
     } else {
         EXPECT(next.end < held.end, "a queue per stream: the other stream waited for a host "
-               "function");
+                                    "function");
     }
     /* kernels-like work does not hold: a memset then a host function on a, one on b */
     stamp_t first = {0}, other = {.sleep_ms = 0};
@@ -450,10 +450,10 @@ static void capture_intact(ctx_t ctx, stream_t s, dptr_t d)
     /* asking the legacy stream is how a library learns of a capture on a blocking stream of the
      * context; CUDA documents that it does not invalidate the capture */
     EXPECT(cu.is_capturing(NULL, &status) == 906, "the legacy stream, implicitly tied to a "
-           "capturing stream, answered cuStreamIsCapturing");
+                                                  "capturing stream, answered cuStreamIsCapturing");
     EXPECT(capture_alloc_in_thread(ctx, 1) == 0, "cuMemAlloc in relaxed mode failed during a "
-           "capture");
-    CK(cu.memset_async(d, 7, 1, s)); /* captured: never runs */
+                                                 "capture");
+    CK(cu.memset_async(d, 7, 1, s));          /* captured: never runs */
     CK(cu.memset_async(d, 0, 1, PER_THREAD)); /* another stream: runs */
     CK(cu.stream_synchronize(PER_THREAD));
     CK(cu.end_capture(s, &graph));
@@ -472,25 +472,24 @@ static void capture_broken(ctx_t ctx, stream_t s, dptr_t d, int how)
     CK(cu.begin_capture(s, 0));
     switch (how) {
     case 0:
-        EXPECT(capture_alloc_in_thread(ctx, 0) == 900, "cuMemAlloc in another thread during a "
+        EXPECT(capture_alloc_in_thread(ctx, 0) == 900,
+               "cuMemAlloc in another thread during a "
                "global capture did not fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
         break;
-    case 1:
-        EXPECT(cu.mem_alloc(&x, 64) == 900, "cuMemAlloc in the capturing thread passed");
-        break;
+    case 1: EXPECT(cu.mem_alloc(&x, 64) == 900, "cuMemAlloc in the capturing thread passed"); break;
     case 2:
         EXPECT(cu.memset_async(d, 8, 1, NULL) == 906, "the legacy stream took work while a "
-               "blocking stream of its context captures");
+                                                      "blocking stream of its context captures");
         break;
-    default:
-        EXPECT(cu.stream_synchronize(s) == 900, "a capturing stream was synchronised");
-        break;
+    default: EXPECT(cu.stream_synchronize(s) == 900, "a capturing stream was synchronised"); break;
     }
     CK(cu.is_capturing(s, &status));
     EXPECT(status == 2, "capture broken (way %d) reads as status %d, not invalidated", how, status);
     EXPECT(cu.memset_async(d, 9, 1, s) == 901, "an invalidated capture took more work");
-    EXPECT(cu.end_capture(s, &graph) == 901 && graph == NULL, "a capture broken (way %d) ended "
-           "with a graph", how);
+    EXPECT(cu.end_capture(s, &graph) == 901 && graph == NULL,
+           "a capture broken (way %d) ended "
+           "with a graph",
+           how);
 }
 
 static void mode_capture(void)
@@ -527,8 +526,10 @@ static void ipc_child(int rd, int wr)
     EXPECT(again == p, "the same handle opened twice gave two addresses");
     CK(cu.pointer_get_attribute(&type, 2, p));
     CK(cu.pointer_get_attribute(&attr_ctx, 1, p + 100));
-    EXPECT(type == 2 && attr_ctx == ctx, "a mapping reads as memory type %u of context %p, not "
-           "device memory of the opener's context %p", type, attr_ctx, ctx);
+    EXPECT(type == 2 && attr_ctx == ctx,
+           "a mapping reads as memory type %u of context %p, not "
+           "device memory of the opener's context %p",
+           type, attr_ctx, ctx);
     CK(cu.dtoh(buf, p, sizeof(buf)));
     for (size_t i = 0; i < sizeof(buf); i++) {
         EXPECT(buf[i] == (unsigned char)(i * 7), "child: byte %zu through the mapping is %#x", i,
@@ -605,13 +606,14 @@ static void ipc_rules_child(int rd, int wr)
     primary = choose_device(1);
     EXPECT(read(rd, h, sizeof(h)) == (ssize_t)sizeof(h), "child: no handles from the owner");
     EXPECT(cu.ipc_open(&p, h[0], 0) == 1, "cuIpcOpenMemHandle with flags 0 did not fail with "
-           "CUDA_ERROR_INVALID_VALUE");
+                                          "CUDA_ERROR_INVALID_VALUE");
     CK(cu.ipc_open(&p, h[0], 1));
     CK(cu.ctx_create(&other, 0, 1)); /* a second context on device 1, current */
-    EXPECT(cu.ipc_open(&q, h[1], 1) == 201, "a second context of device 1 opened a handle of the "
+    EXPECT(cu.ipc_open(&q, h[1], 1) == 201,
+           "a second context of device 1 opened a handle of the "
            "owner's device 0 while the primary context maps one (CUDA allows one context)");
     EXPECT(cu.ipc_open(&q, h[0], 1) == 201, "a second context of device 1 opened the handle the "
-           "primary context maps");
+                                            "primary context maps");
     CK(cu.ctx_set_current(primary));
     CK(cu.ipc_close(p));
     CK(cu.ctx_set_current(other));
@@ -623,7 +625,7 @@ static void ipc_rules_child(int rd, int wr)
     EXPECT(can == 1, "cuDeviceCanAccessPeer(1, 0) is %d", can);
     choose_device(2);
     EXPECT(cu.ipc_open(&q, h[0], 1) == 217, "device 2 opened a handle of device 0 without peer "
-           "access");
+                                            "access");
     EXPECT(write(wr, "d", 1) == 1, "child: cannot tell the owner");
     exit(0);
 }
@@ -656,7 +658,7 @@ static void mode_ipc_rules(void)
 
 typedef struct {
     void *fn;
-    dptr_t ws[2];               /* workspaces: mine, and a phantom second rank's */
+    dptr_t ws[2]; /* workspaces: mine, and a phantom second rank's */
     picoll_cuda_status_t *status;
     picoll_cuda_status_t *status_dev;
     size_t slot;
@@ -746,8 +748,10 @@ static void kernel_oneshot(const kernel_env_t *k, int nranks, uint64_t epoch, si
     EXPECT(kernel_launch(k, &p) == blocks, "block count");
     CK(cu.stream_synchronize(PER_THREAD));
     CK(cu.dtoh(got, (dptr_t)(uintptr_t)p.dst, n * sizeof(float)));
-    EXPECT(memcmp(got, want, n * sizeof(float)) == 0, "one-shot over %d rank(s) of %zu floats: "
-           "wrong bytes", nranks, n);
+    EXPECT(memcmp(got, want, n * sizeof(float)) == 0,
+           "one-shot over %d rank(s) of %zu floats: "
+           "wrong bytes",
+           nranks, n);
     for (int g = 0; g < blocks; g++) {
         EXPECT(k->status->done[g] == epoch && k->status->started[g] == epoch,
                "block %d: status done %llu started %llu, not epoch %llu", g,
@@ -820,7 +824,7 @@ static void fixed_case(void *generic, void *fixed, const char *name, int type, i
     for (size_t i = 0; i < n * (size_t)nr; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         float f = (float)(int)((x >> 40) % 20001u - 10000) / 1024.0f; /* exact in every format */
-        f = f * (1.0f + (float)((x >> 20) & 1023u) / 4096.0f);       /* rounded in halves */
+        f = f * (1.0f + (float)((x >> 20) & 1023u) / 4096.0f);        /* rounded in halves */
         unsigned char *e = in + i * es;
         if (type == PICOLL_CUDA_T_F64) {
             double d = (double)f / 3.0;
@@ -901,10 +905,14 @@ static void fixed_case(void *generic, void *fixed, const char *name, int type, i
         CK(cu.stream_synchronize(PER_THREAD));
         CK(cu.dtoh(got[which], (dptr_t)(uintptr_t)p.dst, bytes));
     }
-    EXPECT(memcmp(got[0], want, bytes) == 0, "%s, %zu elements: the generic kernel differs from "
-           "the plain loop", name, n);
-    EXPECT(memcmp(got[1], want, bytes) == 0, "%s, %zu elements: the entry differs from the plain "
-           "loop (and the generic kernel)", name, n);
+    EXPECT(memcmp(got[0], want, bytes) == 0,
+           "%s, %zu elements: the generic kernel differs from "
+           "the plain loop",
+           name, n);
+    EXPECT(memcmp(got[1], want, bytes) == 0,
+           "%s, %zu elements: the entry differs from the plain "
+           "loop (and the generic kernel)",
+           name, n);
     CK(cu.mem_free(src));
     CK(cu.mem_free(dst));
     free(in);
@@ -920,7 +928,7 @@ static void mode_fixed(void)
         int type, op, nranks;
     } entries[] = {
 #define SELF_FIXED_ENTRY(tag, e, dtype, op, nr) {PICOLL_CUDA_FIXED_NAME(tag, nr), e, op, nr},
-#define SELF_FIXED_RANKS(tag, e, dtype, op) \
+#define SELF_FIXED_RANKS(tag, e, dtype, op)                                                        \
     PICOLL_CUDA_FIXED_RANKS(SELF_FIXED_ENTRY, tag, e, dtype, op)
         PICOLL_CUDA_FIXED_LIST(SELF_FIXED_RANKS)
 #undef SELF_FIXED_RANKS
@@ -951,8 +959,8 @@ static void mode_fixed(void)
         CK(cu.module_get_function(&fn, mod, entries[e].name));
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             fixed_case(generic, fn, entries[e].name, entries[e].type, entries[e].op,
-                       entries[e].nranks, counts[c], &epoch,
-                       ws, (picoll_cuda_status_t *)(uintptr_t)sd);
+                       entries[e].nranks, counts[c], &epoch, ws,
+                       (picoll_cuda_status_t *)(uintptr_t)sd);
         }
         printf("%s: as the generic kernel and the plain loop\n", entries[e].name);
     }
@@ -1110,8 +1118,8 @@ static void mode_reset(void)
     void *host;
     CK(cu.ctx_get_id(c, &id0));
     CK(cu.ctx_get_id(NULL, &id2));
-    EXPECT(id0 != 0 && id2 == id0, "cuCtxGetId: %llu for the handle, %llu for the current one",
-           id0, id2);
+    EXPECT(id0 != 0 && id2 == id0, "cuCtxGetId: %llu for the handle, %llu for the current one", id0,
+           id2);
     CK(cu.mem_alloc(&d, 4096));
     CK(cu.mem_host_alloc(&host, 4096, 3));
     CK(cu.primary_reset(0));
@@ -1119,7 +1127,7 @@ static void mode_reset(void)
     EXPECT(id1 != id0, "the primary context's id did not change with the reset (%llu)", id0);
     EXPECT(cu.mem_free(d) == 1, "device memory of the reset context could be freed again");
     EXPECT(cu.mem_host_get_device_pointer(&e, host, 0) == 1, "pinned memory of the reset context "
-           "is still known");
+                                                             "is still known");
     CK(cu.primary_ctx_retain(&again, 0));
     EXPECT(again == c, "the primary context's handle changed with the reset: %p, was %p", again, c);
     CK(cu.mem_alloc(&e, 4096));
@@ -1153,8 +1161,8 @@ static void *caller_lib(void)
 static void rule_unchosen(int allowed)
 {
     void *lib = caller_lib();
-    int (*call1)(int (*)(void *), void *) = (int (*)(int (*)(void *), void *))dlsym(lib,
-                                                                                   "emu_caller_call1");
+    int (*call1)(int (*)(void *), void *) =
+        (int (*)(int (*)(void *), void *))dlsym(lib, "emu_caller_call1");
     int (*call2)(int (*)(void *, int), void *, int) =
         (int (*)(int (*)(void *, int), void *, int))dlsym(lib, "emu_caller_call2");
     EXPECT(call1 != NULL && call2 != NULL, "the caller library lacks its functions");

@@ -206,7 +206,8 @@ CUresult emu_stream_resolve_locked(void *h, const char *call, emu_stream_t **out
         pthread_mutex_unlock(&emu_lock);
         emu_fail("stream-context",
                  "%s on a stream of context %p (device %d) while context %p (device %d) is "
-                 "current", call, (void *)s->ctx, s->ctx->device, (void *)ctx, ctx->device);
+                 "current",
+                 call, (void *)s->ctx, s->ctx->device, (void *)ctx, ctx->device);
     }
     *out = s;
     return CUDA_SUCCESS;
@@ -261,18 +262,13 @@ static void *emu_worker(void *arg)
         pthread_mutex_unlock(&emu_lock);
         switch (op->type) {
         case EMU_OP_COPY:
-            memmove(op->u.copy.dst, op->u.copy.snapshot != NULL ? op->u.copy.snapshot
-                                                                : op->u.copy.src, op->u.copy.n);
+            memmove(op->u.copy.dst,
+                    op->u.copy.snapshot != NULL ? op->u.copy.snapshot : op->u.copy.src,
+                    op->u.copy.n);
             break;
-        case EMU_OP_MEMSET:
-            memset(op->u.memset.dst, op->u.memset.value, op->u.memset.n);
-            break;
-        case EMU_OP_HOSTFN:
-            op->u.hostfn.fn(op->u.hostfn.arg);
-            break;
-        case EMU_OP_KERNEL:
-            emu_kernel_run(op);
-            break;
+        case EMU_OP_MEMSET: memset(op->u.memset.dst, op->u.memset.value, op->u.memset.n); break;
+        case EMU_OP_HOSTFN: op->u.hostfn.fn(op->u.hostfn.arg); break;
+        case EMU_OP_KERNEL: emu_kernel_run(op); break;
         case EMU_OP_WAITVAL:
             /* a stream memory operation: the stream goes on once the word reached the value
              * (written by a host thread or a kernel, with release) */
@@ -282,8 +278,7 @@ static void *emu_worker(void *arg)
                 nanosleep(&ts, NULL);
             }
             break;
-        case EMU_OP_MARKER:
-            break;
+        case EMU_OP_MARKER: break;
         }
         pthread_mutex_lock(&emu_lock);
         if (holds) {
@@ -836,7 +831,8 @@ EMU_API CUresult cuEventRecord(void *h, void *stream)
         pthread_mutex_unlock(&emu_lock);
         emu_fail("event-context",
                  "cuEventRecord of an event of context %p (device %d) on a stream of context %p "
-                 "(device %d)", (void *)e->ctx, e->ctx->device, (void *)s->ctx, s->ctx->device);
+                 "(device %d)",
+                 (void *)e->ctx, e->ctx->device, (void *)s->ctx, s->ctx->device);
     }
     int captured = s->capturing;
     rc = emu_stream_enqueue_locked(s, op, NULL);
@@ -856,8 +852,8 @@ EMU_API CUresult cuEventQuery(void *h)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     pthread_mutex_lock(&emu_lock);
-    CUresult rc = e->stream != NULL && e->stream->completed < e->seq ? CUDA_ERROR_NOT_READY
-                                                                     : CUDA_SUCCESS;
+    CUresult rc =
+        e->stream != NULL && e->stream->completed < e->seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
     pthread_mutex_unlock(&emu_lock);
     return rc;
 }
@@ -885,8 +881,9 @@ EMU_API CUresult cuStreamWaitEvent(void *stream, void *h, unsigned flags)
     emu_op_t *op = emu_op_new(EMU_OP_MARKER);
     if (e == NULL || op == NULL || flags != 0) {
         free(op);
-        return op == NULL ? CUDA_ERROR_OUT_OF_MEMORY
-               : e == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+        return op == NULL  ? CUDA_ERROR_OUT_OF_MEMORY
+               : e == NULL ? CUDA_ERROR_INVALID_HANDLE
+                           : CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_lock(&emu_lock);
     /* the event may belong to another context (CUDA allows it); the stream may not */
