@@ -61,6 +61,8 @@ import re
 import subprocess
 import sys
 
+from bench_rows import size_list
+
 
 def fail(msg, out="", err=""):
     print("FAIL: " + msg)
@@ -73,13 +75,7 @@ def fail(msg, out="", err=""):
 
 def expected_sizes(spec, factor, esize):
     lo, _, hi = spec.partition(":")
-    lo, hi = int(lo), int(hi)
-    count = max(1, (lo + esize - 1) // esize)
-    sizes = []
-    while count * esize <= hi:
-        sizes.append(count * esize)
-        count *= factor
-    return sizes
+    return size_list(int(lo), int(hi), factor, esize)
 
 
 DRIVER_CALLS = re.compile(r"# driver calls per call: (\d+(?:\.\d+)?)(?: \((\w+ \d+(?:\.\d+)?"

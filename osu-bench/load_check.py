@@ -7,11 +7,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import driver  # noqa: E402
+from bench_load import Load  # noqa: E402
 
 
 def load(avg1, busy, cpus=2):
-    obj = driver.Load.__new__(driver.Load)
+    obj = Load.__new__(Load)
     obj.cpus = cpus
     obj.before = (avg1, avg1, avg1)
     obj.busy_now = busy
