@@ -241,9 +241,7 @@ ProcessGroupPicoll::launch(CudaForm cuda, const at::Tensor &t, bool async, c10d:
                               [](const at::Tensor &x) { return !x.defined(); }),
                inputs.end());
   if (t.is_cuda() && cuda == CudaForm::enqueued) {
-    std::vector<at::Tensor> used = outputs;
-    used.insert(used.end(), inputs.begin(), inputs.end());
-    cuda_begin(t, used);
+    cuda_begin(t, {&outputs, &inputs});
     body(Form{stream_comm_, true});
     return cuda_end(async, type, name, std::move(outputs));
   }

@@ -373,7 +373,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPicoll::run(bool async, c10d::OpType 
 // The stream a CUDA call runs on (the group's, or the caller's with on_caller_stream), with its
 // picoll stream communicator, made at the first call on it (collective: every rank makes that
 // call at the same point); on the group's stream, ordered after the caller's current stream.
-bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t, const std::vector<at::Tensor> &used) {
+// used: the lists of tensors the call reads or writes (on the group's stream: marked in use
+// there; on the caller's, nothing to mark, and no list is copied)
+bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t,
+                                    std::initializer_list<const std::vector<at::Tensor> *> used) {
   c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
   drain();
   TORCH_CHECK(streams_.empty() || t.device() == streams_[0].stream.device(),
@@ -409,9 +412,10 @@ bool ProcessGroupPicoll::cuda_begin(const at::Tensor &t, const std::vector<at::T
   before_->block(*cuda_stream_);
   // the caching allocator must not hand these tensors' memory out again before the group's
   // stream is done with it
-  for (auto &u : used)
-    if (u.defined() && u.is_cuda())
-      impl.recordDataPtrOnStream(u.storage().data_ptr(), *cuda_stream_);
+  for (auto *list : used)
+    for (auto &u : *list)
+      if (u.defined() && u.is_cuda())
+        impl.recordDataPtrOnStream(u.storage().data_ptr(), *cuda_stream_);
   return true;
 }
 

@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -145,7 +146,7 @@ class ProcessGroupPicoll : public c10d::Backend {
                                      c10d::OpType type);
 
   // CUDA tensors
-  bool cuda_begin(const at::Tensor &t, const std::vector<at::Tensor> &used);
+  bool cuda_begin(const at::Tensor &t, std::initializer_list<const std::vector<at::Tensor> *> used);
   c10::intrusive_ptr<c10d::Work> cuda_end(bool async, c10d::OpType type, const char *name,
                                           std::vector<at::Tensor> outputs);
 
