@@ -120,19 +120,18 @@ picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t 
                                       const void *sendbuf, void *recvbuf, size_t count,
                                       picoll_dtype_t dtype, picoll_op_t op)
 {
-    size_t bytes = count * picoll_dtype_size(dtype);
-    if (mode == PICOLL_CUDA_K_ONESHOT_LL &&
-        !picoll_cuda_ll_fits(ws->slot_size, picoll_cfg.cuda_ll_max, ws->nlocal, bytes, 0)) {
-        mode = PICOLL_CUDA_K_ONESHOT; /* the selection's job; the same on every rank */
-    }
     int two = mode == PICOLL_CUDA_K_TWOSHOT || mode == PICOLL_CUDA_K_HCM;
     coll_call_t c = {.coll = "MPI_Allreduce", .arrivals = two ? 2 : 1};
 
     coll_params(ws, mode, &c.p);
     coll_reduce_params(dtype, op, &c.p);
+    size_t bytes = count * (size_t)c.p.esize;
+    if (mode == PICOLL_CUDA_K_ONESHOT_LL && (bytes == 0 || bytes > ws->limits.ll_reduce_max)) {
+        c.p.mode = PICOLL_CUDA_K_ONESHOT; /* the selection's job; the same on every rank */
+    }
     /* a buffer is a multiple of 4 KiB: every chunk holds whole elements */
-    return coll_call(ws, &c, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-                     count * (size_t)c.p.esize, ws->slot_size);
+    return coll_call(ws, &c, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, bytes,
+                     ws->slot_size);
 }
 
 picoll_status_t picoll_cuda_allgather(picoll_cuda_ws_t *ws, const void *sendbuf, void *recvbuf,
@@ -147,8 +146,7 @@ picoll_status_t picoll_cuda_allgather_mode(picoll_cuda_ws_t *ws, picoll_cuda_kmo
     int in_place = sendbuf == MPI_IN_PLACE;
     coll_call_t c = {.coll = "MPI_Allgather"};
 
-    if (mode == PICOLL_CUDA_K_ALLGATHER_LL &&
-        !picoll_cuda_ll_fits(ws->slot_size, picoll_cfg.cuda_ll_max, ws->nlocal, block, 1)) {
+    if (mode == PICOLL_CUDA_K_ALLGATHER_LL && (block == 0 || block > ws->limits.ll_gather_max)) {
         mode = PICOLL_CUDA_K_ALLGATHER; /* the selection's job; the same on every rank */
     }
     coll_params(ws, mode, &c.p);

@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "build-config.h"
@@ -27,6 +28,37 @@ typedef struct picoll_cuda_ws picoll_cuda_ws_t;
 void picoll_cuda_kernel_image(int device, char *out, size_t len);
 
 enum { PICOLL_CUDA_FLOOR_LAUNCH = 1, PICOLL_CUDA_FLOOR_QUEUE = 2, PICOLL_CUDA_FLOOR_COPY = 3 };
+
+/* What the algorithm layer's selection needs of a device workspace, computed once when the
+ * workspace is made and handed up with it (picoll_cuda_ws_limits): selection reads its own copy,
+ * with no call into the executor per call. */
+typedef struct {
+    picoll_topo_reach_t reach; /* the node's (topo/reach.c); PICOLL_TOPO_REACH_NONE: none */
+    int nranks;                /* local ranks */
+    size_t slot_size;          /* bytes of one data buffer */
+    size_t ll_reduce_max;      /* the largest allreduce (bytes) on the low-latency lines: its lines
+                                * fit the line area (PICOLL_CUDA_LL_MAX) and a slot holds the
+                                * unpacked payload of every rank; 0: none */
+    size_t ll_gather_max;      /* the largest allgather block on the lines: every rank's blocks
+                                * within PICOLL_CUDA_LL_MAX (the payload goes to the receive
+                                * buffer); 0: none */
+    uint64_t dtypes;           /* bit dt: the kernels reduce elements of dt (not long double) */
+} picoll_cuda_limits_t;
+
+/* The limits of a workspace of nranks ranks, data buffers of slot_size bytes, lines up to ll_max
+ * bytes (PICOLL_CUDA_LL_MAX) (dtypes: none; the workspace sets them). The one rule of the lines'
+ * fit (cuda_kernel.h: the lines of B bytes are picoll_cuda_ll_bytes(B), 16-byte multiples). */
+static inline picoll_cuda_limits_t picoll_cuda_limits(picoll_topo_reach_t reach, int nranks,
+                                                      size_t slot_size, size_t ll_max)
+{
+    picoll_cuda_limits_t l = {.reach = reach, .nranks = nranks, .slot_size = slot_size};
+    if (nranks >= 1 && nranks <= PICOLL_CUDA_MAX_LOCAL) {
+        size_t room = slot_size / (size_t)nranks / 16 * 16;
+        l.ll_reduce_max = ll_max < room ? ll_max : room;
+        l.ll_gather_max = ll_max / (size_t)nranks;
+    }
+    return l;
+}
 
 #ifdef PICOLL_HAVE_CUDA
 
@@ -74,9 +106,6 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
 void picoll_cuda_hot_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm, uint64_t call);
 void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws);
 
-/* 1 where the kernels reduce elements of dt (not long double). */
-int picoll_cuda_dtype_ok(picoll_dtype_t dt);
-
 /* Makes ws (just made, collectively, for a stream communicator) a workspace of the application's
  * stream: the collectives below then launch their kernels on that stream and return at once, the
  * epochs counted in device memory (a graph that captured them replays them correctly), and the
@@ -89,9 +118,8 @@ void picoll_cuda_ws_set_stream(picoll_cuda_ws_t *ws, picoll_cu_stream_t stream);
  * past PICOLL_TIMEOUT the ranks waited for are named (or the job ends, PICOLL_TIMEOUT_ACTION). */
 void picoll_cuda_stream_watch(void);
 
-/* Selection inputs: the node's reach and one data buffer's size. */
-picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws);
-size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws);
+/* What selection needs of ws, fixed when it was made: the caller keeps a copy. */
+picoll_cuda_limits_t picoll_cuda_ws_limits(const picoll_cuda_ws_t *ws);
 /* The most ranks of the node on one GPU (the same on every rank of the workspace). */
 int picoll_cuda_ws_sharing(const picoll_cuda_ws_t *ws);
 
@@ -156,11 +184,6 @@ static inline int picoll_cuda_device_present(const picoll_config_t *cfg)
 static inline void picoll_cuda_stream_watch(void)
 {
 }
-static inline int picoll_cuda_dtype_ok(picoll_dtype_t dt)
-{
-    (void)dt;
-    return 0;
-}
 static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
 {
     (void)ws;
@@ -200,15 +223,10 @@ static inline void picoll_cuda_hot_skip(picoll_cuda_ws_t *ws)
 {
     (void)ws;
 }
-static inline picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws)
+static inline picoll_cuda_limits_t picoll_cuda_ws_limits(const picoll_cuda_ws_t *ws)
 {
     (void)ws;
-    return PICOLL_TOPO_REACH_NONE;
-}
-static inline size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws)
-{
-    (void)ws;
-    return 0;
+    return picoll_cuda_limits(PICOLL_TOPO_REACH_NONE, 0, 0, 0);
 }
 static inline int picoll_cuda_ws_sharing(const picoll_cuda_ws_t *ws)
 {

@@ -122,18 +122,6 @@ static inline size_t picoll_cuda_ll_area_bytes(int nranks, size_t ll_max)
     return ll_max == 0 ? 0 : (size_t)nranks * 2 * picoll_cuda_ll_bytes(ll_max);
 }
 
-/* Whether a call of bytes bytes (an allreduce's vector; gather: an allgather's block) takes the
- * lines: at most ll_max bytes received (so its lines fit the area, picoll_cuda_ll_area_bytes),
- * and, for an allreduce, a slot of slot_size bytes holds the unpacked payload of nranks ranks (an
- * allgather's goes to its receive buffer). */
-static inline int picoll_cuda_ll_fits(size_t slot_size, size_t ll_max, int nranks, size_t bytes,
-                                      int gather)
-{
-    return nranks >= 1 && nranks <= PICOLL_CUDA_MAX_LOCAL && bytes != 0 &&
-           (gather ? bytes * (size_t)nranks : bytes) <= ll_max &&
-           (gather || picoll_cuda_ll_bytes(bytes) <= slot_size / (size_t)nranks);
-}
-
 /* Element types the kernel reduces, with their device type (picoll's bool and byte are reduced
  * as uint8; the complex types as float2/double2, real part first; float16 and bfloat16 as their
  * bits, in lane types coll_kernel.cu defines). X(enum, device type). */

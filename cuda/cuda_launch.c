@@ -57,9 +57,13 @@ picoll_cuda_type_t picoll_cuda_coll_type(picoll_dtype_t dt)
     }
 }
 
-int picoll_cuda_dtype_ok(picoll_dtype_t dt)
+uint64_t picoll_cuda_dtype_mask(void)
 {
-    return picoll_cuda_coll_type(dt) != PICOLL_CUDA_T_NONE;
+    uint64_t mask = 0;
+    for (int dt = 0; dt < PICOLL_DT_COUNT; dt++) {
+        mask |= picoll_cuda_coll_type((picoll_dtype_t)dt) != PICOLL_CUDA_T_NONE ? 1ull << dt : 0;
+    }
+    return mask;
 }
 
 /* The calling thread's current context as its last full vote found it, for the call that follows

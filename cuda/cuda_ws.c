@@ -361,6 +361,8 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
         }
         ws->reach = PICOLL_TOPO_REACH_NONE;
     }
+    ws->limits = picoll_cuda_limits(ws->reach, ws->nlocal, ws->slot_size, cfg->cuda_ll_max);
+    ws->limits.dtypes = picoll_cuda_dtype_mask();
     /* all_ok is the same on every rank: either all map, or none */
     if (all_ok && picoll_cuda_ipc_map_peers(ws, all) != PICOLL_OK) {
         status = PICOLL_ERR_CUDA;
@@ -416,17 +418,12 @@ void picoll_cuda_ws_rehome(picoll_cuda_ws_t **ws, MPI_Comm comm, MPI_Comm node_c
     }
 }
 
-picoll_topo_reach_t picoll_cuda_ws_reach(const picoll_cuda_ws_t *ws)
+picoll_cuda_limits_t picoll_cuda_ws_limits(const picoll_cuda_ws_t *ws)
 {
-    return ws->reach;
+    return ws->limits;
 }
 
 int picoll_cuda_ws_sharing(const picoll_cuda_ws_t *ws)
 {
     return ws->sharing;
-}
-
-size_t picoll_cuda_ws_slot_size(const picoll_cuda_ws_t *ws)
-{
-    return ws->slot_size;
 }

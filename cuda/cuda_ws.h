@@ -54,6 +54,9 @@ struct picoll_cuda_ws {
     uint64_t pstart[PICOLL_CUDA_MAX_LOCAL];     /* and its start time (util/proc.h) */
     unsigned char watch[PICOLL_CUDA_MAX_LOCAL]; /* 1: that process can be looked at from here */
     picoll_topo_reach_t reach;
+    /* what selection needs of it, and the lines' fit its calls check (set once, when it is
+     * made: picoll_cuda_ws_limits) */
+    picoll_cuda_limits_t limits;
     uint32_t peers;            /* local ranks mapped and waited for (not me) */
     int hcm;                   /* reach hcm with a plan: allreduce runs the HCM kernel */
     picoll_cu_stream_t stream; /* a workspace of an application's stream (on_stream): its
@@ -100,6 +103,10 @@ void picoll_cuda_ws_each_stream(void (*fn)(picoll_cuda_ws_t *ws));
  * is on, else the generic kernel. The same on every rank (it depends on what every rank's call passes alike). */
 picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
                                              const picoll_cuda_kparams_t *p);
+
+/* The element types the kernels reduce: bit dt set where they have arithmetic for dt
+ * (cuda_launch.c, picoll_cuda_coll_type; not long double). */
+uint64_t picoll_cuda_dtype_mask(void);
 
 /* The floor kernel (PICOLL_CUDA_FLOOR_NAME) in the current context ctx, from the module the
  * workspaces load (once per context); PICOLL_ERR_NOT_SUPPORTED where the module lacks it. */

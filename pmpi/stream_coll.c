@@ -48,7 +48,8 @@ PICOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int
                            .count = (size_t)(count < 0 ? 0 : count),
                            .dtype = picoll_classify_dtype(datatype),
                            .op = picoll_classify_op(op)};
-    long long bytes = (long long)a.count * (long long)picoll_dtype_size(a.dtype);
+    a.bytes = a.count * picoll_dtype_size(a.dtype); /* the type's size: here only */
+    long long bytes = (long long)a.bytes;
     if (a.dtype != PICOLL_DT_NONE &&
         picoll_stream_enq_kernels(&e, &a, bytes, bytes, sendbuf == MPI_IN_PLACE, &rc)) {
         return rc;
@@ -79,7 +80,8 @@ PICOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *r
                            .count = (size_t)(recvcount < 0 ? 0 : recvcount),
                            .dtype = picoll_classify_dtype(datatype),
                            .op = picoll_classify_op(op)};
-    long long piece = (long long)a.count * (long long)picoll_dtype_size(a.dtype);
+    a.bytes = a.count * picoll_dtype_size(a.dtype); /* the type's size: here only */
+    long long piece = (long long)a.bytes;
     if (a.dtype != PICOLL_DT_NONE &&
         picoll_stream_enq_kernels(&e, &a, piece * size, in_place ? piece * size : piece, in_place,
                                   &rc)) {
@@ -120,6 +122,7 @@ static int enq_blocks(const char *fn, op_kind_t kind, const void *sendbuf, int s
                            .recvbuf = recvbuf,
                            .count = recvcount < 0 ? 0 : (size_t)recvcount * (size_t)tsize,
                            .dtype = PICOLL_DT_NONE};
+    a.bytes = a.count;
     long long sb = in_place ? 0 : contig_bytes(sendcount * sblocks, sendtype);
     if (picoll_stream_enq_kernels(&e, &a, sb, block < 0 ? -1 : block * size, in_place, &rc)) {
         return rc;
@@ -172,6 +175,7 @@ PICOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datat
                            .count = count < 0 ? 0 : (size_t)count * (size_t)tsize,
                            .dtype = PICOLL_DT_NONE,
                            .root = root};
+    a.bytes = a.count;
     if (picoll_stream_enq_kernels(&e, &a, 0, bytes, me == root, &rc)) {
         return rc;
     }

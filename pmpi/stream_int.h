@@ -230,10 +230,13 @@ int picoll_stream_enq_commit(enq_t *e);
 /* ---- pmpi/stream_kernel.c ---- */
 
 /* Runs e's collective on picoll's kernels on the stream where its communicator has them and they
- * take the call (picoll_enq_select: the same answer on every rank); returns 1 and *rc then, 0
- * where the call goes on the usual way. a: the call (its buffers the application's); sbytes and
- * rbytes: the send and receive buffers' bytes (-1: not contiguous); recv_in: the receive buffer is
- * also read (in place; bcast's root, whose buffer is only read). */
+ * take the call (picoll_enq_call, entered once: the same answer on every rank); returns 1 and *rc
+ * then, 0 where the call goes on the usual way. a: the call's description, made once (its
+ * buffers the application's; its bytes set); sbytes and rbytes: the send and receive buffers'
+ * bytes (-1: not contiguous); recv_in: the receive buffer is also read (in place; bcast's root,
+ * whose buffer is only read). Buffers that are not device memory of the stream's context are
+ * copied once the kernels take the call (a's place hook); device memory of it goes down as it
+ * is. */
 int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
                               int recv_in, int *rc);
 

@@ -33,29 +33,33 @@ static void hop_out(void *arg)
     memcpy(h->user, h->buf, h->n);
 }
 
-/* The device buffer a kernel call uses for user buffer buf (bytes of it): buf itself where it is
- * device memory of the stream's context, else a device copy of the stream's, filled on the stream
- * first where in (pinned or managed memory by a copy, pageable memory through a pinned hop that a
- * host function fills) and copied back after the kernels where out (enq_kernel_back). */
-static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, void **dev,
-                           const char *arg)
+/* Whether user buffer buf (bytes of it, of memory kind m) is one a kernel call uses as it is:
+ * none, or device memory of the stream's context. */
+static int enq_kernel_ready(const enq_t *e, const void *buf, long long bytes,
+                            const picoll_meminfo_t *m)
 {
-    picoll_meminfo_t m;
+    return buf == MPI_IN_PLACE || buf == NULL || bytes == 0 ||
+           (m->kind == PICOLL_MEM_DEVICE && m->context == (void *)e->s->ctx);
+}
+
+/* The device buffer a kernel call uses for user buffer buf (bytes of it, of memory kind m): buf
+ * itself where it is ready (enq_kernel_ready), else a device copy of the stream's, filled on the
+ * stream first where in (pinned or managed memory by a copy, pageable memory through a pinned
+ * hop that a host function fills) and copied back after the kernels where out (enq_kernel_back). */
+static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out,
+                           const picoll_meminfo_t *m, void **dev, const char *arg)
+{
     char why[160];
     picoll_stream_t s = e->s;
     *dev = buf;
-    if (buf == MPI_IN_PLACE || buf == NULL || bytes == 0) {
+    if (enq_kernel_ready(e, buf, (long long)bytes, m)) {
         return MPI_SUCCESS;
     }
-    picoll_memkind_query(buf, &m);
-    if (m.kind == PICOLL_MEM_DEVICE && m.context == (void *)s->ctx) {
-        return MPI_SUCCESS;
-    }
-    if (m.kind == PICOLL_MEM_DEVICE) {
+    if (m->kind == PICOLL_MEM_DEVICE) {
         snprintf(why, sizeof(why),
                  "%s is memory of CUDA device %d, in another context than the "
                  "stream's",
-                 arg, m.device);
+                 arg, m->device);
         return picoll_stream_enq_fail(e, MPI_ERR_BUFFER, why);
     }
     int k = e->nks++;
@@ -64,7 +68,7 @@ static int enq_kernel_side(enq_t *e, void *buf, size_t bytes, int in, int out, v
     e->ks[k].bytes = bytes;
     e->ks[k].out = out;
     if ((e->ks[k].d = picoll_stream_staging_get(s, bytes, 1)) == NULL ||
-        (m.kind == PICOLL_MEM_HOST &&
+        (m->kind == PICOLL_MEM_HOST &&
          (e->ks[k].h = picoll_stream_staging_get(s, bytes, 0)) == NULL)) {
         return picoll_stream_enq_fail(e, MPI_ERR_NO_MEM,
                                       "no device memory for a copy of a host buffer");
@@ -173,6 +177,44 @@ static int enq_self(enq_t *e, const picoll_enq_args_t *a, long long sbytes, long
     return 1;
 }
 
+/* A kernel call's buffers that are not ready (enq_kernel_ready), as the description's place
+ * hook sees them: the sides' bytes (-1: not contiguous) and kinds, looked up once. */
+typedef struct {
+    enq_t *e;
+    long long sbytes, rbytes;
+    picoll_meminfo_t ms, mr;
+    int recv_in, recv_out;
+    int rc; /* MPI_SUCCESS, or the error raised (the call given up) */
+} kernel_place_t;
+
+/* The place hook (coll/dispatch.h): the kernels take the call; its buffers made device memory of
+ * the stream's context (enq_kernel_side), or the call given up. */
+static picoll_status_t enq_kernel_place(void *arg, const void **sendbuf, void **recvbuf)
+{
+    kernel_place_t *k = arg;
+    void *sdev = (void *)*sendbuf, *rdev = *recvbuf;
+    if (k->sbytes < 0 || k->rbytes < 0) {
+        /* the others launch: this rank cannot follow */
+        k->rc = picoll_stream_enq_fail(k->e, MPI_ERR_TYPE,
+                                       "a datatype that is not contiguous, where the stream "
+                                       "communicator runs picoll's kernels (set "
+                                       "PICOLL_STREAM_KERNELS=0 on every rank)");
+        return PICOLL_ERR_MPI;
+    }
+    if (*sendbuf != MPI_IN_PLACE &&
+        (k->rc = enq_kernel_side(k->e, sdev, (size_t)k->sbytes, 1, 0, &k->ms, &sdev, "sendbuf")) !=
+            MPI_SUCCESS) {
+        return PICOLL_ERR_MPI;
+    }
+    if ((k->rc = enq_kernel_side(k->e, rdev, (size_t)k->rbytes, k->recv_in, k->recv_out, &k->mr,
+                                 &rdev, "recvbuf")) != MPI_SUCCESS) {
+        return PICOLL_ERR_MPI;
+    }
+    *sendbuf = sdev;
+    *recvbuf = rdev;
+    return PICOLL_OK;
+}
+
 int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, long long rbytes,
                               int recv_in, int *rc)
 {
@@ -183,32 +225,30 @@ int picoll_stream_enq_kernels(enq_t *e, picoll_enq_args_t *a, long long sbytes, 
     if (ctx == NULL || ctx->coll.cuda_enq == NULL) {
         return 0;
     }
-    int alg = picoll_enq_select(&ctx->coll, a);
-    if (alg == PICOLL_ALG_FALLBACK) {
+    int in_place = a->sendbuf == MPI_IN_PLACE;
+    kernel_place_t k = {.e = e,
+                        .sbytes = sbytes,
+                        .rbytes = rbytes,
+                        .recv_in = recv_in,
+                        .recv_out = !(a->coll == PICOLL_COLL_BCAST && recv_in),
+                        .rc = MPI_SUCCESS};
+    picoll_memkind_query_pair(a->recvbuf, in_place ? NULL : a->sendbuf, &k.mr, &k.ms);
+    /* device memory of the stream's context (the usual case): nothing to place, and the call
+     * goes down to the kernels without coming back here */
+    if (sbytes < 0 || rbytes < 0 || !enq_kernel_ready(e, a->recvbuf, rbytes, &k.mr) ||
+        (!in_place && !enq_kernel_ready(e, a->sendbuf, sbytes, &k.ms))) {
+        a->place = enq_kernel_place;
+        a->place_arg = &k;
+    }
+    picoll_status_t status = picoll_enq_call(&ctx->coll, a);
+    if (status == PICOLL_DECLINED) {
         return 0;
     }
-    if (sbytes < 0 || rbytes < 0) {
-        /* the others launch: this rank cannot follow */
-        *rc = picoll_stream_enq_fail(e, MPI_ERR_TYPE,
-                                     "a datatype that is not contiguous, where the stream "
-                                     "communicator runs picoll's kernels (set "
-                                     "PICOLL_STREAM_KERNELS=0 on every rank)");
+    if (k.rc != MPI_SUCCESS) {
+        *rc = k.rc; /* placing failed: the call was given up */
         return 1;
     }
-    void *sdev = (void *)a->sendbuf, *rdev = a->recvbuf;
-    if (a->sendbuf != MPI_IN_PLACE &&
-        (*rc = enq_kernel_side(e, (void *)a->sendbuf, (size_t)sbytes, 1, 0, &sdev, "sendbuf")) !=
-            MPI_SUCCESS) {
-        return 1;
-    }
-    int recv_out = !(a->coll == PICOLL_COLL_BCAST && recv_in);
-    if ((*rc = enq_kernel_side(e, a->recvbuf, (size_t)rbytes, recv_in, recv_out, &rdev,
-                               "recvbuf")) != MPI_SUCCESS) {
-        return 1;
-    }
-    a->sendbuf = sdev;
-    a->recvbuf = rdev;
-    if (picoll_enq_run(&ctx->coll, a, alg) != PICOLL_OK) {
+    if (status != PICOLL_OK) {
         *rc = picoll_stream_enq_fail(e, MPI_ERR_INTERN, "picoll's kernels could not be queued");
         return 1;
     }

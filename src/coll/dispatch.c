@@ -107,7 +107,6 @@ static picoll_status_t hier_allreduce(picoll_coll_ctx_t *ctx, const picoll_allre
 typedef struct {
     const picoll_allreduce_args_t *args;
     size_t bytes;
-    int size;
 } allreduce_call_t;
 
 static int select_host_allreduce(const picoll_coll_ctx_t *ctx, const void *arg)
@@ -117,12 +116,10 @@ static int select_host_allreduce(const picoll_coll_ctx_t *ctx, const void *arg)
                                    ctx->shm->cma);
 }
 
-static int select_cuda_allreduce(const picoll_cuda_ws_t *ws, const void *arg)
+static int select_cuda_allreduce(const picoll_cuda_limits_t *lim, const void *arg)
 {
     const allreduce_call_t *c = arg;
-    return picoll_select_cuda_allreduce(&picoll_cfg, picoll_cuda_ws_reach(ws),
-                                        picoll_cuda_ws_slot_size(ws), c->size, c->bytes,
-                                        picoll_cuda.staging);
+    return picoll_select_cuda_allreduce(&picoll_cfg, lim, c->bytes, picoll_cuda.staging);
 }
 
 static picoll_status_t run_cuda_allreduce(picoll_coll_ctx_t *ctx, int alg, const void *arg)
@@ -162,8 +159,7 @@ picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_
     if (ctx->shm == NULL) {
         return PICOLL_DECLINED;
     }
-    allreduce_call_t c = {
-        .args = args, .bytes = args->count * picoll_dtype_size(args->dtype), .size = ctx->size};
+    allreduce_call_t c = {.args = args, .bytes = args->count * picoll_dtype_size(args->dtype)};
     if (ctx->hier != NULL) {
         return hier_allreduce(ctx, args, c.bytes, alg, mpi_rc);
     }
@@ -192,7 +188,7 @@ typedef struct {
     picoll_status_t (*run)(picoll_shm_t *, const picoll_blocks_args_t *, int);
     int cma_alg;
     picoll_status_t (*run_cma)(picoll_shm_t *, const picoll_blocks_args_t *, uint32_t);
-    int (*select_cuda)(const picoll_config_t *, picoll_topo_reach_t, int, size_t);
+    int (*select_cuda)(const picoll_config_t *, const picoll_cuda_limits_t *, size_t);
     picoll_status_t (*run_cuda)(picoll_cuda_ws_t *, const void *, void *, size_t);
     size_t (*hier_piece_max)(const picoll_hier_t *, size_t);
     int (*hier_select)(const picoll_config_t *, const picoll_hier_shape_t *, size_t, size_t);
@@ -256,10 +252,10 @@ static int select_host_blocks(const picoll_coll_ctx_t *ctx, const void *arg)
     return b->c->select(&picoll_cfg, b->size, b->args->block_bytes, ctx->shm->cma);
 }
 
-static int select_cuda_blocks(const picoll_cuda_ws_t *ws, const void *arg)
+static int select_cuda_blocks(const picoll_cuda_limits_t *lim, const void *arg)
 {
     const blocks_call_t *b = arg;
-    return b->c->select_cuda(&picoll_cfg, picoll_cuda_ws_reach(ws), b->size, b->args->block_bytes);
+    return b->c->select_cuda(&picoll_cfg, lim, b->args->block_bytes);
 }
 
 static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const void *arg)
@@ -397,11 +393,11 @@ typedef struct {
                                         * receive bytes (its selection) of every rank's */
 } device_call_t;
 
-static int select_cuda_device_only(const picoll_cuda_ws_t *ws, const void *arg)
+static int select_cuda_device_only(const picoll_cuda_limits_t *lim, const void *arg)
 {
     const device_call_t *d = arg;
     picoll_coll_t coll = d->args->coll;
-    picoll_topo_reach_t reach = picoll_cuda_ws_reach(ws);
+    picoll_topo_reach_t reach = lim->reach;
     return coll == PICOLL_COLL_ALLTOALLV ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->agree[1])
            : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV
                ? picoll_select_cuda_bcast(&picoll_cfg, reach, d->bytes)

@@ -43,8 +43,11 @@ typedef struct {
     uint64_t hot_calls;     /* calls that took the hot path so far (the same on every rank) */
     picoll_cuda_ws_t *cuda_enq; /* a stream communicator's workspace on the application's stream
                                  * (MPIX_Stream_comm_create, on one node): its enqueued
-                                 * collectives' kernels (picoll_enq_run); NULL: none, on every
+                                 * collectives' kernels (picoll_enq_call); NULL: none, on every
                                  * rank */
+    /* what device selection reads of cuda and of cuda_enq: their limits, copied once when each
+     * is made (coll/vote.c, core/comm.c) */
+    picoll_cuda_limits_t cuda_limits, cuda_enq_limits;
 } picoll_coll_ctx_t;
 
 typedef struct {
@@ -89,9 +92,9 @@ typedef struct {
 } picoll_device_args_t;
 
 /* A collective enqueued on a stream communicator's CUDA stream (MPIX_*_enqueue,
- * pmpi/stream_kernel.c), for picoll's kernels on that stream (ctx->cuda_enq). Buffers: device
- * memory of the stream's context (the caller copies any other kind through device memory of its
- * own). */
+ * pmpi/stream_kernel.c), for picoll's kernels on that stream (ctx->cuda_enq): the call's
+ * description, made once by the caller and handed down. Buffers: device memory of the stream's
+ * context, or made so by place. */
 typedef struct {
     picoll_coll_t coll;   /* PICOLL_COLL_ALLREDUCE, _ALLGATHER, _ALLTOALL, _REDUCE_SCATTER_BLOCK,
                            * _BCAST */
@@ -99,21 +102,27 @@ typedef struct {
     void *recvbuf;        /* bcast: the buffer */
     size_t count;         /* allreduce: elements; reduce-scatter block: elements of each rank's
                            * piece; allgather, alltoall: bytes of a block; bcast: bytes */
+    size_t bytes;         /* count x the type's size, computed once by the caller (allgather,
+                           * alltoall, bcast: count) */
     picoll_dtype_t dtype; /* the reductions' (others: PICOLL_DT_NONE) */
     picoll_op_t op;
     int root; /* bcast */
+    /* NULL where both buffers are device memory of the stream's context already; else the
+     * caller's copies, asked for once the kernels take the call (after the selection, before the
+     * launch): PICOLL_OK with the buffers to launch on, or the call given up by the caller (its
+     * error raised) */
+    picoll_status_t (*place)(void *place_arg, const void **sendbuf, void **recvbuf);
+    void *place_arg;
 } picoll_enq_args_t;
 
-/* The device algorithm that runs args on the stream, or PICOLL_ALG_FALLBACK where none does (the
- * caller then hands the call to the stream's progress thread). It depends only on what every
- * rank passes alike (the collective, the type and op of a reduction, the message's size) and on
- * the workspace (the same reach everywhere), so every rank gets the same answer without a word
- * exchanged. */
-int picoll_enq_select(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *args);
-/* Launches the kernels of args on the stream with algorithm alg (picoll_enq_select's): returns at
- * once, the result is there once the stream gets past them. Counted in PICOLL_STATS and
- * picoll_last_algorithm() as the blocking call's device algorithm. */
-picoll_status_t picoll_enq_run(picoll_coll_ctx_t *ctx, const picoll_enq_args_t *args, int alg);
+/* Runs args on picoll's kernels on the stream where a device algorithm takes it, in one pass:
+ * the selection (from args and ctx->cuda_enq_limits: what every rank passes alike and the
+ * workspace's limits, so every rank gets the same answer without a word exchanged), args->place
+ * where set, the launches (returning at once: the result is there once the stream gets past
+ * them), the count in PICOLL_STATS and picoll_last_algorithm() as the blocking call's device
+ * algorithm. PICOLL_DECLINED where no algorithm takes it (nothing done: the caller hands the
+ * call to the stream's progress thread); PICOLL_OK; else place's status, or the launch's. */
+picoll_status_t picoll_enq_call(picoll_coll_ctx_t *ctx, picoll_enq_args_t *args);
 
 picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_args_t *args,
                                  int *alg, int *mpi_rc);

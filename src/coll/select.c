@@ -2,7 +2,8 @@
 #include "coll/algs.h"
 #include "coll/coll.h"
 #include "coll/netmodel.h"
-#include "cuda/cuda_kernel.h"
+
+#include <stdint.h>
 
 /* PICOLL_HOST=auto (the default): where the shared-memory executor beat Open MPI 4.1 in every job
  * measured (osu-bench, A/B in one job, np 2 and 4, 4 B to 16 MiB, MPI_FLOAT and MPI_CHAR, on a
@@ -127,17 +128,17 @@ int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, 
  * Allgather and alltoall: IPC copies <= PICOLL_NVLINK_IPC_MAX (nvlink) or PICOLL_PCIE_IPC_MAX
  * (pcie), of one rank's receive buffer; the whole HCM has pairs without NVLink and without peer
  * access (across sockets), so those hand over, as does none. A one-shot message larger than a
- * device data buffer runs two-shot, in chunks. */
-int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
-                                 size_t slot_size, int nranks, size_t bytes, int staged)
+ * device data buffer runs two-shot, in chunks. Allreduce and reduce here: ll_max, the largest
+ * message on the lines (0: none; the workspace's, picoll_cuda_limits_t). */
+static int cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t slot_size,
+                          size_t ll_max, size_t bytes, int staged)
 {
     if (bytes == 0) {
         return PICOLL_ALG_FALLBACK;
     }
-    /* low-latency lines where the slot holds the unpacked payload (picoll_cuda_ll_fits), on every
-     * reach whose workspace maps every peer */
-    if (reach != PICOLL_TOPO_REACH_HCM && reach != PICOLL_TOPO_REACH_NONE &&
-        picoll_cuda_ll_fits(slot_size, cfg->cuda_ll_max, nranks, bytes, 0)) {
+    /* low-latency lines where the slot holds the unpacked payload (ll_max), on every reach whose
+     * workspace maps every peer */
+    if (reach != PICOLL_TOPO_REACH_HCM && reach != PICOLL_TOPO_REACH_NONE && bytes <= ll_max) {
         return PICOLL_ALLREDUCE_CUDA_LL;
     }
     switch (reach) {
@@ -161,17 +162,21 @@ int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t
     return PICOLL_ALG_FALLBACK;
 }
 
+int picoll_select_cuda_allreduce(const picoll_config_t *cfg, const picoll_cuda_limits_t *lim,
+                                 size_t bytes, int staged)
+{
+    return cuda_allreduce(cfg, lim->reach, lim->slot_size, lim->ll_reduce_max, bytes, staged);
+}
+
 /* Reduce-scatter and reduce on the device: where an allreduce of the input's bytes would run on
  * it (one-shot or two-shot; HCM's workspaces map only the quad and the relay: handed over). */
 int picoll_select_cuda_reduce(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes,
                               int staged)
 {
-    if (reach == PICOLL_TOPO_REACH_HCM ||
-        picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, 1, bytes, staged) ==
-            PICOLL_ALG_FALLBACK) {
-        return PICOLL_ALG_FALLBACK;
-    }
-    return PICOLL_DEVICE_ONLY_CUDA;
+    /* no bound on a data buffer (chunks), the lines up to PICOLL_CUDA_LL_MAX */
+    int alg = cuda_allreduce(cfg, reach, SIZE_MAX, cfg->cuda_ll_max, bytes, staged);
+    return reach == PICOLL_TOPO_REACH_HCM || alg == PICOLL_ALG_FALLBACK ? PICOLL_ALG_FALLBACK
+                                                                        : PICOLL_DEVICE_ONLY_CUDA;
 }
 
 /* Allgather and alltoall: copies over IPC up to the reach's limit of one rank's receive bytes. */
@@ -185,23 +190,22 @@ static int select_cuda_ipc(const picoll_config_t *cfg, picoll_topo_reach_t reach
     return block_bytes != 0 && bytes <= max ? alg : PICOLL_ALG_FALLBACK;
 }
 
-int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+int picoll_select_cuda_allgather(const picoll_config_t *cfg, const picoll_cuda_limits_t *lim,
                                  size_t block_bytes)
 {
-    /* the low-latency lines up to PICOLL_CUDA_LL_MAX received bytes, where a slot of the
-     * workspace holds them (as allreduce's; the hybrid cube mesh hands allgather over) */
-    if ((reach == PICOLL_TOPO_REACH_NVLINK || reach == PICOLL_TOPO_REACH_PCIE) &&
-        picoll_cuda_ll_fits(picoll_cuda_slot_bytes(cfg->workspace_size), cfg->cuda_ll_max, nranks,
-                            block_bytes, 1)) {
+    /* the low-latency lines up to PICOLL_CUDA_LL_MAX received bytes (ll_gather_max: where the
+     * line area holds them; as allreduce's, the hybrid cube mesh hands allgather over) */
+    if ((lim->reach == PICOLL_TOPO_REACH_NVLINK || lim->reach == PICOLL_TOPO_REACH_PCIE) &&
+        block_bytes != 0 && block_bytes <= lim->ll_gather_max) {
         return PICOLL_ALLGATHER_CUDA_LL;
     }
-    return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLGATHER_CUDA_IPC);
+    return select_cuda_ipc(cfg, lim->reach, lim->nranks, block_bytes, PICOLL_ALLGATHER_CUDA_IPC);
 }
 
-int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+int picoll_select_cuda_alltoall(const picoll_config_t *cfg, const picoll_cuda_limits_t *lim,
                                 size_t block_bytes)
 {
-    return select_cuda_ipc(cfg, reach, nranks, block_bytes, PICOLL_ALLTOALL_CUDA_IPC);
+    return select_cuda_ipc(cfg, lim->reach, lim->nranks, block_bytes, PICOLL_ALLTOALL_CUDA_IPC);
 }
 
 int picoll_select_cuda_bcast(const picoll_config_t *cfg, picoll_topo_reach_t reach, size_t bytes)

@@ -5,6 +5,7 @@
 #define PICOLL_SELECT_H
 
 #include <stddef.h>
+#include "cuda/cuda_dev.h"
 #include "util/config.h"
 #include "topo/topo.h"
 
@@ -44,17 +45,19 @@ int picoll_select_hier_allgather(const picoll_config_t *cfg, const picoll_hier_s
                                  size_t block_bytes, size_t piece_max);
 int picoll_select_hier_alltoall(const picoll_config_t *cfg, size_t block_bytes, size_t piece_max);
 
-/* The device executor (device buffers on a context with a device workspace): reach is the node's
- * (topo/reach.c), slot_size one device data buffer; the thresholds are the PICOLL_NVLINK_*,
- * PICOLL_HCM_* and PICOLL_PCIE_* variables (select.c has the table). staged: a call handed over
- * is staged through host memory by picoll (the MPI is not CUDA-aware), which is never the faster
- * way over NVLink: no upper limit to two-shot there then. */
-int picoll_select_cuda_allreduce(const picoll_config_t *cfg, picoll_topo_reach_t reach,
-                                 size_t slot_size, int nranks, size_t bytes, int staged);
-/* block_bytes as above; the tables take one rank's receive bytes. */
-int picoll_select_cuda_allgather(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+/* The device executor (device buffers on a context with a device workspace): lim is the
+ * workspace's (its reach, ranks, data buffer and the low-latency lines' fit, handed up once when
+ * it was made: cuda/cuda_dev.h; nothing is asked of the executor per call), reach the node's
+ * (topo/reach.c); the thresholds are the PICOLL_NVLINK_*, PICOLL_HCM_* and PICOLL_PCIE_*
+ * variables (select.c has the table). staged: a call handed over is staged through host memory
+ * by picoll (the MPI is not CUDA-aware), which is never the faster way over NVLink: no upper
+ * limit to two-shot there then. */
+int picoll_select_cuda_allreduce(const picoll_config_t *cfg, const picoll_cuda_limits_t *lim,
+                                 size_t bytes, int staged);
+/* block_bytes as above (lim->nranks blocks); the tables take one rank's receive bytes. */
+int picoll_select_cuda_allgather(const picoll_config_t *cfg, const picoll_cuda_limits_t *lim,
                                  size_t block_bytes);
-int picoll_select_cuda_alltoall(const picoll_config_t *cfg, picoll_topo_reach_t reach, int nranks,
+int picoll_select_cuda_alltoall(const picoll_config_t *cfg, const picoll_cuda_limits_t *lim,
                                 size_t block_bytes);
 /* The device-only collectives (PICOLL_DEVICE_ONLY_CUDA or PICOLL_ALG_FALLBACK). Reduce-scatter
  * and reduce: bytes of one rank's input, under the allreduce limits; bcast (the message),

@@ -83,6 +83,9 @@ static uint32_t node_vote(picoll_coll_ctx_t *ctx, uint32_t mine, size_t *agree,
     if ((all & PICOLL_PATH_CUDA) && !(all & PATH_HOME)) {
         picoll_cuda_ws_rehome(&ctx->cuda, ctx->comm, ctx->node_comm, shm, &picoll_cfg, bufctx);
         ctx->cuda_failed = ctx->cuda == NULL ? (void *)bufctx : NULL;
+        if (ctx->cuda != NULL) {
+            ctx->cuda_limits = picoll_cuda_ws_limits(ctx->cuda); /* once per workspace */
+        }
     }
     return all;
 }
@@ -117,7 +120,7 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     /* a workspace exists: its algorithm is known before the barrier, which a call that neither
      * executor takes need not pay */
     if (ctx->cuda != NULL && call->agree == NULL) {
-        v->cuda_alg = call->ops->select_cuda(ctx->cuda, call->arg);
+        v->cuda_alg = call->ops->select_cuda(&ctx->cuda_limits, call->arg);
         if (v->cuda_alg == PICOLL_ALG_FALLBACK && host_alg(ctx, call, v) == PICOLL_ALG_FALLBACK) {
             v->vote = 0;
             return PICOLL_PATH_NONE;
@@ -151,7 +154,7 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     v->vote = 1;
     ctx->cuda_hot = 0;
     if ((all & PICOLL_PATH_CUDA) && ctx->cuda != NULL) {
-        v->cuda_alg = call->ops->select_cuda(ctx->cuda, call->arg);
+        v->cuda_alg = call->ops->select_cuda(&ctx->cuda_limits, call->arg);
         if (v->cuda_alg != PICOLL_ALG_FALLBACK) {
             ctx->cuda_hot = 1;
             return PICOLL_PATH_CUDA;
@@ -203,8 +206,7 @@ picoll_status_t picoll_vote_hier_cuda(picoll_coll_ctx_t *ctx, const void *sendbu
     int dev = cuda_vote(ctx, in_place ? NULL : &s, r, dt, eligible, &bufctx, &home, 0);
     uint32_t all =
         node_vote(ctx, (dev ? PICOLL_PATH_CUDA : 0u) | (home ? PATH_HOME : 0u), NULL, bufctx, name);
-    picoll_topo_reach_t reach =
-        ctx->cuda != NULL ? picoll_cuda_ws_reach(ctx->cuda) : PICOLL_TOPO_REACH_NONE;
+    picoll_topo_reach_t reach = ctx->cuda != NULL ? ctx->cuda_limits.reach : PICOLL_TOPO_REACH_NONE;
     /* the node steps over the node's IPC mappings: NVLink or PCIe peer access between every pair
      * (the hybrid cube mesh maps only the quad and the relay) */
     int node_yes = (all & PICOLL_PATH_CUDA) && ctx->cuda != NULL &&

@@ -30,8 +30,9 @@ typedef struct {
     /* the host algorithm (the same on every rank), asked only where the vote needs it; NULL:
      * none (PICOLL_ALG_FALLBACK) */
     int (*select_host)(const picoll_coll_ctx_t *ctx, const void *arg);
-    /* the device algorithm on a workspace (the same on every rank) */
-    int (*select_cuda)(const picoll_cuda_ws_t *ws, const void *arg);
+    /* the device algorithm on a workspace of limits lim (ctx->cuda_limits; the same on every
+     * rank) */
+    int (*select_cuda)(const picoll_cuda_limits_t *lim, const void *arg);
     /* the device call with algorithm cuda_alg: its status, PICOLL_RETRY where a rank said no on
      * the hot path (nothing written) */
     picoll_status_t (*run_cuda)(picoll_coll_ctx_t *ctx, int cuda_alg, const void *arg);

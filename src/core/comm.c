@@ -287,6 +287,7 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
         if (all) {
             picoll_cuda_ws_set_stream(ws, stream);
             ctx->coll.cuda_enq = ws;
+            ctx->coll.cuda_enq_limits = picoll_cuda_ws_limits(ws); /* once per workspace */
         } else {
             /* NULL on every rank where the creation failed (it released its own); else made on
              * every rank, and released together */

@@ -39,8 +39,8 @@ picoll_comm_t *picoll_comm_lookup(MPI_Comm comm);
 /* MPIX_Stream_comm_create (pmpi/stream.c), collective over comm, after its first collective:
  * where comm lies on one node with a device workspace on every rank (and PICOLL_STREAM_KERNELS),
  * makes a second workspace in cu_ctx whose kernels go on stream (ctx->coll.cuda_enq, for
- * picoll_enq_run). Returns comm's context where that succeeded on every rank, else NULL on every
- * rank. */
+ * picoll_enq_call; its limits copied once into ctx->coll.cuda_enq_limits). Returns comm's context
+ * where that succeeded on every rank, else NULL on every rank. */
 picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_ctx,
                                          picoll_cu_stream_t stream);
 #endif

@@ -16,6 +16,7 @@
 #include <picoll.h>
 
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,10 +273,11 @@ static const char *device_alg(picoll_coll_t coll, const picoll_config_t *cfg,
                               picoll_topo_reach_t reach, size_t bytes)
 {
     int staged = info_staged(cfg);
-    int alg = coll == PICOLL_COLL_ALLREDUCE
-                  ? picoll_select_cuda_allreduce(cfg, reach, (size_t)-1, 1, bytes, staged)
-              : coll == PICOLL_COLL_ALLGATHER ? picoll_select_cuda_allgather(cfg, reach, 1, bytes)
-              : coll == PICOLL_COLL_ALLTOALL  ? picoll_select_cuda_alltoall(cfg, reach, 1, bytes)
+    /* one rank, no bound on the data buffer: the reach's table alone */
+    picoll_cuda_limits_t lim = picoll_cuda_limits(reach, 1, SIZE_MAX, cfg->cuda_ll_max);
+    int alg = coll == PICOLL_COLL_ALLREDUCE ? picoll_select_cuda_allreduce(cfg, &lim, bytes, staged)
+              : coll == PICOLL_COLL_ALLGATHER ? picoll_select_cuda_allgather(cfg, &lim, bytes)
+              : coll == PICOLL_COLL_ALLTOALL  ? picoll_select_cuda_alltoall(cfg, &lim, bytes)
               : coll == PICOLL_COLL_BCAST || coll == PICOLL_COLL_ALLGATHERV ||
                       coll == PICOLL_COLL_ALLTOALLV
                   ? picoll_select_cuda_bcast(cfg, reach, bytes)

@@ -12,6 +12,24 @@
 
 static int failures, checks;
 
+/* The device selection on a workspace of n ranks and data buffers of slot bytes, with the limits
+ * such a workspace hands up once (cuda/cuda_dev.h: picoll_cuda_limits). */
+static int cuda_ar(const picoll_config_t *c, picoll_topo_reach_t reach, size_t slot, int n,
+                   size_t bytes, int staged)
+{
+    picoll_cuda_limits_t lim = picoll_cuda_limits(reach, n, slot, c->cuda_ll_max);
+    return picoll_select_cuda_allreduce(c, &lim, bytes, staged);
+}
+
+static int cuda_blocks(const picoll_config_t *c, picoll_topo_reach_t reach, int n, size_t block,
+                       int alltoall)
+{
+    picoll_cuda_limits_t lim =
+        picoll_cuda_limits(reach, n, picoll_cuda_slot_bytes(c->workspace_size), c->cuda_ll_max);
+    return alltoall ? picoll_select_cuda_alltoall(c, &lim, block)
+                    : picoll_select_cuda_allgather(c, &lim, block);
+}
+
 static void expect(const char *what, int got, int want)
 {
     checks++;
@@ -326,46 +344,36 @@ int main(void)
      * workspace buffer runs two-shot */
     picoll_config_load(&cfg, env_off);
     size_t dslot = 128u << 10;
-    expect("cuda nvlink 8 B",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 0),
+    expect("cuda nvlink 8 B", cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda nvlink 200 KiB > buffer",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 200u << 10, 0),
+           cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 200u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 1 MiB",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 20, 0),
+    expect("cuda nvlink 1 MiB", cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 20, 0),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 11 MiB",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 0),
+    expect("cuda nvlink 11 MiB", cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda hcm 64 KiB",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 65536, 0),
+    expect("cuda hcm 64 KiB", cuda_ar(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB > buffer",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 256u << 10, 0),
+           cuda_ar(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, 256u << 10, 0),
            PICOLL_ALLREDUCE_CUDA_HCM);
     expect("cuda hcm 256 KiB + 1",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 0),
+           cuda_ar(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda pcie 64 KiB",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65536, 0),
+    expect("cuda pcie 64 KiB", cuda_ar(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65536, 0),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
-    expect("cuda pcie 64 KiB + 1",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 0),
+    expect("cuda pcie 64 KiB + 1", cuda_ar(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 0),
            PICOLL_ALG_FALLBACK);
-    expect("cuda none 8 B",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 2, 8, 0),
+    expect("cuda none 8 B", cuda_ar(&cfg, PICOLL_TOPO_REACH_NONE, dslot, 2, 8, 0),
            PICOLL_ALG_FALLBACK);
     expect("cuda allgather pcie 4 x 256 KiB",
-           picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, 256u << 10),
-           PICOLL_ALLGATHER_CUDA_IPC);
+           cuda_blocks(&cfg, PICOLL_TOPO_REACH_PCIE, 4, 256u << 10, 0), PICOLL_ALLGATHER_CUDA_IPC);
     expect("cuda allgather pcie 4 x 256 KiB + 1",
-           picoll_select_cuda_allgather(&cfg, PICOLL_TOPO_REACH_PCIE, 4, (256u << 10) + 1),
-           PICOLL_ALG_FALLBACK);
+           cuda_blocks(&cfg, PICOLL_TOPO_REACH_PCIE, 4, (256u << 10) + 1, 0), PICOLL_ALG_FALLBACK);
     expect("cuda alltoall nvlink 8 x 1 MiB",
-           picoll_select_cuda_alltoall(&cfg, PICOLL_TOPO_REACH_NVLINK, 8, 1u << 20),
-           PICOLL_ALLTOALL_CUDA_IPC);
-    expect("cuda alltoall hcm 8 B", picoll_select_cuda_alltoall(&cfg, PICOLL_TOPO_REACH_HCM, 8, 8),
+           cuda_blocks(&cfg, PICOLL_TOPO_REACH_NVLINK, 8, 1u << 20, 1), PICOLL_ALLTOALL_CUDA_IPC);
+    expect("cuda alltoall hcm 8 B", cuda_blocks(&cfg, PICOLL_TOPO_REACH_HCM, 8, 8, 1),
            PICOLL_ALG_FALLBACK);
     /* reduce-scatter and reduce: where an allreduce of the input would run on the device, never
      * on the hybrid cube mesh; bcast: up to the IPC limit */
@@ -384,19 +392,17 @@ int main(void)
     /* where picoll stages what it hands over (an MPI that is not CUDA-aware), two-shot over
      * NVLink has no upper limit (reduce follows); HCM and PCIe hand over as before */
     expect("cuda nvlink 11 MiB staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 1),
+           cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 11u << 20, 1),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
     expect("cuda nvlink 1 GiB staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 30, 1),
+           cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 1u << 30, 1),
            PICOLL_ALLREDUCE_CUDA_TWOSHOT);
-    expect("cuda nvlink 8 B staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 1),
+    expect("cuda nvlink 8 B staged", cuda_ar(&cfg, PICOLL_TOPO_REACH_NVLINK, dslot, 2, 8, 1),
            PICOLL_ALLREDUCE_CUDA_ONESHOT);
     expect("cuda hcm 256 KiB + 1 staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 1),
+           cuda_ar(&cfg, PICOLL_TOPO_REACH_HCM, dslot, 2, (256u << 10) + 1, 1),
            PICOLL_ALG_FALLBACK);
-    expect("cuda pcie 64 KiB + 1 staged",
-           picoll_select_cuda_allreduce(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 1),
+    expect("cuda pcie 64 KiB + 1 staged", cuda_ar(&cfg, PICOLL_TOPO_REACH_PCIE, dslot, 2, 65537, 1),
            PICOLL_ALG_FALLBACK);
     expect("cuda reduce nvlink 10 MiB + 1 staged",
            picoll_select_cuda_reduce(&cfg, PICOLL_TOPO_REACH_NVLINK, (10u << 20) + 1, 1),

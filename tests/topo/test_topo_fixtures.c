@@ -10,6 +10,7 @@
 #include "topo/topo.h"
 #include "util/config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #define K 1024ul
@@ -37,10 +38,28 @@ static picoll_topo_reach_t reach_of(const picoll_topo_t *t, int n, const int *gp
     return picoll_topo_reach(t, gpus, n);
 }
 
+/* The limits a workspace of n ranks with data buffers of slot bytes hands up under c
+ * (cuda/cuda_dev.h); one rank and no bound on the buffer: the reach's table alone. */
+static picoll_cuda_limits_t lim_of(const picoll_config_t *c, picoll_topo_reach_t r, size_t slot,
+                                   int n)
+{
+    return picoll_cuda_limits(r, n, slot, c->cuda_ll_max);
+}
+static int ar_n(const picoll_config_t *c, picoll_topo_reach_t r, size_t slot, int n, size_t b)
+{
+    picoll_cuda_limits_t lim = lim_of(c, r, slot, n);
+    return picoll_select_cuda_allreduce(c, &lim, b, 0);
+}
+static int ag_n(const picoll_config_t *c, picoll_topo_reach_t r, int n, size_t b)
+{
+    picoll_cuda_limits_t lim = lim_of(c, r, picoll_cuda_slot_bytes(c->workspace_size), n);
+    return picoll_select_cuda_allgather(c, &lim, b);
+}
+
 /* bytes: allreduce: the message; allgather, alltoall: one rank's receive buffer (one block) */
 static int ar_cfg(picoll_topo_reach_t r, size_t b, const picoll_config_t *c)
 {
-    return picoll_select_cuda_allreduce(c, r, (size_t)-1, 1, b, 0);
+    return ar_n(c, r, SIZE_MAX, 1, b);
 }
 static int ar(picoll_topo_reach_t r, size_t b)
 {
@@ -48,11 +67,12 @@ static int ar(picoll_topo_reach_t r, size_t b)
 }
 static int ag(picoll_topo_reach_t r, size_t b)
 {
-    return picoll_select_cuda_allgather(&cfg, r, 1, b);
+    return ag_n(&cfg, r, 1, b);
 }
 static int aa(picoll_topo_reach_t r, size_t b)
 {
-    return picoll_select_cuda_alltoall(&cfg, r, 1, b);
+    picoll_cuda_limits_t lim = lim_of(&cfg, r, SIZE_MAX, 1);
+    return picoll_select_cuda_alltoall(&cfg, &lim, b);
 }
 
 /* fully NVLink-connected set with default thresholds: 256k one-shot, 10M two-shot, 1G IPC */
@@ -73,25 +93,23 @@ static void check_nvlink_table(picoll_topo_reach_t r)
     picoll_config_t c2;
     char *env[] = {"PICOLL_CUDA_LL_MAX=4k", NULL};
     CHECK_EQ(picoll_config_load(&c2, env), PICOLL_OK);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 4 * K, 0), PICOLL_ALLREDUCE_CUDA_LL);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 4 * K + 1, 0),
-             PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar_n(&c2, r, 64 * K, 2, 4 * K), PICOLL_ALLREDUCE_CUDA_LL);
+    CHECK_EQ(ar_n(&c2, r, 64 * K, 2, 4 * K + 1), PICOLL_ALLREDUCE_CUDA_ONESHOT);
     char *big[] = {"PICOLL_CUDA_LL_MAX=64k", NULL};
     picoll_config_t c3;
     CHECK_EQ(picoll_config_load(&c3, big), PICOLL_OK);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c3, r, 64 * K, 8, 8 * K, 0), PICOLL_ALLREDUCE_CUDA_LL);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c3, r, 64 * K, 8, 8 * K + 1, 0),
-             PICOLL_ALLREDUCE_CUDA_ONESHOT);
-    CHECK_EQ(picoll_select_cuda_allreduce(&c2, r, 64 * K, 2, 0, 0), PICOLL_ALG_FALLBACK);
+    CHECK_EQ(ar_n(&c3, r, 64 * K, 8, 8 * K), PICOLL_ALLREDUCE_CUDA_LL);
+    CHECK_EQ(ar_n(&c3, r, 64 * K, 8, 8 * K + 1), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar_n(&c2, r, 64 * K, 2, 0), PICOLL_ALG_FALLBACK);
     /* allgather: up to PICOLL_CUDA_LL_MAX received bytes, where the workspace's slot holds them */
-    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 4, 1 * K), PICOLL_ALLGATHER_CUDA_LL);
-    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 4, 1 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
+    CHECK_EQ(ag_n(&c2, r, 4, 1 * K), PICOLL_ALLGATHER_CUDA_LL);
+    CHECK_EQ(ag_n(&c2, r, 4, 1 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
     char *small[] = {"PICOLL_CUDA_LL_MAX=64k", "PICOLL_WORKSPACE_SIZE=128k", NULL};
     CHECK_EQ(picoll_config_load(&c2, small), PICOLL_OK);
-    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 8 * K), PICOLL_ALLGATHER_CUDA_LL);
-    CHECK_EQ(picoll_select_cuda_allgather(&c2, r, 8, 8 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
+    CHECK_EQ(ag_n(&c2, r, 8, 8 * K), PICOLL_ALLGATHER_CUDA_LL);
+    CHECK_EQ(ag_n(&c2, r, 8, 8 * K + 1), PICOLL_ALLGATHER_CUDA_IPC);
     /* the default: none */
-    CHECK_EQ(picoll_select_cuda_allreduce(&cfg, r, 64 * K, 2, 8, 0), PICOLL_ALLREDUCE_CUDA_ONESHOT);
+    CHECK_EQ(ar_n(&cfg, r, 64 * K, 2, 8), PICOLL_ALLREDUCE_CUDA_ONESHOT);
     CHECK_EQ(ag(r, 8), PICOLL_ALLGATHER_CUDA_IPC);
 }
 
