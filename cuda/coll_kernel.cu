@@ -93,7 +93,7 @@ __device__ __forceinline__ uint4 dev_line_load(const uint4 *p)
     return v;
 }
 
-/* The protocol's sync points, id for the mutation check (ids 1 to 11, each once); DEV_WAIT(id)
+/* The protocol's sync points, id for the mutation check (ids 1 to 13, each once); DEV_WAIT(id)
  * guards a wait loop, which the check deletes */
 #define DEV_WAIT(id) true
 #define DEV_SYNCTHREADS(id) __syncthreads()
@@ -728,6 +728,64 @@ picoll_floor_kernel(const picoll_cuda_kparams_t p)
 {
     if (p.status != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
         dev_flag_store((uint64_t *)&p.status->done[0], p.seq);
+    }
+}
+
+/* The barrier floor (picoll_device_barrier_floor, osu-bench --floor): the cheapest kernel that
+ * crosses processes, a flag exchange over the workspace's IPC mappings with no data. One block (one
+ * warp: thread t serves local rank t). The launch's epoch is my barrier epoch word + 1, read when it
+ * runs and advanced by thread 0 at its end (stream order makes it visible to the next launch), so
+ * that launches queued back to back and a graph's replays take the next epochs. Thread t of a peer
+ * stores the epoch into my barrier flag in rank t's workspace (pushed: a posted remote store, no
+ * remote read) and spins on rank t's flag in my own workspace (a local load), spin_ns at most: past
+ * it, rank t is named in status->missing and the launch quits (quit[0], the epoch word left as it
+ * was: the next launch waits at the same epoch). Then thread 0 stores the epoch word and the
+ * launch's seq in status->done[0], which the host polls as a blocking call's end does. The store
+ * and the load are release and acquire, as a collective's arrival and wait must be; here they
+ * order nothing (no data), so no test can tell them from relaxed ones and they carry no mutant
+ * id. What makes it a barrier does: the wait (DEV_WAIT 12) and the block's barrier before done
+ * (DEV_SYNCTHREADS 13), which tests/cuda/barrier_floor checks with a late rank. */
+extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
+picoll_barrier_kernel(const picoll_cuda_kparams_t p)
+{
+    DEV_SHARED(int, late);
+    uint64_t *mine = p.flags[p.me];
+    const uint64_t epoch = dev_word_load(mine + PICOLL_CUDA_BARRIER_EPOCH_WORD) + 1;
+    const int t = (int)threadIdx.x;
+    if (t == 0) {
+        late = 0;
+    }
+    __syncthreads();
+    if (t < p.nranks && t != p.me && DEV_WAIT(12)) {
+        dev_flag_store(p.flags[t] + PICOLL_CUDA_BARRIER_WORD + (size_t)p.me * PICOLL_CUDA_FLAG_STRIDE,
+                       epoch);
+        const uint64_t *f = mine + PICOLL_CUDA_BARRIER_WORD + (size_t)t * PICOLL_CUDA_FLAG_STRIDE;
+        uint64_t since = 0;
+        for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
+            if ((spins & 63) != 0) {
+                continue;
+            }
+            uint64_t now = dev_globaltimer();
+            if (since == 0) {
+                since = now;
+            } else if (now - since > p.spin_ns) {
+                dev_st((uint8_t *)&p.status->missing[t], (uint8_t)1);
+                atomicMax(&late, 1);
+                break;
+            }
+            if (p.nap_ns != 0) { /* ranks sharing a GPU: leave the peer's kernel some room */
+                __nanosleep(p.nap_ns);
+            }
+        }
+    }
+    DEV_SYNCTHREADS(13);
+    if (t == 0) {
+        if (late != 0) {
+            dev_flag_store((uint64_t *)&p.status->quit[0], p.seq);
+        } else {
+            dev_word_store(mine + PICOLL_CUDA_BARRIER_EPOCH_WORD, epoch);
+            dev_flag_store((uint64_t *)&p.status->done[0], p.seq);
+        }
     }
 }
 

@@ -27,7 +27,14 @@ typedef struct picoll_cuda_ws picoll_cuda_ws_t;
  * the driver ...", or why none (also in a build without CUDA). */
 void picoll_cuda_kernel_image(int device, char *out, size_t len);
 
-enum { PICOLL_CUDA_FLOOR_LAUNCH = 1, PICOLL_CUDA_FLOOR_QUEUE = 2, PICOLL_CUDA_FLOOR_COPY = 3 };
+enum {
+    PICOLL_CUDA_FLOOR_LAUNCH = 1,
+    PICOLL_CUDA_FLOOR_QUEUE = 2,
+    PICOLL_CUDA_FLOOR_COPY = 3,
+    PICOLL_CUDA_FLOOR_BARRIER = 4,
+    PICOLL_CUDA_FLOOR_BARRIER_QUEUE = 5,
+    PICOLL_CUDA_FLOOR_BARRIER_GRAPH = 6
+};
 
 /* What the algorithm layer's selection needs of a device workspace, computed once when the
  * workspace is made and handed up with it (picoll_cuda_ws_limits): selection reads its own copy,
@@ -165,8 +172,21 @@ picoll_status_t picoll_cuda_alltoallv(picoll_cuda_ws_t *ws, const void *sendbuf,
  * PICOLL_FLOOR_*; cuda_floor.c. why: the reason of an error. */
 picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes, double *seconds,
                                   char *why, size_t len);
+/* picoll_device_barrier_floor (picoll.h) on workspace ws, whose every local rank makes the same
+ * call: what is PICOLL_CUDA_FLOOR_BARRIER, _BARRIER_QUEUE or _BARRIER_GRAPH; cuda_floor.c. */
+picoll_status_t picoll_cuda_barrier_floor(picoll_cuda_ws_t *ws, int what, void *stream, int n,
+                                          double *seconds, char *why, size_t len);
 
 #else /* !PICOLL_HAVE_CUDA */
+
+static inline picoll_status_t picoll_cuda_barrier_floor(picoll_cuda_ws_t *ws, int what,
+                                                        void *stream, int n, double *seconds,
+                                                        char *why, size_t len)
+{
+    (void)ws, (void)what, (void)stream, (void)n, (void)seconds;
+    snprintf(why, len, "picoll was built without CUDA");
+    return PICOLL_ERR_NOT_SUPPORTED;
+}
 
 static inline picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes,
                                                 double *seconds, char *why, size_t len)

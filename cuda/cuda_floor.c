@@ -1,6 +1,8 @@
 /* The device's floor (picoll_device_floor, osu-bench --floor): what a launch, a queue of launches
  * and a copy cost on this process's GPU, with the launch shape of picoll's own calls, so that a
- * benchmark prints each call's time as a ratio to what the hardware allows in the same run. */
+ * benchmark prints each call's time as a ratio to what the hardware allows in the same run; and
+ * the barrier floor (picoll_device_barrier_floor): the cheapest kernel that crosses processes, a
+ * flag exchange over a communicator's device workspace, blocking, queued and graph-launched. */
 #include "build-config.h"
 #include "cuda/cuda_ws.h"
 #include "util/wait.h"
@@ -30,13 +32,17 @@ static picoll_status_t floor_check(int rc, const char *call, char *why, size_t l
     return PICOLL_ERR_CUDA;
 }
 
-static picoll_status_t floor_open(floor_t *f, picoll_cu_context_t ctx, int mapped, char *why,
-                                  size_t len)
+/* The floor kernel which (PICOLL_CUDA_FLOOR_FN_*) of ctx and its threads; mapped: a host-mapped
+ * status for it. */
+static picoll_status_t floor_open(floor_t *f, picoll_cu_context_t ctx, int which, int mapped,
+                                  char *why, size_t len)
 {
     memset(f, 0, sizeof(*f));
-    picoll_status_t st = picoll_cuda_floor_function(ctx, &f->fn);
+    picoll_status_t st = picoll_cuda_floor_function(ctx, which, &f->fn);
     if (st != PICOLL_OK) {
-        snprintf(why, len, "no %s in picoll's kernel module (%s)", PICOLL_CUDA_FLOOR_NAME,
+        snprintf(why, len, "no %s in picoll's kernel module (%s)",
+                 which == PICOLL_CUDA_FLOOR_FN_BARRIER ? PICOLL_CUDA_BARRIER_NAME
+                                                       : PICOLL_CUDA_FLOOR_NAME,
                  picoll_status_string(st));
     }
     int fn_threads = 0;
@@ -78,11 +84,19 @@ static int floor_launch(floor_t *f, picoll_cu_stream_t stream)
                                    NULL);
 }
 
-/* n launches, each waited for by polling its done word, as a blocking call's end polls it. */
-static picoll_status_t floor_blocking(floor_t *f, int n, double *seconds, char *why, size_t len)
+/* PICOLL_OK where no launch of the barrier on ws gave up; else the ranks it waited for in why. */
+static picoll_status_t barrier_check(const floor_t *f, const picoll_cuda_ws_t *ws, char *why,
+                                     size_t len);
+
+/* n launches (a tenth more first, untimed) on the per-thread stream, each waited for by polling
+ * its done word with picoll's one wait loop, as a blocking call's end waits (spinning, then
+ * yielding the CPU where more ranks than CPUs share the machine); ws: the barrier's workspace,
+ * whose launch that gave up ends the wait, NULL for the empty kernel. */
+static picoll_status_t floor_blocking(floor_t *f, const picoll_cuda_ws_t *ws, int n,
+                                      double *seconds, char *why, size_t len)
 {
     double t0 = 0.0;
-    for (int i = -n / 10 - 1; i < n; i++) { /* a tenth more first, untimed */
+    for (int i = -n / 10 - 1; i < n; i++) {
         if (i == 0) {
             t0 = picoll_clock_now();
         }
@@ -92,16 +106,24 @@ static picoll_status_t floor_blocking(floor_t *f, int n, double *seconds, char *
         if (st != PICOLL_OK) {
             return st;
         }
-        double deadline = picoll_clock_now() + 10.0;
+        picoll_wait_t wait;
+        picoll_wait_init(&wait, (double)f->p.spin_ns / 1e9 + 10.0, picoll_spin_max());
         while (__atomic_load_n(&f->host->done[0], __ATOMIC_ACQUIRE) < f->p.seq) {
-            if (picoll_clock_now() > deadline) {
-                snprintf(why, len, "the empty kernel did not end in 10 s");
-                return PICOLL_ERR_CUDA;
+            if (ws != NULL && __atomic_load_n(&f->host->quit[0], __ATOMIC_ACQUIRE) != 0) {
+                return barrier_check(f, ws, why, len);
+            }
+            if (picoll_wait(&wait, 0) == PICOLL_WAIT_EXPIRED) {
+                snprintf(why, len, "the %s kernel did not end in time",
+                         ws != NULL ? "barrier" : "empty");
+                return PICOLL_ERR_TIMEOUT;
             }
         }
     }
     *seconds = (picoll_clock_now() - t0) / n;
-    return PICOLL_OK;
+    /* the last launch ended, not only told its end: the next floor may queue on another stream,
+     * and a barrier's first launch reads the epoch word this one stored */
+    return floor_check(picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD),
+                       "cuStreamSynchronize", why, len);
 }
 
 /* n launches queued on stream, then one synchronisation, as enqueued calls run. */
@@ -181,10 +203,11 @@ picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes, d
     switch (what) {
     case PICOLL_CUDA_FLOOR_LAUNCH:
     case PICOLL_CUDA_FLOOR_QUEUE:
-        st = floor_open(&f, ctx, what == PICOLL_CUDA_FLOOR_LAUNCH, why, len);
+        st = floor_open(&f, ctx, PICOLL_CUDA_FLOOR_FN_LAUNCH, what == PICOLL_CUDA_FLOOR_LAUNCH, why,
+                        len);
         if (st == PICOLL_OK) {
             st = what == PICOLL_CUDA_FLOOR_LAUNCH
-                     ? floor_blocking(&f, n, seconds, why, len)
+                     ? floor_blocking(&f, NULL, n, seconds, why, len)
                      : floor_queue(&f, (picoll_cu_stream_t)stream, n, seconds, why, len);
         }
         floor_close(&f);
@@ -195,4 +218,159 @@ picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes, d
         snprintf(why, len, "what %d is none of PICOLL_FLOOR_LAUNCH, _QUEUE, _COPY", what);
         return PICOLL_ERR_INVALID_PARAM;
     }
+}
+
+/* ------------------------------------------------------------------ the barrier floor */
+
+/* The barrier kernel of ws's context with its parameters: every local rank's flag lines as mapped
+ * here, one warp (thread t serves local rank t), a wait bounded by PICOLL_TIMEOUT, and a
+ * host-mapped status of its own (ws->status is the collectives', whose done words must not move). */
+static picoll_status_t barrier_open(floor_t *f, const picoll_cuda_ws_t *ws, char *why, size_t len)
+{
+    memset(f, 0, sizeof(*f));
+    for (int r = 0; r < ws->nlocal; r++) {
+        if (ws->peer[r] == NULL) {
+            snprintf(why, len,
+                     "local rank %d's workspace is not mapped here (hybrid cube mesh: the quad "
+                     "and the relay only)",
+                     r);
+            return PICOLL_ERR_NOT_SUPPORTED;
+        }
+    }
+    picoll_status_t st = floor_open(f, ws->ctx, PICOLL_CUDA_FLOOR_FN_BARRIER, 1, why, len);
+    f->threads = PICOLL_CUDA_MAX_LOCAL;
+    f->p.nranks = ws->nlocal;
+    f->p.me = ws->me;
+    for (int r = 0; r < ws->nlocal; r++) {
+        f->p.flags[r] = (uint64_t *)(void *)ws->peer[r];
+    }
+    f->p.spin_ns = (uint64_t)((ws->timeout > 1.0 ? ws->timeout : 1.0) * 1e9);
+    f->p.nap_ns = (unsigned)picoll_cfg.cuda_nap;
+    return st;
+}
+
+static picoll_status_t barrier_check(const floor_t *f, const picoll_cuda_ws_t *ws, char *why,
+                                     size_t len)
+{
+    if (__atomic_load_n(&f->host->quit[0], __ATOMIC_ACQUIRE) == 0) {
+        return PICOLL_OK;
+    }
+    size_t used = (size_t)snprintf(why, len, "a barrier gave up waiting past PICOLL_TIMEOUT for");
+    for (int r = 0; r < ws->nlocal && used < len; r++) {
+        if (f->host->missing[r] != 0) {
+            used += (size_t)snprintf(why + used, len - used, " rank %d", ws->comm_ranks[r]);
+        }
+    }
+    return PICOLL_ERR_TIMEOUT;
+}
+
+/* One barrier queued on stream: launched, or (exec) a graph of it launched. */
+static int barrier_issue(floor_t *f, picoll_cu_graph_exec_t exec, picoll_cu_stream_t stream)
+{
+    if (exec != NULL) {
+        return picoll_cu.graph_launch(exec, stream);
+    }
+    f->p.seq++;
+    return floor_launch(f, stream);
+}
+
+/* n barriers queued on stream back to back (a tenth more first, synchronised, untimed), then one
+ * synchronisation; exec: each a launch of that graph of one barrier. */
+static picoll_status_t barrier_queue(floor_t *f, const picoll_cuda_ws_t *ws,
+                                     picoll_cu_graph_exec_t exec, picoll_cu_stream_t stream, int n,
+                                     double *seconds, char *why, size_t len)
+{
+    double t0 = 0.0;
+    const char *call = exec != NULL ? "cuGraphLaunch" : "cuLaunchKernel";
+    for (int round = 0; round < 2; round++) {
+        int count = round == 0 ? n / 10 + 1 : n;
+        t0 = picoll_clock_now();
+        for (int i = 0; i < count; i++) {
+            picoll_status_t st = floor_check(barrier_issue(f, exec, stream), call, why, len);
+            if (st != PICOLL_OK) {
+                return st;
+            }
+        }
+        picoll_status_t st =
+            floor_check(picoll_cu.stream_synchronize(stream), "cuStreamSynchronize", why, len);
+        if (st == PICOLL_OK) {
+            st = barrier_check(f, ws, why, len);
+        }
+        if (st != PICOLL_OK) {
+            return st;
+        }
+    }
+    *seconds = (picoll_clock_now() - t0) / n;
+    return PICOLL_OK;
+}
+
+/* One barrier captured from stream into a graph (relaxed capture), instantiated into *exec. */
+static picoll_status_t barrier_graph(floor_t *f, picoll_cu_stream_t stream,
+                                     picoll_cu_graph_exec_t *exec, char *why, size_t len)
+{
+    picoll_cu_graph_t graph = NULL;
+    if (picoll_cu.stream_begin_capture == NULL || picoll_cu.stream_end_capture == NULL ||
+        picoll_cu.graph_instantiate == NULL || picoll_cu.graph_launch == NULL ||
+        picoll_cu.graph_destroy == NULL || picoll_cu.graph_exec_destroy == NULL) {
+        snprintf(why, len, "the CUDA driver lacks the graph calls");
+        return PICOLL_ERR_NOT_SUPPORTED;
+    }
+    if (picoll_cu_stream_is_default(stream)) {
+        snprintf(why, len,
+                 "a graph is captured from a stream of the application, not a default one");
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    picoll_status_t st =
+        floor_check(picoll_cu.stream_begin_capture(stream, PICOLL_CU_STREAM_CAPTURE_MODE_RELAXED),
+                    "cuStreamBeginCapture", why, len);
+    if (st != PICOLL_OK) {
+        return st;
+    }
+    f->p.seq++;
+    int launched = floor_launch(f, stream);
+    st = floor_check(picoll_cu.stream_end_capture(stream, &graph), "cuStreamEndCapture", why, len);
+    if (st == PICOLL_OK) {
+        st = floor_check(launched, "cuLaunchKernel", why, len);
+    }
+    if (st == PICOLL_OK) {
+        st = floor_check(picoll_cu.graph_instantiate(exec, graph, 0), "cuGraphInstantiateWithFlags",
+                         why, len);
+    }
+    if (graph != NULL) {
+        picoll_cu.graph_destroy(graph);
+    }
+    return st;
+}
+
+picoll_status_t picoll_cuda_barrier_floor(picoll_cuda_ws_t *ws, int what, void *stream, int n,
+                                          double *seconds, char *why, size_t len)
+{
+    picoll_cuda_saved_ctx_t saved;
+    picoll_cu_graph_exec_t exec = NULL;
+    floor_t f;
+    if (n < 1 || what < PICOLL_CUDA_FLOOR_BARRIER || what > PICOLL_CUDA_FLOOR_BARRIER_GRAPH) {
+        snprintf(why, len, "n must be 1 or more (%d), what a PICOLL_FLOOR_BARRIER* (%d)", n, what);
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    if (picoll_cuda_enter(ws->ctx, &saved) != PICOLL_OK) {
+        snprintf(why, len, "the workspace's context cannot be made current");
+        return PICOLL_ERR_CUDA;
+    }
+    picoll_status_t st = barrier_open(&f, ws, why, len);
+    if (st == PICOLL_OK && what == PICOLL_CUDA_FLOOR_BARRIER) {
+        st = floor_blocking(&f, ws, n, seconds, why, len);
+    } else if (st == PICOLL_OK) {
+        if (what == PICOLL_CUDA_FLOOR_BARRIER_GRAPH) {
+            st = barrier_graph(&f, (picoll_cu_stream_t)stream, &exec, why, len);
+        }
+        if (st == PICOLL_OK) {
+            st = barrier_queue(&f, ws, exec, (picoll_cu_stream_t)stream, n, seconds, why, len);
+        }
+    }
+    if (exec != NULL) {
+        picoll_cu.graph_exec_destroy(exec);
+    }
+    floor_close(&f);
+    picoll_cuda_leave(&saved);
+    return st;
 }

@@ -43,7 +43,21 @@
  *                    advanced by the kernel itself (dev_finish), so that a launch captured in a
  *                    CUDA graph and replayed takes the next epochs at each replay */
 #define PICOLL_CUDA_EPOCH_WORD (PICOLL_CUDA_HALT_WORD + PICOLL_CUDA_FLAG_STRIDE)
+/*   barrier[s]       word PICOLL_CUDA_BARRIER_WORD + s * PICOLL_CUDA_FLAG_STRIDE: the barrier
+ *                    floor's flags (picoll_barrier_kernel, picoll_device_barrier_floor): the epoch
+ *                    of local rank s's latest barrier, stored by s into every peer's workspace
+ *                    (pushed) and polled by the owner in its own; no collective reads them
+ *   barrier epoch    word PICOLL_CUDA_BARRIER_EPOCH_WORD: the owner's last barrier epoch, read
+ *                    and advanced by the barrier kernel itself (queued launches and a graph's
+ *                    replays take the next ones) */
+#define PICOLL_CUDA_BARRIER_WORD (PICOLL_CUDA_EPOCH_WORD + PICOLL_CUDA_FLAG_STRIDE)
+#define PICOLL_CUDA_BARRIER_EPOCH_WORD                                                             \
+    (PICOLL_CUDA_BARRIER_WORD + PICOLL_CUDA_MAX_LOCAL * PICOLL_CUDA_FLAG_STRIDE)
 #define PICOLL_CUDA_FLAGS_BYTES 12288 /* the words above, rounded up to 4 KiB */
+#ifndef __cplusplus
+_Static_assert((PICOLL_CUDA_BARRIER_EPOCH_WORD + 1) * 8 <= PICOLL_CUDA_FLAGS_BYTES,
+               "the flag lines' words fit PICOLL_CUDA_FLAGS_BYTES");
+#endif
 /* The veto_at of every launch on a stream: the host's watch stores it in status->veto to end
  * the waits of a stream whose peer is gone (the call's data is lost then: the job ends) */
 #define PICOLL_CUDA_STREAM_ABORT (~0ull)
@@ -232,6 +246,9 @@ typedef struct {
 #define PICOLL_CUDA_KERNEL_NAME "picoll_coll_kernel"
 /* The empty kernel that times a launch (picoll_cuda_floor). */
 #define PICOLL_CUDA_FLOOR_NAME "picoll_floor_kernel"
+/* The barrier floor's kernel: a flag exchange with every local rank, no data (picoll_cuda_floor's
+ * PICOLL_CUDA_FLOOR_BARRIER*). */
+#define PICOLL_CUDA_BARRIER_NAME "picoll_barrier_kernel"
 
 /* Kernel entries of one element type, op and local rank count fixed at compile time (issue 27):
  * the op's switch folds away and the loop over the ranks unrolls, every rank's 16-byte load of a

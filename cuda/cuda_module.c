@@ -1,5 +1,5 @@
 /* The kernels' module: the embedded fatbin loaded once per context, its generic kernel, its entries
- * of fixed type, op and rank count (PICOLL_CUDA_FIXED_LIST) and its floor kernel, and the choice
+ * of fixed type, op and rank count (PICOLL_CUDA_FIXED_LIST) and its floor kernels, and the choice
  * of the entry a launch runs. */
 #include "build-config.h"
 #include "cuda/cuda_ws_int.h"
@@ -51,7 +51,7 @@ picoll_status_t picoll_cuda_module_load(picoll_cu_context_t ctx, unsigned long l
     static struct {
         picoll_cu_context_t ctx;
         unsigned long long id;
-        picoll_cu_function_t fn, floor;
+        picoll_cu_function_t fn, floor[PICOLL_CUDA_FLOOR_FNS];
         picoll_cu_function_t fixed[PICOLL_CUDA_FIXED_COUNT];
     } cache[MODULE_CACHE_CONTEXTS];
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,7 +67,7 @@ picoll_status_t picoll_cuda_module_load(picoll_cu_context_t ctx, unsigned long l
     }
     if (slot >= 0 && cache[slot].ctx == ctx && cache[slot].id == id) {
         *out = cache[slot].fn;
-        *floor = cache[slot].floor;
+        memcpy(floor, cache[slot].floor, sizeof(cache[slot].floor));
         memcpy(fixed, cache[slot].fixed, sizeof(cache[slot].fixed));
         goto unlock;
     }
@@ -96,14 +96,20 @@ picoll_status_t picoll_cuda_module_load(picoll_cu_context_t ctx, unsigned long l
             fixed[k] = NULL;
         }
     }
-    if (picoll_cu.module_get_function(floor, mod, PICOLL_CUDA_FLOOR_NAME) != 0) {
-        *floor = NULL; /* picoll_device_floor says so */
+    static const char *const floor_names[PICOLL_CUDA_FLOOR_FNS] = {
+        [PICOLL_CUDA_FLOOR_FN_LAUNCH] = PICOLL_CUDA_FLOOR_NAME,
+        [PICOLL_CUDA_FLOOR_FN_BARRIER] = PICOLL_CUDA_BARRIER_NAME,
+    };
+    for (int k = 0; k < PICOLL_CUDA_FLOOR_FNS; k++) {
+        if (picoll_cu.module_get_function(&floor[k], mod, floor_names[k]) != 0) {
+            floor[k] = NULL; /* picoll_device_floor says so */
+        }
     }
     if (slot >= 0) {
         cache[slot].ctx = ctx;
         cache[slot].id = id;
         cache[slot].fn = *out;
-        cache[slot].floor = *floor;
+        memcpy(cache[slot].floor, floor, sizeof(cache[slot].floor));
         memcpy(cache[slot].fixed, fixed, sizeof(cache[slot].fixed));
     }
 unlock:
@@ -111,13 +117,15 @@ unlock:
     return status;
 }
 
-picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, picoll_cu_function_t *fn)
+picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, int which,
+                                           picoll_cu_function_t *fn)
 {
-    picoll_cu_function_t kernel, fixed[PICOLL_CUDA_FIXED_COUNT];
+    picoll_cu_function_t kernel, fixed[PICOLL_CUDA_FIXED_COUNT], floor[PICOLL_CUDA_FLOOR_FNS];
     picoll_cu_device_t device = 0;
     PICOLL_CU_TRY(picoll_cu.ctx_get_device(&device), "cuCtxGetDevice");
     picoll_status_t st =
-        picoll_cuda_module_load(ctx, picoll_cudrv_ctx_id(ctx), (int)device, &kernel, fixed, fn);
+        picoll_cuda_module_load(ctx, picoll_cudrv_ctx_id(ctx), (int)device, &kernel, fixed, floor);
+    *fn = st == PICOLL_OK ? floor[which] : NULL;
     return st != PICOLL_OK ? st : *fn != NULL ? PICOLL_OK : PICOLL_ERR_NOT_SUPPORTED;
 }
 

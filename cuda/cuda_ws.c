@@ -56,9 +56,9 @@ static picoll_status_t ws_alloc(picoll_cuda_ws_t *ws, const picoll_config_t *cfg
 
     PICOLL_CU_TRY(picoll_cu.ctx_get_device(&ws->device), "cuCtxGetDevice");
     msg->device = ws->device;
-    picoll_cu_function_t floor;
+    picoll_cu_function_t floor[PICOLL_CUDA_FLOOR_FNS];
     status =
-        picoll_cuda_module_load(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed, &floor);
+        picoll_cuda_module_load(ws->ctx, ws->ctx_id, ws->device, &ws->kernel, ws->fixed, floor);
     if (status != PICOLL_OK) {
         return status;
     }

@@ -108,9 +108,13 @@ picoll_cu_function_t picoll_cuda_ws_function(const picoll_cuda_ws_t *ws,
  * (cuda_launch.c, picoll_cuda_coll_type; not long double). */
 uint64_t picoll_cuda_dtype_mask(void);
 
-/* The floor kernel (PICOLL_CUDA_FLOOR_NAME) in the current context ctx, from the module the
+/* The floors' kernels: the empty one (PICOLL_CUDA_FLOOR_NAME) and the barrier
+ * (PICOLL_CUDA_BARRIER_NAME), their index in the module's list. */
+enum { PICOLL_CUDA_FLOOR_FN_LAUNCH, PICOLL_CUDA_FLOOR_FN_BARRIER, PICOLL_CUDA_FLOOR_FNS };
+/* Floor kernel which (PICOLL_CUDA_FLOOR_FN_*) in the current context ctx, from the module the
  * workspaces load (once per context); PICOLL_ERR_NOT_SUPPORTED where the module lacks it. */
-picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, picoll_cu_function_t *fn);
+picoll_status_t picoll_cuda_floor_function(picoll_cu_context_t ctx, int which,
+                                           picoll_cu_function_t *fn);
 
 /* Threads per block of a launch of blocks blocks: fewer for one block where
  * PICOLL_CUDA_SMALL_THREADS asks (the kernel takes any multiple of 32: thread t waits for local

@@ -28,7 +28,8 @@ typedef struct {
 
 /* ------------------------------------------------------------------ the module (cuda_module.c) */
 /* The generic kernel (*out), the fixed entries (fixed[PICOLL_CUDA_FIXED_COUNT], NULL where the
- * module lacks one) and the floor kernel (*floor, NULL where it lacks it) in the current context
+ * module lacks one) and the floors' kernels (floor[PICOLL_CUDA_FLOOR_FNS], NULL where it lacks one)
+ * in the current context
  * ctx (id: picoll_cudrv_ctx_id), loading the fatbin once per context. PICOLL_ERR_NOT_SUPPORTED
  * where the fatbin has no image for device, PICOLL_ERR_CUDA where the driver fails. */
 picoll_status_t picoll_cuda_module_load(picoll_cu_context_t ctx, unsigned long long id, int device,

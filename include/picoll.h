@@ -132,6 +132,26 @@ int picoll_stream_query(MPIX_Stream stream, long *staged, long *host, long *devi
 #define PICOLL_FLOOR_COPY 3
 int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes, double *seconds);
 
+/* The barrier floor, for benchmarks (osu-bench --floor): the cheapest kernel that crosses
+ * processes, a barrier of comm's ranks on the node with no data. Each rank's kernel (one block of
+ * one warp) stores its epoch into a flag of every peer's device workspace (the CUDA IPC workspace
+ * of comm's device calls: comm must have made one, by a collective on device buffers) and spins
+ * on the peers' flags in its own; *seconds is the time of one barrier:
+ *   PICOLL_FLOOR_BARRIER        launched and waited for as a blocking call waits (the host polls a
+ *                               word the kernel stores in mapped host memory); n times
+ *   PICOLL_FLOOR_BARRIER_QUEUE  n queued on cuda_stream (a CUstream) back to back, then one
+ *                               synchronise, as enqueued calls run
+ *   PICOLL_FLOOR_BARRIER_GRAPH  one captured from cuda_stream (not a default stream) into a CUDA
+ *                               graph, the graph launched n times back to back, one synchronise
+ * Every rank of comm on the node must make the same calls, with the same what and n. A wait past
+ * PICOLL_TIMEOUT gives up. MPI_SUCCESS; MPI_ERR_ARG for a bad argument; MPI_ERR_OTHER where comm
+ * has no device workspace, the driver lacks the graph calls, a peer did not arrive or CUDA failed;
+ * the reason is logged (PICOLL_LOG=warn). */
+#define PICOLL_FLOOR_BARRIER 4
+#define PICOLL_FLOOR_BARRIER_QUEUE 5
+#define PICOLL_FLOOR_BARRIER_GRAPH 6
+int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cuda_stream, int n, double *seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -239,11 +239,20 @@ static const bench_column_t nccl_column = {
 
 /* ------------------------------------------------------------------ the floor */
 
-/* The launch floors, on the stream columns' stream where they have one. */
+/* The launch floors, on the stream columns' stream where they have one; then the barrier floor,
+ * on the device workspace that one call of the collective through picoll makes (the smallest). */
 static int floor_setup(bench_t *b, bench_column_t *c)
 {
     b->floor.n = b->opt.floor;
-    return bench_floor_setup(&b->floor, b->comm, b->stream.cstream, c->why, sizeof(c->why));
+    if (bench_floor_setup(&b->floor, b->comm, b->stream.cstream, c->why, sizeof(c->why)) != 0) {
+        return -1;
+    }
+    message_t m = bench_message(b, 1);
+    PMPI_Barrier(b->comm);
+    b->picoll.set_bypass(0);
+    mpi_call(b, c, &m);
+    bench_floor_barrier(&b->floor, b->comm);
+    return 0;
 }
 
 /* A size's floor: the copy of the bytes a rank's call moves, every rank at once. */

@@ -1,5 +1,5 @@
-/* osu-bench --floor: the GPU's floor in the same run as the calls (picoll_device_floor), and each
- * row's ratio to it. */
+/* osu-bench --floor: the GPU's floor in the same run as the calls (picoll_device_floor, and the
+ * barrier floor of picoll_device_barrier_floor), and each row's ratio to it. */
 #ifndef OSU_BENCH_FLOOR_H
 #define OSU_BENCH_FLOOR_H
 
@@ -14,12 +14,25 @@ typedef struct {
     void *stream;     /* the stream of the queue and the copies */
     int own_stream;   /* made here (no --enqueue or --graph stream) */
     int (*floor)(int what, void *stream, int n, size_t bytes, double *seconds);
+    /* the barrier floor (picoll_device_barrier_floor): a barrier of the ranks over picoll's device
+     * workspace, no data, every rank at once (mean), blocking, enqueued on the stream and
+     * graph-launched (BENCH_BARRIERS); 0 where that one failed */
+    int barrier_on;
+    double barrier_us[3];
+    char barrier_why[256]; /* !barrier_on: why not */
 } bench_floor_t;
+
+/* The barrier floor's ways, in barrier_us's order. */
+enum { BENCH_BARRIER_BLOCKING, BENCH_BARRIER_ENQUEUE, BENCH_BARRIER_GRAPH, BENCH_BARRIERS };
 
 /* Collective: finds picoll_device_floor, times the two launch floors on every rank at once.
  * stream: the benchmark's stream, or NULL (one is made). 0, or -1 with why (every rank). */
 int bench_floor_setup(bench_floor_t *f, MPI_Comm comm, void *stream, char *why, size_t len);
-/* Rank 0's header line; coll the collective's name ("allreduce"). */
+/* Collective, after a call of comm's on device buffers made picoll's device workspace: the barrier
+ * floor, each way every rank at once (a way that failed on some rank stays 0; none: barrier_on 0,
+ * with why). */
+void bench_floor_barrier(bench_floor_t *f, MPI_Comm comm);
+/* Rank 0's header lines; coll the collective's name ("allreduce"). */
 void bench_floor_header(const bench_floor_t *f, const char *coll, int np);
 /* Bytes one rank's call of size bytes (one block for allgather and alltoall) must read and write
  * at least on its GPU, where the other ranks on that GPU make theirs at the same time. */
@@ -31,6 +44,9 @@ double bench_floor_copy(const bench_floor_t *f, MPI_Comm comm, size_t moved, int
  * and graph latencies, <= 0 where not run. */
 void bench_floor_row(const bench_floor_t *f, size_t moved, double copy_us, double picoll_us,
                      const double *stream_us);
+/* Rank 0's line under a row, after the floor's: the barrier floor and the ratios to it of picoll
+ * (blocking), the enqueue and graph columns (stream_us, <= 0 where not run). */
+void bench_floor_barrier_row(const bench_floor_t *f, double picoll_us, const double *stream_us);
 void bench_floor_close(bench_floor_t *f);
 
 #endif

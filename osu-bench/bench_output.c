@@ -304,4 +304,5 @@ void bench_print_floor(const bench_t *b, size_t size)
     }
     bench_floor_row(&b->floor, bench_floor_moved(b->coll->name, b->np, size), f->us,
                     b->col[COLUMN_PICOLL].us, stream_us);
+    bench_floor_barrier_row(&b->floor, b->col[COLUMN_PICOLL].us, stream_us);
 }

@@ -52,6 +52,7 @@ Checks (all by default on a successful run):
                       collective (--title) must move at that size on NP ranks, whose floors are
                       the larger of the launch's and the copy's, and whose ratios are the row's
                       latencies over them
+  --barrier-floor, --osu-timing, --osu-path RE: check_modes.py
 """
 
 import argparse
@@ -62,6 +63,7 @@ import subprocess
 import sys
 
 from bench_rows import size_list
+from check_modes import check_barrier_floor, check_osu_timing
 
 
 def fail(msg, out="", err=""):
@@ -368,6 +370,10 @@ def check_format(a, out, err):
         check_stream(a, lines, header, columns, out, err)
     if rows and a.floor:
         check_floor(a, lines, columns, out, err)
+    if rows and a.barrier_floor:
+        check_barrier_floor(lines, columns, out, err, fail, rows_below)
+    if rows and a.osu_timing:
+        check_osu_timing(a, lines, columns, out, err, fail, rows_below)
     # the path first: a count is only meaningful on the path it was expected on
     if a.expect_path:
         check_paths(a, lines, out, err)
@@ -600,6 +606,9 @@ def main():
     p.add_argument("--stream-calls", type=int)
     p.add_argument("--stream-skipped")
     p.add_argument("--floor", type=int)
+    p.add_argument("--barrier-floor", action="store_true")
+    p.add_argument("--osu-timing", action="store_true")
+    p.add_argument("--osu-path")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command

@@ -1,5 +1,6 @@
 /* MPIX_Query_cuda_support: 1 whenever picoll's CUDA support is active (CUDA buffers are staged or
- * go to picoll's own algorithms), else the underlying MPI's own answer. */
+ * go to picoll's own algorithms), else the underlying MPI's own answer. And the GPU's floors for
+ * benchmarks (picoll_device_floor, picoll_device_barrier_floor). */
 #pragma GCC visibility push(default)
 #include <mpi.h>
 #pragma GCC visibility pop
@@ -8,6 +9,7 @@
 #include "util/export.h"
 #include "util/log.h"
 #include "cuda/cuda_dev.h"
+#include "core/comm.h"
 #include "core/core.h"
 #include "mem/cuda_state.h"
 
@@ -15,6 +17,7 @@
 int MPIX_Query_cuda_support(void);
 /* include/picoll.h's (its PICOLL_FLOOR_* are cuda_dev.h's PICOLL_CUDA_FLOOR_*) */
 int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes, double *seconds);
+int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cuda_stream, int n, double *seconds);
 
 PICOLL_EXPORT int MPIX_Query_cuda_support(void)
 {
@@ -39,6 +42,34 @@ PICOLL_EXPORT int picoll_device_floor(int what, void *cuda_stream, int n, size_t
     picoll_status_t st = picoll_cuda_floor(what, cuda_stream, n, bytes, seconds, why, sizeof(why));
     if (st != PICOLL_OK) {
         picoll_warn("picoll_device_floor: %s", why);
+    }
+    return st == PICOLL_OK                  ? MPI_SUCCESS
+           : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG
+                                            : MPI_ERR_OTHER;
+}
+
+PICOLL_EXPORT int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cuda_stream, int n,
+                                              double *seconds)
+{
+    char why[256] = "";
+    picoll_status_t st = PICOLL_ERR_NOT_SUPPORTED;
+    picoll_comm_t *ctx = picoll_g.active && comm != MPI_COMM_NULL ? picoll_comm_get(comm) : NULL;
+    picoll_cuda_ws_t *ws = ctx == NULL              ? NULL
+                           : ctx->coll.cuda != NULL ? ctx->coll.cuda
+                                                    : ctx->coll.cuda_enq;
+    if (seconds == NULL) {
+        st = PICOLL_ERR_INVALID_PARAM;
+        snprintf(why, sizeof(why), "seconds is NULL");
+    } else if (ws == NULL) {
+        snprintf(why, sizeof(why),
+                 "the communicator has no device workspace (picoll %s, no device call on it yet, "
+                 "or ranks on several nodes)",
+                 picoll_g.active ? "active" : "not active");
+    } else {
+        st = picoll_cuda_barrier_floor(ws, what, cuda_stream, n, seconds, why, sizeof(why));
+    }
+    if (st != PICOLL_OK) {
+        picoll_warn("picoll_device_barrier_floor: %s", why);
     }
     return st == PICOLL_OK                  ? MPI_SUCCESS
            : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG

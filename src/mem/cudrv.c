@@ -103,6 +103,12 @@ static void cudrv_load_once(void)
     *(void **)&table.event_synchronize = dlsym(lib, "cuEventSynchronize");
     *(void **)&table.launch_host_func = dlsym(lib, "cuLaunchHostFunc");
     *(void **)&table.ctx_synchronize = dlsym(lib, "cuCtxSynchronize");
+    *(void **)&table.stream_begin_capture = dlsym(lib, "cuStreamBeginCapture_v2");
+    *(void **)&table.stream_end_capture = dlsym(lib, "cuStreamEndCapture");
+    *(void **)&table.graph_instantiate = dlsym(lib, "cuGraphInstantiateWithFlags");
+    *(void **)&table.graph_launch = dlsym(lib, "cuGraphLaunch");
+    *(void **)&table.graph_destroy = dlsym(lib, "cuGraphDestroy");
+    *(void **)&table.graph_exec_destroy = dlsym(lib, "cuGraphExecDestroy");
     picoll_cu = table;
     if (table.driver_get_version(&cudrv_version) != 0) {
         cudrv_version = 0;

@@ -17,6 +17,8 @@ typedef struct picoll_cu_stream_st *picoll_cu_stream_t;
 typedef struct picoll_cu_module_st *picoll_cu_module_t;
 typedef struct picoll_cu_func_st *picoll_cu_function_t;
 typedef struct picoll_cu_event_st *picoll_cu_event_t;
+typedef struct picoll_cu_graph_st *picoll_cu_graph_t;
+typedef struct picoll_cu_graph_exec_st *picoll_cu_graph_exec_t;
 typedef struct {
     char reserved[64];
 } picoll_cu_ipc_handle_t; /* CUipcMemHandle */
@@ -133,6 +135,15 @@ typedef struct {
     picoll_cu_result_t (*event_synchronize)(picoll_cu_event_t);
     picoll_cu_result_t (*launch_host_func)(picoll_cu_stream_t, void (*fn)(void *), void *arg);
     picoll_cu_result_t (*ctx_synchronize)(void);
+    /* optional: CUDA graphs, for the barrier floor's graph launches only (cuda/cuda_floor.c,
+     * picoll_device_barrier_floor); NULL where the driver lacks them */
+    picoll_cu_result_t (*stream_begin_capture)(picoll_cu_stream_t, int mode);
+    picoll_cu_result_t (*stream_end_capture)(picoll_cu_stream_t, picoll_cu_graph_t *);
+    picoll_cu_result_t (*graph_instantiate)(picoll_cu_graph_exec_t *, picoll_cu_graph_t,
+                                            unsigned long long flags);
+    picoll_cu_result_t (*graph_launch)(picoll_cu_graph_exec_t, picoll_cu_stream_t);
+    picoll_cu_result_t (*graph_destroy)(picoll_cu_graph_t);
+    picoll_cu_result_t (*graph_exec_destroy)(picoll_cu_graph_exec_t);
 } picoll_cudrv_t;
 
 /* The table; its entries are valid only after picoll_cudrv_load() returned PICOLL_OK. */

@@ -25,11 +25,13 @@ seed0="${FAKECUDA_SEED:-1}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-# the tests, quickest first (the stream-ordered queue before the slower ones, though only the
-# stream's epoch wait needs it: the mutant of that wait runs no test after it): name, then the
+# the tests, quickest first (the barrier floor's, which only its own kernel's mutants fail, and
+# the stream-ordered queue before the slower ones, though only the stream's epoch wait needs it:
+# the mutant of that wait runs no test after it): name, then the
 # command (run through sh -c); each must end within its limit (a hang counts as caught: a GPU
 # would hang too)
-tests='matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
+tests='barrier.np3|60|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/barrier_floor
+matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
 ll.np3|90|env PICOLL_CUDA_LL_MAX=64k '"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 queue.np3|30|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/enqueue --queue
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
@@ -86,9 +88,10 @@ for id in $(echo "$points" | cut -d' ' -f1 | uniq); do
     file=$(echo "$points" | awk -v id="$id" '$1 == id { print $2; exit }')
     line=$(echo "$points" | awk -v id="$id" '$1 == id { print $3; exit }')
     what=$(echo "$points" | awk -v id="$id" '$1 == id { print $4; exit }')
-    # the function around it: the last line opening a __device__ function before it
-    fn=$(head -n "$line" "$file" | grep -E '^__device__ [a-z_ ]*[a-z_]+\(' | tail -n 1 |
-         sed 's/.* \([a-z_]*\)(.*/\1/')
+    # the function around it: the last line opening a __device__ function or a kernel entry
+    # (its name at the start of the line) before it
+    fn=$(head -n "$line" "$file" | grep -E '^(__device__ [a-z_ ]*)?[a-z_]+\(' | tail -n 1 |
+         sed -E 's/^(.* )?([a-z_]+)\(.*/\2/')
     caught=""
     for t in $(echo "$tests" | cut -d'|' -f1); do
         limit=$(echo "$tests" | awk -F'|' -v t="$t" '$1 == t { print $2 }')

@@ -6,8 +6,8 @@
 
 #include <string.h>
 
-/* The entries of the CPU build by their names in the fatbin (PICOLL_CUDA_KERNEL_NAME and the
- * fixed ones of PICOLL_CUDA_FIXED_LIST): what cuModuleGetFunction finds. */
+/* The entries of the CPU build by their names in the fatbin (PICOLL_CUDA_KERNEL_NAME, the fixed
+ * ones of PICOLL_CUDA_FIXED_LIST and the floors' two): what cuModuleGetFunction finds. */
 typedef void (*emu_entry_fn)(const picoll_cuda_kparams_t);
 static const struct {
     const char *name;
@@ -22,6 +22,7 @@ static const struct {
 #undef EMU_FIXED_RANKS
 #undef EMU_FIXED_ENTRY
         {PICOLL_CUDA_FLOOR_NAME, picoll_floor_kernel},
+    {PICOLL_CUDA_BARRIER_NAME, picoll_barrier_kernel},
 };
 
 /* Entry i's function and name (-1 beyond the last); by name: its index, or -1. */

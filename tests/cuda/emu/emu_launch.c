@@ -79,7 +79,7 @@ _Static_assert(EMU_MAX_THREADS <= 512, "emu_shadow_t's who has 9 bits for the th
  * kept, and its index (below EMU_ENTRIES), or -1 */
 typedef void (*emu_entry_fn)(const picoll_cuda_kparams_t);
 int emu_kernel_entry(const char *name, emu_entry_fn *fn, const char **canon);
-#define EMU_ENTRIES (2 + PICOLL_CUDA_FIXED_COUNT) /* the generic kernel, the fixed, the floor */
+#define EMU_ENTRIES (3 + PICOLL_CUDA_FIXED_COUNT) /* the generic kernel, the fixed, the floors */
 static long emu_entry_launches[EMU_ENTRIES];
 static const char *emu_entry_names[EMU_ENTRIES];
 static __thread const char *emu_last_entry;
