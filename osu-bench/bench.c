@@ -67,6 +67,25 @@ static int run_stream_columns(bench_t *b, size_t count, int iters, int warmup, i
     return ok;
 }
 
+/* --osu-timing, after the others of a size or of a round of --ab (picoll on): its latency into
+ * lat[round], and with -c its last timed call's result agreed on. Returns 1 when that passed or it
+ * does not run. */
+static int run_osu_timing(bench_t *b, size_t count, int iters, int warmup, int round)
+{
+    bench_column_t *c = &b->col[COLUMN_OSU];
+    if (c->state != COLUMN_ON) {
+        return 1;
+    }
+    PMPI_Barrier(b->comm);
+    if (b->picoll.set_bypass != NULL) {
+        b->picoll.set_bypass(0);
+    }
+    b->osu_ok = 1;
+    c->lat[round] = gather_latency(b, c->time(b, c, count, iters, warmup)).avg;
+    c->us = c->lat[round];
+    return bench_all_ranks(b, b->osu_ok);
+}
+
 /* OSU's output: one row per size, the collective as the program runs it, then the stream
  * columns. Returns 1 when every validation passed. */
 static int run_osu(bench_t *b, size_t count)
@@ -82,6 +101,7 @@ static int run_osu(bench_t *b, size_t count)
     }
     ok &= run_stream_columns(b, count, iters, warmup, 0, 1);
     ok &= bench_stream_check(b);
+    ok &= run_osu_timing(b, count, iters, warmup, 0);
     if (b->rank == 0) {
         bench_print_osu_row(b, size, l.avg, l.min, l.max, iters, ok);
     }
@@ -90,6 +110,7 @@ static int run_osu(bench_t *b, size_t count)
     }
     bench_print_path(b);
     bench_print_stream_calls(b);
+    bench_print_osu_timing(b, l.avg);
     return ok;
 }
 
@@ -131,6 +152,7 @@ static int time_ab_rounds(bench_t *b, size_t count, int iters, int warmup)
         PMPI_Barrier(b->comm);
         b->picoll.set_bypass(0);
         ok &= run_stream_columns(b, count, iters, warmup, round, round == 0);
+        ok &= run_osu_timing(b, count, iters, warmup, round);
     }
     PMPI_Barrier(b->comm);
     b->picoll.set_bypass(0);
@@ -172,6 +194,7 @@ static int run_ab(bench_t *b, size_t count, int first)
     if (b->rank == 0) {
         bench_print_floor(b, size);
     }
+    bench_print_osu_timing(b, b->col[COLUMN_PICOLL].us);
     return ok;
 }
 

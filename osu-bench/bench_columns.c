@@ -296,6 +296,7 @@ static const bench_column_t *const column_kinds[COLUMNS] = {
     [COLUMN_ENQUEUE] = &bench_column_enqueue,
     [COLUMN_GRAPH] = &bench_column_graph,
     [COLUMN_FLOOR] = &floor_column,
+    [COLUMN_OSU] = &bench_column_osu,
 };
 
 void bench_columns_open(bench_t *b)
@@ -310,6 +311,7 @@ void bench_columns_open(bench_t *b)
         [COLUMN_ENQUEUE] = o->enqueue,
         [COLUMN_GRAPH] = o->graph,
         [COLUMN_FLOOR] = o->floor > 0,
+        [COLUMN_OSU] = o->osu_timing,
     };
     for (int id = 0; id < COLUMNS; id++) {
         bench_column_t *c = &b->col[id];

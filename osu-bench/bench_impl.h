@@ -4,6 +4,7 @@
  *   bench_buffers.c  the inputs, the buffers, the messages and the validation of a result
  *   bench_columns.c  the columns: plain MPI, staged MPI, picoll, NCCL, the floor
  *   bench_stream.c   the stream-ordered columns: enqueue and graph
+ *   bench_osu.c      --osu-timing: picoll's call timed the way OSU 7.2 times it
  *   bench_output.c   the header, the rows and the lines under them
  *   bench.c          the set-up and the run over the sizes
  *
@@ -56,6 +57,7 @@ typedef enum {
     COLUMN_ENQUEUE, /* --enqueue */
     COLUMN_GRAPH,   /* --graph */
     COLUMN_FLOOR,   /* --floor: lines under the rows */
+    COLUMN_OSU,     /* --osu-timing: picoll's call timed as OSU 7.2 does, a line under the rows */
     COLUMNS
 } column_id_t;
 
@@ -161,6 +163,11 @@ struct bench {
     double *sorted; /* a round's worth of latencies, for the medians */
     bench_stream_t stream;
     bench_floor_t floor;
+    /* --osu-timing: with -c the validation warm-up's other buffers (as send and recv); the path
+     * of its last timed call; its last timed call's result right on this rank */
+    void *osu_send, *osu_recv;
+    const char *osu_path;
+    int osu_ok;
 };
 
 /* ------------------------------------------------------------------ bench_buffers.c */
@@ -185,6 +192,11 @@ message_t bench_message_timed(bench_t *b, size_t count);
 /* Collective: one call of column c on fresh inputs, every element of the result checked; state
  * names the column in the message of a failure. 1 when every rank passed. */
 int bench_validate(bench_t *b, bench_column_t *c, size_t count, const char *state);
+/* The inputs of a message of count elements written, as for bench_validate's call. */
+void bench_fill_inputs(bench_t *b, size_t count);
+/* This rank's result of a call on inputs bench_fill_inputs wrote, every element checked (a
+ * message on stderr where one is wrong, state naming the column): 1 when right. */
+int bench_check_result(bench_t *b, size_t count, const char *state);
 
 /* ------------------------------------------------------------------ bench_columns.c */
 
@@ -207,6 +219,13 @@ extern const bench_column_t bench_column_enqueue, bench_column_graph;
 /* Collective: whether the stream's progress thread ran every call the stream columns issued
  * over a size (an enqueue that queued nothing would be fast), on every rank. */
 int bench_stream_check(const bench_t *b);
+
+/* ------------------------------------------------------------------ bench_osu.c */
+
+extern const bench_column_t bench_column_osu;
+/* Rank 0, under a row: --osu-timing's latency beside blocking_us, the picoll column's (without
+ * --ab, the collective's). */
+void bench_print_osu_timing(bench_t *b, double blocking_us);
 
 /* ------------------------------------------------------------------ bench_output.c */
 

@@ -35,6 +35,7 @@ enum {
     OPT_NCCL,
     OPT_ENQUEUE,
     OPT_GRAPH,
+    OPT_OSU_TIMING,
 };
 
 static const struct option bench_longopts[] = {
@@ -56,6 +57,7 @@ static const struct option bench_longopts[] = {
     {"nccl", no_argument, NULL, OPT_NCCL},
     {"enqueue", no_argument, NULL, OPT_ENQUEUE},
     {"graph", no_argument, NULL, OPT_GRAPH},
+    {"osu-timing", no_argument, NULL, OPT_OSU_TIMING},
     {NULL, 0, NULL, 0},
 };
 
@@ -118,13 +120,23 @@ static void print_usage(const bench_coll_t *coll)
         "                                empty kernel launched and waited for, N queued on the\n"
         "                                stream, and per size a device-to-device copy of the\n"
         "                                bytes a rank's call must move; under each row a\n"
-        "                                \"# floor (us):\" line with picoll's ratios to them\n"
+        "                                \"# floor (us):\" line with picoll's ratios to them;\n"
+        "                                and the barrier floor (picoll_device_barrier_floor): a\n"
+        "                                barrier of the ranks' kernels over picoll's device\n"
+        "                                workspace, no data, blocking, enqueued and graph-\n"
+        "                                launched, with a \"# barrier floor (us):\" line of "
+        "ratios\n"
+        "      --osu-timing              with picoll preloaded: picoll's call timed as the OSU\n"
+        "                                micro-benchmarks 7.2 time it: each call alone between\n"
+        "                                two MPI_Barrier calls, with -c before each the buffers\n"
+        "                                filled and %d calls on other buffers; a \"# osu timing\n"
+        "                                (us):\" line under each row beside the picoll column\n"
         "      --factor F                ratio of successive sizes (default %d)\n"
         "      --test-corrupt            testing only: damage one result so that -c must fail\n",
         coll->name, coll->title, PACKAGE_VERSION, BENCH_MAX_SIZE_DEFAULT, BENCH_ITERS_SMALL,
         BENCH_ITERS_LARGE, BENCH_LARGE_MESSAGE, BENCH_WARMUP_SMALL, BENCH_WARMUP_LARGE,
         BENCH_LARGE_MESSAGE, BENCH_AB_ROUNDS_DEFAULT, BENCH_FLOOR_LAUNCHES_DEFAULT,
-        BENCH_FACTOR_DEFAULT);
+        BENCH_OSU_WARMUP_VALIDATION, BENCH_FACTOR_DEFAULT);
 }
 
 /* A byte count with an optional K, M or G suffix (powers of 1024). */
@@ -257,6 +269,7 @@ static const char *parse_option(int c, const char *arg, options_t *opt, char *wh
     case OPT_NCCL: opt->nccl = 1; return NULL;
     case OPT_ENQUEUE: opt->enqueue = 1; return NULL;
     case OPT_GRAPH: opt->graph = 1; return NULL;
+    case OPT_OSU_TIMING: opt->osu_timing = 1; return NULL;
     }
     return NULL;
 }

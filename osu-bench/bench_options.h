@@ -25,6 +25,8 @@
 #define BENCH_FACTOR_MIN 2
 #define BENCH_FACTOR_MAX 1024
 #define BENCH_FLOOR_LAUNCHES_DEFAULT 1000
+/* --osu-timing -c: calls on other buffers before each timed one (OSU's VALIDATION_SKIP_DEFAULT) */
+#define BENCH_OSU_WARMUP_VALIDATION 5
 
 typedef enum { TYPE_CHAR, TYPE_INT, TYPE_FLOAT, TYPE_DOUBLE } type_kind_t;
 
@@ -59,6 +61,7 @@ typedef struct {
     int enqueue;               /* --enqueue: MPIX_*_enqueue on the benchmark's stream */
     int graph;                 /* --graph: the same call captured into a CUDA graph, replayed */
     int floor;                 /* --floor[=N]: the GPU's floor, N launches (0: off) */
+    int osu_timing;            /* --osu-timing: picoll's call timed as OSU 7.2 times it */
 } options_t;
 
 /* What the command line asks for. */

@@ -32,6 +32,12 @@
 #              launched and waited for, queued on the stream, a copy of the bytes each call must
 #              move) beside allreduce (8 B to 16 MiB), allgather and alltoall (8 B to 4 MiB),
 #              blocking, enqueued and graph-launched, at np 2 and 4, each row with its ratios
+#   floor50    issue 50, items 3 and 4: osu_allreduce on device buffers, MPI_CHAR (OSU's default)
+#              8 B to 2 MiB, at np 2, 4 and 8, with --floor's barrier floor (picoll_device_barrier_floor:
+#              blocking, enqueued, graph-launched; each row's ratios to it) beside the blocking,
+#              enqueued and graph columns, and --osu-timing (each call alone between two
+#              MPI_Barrier calls, -c's buffer fills and warm-up calls on other buffers) beside the
+#              back-to-back blocking column. About 3 minutes.
 #   envab      a variable's A/B: allreduce and allgather (LEASE_AB_COLLS) 8 B to 64 KiB with --floor,
 #              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
 #              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
@@ -190,6 +196,13 @@ for s in $steps; do
             done
         done
         grep -h "^# floor: \|^# floor: skipped" "$logs"/floor-*.log | head -6 ;;
+    floor50)
+        for np in 2 4 8; do
+            step floor50-np$np 90 "$build/tests/mpirun.sh" $np --preload "$bench/osu_allreduce" \
+                -d cuda --ab=3 --enqueue --graph --floor --osu-timing -c -T mpi_char -m 8:2M \
+                --factor 4
+        done
+        grep -h "^# barrier floor\|^# osu timing\|^8 " "$logs"/floor50-*.log | cut -c1-200 | head -24 ;;
     envab)
         env_ab "${LEASE_AB_VAR:-PICOLL_CUDA_FENCES}" "${LEASE_AB_VALUES:-all needed}" \
             "${LEASE_AB_COLLS:-allreduce allgather}" "${LEASE_AB_ROUNDS:-2}" ;;
