@@ -74,6 +74,13 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, timeout),
      .doc = "seconds a rank waits for a peer inside a collective before it names the ranks it "
             "waits for (again at 2x, 4x, ...)"},
+    {.name = "PICOLL_WAIT_NAP",
+     .type = PICOLL_CFG_DOUBLE,
+     .def = "0.05",
+     .offset = offsetof(picoll_config_t, wait_nap),
+     .doc = "seconds a rank waits for a peer with nothing moving before each further poll "
+            "sleeps 0.1 ms instead of yielding the CPU (a late peer then gets the CPUs; "
+            "0: never sleeps)"},
     {.name = "PICOLL_TIMEOUT_ACTION",
      .type = PICOLL_CFG_ENUM,
      .def = "wait",

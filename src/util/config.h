@@ -54,6 +54,7 @@ typedef struct {
     size_t allreduce_twoshot_max;
     double timeout;
     int timeout_action; /* picoll_timeout_action_t */
+    double wait_nap;    /* PICOLL_WAIT_NAP: seconds without movement before a wait sleeps */
     long test_fail_setup;
     /* single-copy transfers between the ranks of a node (host/cma.c) */
     int cma; /* picoll_cma_mode_t; may differ between ranks: agreed per node */

@@ -1,6 +1,10 @@
 /* The clock, and the one way picoll waits for a peer: spin, then yield the CPU, run the progress
  * hook that a higher layer registered (the network's rails), and read the clock against a
- * deadline. Every wait of every layer (the host executor's barriers, the network step, the device
+ * deadline; a wait in which nothing has moved for PICOLL_WAIT_NAP seconds (a late peer; default
+ * 0.05) sleeps PICOLL_WAIT_NAP_NS between polls instead of yielding, and runs both progress hooks and
+ * reads the clock at every poll, so that the ranks that wait for a late one leave the CPUs to it
+ * and to the rest of the machine while what they must move still moves (the wake-up is then that
+ * much later: at most about 0.3% of such a wait). Every wait of every layer (the host executor's barriers, the network step, the device
  * executor's end of a call) is a loop around picoll_wait():
  *
  *     picoll_wait_t w;
@@ -63,7 +67,12 @@ typedef struct {
     double start;   /* the first clock reading, 0 before it */
     double now;     /* the latest clock reading */
     double next;    /* when the wait next expires: start + timeout, then 2x, 4x, ... */
+    double quiet;   /* the clock reading since which nothing moved (as far as polls tell) */
+    int nap;        /* nothing moved for PICOLL_WAIT_NAP: polls sleep instead of yielding */
 } picoll_wait_t;
+
+/* The sleep of a poll of a wait in which nothing moved for PICOLL_WAIT_NAP seconds. */
+#define PICOLL_WAIT_NAP_NS 100000L
 
 enum {
     PICOLL_WAIT_POLL = 0,   /* nothing to do but poll again */
@@ -82,9 +91,13 @@ static inline void picoll_wait_init(picoll_wait_t *w, double timeout, unsigned s
     w->start = 0.0;
     w->now = 0.0;
     w->next = 0.0;
+    w->quiet = 0.0;
+    w->nap = 0;
 }
 
 int picoll_wait_slow(picoll_wait_t *w);
+/* One sleep of PICOLL_WAIT_NAP_NS. */
+void picoll_wait_nap(void);
 
 /* One poll that found the wait not over; moved: something progressed since the last one (the
  * idle count starts again). Returns PICOLL_WAIT_POLL, _TICK or _EXPIRED. */
@@ -93,13 +106,16 @@ static inline int picoll_wait(picoll_wait_t *w, int moved)
     unsigned n = ++w->polls;
     if (moved) {
         w->idle = 0;
+        w->nap = 0;
     }
     if (++w->idle <= w->spin) {
         picoll_cpu_relax();
+    } else if (w->nap) {
+        picoll_wait_nap();
     } else {
         sched_yield();
     }
-    if ((n & 63) != 0) {
+    if ((n & 63) != 0 && !w->nap) {
         return PICOLL_WAIT_POLL;
     }
     return picoll_wait_slow(w);

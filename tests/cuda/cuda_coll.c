@@ -36,7 +36,8 @@
  *   the modes of tests/cuda/modes.c (issue 12's defects): rehome, thread, ptds, mixed, commfree,
  *                          finalize, ctx, twoctx, reset, crossed, capture [ptds], stall-kernel R, backlog R, late R S C
  * Options: --fast trims the matrix (one or two ops per type, fewer counts) for the larger jobs on
- * the emulated GPU; --expect-fallback: every device call must go to the underlying MPI (ranks
+ * the emulated GPU; --medium keeps every op of every type but shares the counts out among a
+ * type's ops (every type at every count: a third of the calls); --expect-fallback: every device call must go to the underlying MPI (ranks
  * sharing a GPU without MPS, the strict fake driver); the test also expects that by itself where
  * it sees ranks share a GPU whose MPS attribute is 0.
  *
@@ -53,7 +54,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int my_device, ndev, fast;
+int my_device, ndev, fast, medium;
 
 /* ---------------------------------------------------------------- matrix */
 
@@ -102,6 +103,22 @@ static int fast_keeps(size_t ti, op_t op, size_t c)
     return 0;
 }
 
+/* --medium: every op of every type, each at a share of the counts (a type's first ops between
+ * them at every count): every type at every edge, every pair of type and op, in a third of the
+ * full matrix's calls. */
+static int medium_keeps(size_t ti, op_t op, size_t c)
+{
+    int pos = 0, total = 0;
+    for (op_t o = 0; o < NOPS; o++) {
+        if (op_allowed(&types[ti], o)) {
+            pos += o < op;
+            total++;
+        }
+    }
+    int share = total < 3 ? total : 3;
+    return (c + (size_t)pos) % (size_t)share == 0;
+}
+
 static void matrix_allreduce(void)
 {
     size_t counts[16];
@@ -113,7 +130,7 @@ static void matrix_allreduce(void)
                 continue;
             }
             for (size_t c = 0; c < nc; c++) {
-                if (fast && !fast_keeps(ti, op, c)) {
+                if ((fast && !fast_keeps(ti, op, c)) || (medium && !medium_keeps(ti, op, c))) {
                     continue;
                 }
                 /* every placement for the edges, a rotation of them elsewhere */
@@ -266,7 +283,7 @@ static int mode_matrix(int argc, char **argv)
     fallback_cases();
     if (mt_rank == 0) {
         printf("cuda_coll: %llu cases on %d ranks, %d device(s)%s\n", ncases, mt_size, ndev,
-               fast ? " (--fast)" : "");
+               fast ? " (--fast)" : medium ? " (--medium)" : "");
     }
     return mt_finish("cuda_coll matrix");
 }
@@ -440,6 +457,7 @@ int main(int argc, char **argv)
         setenv("PICOLL_HIER_CUDA_MIN", "0", 0);
     }
     fast = mt_flag(argc, argv, "--fast");
+    medium = mt_flag(argc, argv, "--medium");
     expect_fallback = mt_flag(argc, argv, "--expect-fallback");
     thresholds_set();
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);

@@ -22,8 +22,9 @@ XZ_OPT=-0 bash "$src/tests/cuda/gpu-bundle.sh" "$build" "$tmp/out" > "$tmp/log" 
 bash -n "$tmp/out/unpack.sh" || fail "unpack.sh does not parse"
 grep -q "moved aside" "$tmp/out/unpack.sh" || fail "unpack.sh moves no folder aside"
 mkdir "$tmp/root"
-tar -xJf "$tmp/out/bundle.tar.xz" -C "$tmp/root" || fail "the bundle does not unpack"
-tar -tJf "$tmp/out/bundle.tar.xz" | grep -q '^\./\?$' && fail "the bundle has an entry for / itself"
+# unpacked once, its entries listed as they come (a second pass to list them took 4 s of CPU)
+tar -xvJf "$tmp/out/bundle.tar.xz" -C "$tmp/root" > "$tmp/entries" || fail "the bundle does not unpack"
+grep -q '^\./\?$' "$tmp/entries" && fail "the bundle has an entry for / itself"
 
 b="$tmp/root$build"
 lib="$tmp/root/opt/picoll-gpu/lib"

@@ -1,0 +1,76 @@
+/* util/wait: a wait in which nothing moves for PICOLL_WAIT_NAP seconds sleeps between its polls
+ * (a late peer gets the CPUs), one in which something keeps moving never does, and 0 turns the
+ * sleep off. Counts polls and the waiting thread's CPU time, not the wall clock. */
+#include "build-config.h" /* _GNU_SOURCE, as in src/ */
+#include "check.h"
+#include "util/config.h"
+#include "util/wait.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+static atomic_int done;
+
+static void *late_peer(void *arg)
+{
+    struct timespec t = {0, (long)(*(double *)arg * 1e9)};
+    nanosleep(&t, NULL);
+    atomic_store(&done, 1);
+    return NULL;
+}
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits for a peer late by `late` seconds; moved_every: polls between movements (0: none).
+ * Returns the polls that slept; *cpu: the waiting thread's CPU seconds; *napped: whether one did. */
+static unsigned wait_for_late(double late, unsigned moved_every, double *cpu, int *napped)
+{
+    pthread_t t;
+    atomic_store(&done, 0);
+    pthread_create(&t, NULL, late_peer, &late);
+    double c0 = thread_cpu();
+    picoll_wait_t w;
+    picoll_wait_init(&w, 0.0, 16);
+    *napped = 0;
+    unsigned slept = 0;
+    while (!atomic_load(&done)) {
+        int moved = moved_every != 0 && w.polls % moved_every == 0;
+        picoll_wait(&w, moved);
+        *napped |= w.nap;
+        slept += w.nap && w.idle > w.spin;
+    }
+    *cpu = thread_cpu() - c0;
+    pthread_join(t, NULL);
+    return slept;
+}
+
+int main(void)
+{
+    double cpu;
+    int napped;
+
+    /* a peer 0.4 s late, PICOLL_WAIT_NAP 0.02: polls of at least 0.1 ms each from about
+     * 0.02 s on, so under 4000 of them and a few % of a CPU (yielding polls: a few us each,
+     * the whole CPU) */
+    picoll_cfg.wait_nap = 0.02;
+    unsigned polls = wait_for_late(0.4, 0, &cpu, &napped);
+    CHECK(napped, "a wait with nothing moving for PICOLL_WAIT_NAP sleeps");
+    CHECK(polls < 5000, "%u sleeping polls in under 0.4 s", polls);
+    CHECK(cpu < 0.2, "%.3f s of CPU for a 0.4 s wait", cpu);
+
+    /* something moves every 100 polls: never asleep, however long */
+    polls = wait_for_late(0.2, 100, &cpu, &napped);
+    CHECK(!napped, "a wait in which something moves never sleeps (%u polls)", polls);
+
+    /* 0: never sleeps */
+    picoll_cfg.wait_nap = 0.0;
+    polls = wait_for_late(0.2, 0, &cpu, &napped);
+    CHECK(!napped, "PICOLL_WAIT_NAP=0 never sleeps (%u polls)", polls);
+    return check_summary("test_wait");
+}
