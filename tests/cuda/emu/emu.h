@@ -106,10 +106,22 @@ typedef struct {
     unsigned long long id;
     void *shadow; /* device and mapped memory: the memory model's record of start's 16-byte
                         * granule (emu_launch.c), the next granules' after it; else NULL */
+    /* an IPC mapping: the owner's buffer id word in its shared table, as mapped here, and the id
+     * the mapping was opened for; the two differ once the owner freed the allocation (rule
+     * "freed-mapping", emu_mapping_check). NULL for every other range. */
+    const uint64_t *owner_word;
+    unsigned long long owner_id;
 } emu_range_t;
 
 /* The live range holding [p, p + n), copied to *out; 0 when none. Lock held. */
 int emu_mem_find(uintptr_t p, size_t n, emu_range_t *out);
+/* Rule "freed-mapping": fails the test when r is an IPC mapping of an allocation its owner freed
+ * (what: the access, for the message). */
+void emu_mapping_check(const emu_range_t *r, uintptr_t p, const char *what);
+static inline int emu_mapping_stale(const uint64_t *owner_word, unsigned long long owner_id)
+{
+    return owner_word != NULL && __atomic_load_n(owner_word, __ATOMIC_ACQUIRE) != owner_id;
+}
 /* Bumped whenever a range goes away: range caches compare it. */
 extern unsigned long emu_mem_generation;
 /* Waits for every stream of the device's contexts to be idle (emu_stream.c); lock held. */

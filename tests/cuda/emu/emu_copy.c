@@ -20,6 +20,7 @@ static int emu_side_locked(const void *p, size_t n)
 {
     emu_range_t r;
     if (emu_mem_find((uintptr_t)p, n, &r)) {
+        emu_mapping_check(&r, (uintptr_t)p, "a copy");
         return 0;
     }
     if (emu_in_arena((uintptr_t)p) || emu_mem_find((uintptr_t)p, 1, &r)) {

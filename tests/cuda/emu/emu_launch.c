@@ -46,6 +46,8 @@
  *     destination, workspace buffers, flags) into device memory of another context;
  *   "kernel-bounds": a load, store or flag access outside every live allocation, IPC mapping
  *     and host-mapped buffer (each worker caches the ranges it found, until memory is freed);
+ *   "freed-mapping": any access through an IPC mapping of an allocation its owner freed since
+ *     (FAKECUDA_FREE_MAPPED, emu_mem.c; checked at every access, the cached ranges too);
  *   "kernel-race": a load of another thread's store not ordered after its publication, a block
  *     telling the host it finished (done) or gave up (quit) with a store unpublished, or storing
  *     after done;
@@ -133,6 +135,8 @@ typedef struct {
 typedef struct {
     uintptr_t start, end;
     char *shadow;
+    const uint64_t *owner_word; /* an IPC mapping's (emu_range_t), else NULL */
+    unsigned long long owner_id;
 } emu_cached_range_t;
 
 typedef struct emu_worker emu_worker_t;
@@ -380,7 +384,8 @@ static inline const emu_cached_range_t *emu_range(emu_block_t *b, const void *p,
     uintptr_t a = (uintptr_t)p;
     emu_cached_range_t *last = &b->range[b->range_last];
     if (b->range_gen == __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE) &&
-        a >= last->start && a + n <= last->end) {
+        a >= last->start && a + n <= last->end &&
+        !emu_mapping_stale(last->owner_word, last->owner_id)) {
         return last;
     }
     return emu_range_slow(b, p, n, what);
@@ -398,7 +403,8 @@ __attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_bl
         b->range_gen = gen;
     }
     for (int i = 0; i < EMU_RANGE_CACHE; i++) {
-        if (a >= b->range[i].start && a + n <= b->range[i].end) {
+        if (a >= b->range[i].start && a + n <= b->range[i].end &&
+            !emu_mapping_stale(b->range[i].owner_word, b->range[i].owner_id)) {
             b->range_last = i;
             return &b->range[i];
         }
@@ -406,6 +412,9 @@ __attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_bl
     pthread_mutex_lock(&emu_lock);
     int found = emu_mem_find(a, n, &r);
     pthread_mutex_unlock(&emu_lock);
+    if (found) {
+        emu_mapping_check(&r, a, what); /* rule "freed-mapping" */
+    }
     if (!found) {
         emu_fail("kernel-bounds",
                  "%s of %zu bytes at %p by block %u thread %u of picoll_coll_kernel: outside every "
@@ -416,6 +425,8 @@ __attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_bl
     c->start = r.start;
     c->end = r.start + r.size;
     c->shadow = r.shadow;
+    c->owner_word = r.owner_word;
+    c->owner_id = r.owner_id;
     b->range_last = b->range_next;
     b->range_next = (b->range_next + 1) % EMU_RANGE_CACHE;
     return c;

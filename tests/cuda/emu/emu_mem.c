@@ -8,6 +8,14 @@
  * pages (again between guard pages), and the owner's cuMemFree fails the test when some process
  * still maps it (rule "free-while-mapped": CUDA leaves that undefined).
  *
+ * With FAKECUDA_FREE_MAPPED=1 such a free is let through, as the driver does in practice (what a
+ * cache of peers' mappings relies on, as UCX's cuda_ipc does): the allocation is gone, its address
+ * and its buffer id's slot may be handed out again (the slot only once every mapping of it closed),
+ * and any access through a mapping of it (a kernel's load or store, a copy) fails the test (rule
+ * "freed-mapping": the bytes there are another allocation's, or none); closing it is allowed. The
+ * mapping knows its allocation by the owner's buffer id, which the owner's table holds while the
+ * allocation lives.
+ *
  * The memfd is twice the arena: its second half is the shadow of the first, 16 bytes per 16-byte
  * granule at the same offset, where the kernel's memory model (emu_launch.c) records who stored
  * each granule and when it was published; an IPC mapping maps the allocation's shadow too, so that
@@ -239,7 +247,9 @@ static CUresult emu_arena_alloc(CUdeviceptr *out, size_t size, emu_memkind_t kin
     emu_alloc_t *a = p != 0 ? emu_alloc_record_locked(p, size, kind, ctx) : NULL;
     int slot = -1;
     for (int i = 0; a != NULL && i < EMU_SHARED_SLOTS; i++) {
-        if (__atomic_load_n(&arena_table->slot[i].id, __ATOMIC_ACQUIRE) == 0) {
+        /* a slot freed while mapped (FAKECUDA_FREE_MAPPED) waits for its last close */
+        if (__atomic_load_n(&arena_table->slot[i].id, __ATOMIC_ACQUIRE) == 0 &&
+            __atomic_load_n(&arena_table->slot[i].opens, __ATOMIC_ACQUIRE) == 0) {
             slot = i;
             break;
         }
@@ -255,7 +265,6 @@ static CUresult emu_arena_alloc(CUdeviceptr *out, size_t size, emu_memkind_t kin
         a->r.shadow = arena_shadow + (p - arena_base);
         arena_table->slot[slot].offset = p - arena_base;
         arena_table->slot[slot].size = size;
-        __atomic_store_n(&arena_table->slot[slot].opens, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&arena_table->slot[slot].id, a->r.id, __ATOMIC_RELEASE);
         emu_dev_live_mem[ctx->device]++;
         *out = p;
@@ -293,7 +302,7 @@ EMU_API CUresult cuMemFree_v2(CUdeviceptr p)
         return rc;
     }
     int opens = __atomic_load_n(&arena_table->slot[a->slot].opens, __ATOMIC_ACQUIRE);
-    if (opens > 0) {
+    if (opens > 0 && !emu_env_int("FAKECUDA_FREE_MAPPED", 0, 0, 1)) {
         pthread_mutex_unlock(&emu_lock);
         emu_fail("free-while-mapped",
                  "cuMemFree_v2(%#llx): %zu bytes that %d IPC mapping(s) in other processes still "
@@ -593,6 +602,8 @@ static CUresult emu_ipc_map_locked(const emu_ipc_t *ipc, emu_ctx_t *ctx, CUdevic
     a->owner_pid = ipc->pid;
     a->owner_device = ipc->device;
     a->owner_id = ipc->id;
+    a->r.owner_word = &t->slot[ipc->slot].id;
+    a->r.owner_id = ipc->id;
     a->opens = opens;
     *out = a->r.start;
     rc = CUDA_SUCCESS;
@@ -682,6 +693,17 @@ void emu_mem_reset_ctx_locked(emu_ctx_t *c)
         default: break;
         }
         emu_alloc_forget_locked(a);
+    }
+}
+
+void emu_mapping_check(const emu_range_t *r, uintptr_t p, const char *what)
+{
+    if (r->kind == EMU_MEM_MAPPED && emu_mapping_stale(r->owner_word, r->owner_id)) {
+        emu_fail("freed-mapping",
+                 "%s at %p: through an IPC mapping (at %p, %zu bytes) of an allocation its owner "
+                 "freed since the mapping was opened (buffer id %llu): the bytes there are no "
+                 "longer that buffer's",
+                 what, (void *)p, (void *)r->start, r->size, r->owner_id);
     }
 }
 

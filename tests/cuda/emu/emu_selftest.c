@@ -23,9 +23,16 @@
  *             one-shot of up to 8 ranks gives the generic kernel's bytes and a plain loop's
  *   freeze    fakecuda_freeze_next_kernel: every block starts, none finishes
  *   counts    fakecuda_call_counts and fakecuda_call_name
+ *   bufid     CU_POINTER_ATTRIBUTE_BUFFER_ID (singular and plural queries): the same anywhere in
+ *             an allocation, new for an allocation made at the address of a freed one
+ *   ipc-freed two processes, FAKECUDA_FREE_MAPPED=1: the owner frees an allocation the other
+ *             maps and makes another at its address (a new buffer id); closing the stale mapping
+ *             and opening the new handle is allowed and reads the new bytes
  *   rule-free-while-mapped, rule-stream-context, rule-event-context, rule-kernel-context,
  *   rule-kernel-bounds, rule-unchosen-device (and unchosen-ok: the allowed case),
- *   rule-stale-handle (a function of a module loaded before a reset of its context). */
+ *   rule-stale-handle (a function of a module loaded before a reset of its context),
+ *   rule-freed-mapping (a copy through the stale mapping of ipc-freed) and
+ *   rule-freed-mapping-kernel (a kernel's load through it). */
 #define _GNU_SOURCE
 #include "cuda/cuda_kernel.h"
 #include "reduce/half.h"
@@ -68,6 +75,7 @@ static struct {
     int (*mem_host_alloc)(void **, size_t, unsigned);
     int (*mem_host_get_device_pointer)(dptr_t *, void *, unsigned);
     int (*pointer_get_attribute)(void *, int, dptr_t);
+    int (*pointer_get_attributes)(unsigned, int *, void **, dptr_t);
     int (*htod)(dptr_t, const void *, size_t);
     int (*dtoh)(void *, dptr_t, size_t);
     int (*htod_async)(dptr_t, const void *, size_t, stream_t);
@@ -147,6 +155,7 @@ static void load_driver(void)
     SYM(mem_host_alloc, "cuMemHostAlloc");
     SYM(mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2");
     SYM(pointer_get_attribute, "cuPointerGetAttribute");
+    SYM(pointer_get_attributes, "cuPointerGetAttributes");
     SYM(htod, "cuMemcpyHtoD_v2");
     SYM(dtoh, "cuMemcpyDtoH_v2");
     SYM(htod_async, "cuMemcpyHtoDAsync_v2");
@@ -1022,6 +1031,127 @@ static void mode_counts(void)
            after[alloc] - before[alloc]);
 }
 
+/* ---- buffer ids, and mappings of freed allocations ---- */
+
+#define BUFFER_ID_ATTR 7 /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+
+/* p's buffer id, asked both ways (they must agree, and never be 0). */
+static unsigned long long buffer_id(dptr_t p)
+{
+    unsigned long long id = 0, id2 = 0;
+    int attr = BUFFER_ID_ATTR;
+    void *data = &id2;
+    CK(cu.pointer_get_attribute(&id, BUFFER_ID_ATTR, p));
+    CK(cu.pointer_get_attributes(1, &attr, &data, p));
+    EXPECT(id != 0 && id == id2, "buffer id of %#llx: %llu (cuPointerGetAttribute), %llu (plural)",
+           p, id, id2);
+    return id;
+}
+
+static void mode_bufid(void)
+{
+    dptr_t a, b, c;
+    choose_device(0);
+    CK(cu.mem_alloc(&a, 4096));
+    unsigned long long ida = buffer_id(a);
+    EXPECT(buffer_id(a + 1000) == ida, "two addresses of one allocation have two buffer ids");
+    CK(cu.mem_free(a));
+    CK(cu.mem_alloc(&b, 4096));
+    EXPECT(b == a, "the freed range was not handed out again (%#llx, then %#llx)", a, b);
+    EXPECT(buffer_id(b) != ida, "an allocation at a freed one's address kept its buffer id %llu",
+           ida);
+    CK(cu.mem_alloc(&c, 4096));
+    EXPECT(buffer_id(c) != buffer_id(b), "two live allocations share a buffer id");
+    CK(cu.mem_free(b));
+    CK(cu.mem_free(c));
+}
+
+/* What the owner sends of an allocation: its handle, address and buffer id. */
+typedef struct {
+    ipc_t h;
+    dptr_t addr;
+    unsigned long long id;
+} freed_msg_t;
+
+#define FREED_BYTES 8192
+
+/* The owner: allocates FREED_BYTES of value 0x11 and sends them; at 'f' frees that allocation,
+ * mapped or not, and makes another of value 0x22 (at the same address), sent too; frees it when
+ * the other side closes its pipe. */
+static void freed_owner(int rd, int wr)
+{
+    unsigned char buf[FREED_BYTES];
+    char c = 'f';
+    dptr_t d = 0;
+    load_driver();
+    choose_device(0);
+    for (int round = 1; c == 'f'; round++) {
+        freed_msg_t m;
+        if (d != 0) {
+            CK(cu.mem_free(d)); /* still mapped by the other: FAKECUDA_FREE_MAPPED lets it */
+        }
+        CK(cu.mem_alloc(&d, sizeof(buf)));
+        memset(buf, 0x11 * round, sizeof(buf));
+        CK(cu.htod(d, buf, sizeof(buf)));
+        CK(cu.ipc_get(&m.h, d));
+        m.addr = d;
+        m.id = buffer_id(d);
+        EXPECT(write(wr, &m, sizeof(m)) == (ssize_t)sizeof(m), "owner: cannot send");
+        if (read(rd, &c, 1) != 1) {
+            c = 0;
+        }
+    }
+    CK(cu.mem_free(d));
+    exit(0);
+}
+
+/* how 0 (ipc-freed): the owner frees the allocation mapped here and makes another at its address;
+ * the stale mapping closes and the new one reads the new bytes. how 1 reads through the stale
+ * mapping with a copy, how 2 with a kernel: rule "freed-mapping". */
+static void freed_mapping(int how)
+{
+    int to_child, from_child, st;
+    freed_msg_t m[2];
+    dptr_t p, q;
+    unsigned char buf[FREED_BYTES];
+    setenv("FAKECUDA_FREE_MAPPED", "1", 1);
+    pid_t pid = spawn_child(freed_owner, &to_child, &from_child);
+    load_driver();
+    choose_device(0);
+    EXPECT(read(from_child, &m[0], sizeof(m[0])) == (ssize_t)sizeof(m[0]), "no first handle");
+    CK(cu.ipc_open(&p, m[0].h, 1));
+    CK(cu.dtoh(buf, p, sizeof(buf)));
+    EXPECT(buf[0] == 0x11 && buf[FREED_BYTES - 1] == 0x11, "the first allocation reads %#x",
+           buf[0]);
+    EXPECT(write(to_child, "f", 1) == 1, "cannot tell the owner");
+    EXPECT(read(from_child, &m[1], sizeof(m[1])) == (ssize_t)sizeof(m[1]), "no second handle");
+    EXPECT(m[1].addr == m[0].addr && m[1].id != m[0].id,
+           "the second allocation is at %#llx (buffer id %llu), the first was at %#llx (%llu)",
+           m[1].addr, m[1].id, m[0].addr, m[0].id);
+    if (how == 1) {
+        cu.dtoh(buf, p, sizeof(buf));
+    } else if (how == 2) {
+        kernel_env_t k;
+        picoll_cuda_kparams_t kp;
+        kernel_env(&k);
+        kernel_params(&k, 1, 1, &kp);
+        kp.bytes = 4096;
+        kp.src = (void *)(uintptr_t)p;
+        kp.dst = (char *)(uintptr_t)k.ws[1] + PICOLL_CUDA_FLAGS_BYTES;
+        kernel_launch(&k, &kp);
+        cu.stream_synchronize(PER_THREAD);
+    }
+    CK(cu.ipc_close(p)); /* a mapping of a freed allocation closes */
+    CK(cu.ipc_open(&q, m[1].h, 1));
+    CK(cu.dtoh(buf, q, sizeof(buf)));
+    EXPECT(buf[0] == 0x22 && buf[FREED_BYTES - 1] == 0x22, "the second allocation reads %#x",
+           buf[0]);
+    CK(cu.ipc_close(q));
+    close(to_child);
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the owner failed");
+}
+
 /* ---- rules: each must end the process with "FAIL fakecuda: <rule>" ---- */
 
 static void rule_free_while_mapped(void)
@@ -1189,6 +1319,12 @@ int main(int argc, char **argv)
         mode_ipc_rules();
     } else if (strcmp(mode, "rule-free-while-mapped") == 0) {
         rule_free_while_mapped();
+    } else if (strcmp(mode, "ipc-freed") == 0) {
+        freed_mapping(0);
+    } else if (strcmp(mode, "rule-freed-mapping") == 0) {
+        freed_mapping(1);
+    } else if (strcmp(mode, "rule-freed-mapping-kernel") == 0) {
+        freed_mapping(2);
     } else {
         load_driver();
         if (strcmp(mode, "streams") == 0) {
@@ -1207,6 +1343,8 @@ int main(int argc, char **argv)
             mode_freeze();
         } else if (strcmp(mode, "counts") == 0) {
             mode_counts();
+        } else if (strcmp(mode, "bufid") == 0) {
+            mode_bufid();
         } else if (strcmp(mode, "rule-stream-context") == 0) {
             rule_stream_context();
         } else if (strcmp(mode, "rule-event-context") == 0) {
