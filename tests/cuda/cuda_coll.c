@@ -283,7 +283,9 @@ static int mode_matrix(int argc, char **argv)
     fallback_cases();
     if (mt_rank == 0) {
         printf("cuda_coll: %llu cases on %d ranks, %d device(s)%s\n", ncases, mt_size, ndev,
-               fast ? " (--fast)" : medium ? " (--medium)" : "");
+               fast     ? " (--fast)"
+               : medium ? " (--medium)"
+                        : "");
     }
     return mt_finish("cuda_coll matrix");
 }
