@@ -6,7 +6,8 @@
 # subset and a few more (MPICH_TESTS below; docs/testing.md, "The subset at the second MPI");
 # MPICH 5 runs a subset: start-up, the collectives, staging, the stream layer and the network
 # step over its own UCX (MPICH5_TESTS below), and the ABI build a smaller one (ABI_TESTS); none
-# runs the soak (label soak: ctest -L soak). Prints the time of each phase at the end.
+# runs the soak (label soak: ctest -L soak). The later MPIs are installed and built beside the
+# first one's tests, at the lowest priority. Prints the time of each phase at the end.
 #   bash tests/run.sh            the four builds
 #   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
 #   PICOLL_TEST_FULL=all bash tests/run.sh        every test on every MPI (or a list of MPIs)
@@ -145,8 +146,11 @@ torch_build() {
 # the script's own settings stay out of the tests' environment (picoll warns of an unknown PICOLL_*)
 unset PICOLL_TEST_MPIS PICOLL_TEST_FULL PICOLL_TEST_BUILD_PREFIX PICOLL_TEST_CUDA_ARCHS PICOLL_TEST_SLOTS
 unset PICOLL_TEST_TORCH
-for mpi in $mpis; do
-    dir="$prefix$mpi"
+# prepare MPI: installs it where it comes from the package registry, then configures and builds
+# picoll against it in ${prefix}MPI; 0 when the build is ready to test. Records its phases and
+# failures (phase, failed).
+prepare() {
+    local mpi=$1 dir="$prefix$1" mpicc venv
     mkdir -p "$dir"
     case $mpi in
         openmpi) mpicc=mpicc.openmpi ;;
@@ -162,15 +166,15 @@ for mpi in $mpis; do
                 if ! { python3 -m venv "$venv" &&
                        pip_retry "$venv/bin/pip" install -q "mpich==$MPICH5_VERSION"; }; then
                     failed "$mpi: installing MPICH $MPICH5_VERSION failed"
-                    phase "$mpi install"; continue
+                    phase "$mpi install"; return 1
                 fi
             fi
             phase "$mpi install" ;;
         *) echo "unknown MPI '$mpi' in PICOLL_TEST_MPIS (openmpi, mpich, mpich5, mpich5-abi)"
            exit 2 ;;
     esac
-    echo "== $mpi: configure, build and test in $dir"
-    (cd "$dir" && "$top/configure" -q MPICC="$mpicc" ${archs:+--with-cuda-archs="$archs"}) || { failed "$mpi: configure failed"; phase "$mpi configure"; continue; }
+    echo "== $mpi: configure and build in $dir"
+    (cd "$dir" && "$top/configure" -q MPICC="$mpicc" ${archs:+--with-cuda-archs="$archs"}) || { failed "$mpi: configure failed"; phase "$mpi configure"; return 1; }
     phase "$mpi configure"
     # The kernels' fatbin (nvcc, every GPU architecture: most of a build's time) does not depend
     # on the MPI: a build configured with the same nvcc and architectures reuses the first one's.
@@ -185,11 +189,14 @@ for mpi in $mpis; do
     fi
     if ! (cd "$dir" && make -j"$jobs" all tests > build.log 2>&1); then
         tail -n 40 "$dir/build.log"; failed "$mpi: build failed (above; $dir/build.log)"
-        phase "$mpi build"; continue
+        phase "$mpi build"; return 1
     fi
     phase "$mpi build"
-    if [ -z "$fatbin_from" ] && [ -f "$dir/cuda/coll_kernel.fatbin" ]; then fatbin_from=$dir; fi
-    if [ "$mpi" = "$torch_mpi" ]; then torch_build "$dir"; fi
+}
+
+# test MPI: CTest in ${prefix}MPI, the tests of the MPI's share (every test at the first MPI)
+test_mpi() {
+    local mpi=$1 dir="$prefix$1" subset what
     subset=(-LE '^(full|soak|torch)$'); what=" (subset)"
     case " $full " in
         *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;;&
@@ -214,5 +221,51 @@ for mpi in $mpis; do
         failed "$mpi: ctest: $(tr '\n' ' ' < "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null)"
     fi
     phase "$mpi ctest$what"
+}
+
+# The first MPI is built, then tested; the others are installed, configured and built beside its
+# tests, one after the other at the lowest priority (nice 19: they take the CPU time its tests
+# leave, 2 cores at 172% over a whole run before, 2026-11-28), and each tested once the first
+# MPI's tests are done and its build is ready. A background build's phases and failures come back
+# through files in its build tree (.phases, .failures; .ready holds its status).
+first=${mpis%% *}
+rest=${mpis#"$first"}
+prepared=0
+if prepare "$first"; then
+    prepared=1
+    if [ -z "$fatbin_from" ] && [ -f "$prefix$first/cuda/coll_kernel.fatbin" ]; then fatbin_from=$prefix$first; fi
+    if [ "$first" = "$torch_mpi" ]; then torch_build "$prefix$first"; fi
+fi
+bg_pid=""
+if [ -n "${rest// /}" ]; then
+    for mpi in $rest; do mkdir -p "$prefix$mpi"; rm -f "$prefix$mpi/.ready" "$prefix$mpi/.phases" "$prefix$mpi/.failures"; done
+    (
+        renice -n 19 -p $BASHPID > /dev/null 2>&1 || true
+        for mpi in $rest; do
+            times=""; failures=""; phase_start=$(date +%s)
+            if prepare "$mpi" > "$prefix$mpi/prepare.log" 2>&1; then rc=0; else rc=$?; fi
+            printf '%s' "$times" | sed 's/ s$/ s (beside the tests)/' > "$prefix$mpi/.phases"
+            printf '%s' "$failures" > "$prefix$mpi/.failures"
+            echo $rc > "$prefix$mpi/.ready"
+        done
+    ) &
+    bg_pid=$!
+fi
+if [ $prepared = 1 ]; then test_mpi "$first"; fi
+for mpi in $rest; do
+    dir="$prefix$mpi"
+    while [ ! -f "$dir/.ready" ] && kill -0 "$bg_pid" 2>/dev/null; do sleep 1; done
+    phase "$mpi waited for its build"
+    cat "$dir/prepare.log" 2>/dev/null || true
+    times="$times$(cat "$dir/.phases" 2>/dev/null || true)
+"
+    if [ "$(cat "$dir/.ready" 2>/dev/null)" != 0 ]; then
+        failures="$failures$(cat "$dir/.failures" 2>/dev/null || true)
+"
+        [ -n "$(cat "$dir/.failures" 2>/dev/null)" ] || failed "$mpi: its build ended without a status"
+        status=1
+        continue
+    fi
+    test_mpi "$mpi"
 done
 exit $status
