@@ -37,7 +37,8 @@
  *                          finalize, ctx, twoctx, reset, crossed, capture [ptds], stall-kernel R, backlog R, late R S C
  * Options: --fast trims the matrix (one or two ops per type, fewer counts) for the larger jobs on
  * the emulated GPU; --medium keeps every op of every type but shares the counts out among a
- * type's ops (every type at every count: a third of the calls); --expect-fallback: every device call must go to the underlying MPI (ranks
+ * type's ops (every type at every count: a third of the calls); --max-bytes N leaves out its calls
+ * of more than N bytes a rank; --expect-fallback: every device call must go to the underlying MPI (ranks
  * sharing a GPU without MPS, the strict fake driver); the test also expects that by itself where
  * it sees ranks share a GPU whose MPS attribute is 0.
  *
@@ -55,6 +56,8 @@
 #include <unistd.h>
 
 int my_device, ndev, fast, medium;
+/* --max-bytes N: the matrix's calls of at most N bytes (a rank's buffer) */
+static size_t max_bytes = SIZE_MAX;
 
 /* ---------------------------------------------------------------- matrix */
 
@@ -130,7 +133,8 @@ static void matrix_allreduce(void)
                 continue;
             }
             for (size_t c = 0; c < nc; c++) {
-                if ((fast && !fast_keeps(ti, op, c)) || (medium && !medium_keeps(ti, op, c))) {
+                if ((fast && !fast_keeps(ti, op, c)) || (medium && !medium_keeps(ti, op, c)) ||
+                    counts[c] * t->size > max_bytes) {
                     continue;
                 }
                 /* every placement for the edges, a rotation of them elsewhere */
@@ -150,7 +154,7 @@ static void matrix_blocks(void)
     size_t blocks[] = {1,        7,         4096,  SLOT - 1,  SLOT,
                        SLOT + 1, piece - 1, piece, piece + 1, 2 * SLOT + 3};
     for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++) {
-        if (fast && b % 2 == 1) {
+        if ((fast && b % 2 == 1) || blocks[b] > max_bytes) {
             continue;
         }
         for (int a = 0; a < 2; a++) {
@@ -460,6 +464,10 @@ int main(int argc, char **argv)
     }
     fast = mt_flag(argc, argv, "--fast");
     medium = mt_flag(argc, argv, "--medium");
+    max_bytes = (size_t)strtoull(mt_option(argc, argv, "--max-bytes", "0"), NULL, 0);
+    if (max_bytes == 0) {
+        max_bytes = SIZE_MAX;
+    }
     expect_fallback = mt_flag(argc, argv, "--expect-fallback");
     thresholds_set();
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
