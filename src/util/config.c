@@ -246,6 +246,20 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, cuda_ll_max),
      .doc = "largest device allreduce or allgather (bytes a rank receives) run with low-latency "
             "lines (cuda_ll: 8 bytes and their flag per 16-byte store); 0: none"},
+    {.name = "PICOLL_CUDA_IPC_CACHE",
+     .type = PICOLL_CFG_INT,
+     .def = "64",
+     .min = 0,
+     .max = 1024,
+     .offset = offsetof(picoll_config_t, cuda_ipc_cache),
+     .doc = "peers' device allocations this process keeps mapped through CUDA IPC at most "
+            "(the zero-copy path's cache, keyed by buffer id); 0: no cache"},
+    {.name = "PICOLL_CUDA_IPC_CACHE_BYTES",
+     .type = PICOLL_CFG_SIZE,
+     .def = "8G",
+     .offset = offsetof(picoll_config_t, cuda_ipc_cache_bytes),
+     .doc = "bytes of peers' device allocations the IPC cache keeps mapped at most (a mapping "
+            "may keep a freed allocation's memory until it is closed)"},
     {.name = "PICOLL_STAGE_DEPTH",
      .type = PICOLL_CFG_INT,
      .def = "2",

@@ -83,6 +83,9 @@ typedef struct {
                                 * none */
     int cuda_fixed;              /* PICOLL_CUDA_FIXED: the kernel entries of fixed type, op and
                                 * rank count (0: the generic kernel for every launch) */
+    long cuda_ipc_cache;         /* PICOLL_CUDA_IPC_CACHE: peers' allocations kept mapped at
+                                * most (cuda/cuda_ipc_cache.h); 0: none */
+    size_t cuda_ipc_cache_bytes; /* PICOLL_CUDA_IPC_CACHE_BYTES: their bytes at most */
     long stage_depth;            /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
     int hier_cuda;               /* PICOLL_HIER_CUDA: device node steps of the collectives between
                                 * nodes */

@@ -8,6 +8,8 @@
 # must notice every one, or the point is either useless under PTX (remove it from the kernel,
 # saying why) or the model too gentle (fix it). The unweakened kernel must then pass each test
 # that caught a mutant, with the same seed.
+# Beside the kernel's sync points, one host check: the IPC cache's buffer-id check
+# (cuda/cuda_ipc_cache.c), deleted in tests/cuda/ipc_cache_mutant, must be caught (freed-mapping).
 # Prints a table: mutant, where, the test that caught it or SURVIVED; exits 1 on any survivor.
 # --soak N: no mutants; the same tests N times each with new seeds (CTest label soak).
 # FAKECUDA_SEED fixes the fibers' schedule (default 1 here; the soak draws its own).
@@ -109,6 +111,22 @@ for id in $(echo "$points" | cut -d' ' -f1 | uniq); do
     fi
     printf '%-7s %-44s %s\n' "$id" "$fn:$line $what" "$caught"
 done
+# the host's buffer-id check of the IPC cache (cuda/cuda_ipc_cache.c): ipc_cache_mutant is the
+# cache built with it deleted; the emulated GPU must end it (rule freed-mapping: a read through a
+# mapping of a freed allocation), and the cache as built must pass the same test (below)
+cache_test='ipc_cache.np2|60|'"$run"' 2 env '"$emu"' FAKECUDA_FREE_MAPPED=1 PICOLL_CUDA_IPC_CACHE=2 '"$build"'/tests/cuda/ipc_cache'
+if [ -x "$build/tests/cuda/ipc_cache_mutant" ]; then
+    if ! run_test 60 "$(echo "$cache_test" | cut -d'|' -f3)_mutant" && grep -q 'FAIL fakecuda: freed-mapping' "$log"; then
+        caught="ipc_cache.np2 (freed-mapping)"
+        catchers="$catchers ipc_cache.np2"
+        tests="$tests
+$cache_test"
+    else
+        caught="SURVIVED"
+        survivors=$((survivors + 1))
+    fi
+    printf '%-7s %-44s %s\n' bufid "cuda_ipc_cache.c: the buffer-id check" "$caught"
+fi
 if [ $survivors != 0 ]; then
     echo "mutants.sh: FAILED: $survivors sync point(s) survived"
     exit 1
