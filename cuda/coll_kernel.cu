@@ -93,7 +93,7 @@ __device__ __forceinline__ uint4 dev_line_load(const uint4 *p)
     return v;
 }
 
-/* The protocol's sync points, id for the mutation check (ids 1 to 13, each once); DEV_WAIT(id)
+/* The protocol's sync points, id for the mutation check (ids 1 to 14, each once); DEV_WAIT(id)
  * guards a wait loop, which the check deletes */
 #define DEV_WAIT(id) true
 #define DEV_SYNCTHREADS(id) __syncthreads()
@@ -195,7 +195,7 @@ __device__ int dev_arrived(const picoll_cuda_kparams_t &p, uint64_t first)
         return 0;
     }
     uint64_t mine = dev_flag_load(p.flags[p.me] + (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE);
-    return mine >= first + 1 ? 2 : mine >= first ? 1 : 0;
+    return mine >= first + 2 ? 3 : mine >= first + 1 ? 2 : mine >= first ? 1 : 0;
 }
 
 /* After a wait, thread 0 of a block that gave up (gave_up: 1, a late peer, 2, the host's veto)
@@ -642,6 +642,88 @@ __device__ __forceinline__ void dev_mode_alltoallv(const picoll_cuda_kparams_t &
     dev_finish(p, b.ep, b.ep);
 }
 
+/* Zero-copy (issue 50; PICOLL_CUDA_K_*_ZC): every rank reads the peers' user buffers where they
+ * are, through the mappings the host found in its IPC cache (zsrc, zdst), in one launch for the
+ * whole call. The first arrival says my input is ready: what the application wrote before the
+ * call precedes it in stream order, and the release covers it. The end (dev_zc_end) is an arrival
+ * after the block's last read of a peer's buffer and a wait for every peer's: until then a peer
+ * may still read mine, which the application may reuse or free as soon as the call returns (the
+ * copy path has no such wait: the peers read only the workspace). The wait is the mutation
+ * check's DEV_WAIT 14. Returns true where the block gave up. */
+__device__ __forceinline__ bool dev_zc_end(const picoll_cuda_kparams_t &p, const dev_block_t &b,
+                                           uint64_t epoch, bool arrive)
+{
+    if (DEV_WAIT(14) && dev_arrive_wait(p, b.ep, epoch, arrive)) {
+        return true;
+    }
+    dev_finish(p, b.ep, epoch);
+    return false;
+}
+
+/* Zero-copy allgather: every rank's block from its input (in place: its block of its dst), mine
+ * too unless it is in place already. */
+__device__ __forceinline__ void dev_mode_allgather_zc(const picoll_cuda_kparams_t &p,
+                                                      const dev_block_t &b)
+{
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            if (r != p.me || !p.skip_self) {
+                dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, p.zsrc[r] + b.lo, b.hi - b.lo);
+            }
+        }
+    }
+    dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
+}
+
+/* Zero-copy two-shot allreduce: rank r reduces part r of the block's part of every rank's input
+ * into its own output (in place too: part r of a peer's buffer is written by that peer only after
+ * the second arrival, by which rank r has read it), then copies every other part from its
+ * owner's output, reduced in rank order as the copy path's (the same bits). */
+template <class R>
+__device__ __forceinline__ void dev_mode_twoshot_zc(const picoll_cuda_kparams_t &p, R red,
+                                                    const dev_block_t &b)
+{
+    size_t plo, phi;
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        dev_part(b.lo, b.hi, p.nranks, p.me, &plo, &phi);
+        red(p, p.dst + plo, (char *const *)p.zsrc, p.nranks, plo, (phi - plo) / (size_t)p.esize);
+    }
+    if (b.arrived < 3) {
+        if (dev_arrive_wait(p, b.ep, b.ep + 1, b.arrived < 2)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            if (r != p.me) {
+                dev_part(b.lo, b.hi, p.nranks, r, &plo, &phi);
+                dev_copy(p.dst + plo, p.zdst[r] + plo, phi - plo);
+            }
+        }
+    }
+    dev_zc_end(p, b, b.ep + 2, b.arrived < 3);
+}
+
+/* Zero-copy alltoall (not in place): the block for me from every rank's send buffer. */
+__device__ __forceinline__ void dev_mode_alltoall_zc(const picoll_cuda_kparams_t &p,
+                                                     const dev_block_t &b)
+{
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo,
+                     p.zsrc[r] + (size_t)p.me * p.src_stride + b.lo, b.hi - b.lo);
+        }
+    }
+    dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
+}
+
 /* Every step of every mode, reducing with red; an entry of a fixed reduction (R::FIXED) has the
  * modes that reduce over all nranks only (picoll_cuda_fixed_mode), the others compiled out. */
 template <class R>
@@ -702,6 +784,17 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
     case PICOLL_CUDA_K_ALLTOALLV:
         if constexpr (!R::FIXED) {
             dev_mode_alltoallv(p, b);
+        }
+        break;
+    case PICOLL_CUDA_K_TWOSHOT_ZC: dev_mode_twoshot_zc(p, red, b); break;
+    case PICOLL_CUDA_K_ALLGATHER_ZC:
+        if constexpr (!R::FIXED) {
+            dev_mode_allgather_zc(p, b);
+        }
+        break;
+    case PICOLL_CUDA_K_ALLTOALL_ZC:
+        if constexpr (!R::FIXED) {
+            dev_mode_alltoall_zc(p, b);
         }
         break;
     default: break;

@@ -25,6 +25,8 @@ typedef struct {
     uint64_t first;               /* epoch of chunk 0's first arrival */
     picoll_cuda_saved_ctx_t prev; /* the thread's context before the call */
     int entered; /* the call made ws's context current (prev is put back at its end) */
+    int zc_entry[2 * PICOLL_CUDA_MAX_LOCAL]; /* zero-copy: the IPC cache's entries it holds */
+    int zc_n;
     picoll_cuda_kparams_t p;
 } coll_call_t;
 
@@ -49,6 +51,15 @@ int picoll_cuda_call_launch(picoll_cuda_ws_t *ws, coll_call_t *c, size_t i, uint
                             int resume, uint64_t done_mask);
 /* Launches every chunk of c on the workspace's stream (ws->on_stream), waiting for nothing. */
 picoll_status_t picoll_cuda_call_enqueue(picoll_cuda_ws_t *ws, coll_call_t *c);
+
+/* ------------------------------------------------------------------ zero-copy (cuda_zc.c) */
+/* A call armed by the vote (picoll_cuda_zc_arm): maps every peer's buffers of c (its mode's:
+ * two-shot, allgather, alltoall), and the node's ranks agree in
+ * one barrier. 1: every rank mapped all, c's mode and arrivals are the zero-copy ones, zsrc and
+ * zdst set, the entries held (picoll_cuda_zc_release after the end); 0: every rank copies. Not
+ * armed: 0, no barrier. */
+int picoll_cuda_zc_map(picoll_cuda_ws_t *ws, coll_call_t *c);
+void picoll_cuda_zc_release(coll_call_t *c);
 
 /* ------------------------------------------------------------------ the end (cuda_end.c) */
 /* Waits for the call's last launch (blocks of it, the attempt's first launch floor), resuming a

@@ -113,7 +113,16 @@ static picoll_status_t coll_call(picoll_cuda_ws_t *ws, coll_call_t *c, const voi
     c->step = step;
     c->arrivals = c->arrivals != 0 ? c->arrivals : 1;
     ws->veto_at = 0; /* armed for one call */
-    return coll_run(ws, c);
+    /* the vote armed the zero-copy path: one launch for the whole call where every rank mapped
+     * every peer's buffers, the mappings held until it ended */
+    ws->zc_last = picoll_cuda_zc_map(ws, c);
+    if (!ws->zc_last) {
+        return coll_run(ws, c);
+    }
+    c->step = total > 0 ? total : 1;
+    picoll_status_t status = coll_run(ws, c);
+    picoll_cuda_zc_release(c);
+    return status;
 }
 
 picoll_status_t picoll_cuda_allreduce(picoll_cuda_ws_t *ws, picoll_cuda_kmode_t mode,

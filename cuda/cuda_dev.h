@@ -67,6 +67,16 @@ static inline picoll_cuda_limits_t picoll_cuda_limits(picoll_topo_reach_t reach,
     return l;
 }
 
+/* ------------------------------------------------ zero-copy (cuda_zc.c; issue 50) */
+/* What the zero-copy path did in this process: calls that took it, calls where the ranks had
+ * described their buffers but some rank could not map a peer's (every rank copied), the
+ * descriptions taken from registered ranges, and the ranges registered now. */
+typedef struct {
+    long calls, declined, registered, ranges;
+} picoll_cuda_zc_stats_t;
+/* Bytes of a rank's description of its call's buffers (picoll_cuda_zc_export), at most. */
+#define PICOLL_CUDA_ZC_DESC_BYTES 256
+
 #ifdef PICOLL_HAVE_CUDA
 
 /* 1 when the CUDA driver sees at least one device (and PICOLL_CUDA is on). Never creates a
@@ -177,7 +187,71 @@ picoll_status_t picoll_cuda_floor(int what, void *stream, int n, size_t bytes, d
 picoll_status_t picoll_cuda_barrier_floor(picoll_cuda_ws_t *ws, int what, void *stream, int n,
                                           double *seconds, char *why, size_t len);
 
+/* The vote of a call that may take the zero-copy path (coll/vote.c), before the node's barrier:
+ * describes this rank's buffers (send_bytes from sendbuf, MPI_IN_PLACE: none; recv_bytes from
+ * recvbuf) into out (PICOLL_CUDA_ZC_DESC_BYTES, this rank's data buffer of the vote's epoch):
+ * from ranges registered for scope (the communicator's context) or for all, else
+ * (PICOLL_CUDA_ZERO_COPY=on) described now. Returns whether it could (the rank's vote). */
+int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope, const void *sendbuf,
+                          const void *recvbuf, size_t send_bytes, size_t recv_bytes, void *out);
+/* After the barrier, where every rank could: the next allreduce (two-shot), allgather or alltoall
+ * on ws tries the zero-copy path, the descriptions in shm's buffers of its current epoch. */
+void picoll_cuda_zc_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
+/* Whether the last call on ws took the zero-copy path. */
+int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws);
+void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out);
+/* picoll_register / picoll_deregister (picoll.h): bytes at ptr, in one device allocation,
+ * described once, for the calls of scope (NULL: every communicator). */
+picoll_status_t picoll_cuda_register(const void *scope, void *ptr, size_t bytes, void **handle);
+picoll_status_t picoll_cuda_deregister(void *handle);
+/* picoll_cuda_alloc / picoll_cuda_free (picoll.h): device memory of device's primary context,
+ * registered for every communicator. */
+void *picoll_cuda_mem_alloc(size_t bytes, int device);
+void picoll_cuda_mem_free(void *ptr, int device);
+
 #else /* !PICOLL_HAVE_CUDA */
+
+static inline int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope,
+                                        const void *sendbuf, const void *recvbuf, size_t send_bytes,
+                                        size_t recv_bytes, void *out)
+{
+    (void)ws, (void)scope, (void)sendbuf, (void)recvbuf, (void)send_bytes, (void)recv_bytes,
+        (void)out;
+    return 0;
+}
+static inline void picoll_cuda_zc_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
+{
+    (void)ws, (void)shm;
+}
+static inline int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws)
+{
+    (void)ws;
+    return 0;
+}
+static inline void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out)
+{
+    *out = (picoll_cuda_zc_stats_t){0};
+}
+static inline picoll_status_t picoll_cuda_register(const void *scope, void *ptr, size_t bytes,
+                                                   void **handle)
+{
+    (void)scope, (void)ptr, (void)bytes, (void)handle;
+    return PICOLL_ERR_NOT_SUPPORTED;
+}
+static inline picoll_status_t picoll_cuda_deregister(void *handle)
+{
+    (void)handle;
+    return PICOLL_ERR_NOT_SUPPORTED;
+}
+static inline void *picoll_cuda_mem_alloc(size_t bytes, int device)
+{
+    (void)bytes, (void)device;
+    return NULL;
+}
+static inline void picoll_cuda_mem_free(void *ptr, int device)
+{
+    (void)ptr, (void)device;
+}
 
 static inline picoll_status_t picoll_cuda_barrier_floor(picoll_cuda_ws_t *ws, int what,
                                                         void *stream, int n, double *seconds,

@@ -63,27 +63,34 @@ _Static_assert((PICOLL_CUDA_BARRIER_EPOCH_WORD + 1) * 8 <= PICOLL_CUDA_FLAGS_BYT
 #define PICOLL_CUDA_STREAM_ABORT (~0ull)
 
 typedef enum {
-    PICOLL_CUDA_K_ONESHOT,     /* copy in, arrive, reduce every rank's slot into dst */
-    PICOLL_CUDA_K_TWOSHOT,     /* copy in, arrive, reduce my piece, arrive, gather every piece */
-    PICOLL_CUDA_K_ALLGATHER,   /* copy in, arrive, copy every rank's slot out */
-    PICOLL_CUDA_K_ALLTOALL,    /* copy the piece for every peer in, arrive, copy my pieces out */
-    PICOLL_CUDA_K_HCM,         /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
+    PICOLL_CUDA_K_ONESHOT,    /* copy in, arrive, reduce every rank's slot into dst */
+    PICOLL_CUDA_K_TWOSHOT,    /* copy in, arrive, reduce my piece, arrive, gather every piece */
+    PICOLL_CUDA_K_ALLGATHER,  /* copy in, arrive, copy every rank's slot out */
+    PICOLL_CUDA_K_ALLTOALL,   /* copy the piece for every peer in, arrive, copy my pieces out */
+    PICOLL_CUDA_K_HCM,        /* hybrid cube mesh: copy in, arrive, reduce my quad, arrive, combine
                               * my quad's result with my relay's */
-    PICOLL_CUDA_K_REDSCAT,     /* reduce-scatter (two-shot's first half): copy the piece for every
+    PICOLL_CUDA_K_REDSCAT,    /* reduce-scatter (two-shot's first half): copy the piece for every
                               * rank in, arrive, reduce my piece of every rank's slot into dst */
-    PICOLL_CUDA_K_BCAST,       /* the root copies in, every rank arrives, the others copy the root's
+    PICOLL_CUDA_K_BCAST,      /* the root copies in, every rank arrives, the others copy the root's
                               * slot out */
-    PICOLL_CUDA_K_REDUCE,      /* one-shot to the root: copy in, arrive, the root reduces every
+    PICOLL_CUDA_K_REDUCE,     /* one-shot to the root: copy in, arrive, the root reduces every
                               * rank's slot into dst */
-    PICOLL_CUDA_K_ALLGATHERV,  /* allgather with blocks of every size (piece) at their offsets in
+    PICOLL_CUDA_K_ALLGATHERV, /* allgather with blocks of every size (piece) at their offsets in
                                * dst (piece_off) */
-    PICOLL_CUDA_K_ALLTOALLV,   /* alltoall with pieces of every size: the piece for every rank in
+    PICOLL_CUDA_K_ALLTOALLV,  /* alltoall with pieces of every size: the piece for every rank in
                               * (piece, piece_off of src) at slot_stride apart, arrive, the piece
                               * from every rank out (rpiece, rpiece_off of dst) */
-    PICOLL_CUDA_K_ONESHOT_LL,  /* one-shot with low-latency lines: push my input as lines into
+    PICOLL_CUDA_K_ONESHOT_LL, /* one-shot with low-latency lines: push my input as lines into
                                * every rank's slot, wait for every rank's lines in mine, reduce */
-    PICOLL_CUDA_K_ALLGATHER_LL /* allgather with the lines: push my block as lines into every
+    PICOLL_CUDA_K_ALLGATHER_LL, /* allgather with the lines: push my block as lines into every
                                 * rank's slot, wait for every rank's lines in mine, into dst */
+    /* Zero-copy (issue 50): the peers' user buffers mapped here (zsrc, zdst), no slot; one launch
+     * for the whole call. A first arrival says my input is ready, a last one that I am done
+     * reading the peers' buffers, and a block returns only when every peer is done with mine */
+    PICOLL_CUDA_K_ALLGATHER_ZC, /* arrive, copy every rank's block from its zsrc into dst, arrive */
+    PICOLL_CUDA_K_TWOSHOT_ZC,   /* arrive, reduce my part of every zsrc into my dst, arrive, copy
+                                 * every rank's part from its zdst, arrive */
+    PICOLL_CUDA_K_ALLTOALL_ZC   /* arrive, copy the block for me from every zsrc, arrive */
 } picoll_cuda_kmode_t;
 
 /* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, PICOLL_CUDA_LL_MAX). A line is 16
@@ -238,9 +245,15 @@ typedef struct {
     const char *src;                          /* this chunk of the user's input */
     char *dst;                                /* this chunk of the user's output */
     char *slot[2][PICOLL_CUDA_MAX_LOCAL];     /* [parity][rank]: data buffers, mapped */
+    const char *zsrc[PICOLL_CUDA_MAX_LOCAL];  /* zero-copy: rank r's input (allgather: its block;
+                                               * alltoall: its send buffer), mapped (mine: src) */
+    char *zdst[PICOLL_CUDA_MAX_LOCAL];        /* zero-copy two-shot: rank r's output, mapped */
     uint64_t *flags[PICOLL_CUDA_MAX_LOCAL];   /* [rank]: its flag lines, mapped */
     picoll_cuda_status_t *status;             /* host-mapped */
 } picoll_cuda_kparams_t;
+#ifndef __cplusplus
+_Static_assert(sizeof(picoll_cuda_kparams_t) <= 4096, "a kernel's parameters: 4 KiB at most");
+#endif
 
 /* The kernel's symbol in the fatbin (cuModuleGetFunction). */
 #define PICOLL_CUDA_KERNEL_NAME "picoll_coll_kernel"
@@ -274,7 +287,7 @@ static inline int picoll_cuda_fixed_mode(int mode)
 {
     return mode == PICOLL_CUDA_K_ONESHOT || mode == PICOLL_CUDA_K_REDUCE ||
            mode == PICOLL_CUDA_K_REDSCAT || mode == PICOLL_CUDA_K_TWOSHOT ||
-           mode == PICOLL_CUDA_K_ONESHOT_LL;
+           mode == PICOLL_CUDA_K_ONESHOT_LL || mode == PICOLL_CUDA_K_TWOSHOT_ZC;
 }
 
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank: one per
@@ -282,7 +295,7 @@ static inline int picoll_cuda_fixed_mode(int mode)
 static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
 {
     int per_rank = p->mode == PICOLL_CUDA_K_ALLTOALL || p->mode == PICOLL_CUDA_K_REDSCAT ||
-                   p->mode == PICOLL_CUDA_K_ALLTOALLV;
+                   p->mode == PICOLL_CUDA_K_ALLTOALLV || p->mode == PICOLL_CUDA_K_ALLTOALL_ZC;
     size_t total = per_rank ? p->bytes * (size_t)p->nranks : p->bytes;
     size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
     int max = p->max_blocks < 1 ? 1 : p->max_blocks;

@@ -13,9 +13,9 @@
 /* The kernels' fatbin, embedded by cuda/fatbin.c. */
 extern const unsigned char picoll_cuda_fatbin[];
 
-/* Only picoll's own workspace is ever mapped: user data is copied into it by the kernels, so no
- * user buffer is exported through IPC and no cache of user-buffer mappings (with its stale-entry
- * problem when an address is freed and reused) is needed. */
+/* A rank's workspace, mapped by every peer. User data is copied into it by the kernels, except on
+ * the zero-copy path (cuda_zc.c), where the peers' user buffers are mapped through the IPC cache
+ * keyed by buffer id (cuda_ipc_cache.h: a freed and reused address never matches). */
 struct picoll_cuda_ws {
     picoll_cu_context_t ctx;   /* the context it lives in: that of the buffers that made it */
     unsigned long long ctx_id; /* and its id (picoll_cudrv_ctx_id): a context reset since, or
@@ -67,6 +67,11 @@ struct picoll_cuda_ws {
     uint64_t watch_first;              /* the first epoch of the launch the watch found waiting */
     void *watch_late;                  /* and its wait (coll_late_t, cuda_end.c); NULL: none */
     int quad[PICOLL_TOPO_HCM_QUAD], relay, quad_first; /* hcm: picoll_topo_hcm_plan_t */
+    /* zero-copy (cuda_zc.c): the next call tries it (armed by the vote), the peers' descriptions
+     * in zc_shm's data buffers of epoch zc_epoch; and whether the last call took it */
+    picoll_shm_t *zc_shm;
+    uint64_t zc_epoch;
+    int zc_armed, zc_last;
 };
 _Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cuda_ws_t *)0)->quad),
                "the kernel's quad (cuda_kernel.h) is the workspace's: PICOLL_TOPO_HCM_QUAD ranks");

@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +152,31 @@ int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes, double
 #define PICOLL_FLOOR_BARRIER_QUEUE 5
 #define PICOLL_FLOOR_BARRIER_GRAPH 6
 int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cuda_stream, int n, double *seconds);
+
+/* ---- Zero-copy device collectives (PICOLL_CUDA_ZERO_COPY) ----
+ *
+ * Large device allreduce, allgather and alltoall on one node read the peers' buffers where they
+ * are, mapped through CUDA IPC, with no copy through picoll's workspace, where every rank's
+ * buffers of the call lie in registered ranges (or, with PICOLL_CUDA_ZERO_COPY=on, for any device
+ * buffer); every rank copies otherwise, together.
+ *
+ * picoll_register: bytes of device memory at ptr, inside one allocation (cudaMalloc, cuMemAlloc),
+ * registered for the calls on comm (MPI_COMM_NULL: on every communicator); *handle is for
+ * picoll_deregister, which must come before the memory is freed. Not collective: each rank
+ * registers its own buffers. MPI_SUCCESS; MPI_ERR_ARG for a NULL pointer or handle, 0 bytes, a
+ * range that is not device memory or runs past its allocation; MPI_ERR_COMM where picoll is not
+ * active on comm; MPI_ERR_OTHER where picoll has no device support or holds 4096 ranges already.
+ * picoll_deregister: MPI_SUCCESS, or MPI_ERR_ARG for what is not a registered range's handle
+ * (one deregistered already). The reason is logged (PICOLL_LOG=warn). */
+int picoll_register(MPI_Comm comm, void *ptr, size_t bytes, void **handle);
+int picoll_deregister(void *handle);
+
+/* An allocator whose memory is registered for every communicator, in the shape of PyTorch's
+ * pluggable allocator (torch.cuda.memory.CUDAPluggableAllocator(path, "picoll_cuda_alloc",
+ * "picoll_cuda_free"), picoll_torch.mem_pool()): size bytes of device memory in device's primary
+ * context (NULL where that fails; stream unused), and its free (size and stream unused). */
+void *picoll_cuda_alloc(ssize_t size, int device, void *stream);
+void picoll_cuda_free(void *ptr, ssize_t size, int device, void *stream);
 
 #ifdef __cplusplus
 }

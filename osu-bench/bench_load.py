@@ -35,6 +35,46 @@ def cpu_busy_ticks():
         return None
 
 
+def cpu_ticks():
+    """[(busy, steal)] clock ticks since boot of each CPU ("cpuN" lines of /proc/stat: busy is
+    neither idle nor waiting for I/O nor stolen), or None."""
+    try:
+        out = []
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("cpu") and line[3:4].isdigit():
+                    t = [int(x) for x in line.split()[1:9]]
+                    out.append((sum(t) - t[3] - t[4] - t[7], t[7]))
+        return out or None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class JobMachine:
+    """What the machine did during one job (issue 52: a job's slow state, explained or not): the
+    share of the job's CPU time the hypervisor stole (all CPUs), the largest any one CPU lost, and
+    the CPUs' busy time other than the job's own (all busy time less the CPU seconds of this
+    process and its children), each as a percentage of the job's wall time on all CPUs."""
+
+    def __init__(self):
+        self.t0, self.ticks0, self.own0 = time.time(), cpu_ticks(), own_cpu_seconds()
+        self.steal = self.steal_max = self.others = None
+
+    def finish(self):
+        t1, ticks1, own1 = time.time(), cpu_ticks(), own_cpu_seconds()
+        wall = t1 - self.t0
+        if self.ticks0 is None or ticks1 is None or len(ticks1) != len(self.ticks0) or wall <= 0:
+            return self
+        tck = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        steal = [(b[1] - a[1]) / tck / wall for a, b in zip(self.ticks0, ticks1)]
+        busy = sum(b[0] - a[0] for a, b in zip(self.ticks0, ticks1)) / tck
+        n = len(ticks1)
+        self.steal = 100.0 * min(1.0, sum(steal) / n)
+        self.steal_max = 100.0 * min(1.0, max(steal))
+        self.others = 100.0 * min(1.0, max(0.0, (busy - (own1 - self.own0)) / (wall * n)))
+        return self
+
+
 def own_cpu_seconds():
     """CPU seconds of this process and of its finished children (the MPI jobs, their ranks)."""
     t = os.times()

@@ -329,18 +329,25 @@ class Report:
         base = BASELINE_NAMES[self.baseline(mem)]
         title = ("%s, %s buffers, np %d, %s B, %s, %d jobs of %d rounds (%s vs picoll)"
                  % (coll, mem, np, human(size), a.type.upper(), a.stability, a.rounds, base))
-        head = ["job", "%s median (us)" % base, "picoll median (us)", "%s/picoll" % base, "unstable"]
+        # the machine during the job (bench_load.JobMachine): stolen by the hypervisor (all CPUs,
+        # and the most from one) and busy with other work, in % of the job's CPU time
+        head = ["job", "%s median (us)" % base, "picoll median (us)", "%s/picoll" % base, "unstable",
+                "steal %", "max steal %", "others %"]
         cells, csv_rows = [], []
         for job, r in jobs:
             mpi, pic = float(r["mpi_us"]), float(r["picoll_us"])
+            machine = [r.get("job_%s_pct" % k) or "-" for k in ("steal", "steal_max", "others")]
             cells.append([str(job), r["mpi_us"], r["picoll_us"], fmt_ratio(mpi / pic if pic else 0.0),
-                          r["unstable"] or "-"])
+                          r["unstable"] or "-"] + machine)
             csv_rows.append({"collective": coll, "memory": mem, "np": np, "datatype": r["datatype"],
                              "size_bytes": size, "job": job, "baseline": r["baseline"],
                              "mpi_us": r["mpi_us"], "picoll_us": r["picoll_us"],
                              "mpi_over_picoll": "%.3f" % (mpi / pic) if pic else "",
                              "unstable": r["unstable"], "rounds_mpi_us": r["rounds_mpi_us"],
-                             "rounds_picoll_us": r["rounds_picoll_us"]})
+                             "rounds_picoll_us": r["rounds_picoll_us"],
+                             "job_steal_pct": r.get("job_steal_pct", ""),
+                             "job_steal_max_pct": r.get("job_steal_max_pct", ""),
+                             "job_others_pct": r.get("job_others_pct", "")})
         mpis = [float(r["mpi_us"]) for _, r in jobs]
         pics = [float(r["picoll_us"]) for _, r in jobs]
         spreads = []
@@ -362,7 +369,8 @@ class Report:
         lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
         lines += spreads + ["stability: " + verdict + ("" if within and not slower and not missing
                                                          else "  <- NOT STABLE")]
-        md = ["## " + title, "", "| %s |" % " | ".join(head), "|" + "---:|" * (len(head) - 1) + ":---|"]
+        md = ["## " + title, "", "| %s |" % " | ".join(head),
+              "|" + "---:|" * 4 + ":---|" + "---:|" * (len(head) - 5)]
         md += ["| %s |" % " | ".join(row) for row in cells]
         md += [""] + ["- " + x for x in spreads] + ["- stability: " + verdict]
         return {"lines": lines, "md": md, "csv": csv_rows}

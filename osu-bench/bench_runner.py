@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from bench_load import Load
+from bench_load import JobMachine, Load
 from bench_rows import (BASELINE_NAMES, LARGE_ITERS, LARGE_SIZE, LARGE_WARMUP, OSU_DEFAULT_TYPE,
                         TYPE_SIZES, fmt_ratio, human, log, oversubscribed, set_rounds, size_list,
                         unstable_note)
@@ -465,8 +465,13 @@ class Runner:
             for coll in a.colls:
                 jobs = {}  # size -> [(job, row)]
                 for job in range(1, a.stability + 1):
+                    machine = JobMachine()
                     rows, _ = self.run_ab(coll, mem, np, tag="job %d of %d" % (job, a.stability))
+                    machine.finish()
                     for r in rows:
+                        for k in ("steal", "steal_max", "others"):
+                            v = getattr(machine, k)
+                            r["job_" + k + "_pct"] = "" if v is None else "%.1f" % v
                         jobs.setdefault(r["size_bytes"], []).append((job, r))
                 for size in sorted(jobs):
                     series.append((coll, np, size, jobs[size]))

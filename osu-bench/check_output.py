@@ -474,7 +474,8 @@ def unstable_sides(row):
     return "+".join(sides)
 
 
-STABILITY_JOB = re.compile(r"^ +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+)x +(\S+)$")
+STABILITY_JOB = re.compile(r"^ +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+)x +(\S+) +([0-9.]+|-) +([0-9.]+|-)"
+                           r" +([0-9.]+|-)$")
 STABILITY_SPREAD_LINE = re.compile(r"^(.+)'s medians across jobs: min ([0-9.]+), median ([0-9.]+), "
                                    r"max ([0-9.]+) us; max/min ([0-9.]+)x$")
 STABILITY_VERDICT = re.compile(r"^stability: picoll's median within ([0-9.]+)x across jobs: "
@@ -506,7 +507,8 @@ def check_stability(a, out, err):
             fail("no table titled %r..." % head, out, err)
         i = at[0]
         if not re.match(r"^ +job +(plain|staged) MPI median \(us\) +picoll median \(us\) +"
-                        r"(plain|staged) MPI/picoll +unstable$", lines[i + 1]):
+                        r"(plain|staged) MPI/picoll +unstable +steal % +max steal % +others %$",
+                        lines[i + 1]):
             fail("no column header under %r: %r" % (lines[i], lines[i + 1]), out, err)
         pics, mpis = [], []
         for k, r in enumerate(mine):
@@ -516,8 +518,15 @@ def check_stability(a, out, err):
             mpi, pic = float(m.group(2)), float(m.group(3))
             if (mpi, pic) != (float(r["mpi_us"]), float(r["picoll_us"])) or \
                     abs(float(m.group(4)) - mpi / pic) > 0.006 + 0.003 * mpi / pic or \
-                    (m.group(5) if m.group(5) != "-" else "") != r["unstable"]:
+                    (m.group(5) if m.group(5) != "-" else "") != r["unstable"] or \
+                    [x if x != "-" else "" for x in m.groups()[5:8]] != \
+                    [r["job_steal_pct"], r["job_steal_max_pct"], r["job_others_pct"]]:
                 fail("job line %r is not stability.csv's %s" % (lines[i + 2 + k], r), out, err)
+            # the machine's shares of the job: percentages, on Linux always there
+            for f in ("job_steal_pct", "job_steal_max_pct", "job_others_pct"):
+                if os.path.exists("/proc/stat") and not 0.0 <= float(r[f] or -1) <= 100.0:
+                    fail("stability.csv: %s of job %s is %r, not a percentage" % (f, r["job"], r[f]),
+                         out, err)
             mpis.append(mpi)
             pics.append(pic)
         j = i + 2 + len(mine)

@@ -18,6 +18,10 @@ int MPIX_Query_cuda_support(void);
 /* include/picoll.h's (its PICOLL_FLOOR_* are cuda_dev.h's PICOLL_CUDA_FLOOR_*) */
 int picoll_device_floor(int what, void *cuda_stream, int n, size_t bytes, double *seconds);
 int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cuda_stream, int n, double *seconds);
+int picoll_register(MPI_Comm comm, void *ptr, size_t bytes, void **handle);
+int picoll_deregister(void *handle);
+void *picoll_cuda_alloc(ssize_t size, int device, void *stream);
+void picoll_cuda_free(void *ptr, ssize_t size, int device, void *stream);
 
 PICOLL_EXPORT int MPIX_Query_cuda_support(void)
 {
@@ -74,4 +78,52 @@ PICOLL_EXPORT int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cud
     return st == PICOLL_OK                  ? MPI_SUCCESS
            : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG
                                             : MPI_ERR_OTHER;
+}
+
+PICOLL_EXPORT int picoll_register(MPI_Comm comm, void *ptr, size_t bytes, void **handle)
+{
+    const void *scope = NULL;
+    if (comm != MPI_COMM_NULL) {
+        picoll_comm_t *ctx = picoll_g.active ? picoll_comm_get(comm) : NULL;
+        if (ctx == NULL) {
+            picoll_warn("picoll_register: picoll is not active on the communicator");
+            return MPI_ERR_COMM;
+        }
+        scope = &ctx->coll;
+    }
+    if (ptr == NULL || handle == NULL || bytes == 0) {
+        picoll_warn("picoll_register: %s", ptr == NULL      ? "ptr is NULL"
+                                           : handle == NULL ? "handle is NULL"
+                                                            : "bytes is 0");
+        return MPI_ERR_ARG;
+    }
+    picoll_status_t st = picoll_cuda_register(scope, ptr, bytes, handle);
+    if (st == PICOLL_ERR_NOT_SUPPORTED) {
+        picoll_warn("picoll_register: picoll has no device support here (built without CUDA, or "
+                    "no CUDA driver)");
+    }
+    return st == PICOLL_OK                  ? MPI_SUCCESS
+           : st == PICOLL_ERR_INVALID_PARAM ? MPI_ERR_ARG
+                                            : MPI_ERR_OTHER;
+}
+
+PICOLL_EXPORT int picoll_deregister(void *handle)
+{
+    picoll_status_t st = picoll_cuda_deregister(handle);
+    if (st != PICOLL_OK) {
+        picoll_warn("picoll_deregister: %p is not a registered range's handle", handle);
+    }
+    return st == PICOLL_OK ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+PICOLL_EXPORT void *picoll_cuda_alloc(ssize_t size, int device, void *stream)
+{
+    (void)stream;
+    return size > 0 ? picoll_cuda_mem_alloc((size_t)size, device) : NULL;
+}
+
+PICOLL_EXPORT void picoll_cuda_free(void *ptr, ssize_t size, int device, void *stream)
+{
+    (void)size, (void)stream;
+    picoll_cuda_mem_free(ptr, device);
 }

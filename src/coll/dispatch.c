@@ -129,6 +129,14 @@ static picoll_status_t run_cuda_allreduce(picoll_coll_ctx_t *ctx, int alg, const
                                  args->recvbuf, args->count, args->dtype, args->op);
 }
 
+/* Two-shot's zero-copy form reads the input and writes the output, bytes each. */
+static int zc_allreduce(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
+{
+    const allreduce_call_t *c = arg;
+    *sbytes = *rbytes = c->bytes;
+    return alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_ALLREDUCE_CUDA_ZC : 0;
+}
+
 /* The host algorithm: one-shot, or two-shot in single copies where selected and every rank's
  * buffers allow it, else through the workspace. */
 static picoll_status_t run_host_allreduce(picoll_coll_ctx_t *ctx, const picoll_vote_t *v,
@@ -168,6 +176,7 @@ picoll_status_t picoll_allreduce(picoll_coll_ctx_t *ctx, const picoll_allreduce_
         .select_cuda = select_cuda_allreduce,
         .run_cuda = run_cuda_allreduce,
         .run_host = run_host_allreduce,
+        .zero_copy = zc_allreduce,
     };
     picoll_vote_call_t call = {.name = "MPI_Allreduce",
                                .sendbuf = args->sendbuf,
@@ -268,6 +277,23 @@ static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const vo
     return b->c->run_cuda(ctx->cuda, b->args->sendbuf, b->args->recvbuf, b->args->block_bytes);
 }
 
+/* The copies over IPC have a zero-copy form: allgather reads a block from each peer's input,
+ * alltoall a piece of each peer's send buffer. */
+static int zc_blocks(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
+{
+    const blocks_call_t *b = arg;
+    size_t all = b->args->block_bytes * (size_t)b->size;
+    int ag = b->c->coll == PICOLL_COLL_ALLGATHER;
+    *sbytes = ag ? b->args->block_bytes : all;
+    *rbytes = all;
+    if (alg == PICOLL_ALLGATHER_CUDA_IPC && ag) {
+        return PICOLL_ALLGATHER_CUDA_ZC;
+    }
+    return alg == PICOLL_ALLTOALL_CUDA_IPC && b->c->coll == PICOLL_COLL_ALLTOALL
+               ? PICOLL_ALLTOALL_CUDA_ZC
+               : 0;
+}
+
 /* The host algorithm: single copy where selected and every rank's buffers allow it, else the
  * workspace. */
 static picoll_status_t run_host_blocks(picoll_coll_ctx_t *ctx, const picoll_vote_t *v,
@@ -303,6 +329,7 @@ static picoll_status_t run_blocks(picoll_coll_ctx_t *ctx, const picoll_blocks_ar
         .select_cuda = select_cuda_blocks,
         .run_cuda = run_cuda_blocks,
         .run_host = run_host_blocks,
+        .zero_copy = zc_blocks,
     };
     blocks_call_t b = {.c = c, .args = args, .size = ctx->size};
     picoll_vote_call_t call = {.name = c->name,

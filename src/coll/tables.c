@@ -34,6 +34,12 @@ static const picoll_alg_desc_t allreduce_algs[] = {
                                        .desc = "device buffers over CUDA IPC: reduce-scatter then "
                                                "all-gather, chunked by the workspace (up to "
                                                "PICOLL_NVLINK_TWOSHOT_MAX)"},
+    [PICOLL_ALLREDUCE_CUDA_ZC] = {.name = "cuda_zc",
+                                  .desc = "device buffers over CUDA IPC, large: two-shot that "
+                                          "reads the peers' buffers where they are, mapped "
+                                          "through the IPC cache, with no copy through the "
+                                          "workspace (PICOLL_CUDA_ZERO_COPY, from "
+                                          "PICOLL_CUDA_ZERO_COPY_MIN)"},
     [PICOLL_ALLREDUCE_CUDA_HCM] = {.name = "cuda_hcm",
                                    .desc = "device buffers on the 8 GPUs of a hybrid cube mesh "
                                            "(DGX-1): each quad reduces one-shot over its NVLinks, "
@@ -79,6 +85,11 @@ static const picoll_alg_desc_t allgather_algs[] = {
                                    .desc =
                                        "device buffers over CUDA IPC: one kernel copies the block "
                                        "in, waits for the peers' flags, copies every block out"},
+    [PICOLL_ALLGATHER_CUDA_ZC] = {.name = "cuda_zc",
+                                  .desc = "device buffers over CUDA IPC, large: one kernel copies "
+                                          "every peer's block from its buffer, mapped through "
+                                          "the IPC cache (PICOLL_CUDA_ZERO_COPY, from "
+                                          "PICOLL_CUDA_ZERO_COPY_MIN received bytes)"},
     [PICOLL_ALLGATHER_HIER] = {.name = "hier",
                                .desc = "between nodes: blocks into the node's workspace, node "
                                        "parts round a ring on each rail over UCX, copied out"},
@@ -107,6 +118,12 @@ static const picoll_alg_desc_t alltoall_algs[] = {
     [PICOLL_ALLTOALL_CUDA_IPC] = {.name = "cuda_ipc",
                                   .desc = "device buffers over CUDA IPC: one kernel lays out the "
                                           "pieces, waits for the peers' flags, copies its own out"},
+    [PICOLL_ALLTOALL_CUDA_ZC] = {.name = "cuda_zc",
+                                 .desc = "device buffers over CUDA IPC, large, not in place: one "
+                                         "kernel copies the piece for it from every peer's send "
+                                         "buffer, mapped through the IPC cache "
+                                         "(PICOLL_CUDA_ZERO_COPY, from PICOLL_CUDA_ZERO_COPY_MIN "
+                                         "received bytes)"},
     [PICOLL_ALLTOALL_HIER] = {.name = "hier",
                               .desc = "between nodes: pieces into the node's workspace, pairwise "
                                       "exchange of node parts on each rail over UCX "

@@ -26,9 +26,28 @@
  * kernels before any wrote the receive buffer and return PICOLL_RETRY: the caller picks again
  * with hot 0, and every rank meets in the full vote. */
 
-/* Not a path: a bit of the vote, 1 where a rank's device buffers are in its workspace's
- * context. */
-enum { PATH_HOME = 4 };
+/* Not paths: bits of the vote, 1 where a rank's device buffers are in its workspace's context
+ * (PATH_HOME), and where it described its buffers for the zero-copy path (PATH_ZC).
+ *
+ * The zero-copy path (cuda/cuda_zc.c): a call whose device algorithm has a zero-copy form
+ * (ops->zero_copy) of at least PICOLL_CUDA_ZERO_COPY_MIN received bytes, with the path not off,
+ * never goes on the hot path: its rank describes its buffers in its data buffer of the vote's
+ * epoch before the barrier, and where every rank could (and every workspace is home), the call is
+ * armed to try it; the device call then maps the peers' buffers and the ranks agree once more. */
+enum { PATH_HOME = 4, PATH_ZC = 8 };
+
+/* The zero-copy form of the call's device algorithm alg where it may take it (the same on every
+ * rank: the received bytes and the configuration decide); its reporting id, else 0. */
+static int zc_candidate(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call, int alg,
+                        size_t *sbytes, size_t *rbytes)
+{
+    if (call->ops->zero_copy == NULL || ctx->cuda == NULL || alg == PICOLL_ALG_FALLBACK ||
+        picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_OFF || call->agree != NULL) {
+        return 0;
+    }
+    int zc = call->ops->zero_copy(call->arg, alg, sbytes, rbytes);
+    return zc != 0 && *rbytes >= picoll_cfg.cuda_zero_copy_min && *rbytes > 0 ? zc : 0;
+}
 
 /* The host algorithm, asked for once a call. */
 static int host_alg(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call, picoll_vote_t *v)
@@ -114,6 +133,7 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     picoll_meminfo_t s, r;
 
     v->direct = 0;
+    v->zc_alg = 0;
     if (!ctx->cuda_possible) {
         return host_only(ctx, call, v);
     }
@@ -133,8 +153,10 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     v->direct = host_ok && s.kind == PICOLL_MEM_HOST && r.kind == PICOLL_MEM_HOST;
     int home = 0;
     picoll_cu_context_t bufctx = NULL;
+    size_t zc_sbytes = 0, zc_rbytes = 0;
+    int zc = zc_candidate(ctx, call, v->cuda_alg, &zc_sbytes, &zc_rbytes);
     int quick = hot && call->agree == NULL && ctx->cuda_hot && ctx->cuda != NULL &&
-                v->cuda_alg != PICOLL_ALG_FALLBACK;
+                v->cuda_alg != PICOLL_ALG_FALLBACK && zc == 0;
     int dev = cuda_vote(ctx, sp, &r, call->dtype, call->eligible, &bufctx, &home, quick);
     if (quick) {
         uint64_t n = ++ctx->hot_calls;
@@ -148,14 +170,26 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
          * context on trust */
         dev = dev && cuda_vote(ctx, sp, &r, call->dtype, 1, &bufctx, &home, 0);
     }
-    uint32_t mine =
-        (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) | (home ? PATH_HOME : 0u);
+    /* the description goes into this rank's data buffer of the barrier's epoch, which only the
+     * host algorithms use otherwise (and they write theirs after this barrier) */
+    int zc_mine =
+        zc != 0 && dev && home &&
+        picoll_cuda_zc_export(ctx->cuda, ctx, call->sendbuf, call->recvbuf, zc_sbytes, zc_rbytes,
+                              picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
+    uint32_t mine = (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) |
+                    (home ? PATH_HOME : 0u) | (zc_mine ? PATH_ZC : 0u);
     uint32_t all = node_vote(ctx, mine, call->agree, bufctx, call->name);
     v->vote = 1;
     ctx->cuda_hot = 0;
     if ((all & PICOLL_PATH_CUDA) && ctx->cuda != NULL) {
+        int alg = v->cuda_alg;
         v->cuda_alg = call->ops->select_cuda(&ctx->cuda_limits, call->arg);
         if (v->cuda_alg != PICOLL_ALG_FALLBACK) {
+            /* every rank described its buffers, for the algorithm chosen before the barrier */
+            if ((all & PATH_ZC) && (all & PATH_HOME) && v->cuda_alg == alg) {
+                picoll_cuda_zc_arm(ctx->cuda, ctx->shm);
+                v->zc_alg = zc;
+            }
             ctx->cuda_hot = 1;
             return PICOLL_PATH_CUDA;
         }
@@ -180,7 +214,9 @@ picoll_status_t picoll_vote_run(picoll_coll_ctx_t *ctx, const picoll_vote_call_t
         hot = 0;
     } while (status == PICOLL_RETRY);
     switch (v.path) {
-    case PICOLL_PATH_CUDA: *alg = v.cuda_alg; break;
+    case PICOLL_PATH_CUDA:
+        *alg = v.zc_alg != 0 && picoll_cuda_zc_last(ctx->cuda) ? v.zc_alg : v.cuda_alg;
+        break;
     case PICOLL_PATH_HOST: status = call->ops->run_host(ctx, &v, call->arg, alg); break;
     default: status = PICOLL_DECLINED; break;
     }

@@ -23,6 +23,8 @@ typedef struct {
     int direct;     /* path host: both buffers are plain host memory, which peers may read with
                      * process_vm_readv (CUDA-pinned memory is left to the workspace) */
     int host_known; /* host_alg was asked for (select_host) */
+    int zc_alg;     /* path device, the zero-copy path armed: the algorithm it reports where the
+                     * call takes it (ops->zero_copy); 0: not armed */
 } picoll_vote_t;
 
 /* What the vote calls of a collective (each with the call's arg). */
@@ -40,6 +42,11 @@ typedef struct {
      * where select_host is */
     picoll_status_t (*run_host)(picoll_coll_ctx_t *ctx, const picoll_vote_t *v, const void *arg,
                                 int *alg);
+    /* the zero-copy form of device algorithm cuda_alg (cuda/cuda_zc.c), where it has one: the
+     * algorithm id that reports it, and the bytes this rank's call reads from its send buffer and
+     * writes to its receive buffer (the receive bytes are the same on every rank: they choose);
+     * 0: none. NULL: the collective has none */
+    int (*zero_copy)(const void *arg, int cuda_alg, size_t *send_bytes, size_t *recv_bytes);
 } picoll_vote_ops_t;
 
 /* A call as the vote sees it. */

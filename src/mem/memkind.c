@@ -94,9 +94,7 @@ static unsigned long long cuda_buffer_id(const void *ptr, void *arg)
     return id;
 }
 
-/* Primary context of a device, retained once for the life of the process: for allocations
- * whose attributes name no context (virtual memory management API). */
-static void *primary_context(int device)
+void *picoll_cuda_primary_context(int device)
 {
     static picoll_cu_context_t ctx[64];
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -156,7 +154,7 @@ static void cuda_attributes(const void *ptr, picoll_meminfo_t *info, uintptr_t *
     }
     info->device = info->kind == PICOLL_MEM_PINNED ? -1 : device;
     info->buffer_id = id;
-    info->context = ctx != NULL ? (void *)ctx : primary_context(device);
+    info->context = ctx != NULL ? (void *)ctx : picoll_cuda_primary_context(device);
     /* a reset context keeps its handle: its id tells the allocations made after the reset (a
      * new buffer id, so a new entry of the cache) from the workspace made before */
     info->context_id = picoll_cudrv_ctx_id(info->context);

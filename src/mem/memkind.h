@@ -31,6 +31,10 @@ void picoll_memkind_query_pair(const void *a, const void *b, picoll_meminfo_t *o
                                picoll_meminfo_t *out_b);
 /* 1 when the CUDA driver loaded, initialised and sees at least one device. */
 int picoll_cuda_driver_present(void);
+/* The primary context of device (an ordinal), retained once for the life of the process (the
+ * driver loaded): for allocations whose attributes name no context (virtual memory management
+ * API), and for picoll's allocator (cuda/cuda_zc.c). NULL where the driver refuses. */
+void *picoll_cuda_primary_context(int device);
 
 /* ---- the cache, a pure function of its attribute source (unit-tested with a fake one) ----
  * Entries are allocation ranges with their attributes. A lookup asks the source only for the

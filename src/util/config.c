@@ -260,6 +260,19 @@ static const picoll_config_var_t config_vars[] = {
      .offset = offsetof(picoll_config_t, cuda_ipc_cache_bytes),
      .doc = "bytes of peers' device allocations the IPC cache keeps mapped at most (a mapping "
             "may keep a freed allocation's memory until it is closed)"},
+    {.name = "PICOLL_CUDA_ZERO_COPY",
+     .type = PICOLL_CFG_ENUM,
+     .def = "registered",
+     .choices = "off,registered,on",
+     .offset = offsetof(picoll_config_t, cuda_zero_copy),
+     .doc = "large device calls read the peers' buffers in place, with no copy, where every "
+            "rank's are in ranges of picoll_register (registered) or any device memory (on)"},
+    {.name = "PICOLL_CUDA_ZERO_COPY_MIN",
+     .type = PICOLL_CFG_SIZE,
+     .def = "1M",
+     .offset = offsetof(picoll_config_t, cuda_zero_copy_min),
+     .doc = "smallest device call (bytes a rank receives) that takes the zero-copy path; such "
+            "calls take the node's vote (one host barrier), not the hot path"},
     {.name = "PICOLL_STAGE_DEPTH",
      .type = PICOLL_CFG_INT,
      .def = "2",

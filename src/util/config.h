@@ -41,6 +41,12 @@ typedef enum {
 /* Parsed values: one field per table entry. */
 /* PICOLL_CUDA_FENCES, in its choices' order. */
 typedef enum { PICOLL_CUDA_FENCES_ALL, PICOLL_CUDA_FENCES_NEEDED } picoll_cuda_fences_t;
+/* PICOLL_CUDA_ZERO_COPY, in its choices' order. */
+typedef enum {
+    PICOLL_CUDA_ZC_OFF,        /* every call copies through the workspace */
+    PICOLL_CUDA_ZC_REGISTERED, /* buffers in ranges registered with picoll_register */
+    PICOLL_CUDA_ZC_ON          /* those, and any other device buffer through the IPC cache */
+} picoll_cuda_zc_mode_t;
 
 typedef struct {
     int enable;
@@ -86,6 +92,9 @@ typedef struct {
     long cuda_ipc_cache;         /* PICOLL_CUDA_IPC_CACHE: peers' allocations kept mapped at
                                 * most (cuda/cuda_ipc_cache.h); 0: none */
     size_t cuda_ipc_cache_bytes; /* PICOLL_CUDA_IPC_CACHE_BYTES: their bytes at most */
+    int cuda_zero_copy;          /* PICOLL_CUDA_ZERO_COPY: picoll_cuda_zc_mode_t */
+    size_t cuda_zero_copy_min;   /* PICOLL_CUDA_ZERO_COPY_MIN: smallest call (bytes a rank
+                                * receives) that may take it */
     long stage_depth;            /* PICOLL_STAGE_DEPTH: chunks copied ahead (mem/stage.h) */
     int hier_cuda;               /* PICOLL_HIER_CUDA: device node steps of the collectives between
                                 * nodes */

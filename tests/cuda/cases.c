@@ -355,6 +355,12 @@ unsigned char rank_byte_sum(int k)
 
 /* ---------------------------------------------------------------- buffers */
 
+int zc_register, zc_aligned;
+
+/* picoll_register and picoll_deregister, found in the process (libpicoll.so preloaded) */
+static int (*reg_fn)(MPI_Comm, void *, size_t, void **);
+static int (*dereg_fn)(void *);
+
 void dbuf_alloc(dbuf_t *b, size_t len, size_t off, int host)
 {
     size_t total = GUARD + off + len + GUARD;
@@ -374,6 +380,17 @@ void dbuf_alloc(dbuf_t *b, size_t len, size_t off, int host)
         free(fill);
     }
     b->p = b->alloc + GUARD + off;
+    b->reg = NULL;
+    if (zc_register && !host) {
+        if (reg_fn == NULL) {
+            *(void **)&reg_fn = dlsym(RTLD_DEFAULT, "picoll_register");
+            *(void **)&dereg_fn = dlsym(RTLD_DEFAULT, "picoll_deregister");
+            MT_CHECK(reg_fn != NULL && dereg_fn != NULL,
+                     "--register: picoll_register is not in the process");
+        }
+        int rc = reg_fn(test_comm, b->alloc, total, &b->reg);
+        MT_CHECK(rc == MPI_SUCCESS, "picoll_register of %zu device bytes: MPI error %d", total, rc);
+    }
 }
 
 void dbuf_put(dbuf_t *b, size_t at, const void *src, size_t n)
@@ -402,6 +419,11 @@ void dbuf_free(dbuf_t *b)
     if (b->host) {
         free(b->alloc);
     } else {
+        if (b->reg != NULL) {
+            int rc = dereg_fn(b->reg);
+            MT_CHECK(rc == MPI_SUCCESS, "picoll_deregister: MPI error %d", rc);
+            b->reg = NULL;
+        }
         CK(drv.mem_free((cu_ptr_t)(uintptr_t)b->alloc));
     }
     b->alloc = b->p = NULL;
@@ -543,6 +565,36 @@ const char *want_blocks(int alltoall, int in_place, size_t total)
     return "cuda_ipc";
 }
 
+/* a size variable in bytes (a number, with k or M), def where unset */
+static size_t env_bytes(const char *name, size_t def)
+{
+    const char *v = getenv(name);
+    char *end;
+    size_t n = v != NULL ? strtoull(v, &end, 10) : 0;
+    return v == NULL ? def : *end == 'k' || *end == 'K' ? n << 10 : *end == 'M' ? n << 20 : n;
+}
+
+const char *want_zc(const char *want, int alltoall, const void *send, const void *recv,
+                    size_t rbytes)
+{
+    const char *mode = getenv("PICOLL_CUDA_ZERO_COPY");
+    int on = mode != NULL && strcmp(mode, "on") == 0;
+    int reg = (mode == NULL || strcmp(mode, "registered") == 0) && zc_register;
+    if (want == NULL || (!on && !reg) ||
+        rbytes < env_bytes("PICOLL_CUDA_ZERO_COPY_MIN", 1u << 20) ||
+        (alltoall && send == MPI_IN_PLACE)) {
+        return want;
+    }
+    int aligned = (uintptr_t)recv % 16 == 0 && (send == MPI_IN_PLACE || (uintptr_t)send % 16 == 0);
+    if (!aligned) {
+        return want;
+    }
+    /* where the reach picks one-shot up to a workspace buffer (PCIe) it stays */
+    return strcmp(want, "cuda_twoshot") == 0 || strcmp(want, "cuda_ipc") == 0 ? "cuda_zc"
+           : strcmp(want, "cuda_oneshot|cuda_twoshot") == 0 ? "cuda_oneshot|cuda_zc"
+                                                            : want;
+}
+
 /* ---------------------------------------------------------------- the worker thread */
 
 static struct {
@@ -658,7 +710,7 @@ static void check_kernel(const call_t *k)
     }
     const char *path = last_algorithm(), *got = drv.last_kernel();
     if (path == NULL || (strcmp(path, "cuda_oneshot") != 0 && strcmp(path, "cuda_twoshot") != 0 &&
-                         strcmp(path, "cuda_ll") != 0)) {
+                         strcmp(path, "cuda_ll") != 0 && strcmp(path, "cuda_zc") != 0)) {
         return;
     }
     if (got == NULL || strcmp(got, k->kernel) != 0) {
@@ -683,7 +735,12 @@ static void call_exec(void *arg)
         break;
     }
     MT_CHECK(rc == MPI_SUCCESS, "%s count=%d: MPI error %d", k->name, k->count, rc);
-    check_path(k->name, (size_t)k->count, k->want);
+    int tsize = 1, n = 1;
+    MPI_Type_size(k->dt, &tsize);
+    MPI_Comm_size(test_comm, &n);
+    size_t rbytes = (size_t)k->count * (size_t)tsize * (size_t)(k->coll == C_ALLREDUCE ? 1 : n);
+    check_path(k->name, (size_t)k->count,
+               want_zc(k->want, k->coll == C_ALLTOALL, k->send, k->recv, rbytes));
     check_kernel(k);
     if (in_worker) {
         cu_ctx_t now = drv_current();
@@ -745,7 +802,7 @@ void ar_prepare(ar_case_t *c)
     if (c->in_place) {
         dbuf_put(&c->rb, 0, c->mine, c->bytes);
     } else {
-        dbuf_alloc(&c->sb, c->bytes, (c->off + 3) % 16, c->mem != MEM_DEVICE);
+        dbuf_alloc(&c->sb, c->bytes, zc_aligned ? c->off : (c->off + 3) % 16, c->mem != MEM_DEVICE);
         dbuf_put(&c->sb, 0, c->mine, c->bytes);
     }
 }
@@ -761,6 +818,7 @@ void ar_call(ar_case_t *c, const char *want_path)
         .op = op_handle(c->op),
         .want = want_path ? want_path : want_allreduce(c->t, c->bytes),
     };
+
     char kbuf[64];
     int n;
     MPI_Comm_size(test_comm, &n);
@@ -866,7 +924,8 @@ void bl_prepare(bl_case_t *c)
             dbuf_put(&c->rb, (size_t)mt_rank * block, c->in, block);
         }
     } else {
-        dbuf_alloc(&c->sb, c->alltoall ? c->total : block, (c->off + 5) % 16, c->mem != MEM_DEVICE);
+        dbuf_alloc(&c->sb, c->alltoall ? c->total : block, zc_aligned ? c->off : (c->off + 5) % 16,
+                   c->mem != MEM_DEVICE);
         dbuf_put(&c->sb, 0, c->in, c->sb.len);
     }
 }
@@ -882,6 +941,7 @@ void bl_call(bl_case_t *c, const char *want_path)
         .want = want_path ? want_path
                           : want_blocks(c->alltoall, c->in_place, c->block * (size_t)mt_size),
     };
+
     snprintf(k.name, sizeof(k.name), "%s MPI_BYTE%s",
              c->alltoall ? "MPI_Alltoall" : "MPI_Allgather", c->in_place ? " in place" : "");
     worker_run(call_exec, &k);

@@ -67,6 +67,11 @@ extern int hier;            /* --hier G: virtual nodes of G ranks: the allreduce
                                  takes the device hierarchy (hier_cuda), the reference reduces
                                  within groups of G first */
 extern int expect_fallback; /* every device call must fall back (ranks time-slice one GPU...) */
+extern int zc_register;     /* --register: every device buffer registered (picoll_register) for
+                                 test_comm, deregistered before it is freed */
+extern int zc_aligned;      /* --zc: send buffers at the receive buffer's offset (0, 1, 8), so
+                                 that calls at offset 0 have both 16-aligned (the zero-copy
+                                 path's condition); else at odd offsets (3, 4, 11) */
 extern unsigned long long ncases;
 
 /* An allocation of len bytes at byte offset off, followed by GUARD guard bytes, on the device (in
@@ -76,6 +81,7 @@ typedef struct {
     char *p;
     size_t len, off;
     int host;
+    void *reg; /* --register: the allocation's registration */
 } dbuf_t;
 void dbuf_alloc(dbuf_t *b, size_t len, size_t off, int host);
 void dbuf_put(dbuf_t *b, size_t at, const void *src, size_t n);
@@ -137,6 +143,12 @@ int dbuf_read(const dbuf_t *b, void *dst);
 const char *want_staged_allreduce(void);
 const char *want_allreduce(const type_t *t, size_t bytes);
 const char *want_blocks(int alltoall, int in_place, size_t total);
+/* What a call whose copy path is want (one of the above) takes where the zero-copy path is
+ * expected (PICOLL_CUDA_ZERO_COPY=on, or registered buffers with --register, from
+ * PICOLL_CUDA_ZERO_COPY_MIN received bytes): "cuda_zc" for two-shot allreduce and the IPC
+ * copies (alltoall not in place) where both buffers are 16-byte aligned, else want. */
+const char *want_zc(const char *want, int alltoall, const void *send, const void *recv,
+                    size_t rbytes);
 
 /* Checks the calling thread's picoll_last_algorithm() against want ("a|b"): on a mismatch, one
  * line "FAIL [rank r] <call> count=<n>: path <got>, expected <want>". */

@@ -31,6 +31,7 @@
  *                          their fallbacks
  *   cuda_coll devcoll-late R S  each of those with rank R's kernel S seconds late (given up on,
  *                          waited for, resumed)
+ *   cuda_coll zc           the zero-copy path's end and picoll's allocator (mode_zc)
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
  *   the modes of tests/cuda/modes.c (issue 12's defects): rehome, thread, ptds, mixed, commfree,
@@ -40,7 +41,11 @@
  * type's ops (every type at every count: a third of the calls); --max-bytes N leaves out its calls
  * of more than N bytes a rank; --expect-fallback: every device call must go to the underlying MPI (ranks
  * sharing a GPU without MPS, the strict fake driver); the test also expects that by itself where
- * it sees ranks share a GPU whose MPS attribute is 0.
+ * it sees ranks share a GPU whose MPS attribute is 0. --zc: send buffers at the receive buffer's
+ * offset (0, 1 or 8 bytes into the allocation: both 16-byte aligned at 0), and each call's path
+ * expected to be the zero-copy one (cuda_zc) where PICOLL_CUDA_ZERO_COPY=on and the call is one it
+ * takes (cases.h, want_zc); --register: the same, every device buffer registered with
+ * picoll_register (PICOLL_CUDA_ZERO_COPY=registered, the default).
  *
  * Rank r uses device (local rank % device count): with more ranks than GPUs, several ranks share
  * one GPU through CUDA IPC. The thresholds the cases are built around (cases.h) are set here as
@@ -353,6 +358,95 @@ static int mode_stall(int argc, char **argv)
     return mt_finish("cuda_coll stall");
 }
 
+/* ---------------------------------------------------------------- zero-copy */
+
+static volatile int hog_on;
+static void *hog_main(void *arg)
+{
+    (void)arg;
+    while (hog_on) {
+    }
+    return NULL;
+}
+
+/* The zero-copy path's end and picoll's allocator (issue 50): allgathers of 96 KiB blocks from
+ * buffers of picoll_cuda_alloc (registered: PICOLL_CUDA_ZERO_COPY=registered, the default, takes
+ * them), each checked to take cuda_zc; the last rank's process spins a thread beside its call (its
+ * kernel reads slower) and every rank frees its send buffer (picoll_cuda_free) the moment the
+ * call returns: a rank that returned before every peer finished reading its buffer is caught by
+ * the emulated GPU (freed-mapping, with FAKECUDA_FREE_MAPPED=1). Then a buffer of the allocator
+ * reused at once by a second call, and the results bit for bit. */
+static int mode_zc(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    void *(*alloc)(ssize_t, int, void *);
+    void (*release)(void *, ssize_t, int, void *);
+    *(void **)&alloc = dlsym(RTLD_DEFAULT, "picoll_cuda_alloc");
+    *(void **)&release = dlsym(RTLD_DEFAULT, "picoll_cuda_free");
+    MT_CHECK(alloc != NULL && release != NULL, "picoll_cuda_alloc is not in the process");
+    const size_t block = 96 << 10, total = block * (size_t)mt_size;
+    unsigned char *in = malloc(block), *got = malloc(total), *want = malloc(total);
+    /* the registration API's refusals, each an MPI error code (and a warning) */
+    int (*reg)(MPI_Comm, void *, size_t, void **);
+    int (*dereg)(void *);
+    *(void **)&reg = dlsym(RTLD_DEFAULT, "picoll_register");
+    *(void **)&dereg = dlsym(RTLD_DEFAULT, "picoll_deregister");
+    MT_CHECK(reg != NULL && dereg != NULL, "picoll_register is not in the process");
+    void *h = NULL, *host = malloc(4096);
+    char *dev = alloc(4096, my_device, NULL);
+    MT_CHECK(reg(test_comm, NULL, 64, &h) == MPI_ERR_ARG, "picoll_register(NULL) not MPI_ERR_ARG");
+    MT_CHECK(reg(test_comm, dev, 0, &h) == MPI_ERR_ARG, "picoll_register of 0 bytes accepted");
+    MT_CHECK(reg(test_comm, host, 4096, &h) == MPI_ERR_ARG, "host memory registered");
+    MT_CHECK(reg(test_comm, dev + 4000, 4096, &h) == MPI_ERR_ARG,
+             "a range past its allocation's end registered");
+    MT_CHECK(reg(MPI_COMM_NULL, dev + 16, 256, &h) == MPI_SUCCESS, "picoll_register failed");
+    MT_CHECK(dereg(h) == MPI_SUCCESS, "picoll_deregister failed");
+    MT_CHECK(dereg(h) == MPI_ERR_ARG, "a range deregistered twice");
+    MT_CHECK(dereg(&h) == MPI_ERR_ARG, "picoll_deregister of a stranger's pointer accepted");
+    release(dev, 4096, my_device, NULL);
+    free(host);
+    /* the workspace first (a call finds no zero-copy path before it has one) */
+    dbuf_t w;
+    dbuf_alloc(&w, 4096, 0, 0);
+    call_allreduce(MPI_IN_PLACE, w.p, 1024, MPI_INT, MPI_SUM, want_allreduce(&types[T_INT32], 4096),
+                   "set-up allreduce");
+    dbuf_free(&w);
+    for (int round = 0; round < 6; round++) {
+        for (size_t i = 0; i < block; i++) {
+            in[i] = (unsigned char)(i * 13 + (size_t)mt_rank * 7 + (size_t)round);
+        }
+        for (int r = 0; r < mt_size; r++) {
+            for (size_t i = 0; i < block; i++) {
+                want[(size_t)r * block + i] =
+                    (unsigned char)(i * 13 + (size_t)r * 7 + (size_t)round);
+            }
+        }
+        char *sb = alloc((ssize_t)block, my_device, NULL),
+             *rb = alloc((ssize_t)total, my_device, NULL);
+        MT_CHECK(sb != NULL && rb != NULL, "picoll_cuda_alloc of %zu bytes failed", total);
+        CK(drv.memcpy_htod((cu_ptr_t)(uintptr_t)sb, in, block));
+        pthread_t hog;
+        int hogging = mt_rank == mt_size - 1 && pthread_create(&hog, NULL, hog_main, NULL) == 0;
+        hog_on = hogging;
+        call_blocks(0, sb, rb, block, "cuda_zc", "MPI_Allgather from picoll_cuda_alloc");
+        release(sb, (ssize_t)block, my_device, NULL); /* at once: the peers must be done with it */
+        if (hogging) {
+            hog_on = 0;
+            pthread_join(hog, NULL);
+        }
+        /* the receive buffer again at once, in place */
+        call_blocks(0, MPI_IN_PLACE, rb, block, "cuda_zc", "MPI_Allgather in place, reused");
+        CK(drv.memcpy_dtoh(got, (cu_ptr_t)(uintptr_t)rb, total));
+        release(rb, (ssize_t)total, my_device, NULL);
+        MT_CHECK(memcmp(got, want, total) == 0, "zero-copy allgather round %d: wrong bytes", round);
+        ncases++;
+    }
+    free(in);
+    free(got);
+    free(want);
+    return mt_finish("cuda_coll zc");
+}
+
 /* ---------------------------------------------------------------- main */
 
 int fallback_takes_device_buffers(void)
@@ -366,16 +460,27 @@ static const struct {
     int (*run)(int argc, char **argv);
     int chooses_device; /* the mode makes its device current itself */
 } modes[] = {
-    {"matrix", mode_matrix, 0},     {"quick", mode_quick, 0},
-    {"loop", mode_loop, 0},         {"stall", mode_stall, 0},
-    {"rehome", mode_rehome, 1},     {"thread", mode_thread, 0},
-    {"ptds", mode_ptds, 0},         {"mixed", mode_mixed, 0},
-    {"commfree", mode_commfree, 0}, {"finalize", mode_finalize, 0},
-    {"ctx", mode_ctx, 0},           {"twoctx", mode_twoctx, 0},
-    {"reset", mode_reset, 0},       {"crossed", mode_crossed, 0},
-    {"capture", mode_capture, 0},   {"stall-kernel", mode_stall_kernel, 0},
-    {"backlog", mode_backlog, 0},   {"late", mode_late, 0},
-    {"devcoll", mode_devcoll, 0},   {"devcoll-late", mode_devcoll_late, 0},
+    {"matrix", mode_matrix, 0},
+    {"quick", mode_quick, 0},
+    {"loop", mode_loop, 0},
+    {"stall", mode_stall, 0},
+    {"rehome", mode_rehome, 1},
+    {"thread", mode_thread, 0},
+    {"ptds", mode_ptds, 0},
+    {"mixed", mode_mixed, 0},
+    {"commfree", mode_commfree, 0},
+    {"finalize", mode_finalize, 0},
+    {"ctx", mode_ctx, 0},
+    {"twoctx", mode_twoctx, 0},
+    {"reset", mode_reset, 0},
+    {"crossed", mode_crossed, 0},
+    {"capture", mode_capture, 0},
+    {"stall-kernel", mode_stall_kernel, 0},
+    {"backlog", mode_backlog, 0},
+    {"late", mode_late, 0},
+    {"devcoll", mode_devcoll, 0},
+    {"devcoll-late", mode_devcoll_late, 0},
+    {"zc", mode_zc, 0},
 };
 
 /* The thresholds the cases are built around (cases.h): defaults here, and any other value set
@@ -469,6 +574,8 @@ int main(int argc, char **argv)
         max_bytes = SIZE_MAX;
     }
     expect_fallback = mt_flag(argc, argv, "--expect-fallback");
+    zc_register = mt_flag(argc, argv, "--register");
+    zc_aligned = mt_flag(argc, argv, "--zc") || zc_register;
     thresholds_set();
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     mt_load_picoll(1);

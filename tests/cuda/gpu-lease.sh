@@ -38,6 +38,11 @@
 #              enqueued and graph columns, and --osu-timing (each call alone between two
 #              MPI_Barrier calls, -c's buffer fills and warm-up calls on other buffers) beside the
 #              back-to-back blocking column. About 3 minutes.
+#   zc50       issue 50, items 1 and 5: the zero-copy path (PICOLL_CUDA_ZERO_COPY=on, the IPC
+#              cache) against the copy path (off), turn about, osu-bench --floor 1 to 64 MiB:
+#              allreduce at np 2, 4 and 8 (two rounds), allgather and alltoall 256 KiB to 16 MiB
+#              blocks at np 2 and 4; then cuda.zc.* (the matrix on the cache, the end of a call
+#              with picoll's allocator). About 10 minutes at most.
 #   envab      a variable's A/B: allreduce and allgather (LEASE_AB_COLLS) 8 B to 64 KiB with --floor,
 #              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
 #              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
@@ -203,6 +208,28 @@ for s in $steps; do
                 --factor 4
         done
         grep -h "^# barrier floor\|^# osu timing\|^8 " "$logs"/floor50-*.log | cut -c1-200 | head -24 ;;
+    zc50)
+        # issue 50 item 5: the zero-copy path (through the IPC cache: the benchmark's buffers are
+        # not registered) against the copy path, turn about in one job each, 1 to 64 MiB, with
+        # the copy floor; then the GPU twins of the emulated zero-copy tests
+        for np in 2 4 8; do
+            for v in off on off on; do
+                step zc50-allreduce-$v-np$np 45 env PICOLL_CUDA_ZERO_COPY=$v \
+                    PICOLL_NVLINK_TWOSHOT_MAX=1G "$build/tests/mpirun.sh" $np --preload \
+                    "$bench/osu_allreduce" -d cuda --floor -T mpi_float -m 1M:64M --factor 4
+            done
+        done
+        for c in allgather alltoall; do
+            for np in 2 4; do
+                for v in off on; do
+                    step zc50-$c-$v-np$np 45 env PICOLL_CUDA_ZERO_COPY=$v \
+                        PICOLL_NVLINK_IPC_MAX=1G "$build/tests/mpirun.sh" $np --preload \
+                        "$bench/osu_$c" -d cuda --floor -T mpi_char -m 256K:16M --factor 4
+                done
+            done
+        done
+        step zc50-tests 200 bash -c "cd '$build' && ctest -R '^cuda\.zc\.' --output-on-failure"
+        grep -h "^[0-9]\|tests passed\|Failed" "$logs"/zc50-*.log | cut -c1-160 | head -60 ;;
     envab)
         env_ab "${LEASE_AB_VAR:-PICOLL_CUDA_FENCES}" "${LEASE_AB_VALUES:-all needed}" \
             "${LEASE_AB_COLLS:-allreduce allgather}" "${LEASE_AB_ROUNDS:-2}" ;;

@@ -34,6 +34,7 @@ trap 'rm -f "$log"' EXIT
 # would hang too)
 tests='barrier.np3|60|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/barrier_floor
 matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
+zc.np2|60|env FAKECUDA_FREE_MAPPED=1 PICOLL_CUDA_ZERO_COPY_MIN=64k '"$run"' 2 --preload env '"$emu $coll"' zc
 ll.np3|90|env PICOLL_CUDA_LL_MAX=64k '"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 queue.np3|30|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/enqueue --queue
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast

@@ -438,9 +438,25 @@ def test_stream_mode():
             os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = saved[3]
 
 
+def test_allocator():
+    """picoll_torch.allocator(): PyTorch's pluggable allocator over libpicoll's picoll_cuda_alloc
+    and picoll_cuda_free (PyTorch resolves both names in the library when it is made; a wrong name
+    raises). The allocations themselves are cuda.emu.zc.np2's (C) and, on a GPU, cuda.zc.np2's."""
+    C.group("allocator")
+    if not PICOLL:
+        return C.skip("allocator", "picoll only")
+    import picoll_torch
+    try:
+        a = picoll_torch.allocator()
+        C.check(a.allocator() is not None, "picoll_torch.allocator() has no allocator")
+    except (AttributeError, RuntimeError) as e:
+        C.check(False, f"picoll_torch.allocator() failed: {e}")
+
+
 for test in (test_all_reduce, test_broadcast_reduce, test_all_gather, test_reduce_scatter,
              test_all_to_all, test_gather_scatter, test_point_to_point,
-             test_barrier_coalesced_async, test_groups, test_errors, test_stream_mode):
+             test_barrier_coalesced_async, test_groups, test_errors, test_stream_mode,
+             test_allocator):
     if not args.only or test.__name__ in args.only.split(","):
         C.run(test)
 C.summary()

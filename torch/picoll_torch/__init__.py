@@ -124,6 +124,23 @@ def last_algorithm():
     return _C.last_algorithm()
 
 
+def allocator():
+    """picoll's device memory allocator as a PyTorch pluggable allocator
+    (torch.cuda.memory.CUDAPluggableAllocator over libpicoll's picoll_cuda_alloc and
+    picoll_cuda_free): what it allocates is registered for the zero-copy path of picoll's large
+    device collectives (PICOLL_CUDA_ZERO_COPY=registered, the default)."""
+    return torch.cuda.memory.CUDAPluggableAllocator(_paths.LIBPICOLL, "picoll_cuda_alloc",
+                                                     "picoll_cuda_free")
+
+
+def mem_pool():
+    """A torch.cuda.MemPool of allocator(). Its tensors are registered for picoll's zero-copy
+    path, which the blocking MPI calls on them take (mpi4py, an MPI code beside torch); the
+    process group's own calls on CUDA tensors are stream-ordered and do not take it yet
+    (docs/cuda.md, "Zero-copy")."""
+    return torch.cuda.MemPool(allocator().allocator())
+
+
 def _backend(group):
     pg = group if group is not None else dist.group.WORLD
     return pg._get_backend(torch.device("cpu"))

@@ -1,0 +1,329 @@
+/* The zero-copy path of the device collectives (issue 50): the kernels read the peers' user
+ * buffers where they are, mapped through the process's IPC cache (cuda_ipc_cache.c), with no copy
+ * through the workspace.
+ *
+ * A call takes it only where every local rank agrees, twice. In the node's vote (coll/vote.c; a
+ * call that may take it never goes on the hot path) each rank describes its buffers
+ * (picoll_cuda_zc_export: a registered range's description, made once by picoll_register, or with
+ * PICOLL_CUDA_ZERO_COPY=on any device buffer's, made now) in its data buffer of the node
+ * workspace, and votes yes where it could; the vote's barrier publishes them. Where every rank
+ * said yes, the call (picoll_cuda_zc_map, from cuda_colls.c) maps every peer's buffers through the
+ * cache and a second barrier of the node says whether every rank mapped all of them: then the
+ * kernel's zero-copy mode runs (one launch, cuda_kernel.h); else every rank copies, together.
+ * The entries stay held until the kernel ended (picoll_cuda_zc_release): the cache never closes a
+ * mapping a call reads through.
+ *
+ * The registry of ranges (picoll_register) is the process's, under one lock: a range is exported
+ * once, when it is registered, and a call whose buffer lies inside one takes its description with
+ * no driver call. A range must be deregistered before its memory is freed (as NCCL asks of
+ * ncclCommRegister): its description names the allocation by buffer id, so a peer that meets a
+ * freed and reallocated range opens the new allocation, never reads the old one, but the owner's
+ * own description would be stale. */
+#include "build-config.h"
+#include "cuda/cuda_coll_int.h"
+#include "cuda/cuda_ipc_cache.h"
+#include "mem/memkind.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define ZC_REG_MAX 4096 /* registered ranges at most in a process */
+
+/* What a rank tells its peers of its call's buffers, in its data buffer of the node workspace. */
+typedef struct {
+    uint32_t ok;       /* described (the rest is meaningful) */
+    uint32_t in_place; /* no send buffer: the input is in the receive buffer */
+    picoll_cuda_ipc_buf_t send, recv;
+} zc_desc_t;
+
+typedef struct {
+    const void *scope; /* the communicator's context it is for; NULL: every one */
+    char *ptr;         /* NULL: a free entry */
+    size_t bytes;
+    picoll_cuda_ipc_buf_t buf; /* ptr's description */
+} zc_reg_t;
+
+static zc_reg_t zc_reg[ZC_REG_MAX];
+static picoll_cuda_zc_stats_t zc_stats;
+static pthread_mutex_t zc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether a kernel may read bytes from the buffer at offset off of an allocation of size bytes
+ * through a mapping: 16-byte aligned and its last 16-byte line inside the allocation (the
+ * reduction loads whole lines, cuda/coll_kernel_reduce.cuh). */
+static int zc_readable(uint64_t ptr, uint64_t off, uint64_t size, size_t bytes)
+{
+    return ptr % 16 == 0 && off <= size && ((bytes + 15) & ~(size_t)15) <= size - off;
+}
+
+picoll_status_t picoll_cuda_register(const void *scope, void *ptr, size_t bytes, void **handle)
+{
+    picoll_cuda_ipc_buf_t buf;
+    if (ptr == NULL || bytes == 0 || handle == NULL) {
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    if (picoll_cudrv_load() != PICOLL_OK) {
+        return PICOLL_ERR_NOT_SUPPORTED; /* no driver: picoll_register says so */
+    }
+    picoll_status_t st = picoll_cuda_ipc_buf_export(ptr, &buf);
+    if (st == PICOLL_ERR_NOT_SUPPORTED) {
+        picoll_warn("picoll_register: %p is not device memory that CUDA IPC exports (host or "
+                    "managed memory)",
+                    ptr);
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    if (st != PICOLL_OK) {
+        return st;
+    }
+    if (buf.offset + bytes > buf.size) {
+        picoll_warn("picoll_register: %zu bytes at %p run past the end of their allocation (%llu "
+                    "bytes from %p)",
+                    bytes, ptr, (unsigned long long)buf.size, (void *)(uintptr_t)buf.base);
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&zc_lock);
+    for (int i = 0; i < ZC_REG_MAX; i++) {
+        if (zc_reg[i].ptr == NULL) {
+            zc_reg[i] = (zc_reg_t){.scope = scope, .ptr = ptr, .bytes = bytes, .buf = buf};
+            *handle = &zc_reg[i];
+            zc_stats.ranges++;
+            pthread_mutex_unlock(&zc_lock);
+            return PICOLL_OK;
+        }
+    }
+    pthread_mutex_unlock(&zc_lock);
+    picoll_warn("picoll_register: %d ranges are registered already (the most a process holds)",
+                ZC_REG_MAX);
+    return PICOLL_ERR_NO_MEMORY;
+}
+
+picoll_status_t picoll_cuda_deregister(void *handle)
+{
+    zc_reg_t *e = handle;
+    uintptr_t at = (uintptr_t)handle - (uintptr_t)zc_reg;
+    if ((uintptr_t)handle < (uintptr_t)zc_reg || at >= sizeof(zc_reg) || at % sizeof(*e) != 0) {
+        return PICOLL_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&zc_lock);
+    picoll_status_t st = e->ptr != NULL ? PICOLL_OK : PICOLL_ERR_INVALID_PARAM;
+    if (e->ptr != NULL) {
+        memset(e, 0, sizeof(*e));
+        zc_stats.ranges--;
+    }
+    pthread_mutex_unlock(&zc_lock);
+    return st;
+}
+
+void *picoll_cuda_reg_find_ptr(const void *ptr)
+{
+    void *h = NULL;
+    pthread_mutex_lock(&zc_lock);
+    for (int i = 0; i < ZC_REG_MAX && h == NULL; i++) {
+        h = zc_reg[i].ptr == ptr ? &zc_reg[i] : NULL;
+    }
+    pthread_mutex_unlock(&zc_lock);
+    return h;
+}
+
+/* *out: the description of bytes at ptr from a range registered for scope (or for every one);
+ * 1 where one holds them. */
+static int zc_reg_find(const void *scope, const char *ptr, size_t bytes, picoll_cuda_ipc_buf_t *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&zc_lock);
+    for (int i = 0; i < ZC_REG_MAX && !found; i++) {
+        const zc_reg_t *e = &zc_reg[i];
+        if (e->ptr != NULL && (e->scope == NULL || e->scope == scope) && ptr >= e->ptr &&
+            (size_t)(ptr - e->ptr) <= e->bytes && bytes <= e->bytes - (size_t)(ptr - e->ptr)) {
+            *out = e->buf;
+            out->offset += (uint64_t)(ptr - e->ptr);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&zc_lock);
+    return found;
+}
+
+/* One buffer's description: a registered range's, else (PICOLL_CUDA_ZERO_COPY=on) made now. */
+static int zc_describe(const picoll_cuda_ws_t *ws, const void *scope, const void *ptr, size_t bytes,
+                       picoll_cuda_ipc_buf_t *out)
+{
+    if (zc_reg_find(scope, ptr, bytes, out)) {
+        pthread_mutex_lock(&zc_lock);
+        zc_stats.registered++;
+        pthread_mutex_unlock(&zc_lock);
+    } else if (picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_ON) {
+        picoll_cuda_saved_ctx_t saved;
+        if (picoll_cuda_enter(ws->ctx, &saved) != PICOLL_OK) {
+            return 0;
+        }
+        picoll_status_t st = picoll_cuda_ipc_buf_export(ptr, out);
+        picoll_cuda_leave(&saved);
+        if (st != PICOLL_OK) {
+            return 0;
+        }
+    } else {
+        return 0;
+    }
+    return zc_readable((uint64_t)(uintptr_t)ptr, out->offset, out->size, bytes);
+}
+
+int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope, const void *sendbuf,
+                          const void *recvbuf, size_t send_bytes, size_t recv_bytes, void *out)
+{
+    zc_desc_t d;
+    memset(&d, 0, sizeof(d));
+    d.in_place = sendbuf == MPI_IN_PLACE;
+    /* every peer mapped (the hybrid cube mesh maps the quad and the relay only): the import
+     * claims the cache's mappings need are the workspace's */
+    int all = !ws->hcm && !ws->on_stream && picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF;
+    for (int r = 0; r < ws->nlocal && all; r++) {
+        all = ws->peer[r] != NULL;
+    }
+    d.ok = all && zc_describe(ws, scope, recvbuf, recv_bytes, &d.recv) &&
+           (d.in_place || zc_describe(ws, scope, sendbuf, send_bytes, &d.send));
+    memcpy(out, &d, sizeof(d));
+    return (int)d.ok;
+}
+
+void picoll_cuda_zc_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
+{
+    ws->zc_shm = shm;
+    ws->zc_epoch =
+        shm->epoch; /* the vote's barrier: the descriptions are in that epoch's buffers */
+    ws->zc_armed = 1;
+}
+
+int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws)
+{
+    return ws != NULL && ws->zc_last;
+}
+
+/* Peer r's buffer b mapped here (+ off), held in the call's entries; NULL where the cache
+ * refused. */
+static const char *zc_map_one(picoll_cuda_ws_t *ws, coll_call_t *c, int r,
+                              const picoll_cuda_ipc_buf_t *b, size_t off)
+{
+    void *p = NULL;
+    int entry = -1;
+    if (picoll_cuda_ipc_cache_get(ws->ctx, ws->pid[r], ws->pstart[r], b, &p, &entry) != PICOLL_OK) {
+        return NULL;
+    }
+    c->zc_entry[c->zc_n++] = entry;
+    return (const char *)p + off;
+}
+
+/* Every peer's buffers of c's mode mapped (block: allgather's block bytes); 1 where all were. */
+static int zc_map_peers(picoll_cuda_ws_t *ws, coll_call_t *c, picoll_cuda_kmode_t zmode,
+                        size_t block)
+{
+    for (int r = 0; r < ws->nlocal; r++) {
+        if (r == ws->me) {
+            c->p.zsrc[r] = c->src;
+            c->p.zdst[r] = c->dst;
+            continue;
+        }
+        zc_desc_t d;
+        memcpy(&d, picoll_shm_slot(ws->zc_shm, r, ws->zc_epoch), sizeof(d));
+        if (!d.ok || (zmode == PICOLL_CUDA_K_ALLTOALL_ZC && d.in_place)) {
+            return 0;
+        }
+        if (zmode == PICOLL_CUDA_K_ALLGATHER_ZC && d.in_place) {
+            c->p.zsrc[r] = zc_map_one(ws, c, r, &d.recv, (size_t)r * block);
+        } else {
+            c->p.zsrc[r] = zc_map_one(ws, c, r, d.in_place ? &d.recv : &d.send, 0);
+        }
+        if (c->p.zsrc[r] == NULL) {
+            return 0;
+        }
+        if (zmode == PICOLL_CUDA_K_TWOSHOT_ZC &&
+            (c->p.zdst[r] = (char *)zc_map_one(ws, c, r, &d.recv, 0)) == NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int picoll_cuda_zc_map(picoll_cuda_ws_t *ws, coll_call_t *c)
+{
+    picoll_cuda_kmode_t zmode = c->p.mode == PICOLL_CUDA_K_TWOSHOT     ? PICOLL_CUDA_K_TWOSHOT_ZC
+                                : c->p.mode == PICOLL_CUDA_K_ALLGATHER ? PICOLL_CUDA_K_ALLGATHER_ZC
+                                : c->p.mode == PICOLL_CUDA_K_ALLTOALL  ? PICOLL_CUDA_K_ALLTOALL_ZC
+                                                                       : PICOLL_CUDA_K_ONESHOT;
+    if (!ws->zc_armed) {
+        return 0;
+    }
+    ws->zc_armed = 0;
+    c->zc_n = 0;
+    /* every rank of the node takes part in the second barrier: the armed call's mode is the same
+     * on all (the vote's algorithm) */
+    int ok = zmode != PICOLL_CUDA_K_ONESHOT && zc_map_peers(ws, c, zmode, c->p.dst_stride);
+    ok = (int)picoll_shm_barrier_mask(ws->zc_shm, ok ? 1u : 0u, c->coll);
+    pthread_mutex_lock(&zc_lock);
+    zc_stats.calls += ok;
+    zc_stats.declined += !ok;
+    pthread_mutex_unlock(&zc_lock);
+    if (!ok) {
+        picoll_cuda_zc_release(c);
+        return 0;
+    }
+    c->p.mode = (int)zmode;
+    c->arrivals = zmode == PICOLL_CUDA_K_TWOSHOT_ZC ? 3 : 2;
+    return 1;
+}
+
+void picoll_cuda_zc_release(coll_call_t *c)
+{
+    for (int i = 0; i < c->zc_n; i++) {
+        picoll_cuda_ipc_cache_release(c->zc_entry[i]);
+    }
+    c->zc_n = 0;
+}
+
+void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out)
+{
+    pthread_mutex_lock(&zc_lock);
+    *out = zc_stats;
+    pthread_mutex_unlock(&zc_lock);
+}
+
+/* The device's primary context (the runtime API's, PyTorch's), retained once per device. */
+static picoll_cu_context_t zc_primary(int device)
+{
+    return picoll_cudrv_load() == PICOLL_OK ? picoll_cuda_primary_context(device) : NULL;
+}
+
+void *picoll_cuda_mem_alloc(size_t bytes, int device)
+{
+    picoll_cu_context_t ctx = bytes != 0 ? zc_primary(device) : NULL;
+    picoll_cu_deviceptr_t p = 0;
+    picoll_cuda_saved_ctx_t saved;
+    void *handle;
+    if (ctx == NULL || picoll_cuda_enter(ctx, &saved) != PICOLL_OK) {
+        return NULL;
+    }
+    if (picoll_cudrv_check(picoll_cu.mem_alloc(&p, bytes), "cuMemAlloc") == PICOLL_OK &&
+        picoll_cuda_register(NULL, (void *)(uintptr_t)p, bytes, &handle) != PICOLL_OK) {
+        picoll_debug("picoll_cuda_alloc: %zu bytes not registered: plain device memory", bytes);
+    }
+    picoll_cuda_leave(&saved);
+    return (void *)(uintptr_t)p;
+}
+
+void picoll_cuda_mem_free(void *ptr, int device)
+{
+    picoll_cu_context_t ctx = ptr != NULL ? zc_primary(device) : NULL;
+    picoll_cuda_saved_ctx_t saved;
+    if (ctx == NULL) {
+        return;
+    }
+    void *h = picoll_cuda_reg_find_ptr(ptr);
+    if (h != NULL) {
+        picoll_cuda_deregister(h);
+    }
+    if (picoll_cuda_enter(ctx, &saved) == PICOLL_OK) {
+        picoll_cudrv_check(picoll_cu.mem_free((picoll_cu_deviceptr_t)(uintptr_t)ptr), "cuMemFree");
+        picoll_cuda_leave(&saved);
+    }
+}
