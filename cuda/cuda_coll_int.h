@@ -60,6 +60,10 @@ picoll_status_t picoll_cuda_call_enqueue(picoll_cuda_ws_t *ws, coll_call_t *c);
  * armed: 0, no barrier. */
 int picoll_cuda_zc_map(picoll_cuda_ws_t *ws, coll_call_t *c);
 void picoll_cuda_zc_release(coll_call_t *c);
+/* The same on a stream's workspace, its kernel queued: the entries released by a host function
+ * queued behind it, or, in a graph being captured (replayed later through the same mappings),
+ * kept for the process's life (counted: picoll_cuda_zc_stats_t.pinned). */
+void picoll_cuda_zc_stream_release(picoll_cuda_ws_t *ws, coll_call_t *c);
 
 /* ------------------------------------------------------------------ the end (cuda_end.c) */
 /* Waits for the call's last launch (blocks of it, the attempt's first launch floor), resuming a

@@ -121,7 +121,11 @@ static picoll_status_t coll_call(picoll_cuda_ws_t *ws, coll_call_t *c, const voi
     }
     c->step = total > 0 ? total : 1;
     picoll_status_t status = coll_run(ws, c);
-    picoll_cuda_zc_release(c);
+    if (ws->on_stream) {
+        picoll_cuda_zc_stream_release(ws, c); /* after the kernel, on the stream */
+    } else {
+        picoll_cuda_zc_release(c);
+    }
     return status;
 }
 

@@ -73,6 +73,7 @@ static inline picoll_cuda_limits_t picoll_cuda_limits(picoll_topo_reach_t reach,
  * descriptions taken from registered ranges, and the ranges registered now. */
 typedef struct {
     long calls, declined, registered, ranges;
+    long pinned; /* mappings a stream's call captured into a graph keeps for the process's life */
 } picoll_cuda_zc_stats_t;
 /* Bytes of a rank's description of its call's buffers (picoll_cuda_zc_export), at most. */
 #define PICOLL_CUDA_ZC_DESC_BYTES 256
@@ -197,6 +198,18 @@ int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope, const void *s
 /* After the barrier, where every rank could: the next allreduce (two-shot), allgather or alltoall
  * on ws tries the zero-copy path, the descriptions in shm's buffers of its current epoch. */
 void picoll_cuda_zc_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
+/* A stream workspace's calls (ws->on_stream, enqueued: no vote): shm, a node workspace of the
+ * stream communicator's own (no other thread's barriers), carries its calls' descriptions; ws
+ * owns it from here. Without one a stream's calls never take the zero-copy path. */
+void picoll_cuda_ws_set_exchange(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
+/* A stream's call that may take the zero-copy path (the same on every rank: its size and the
+ * configuration decide): describes this rank's buffers and, in one barrier of the stream's
+ * exchange, learns whether every rank could; then the call on ws is armed as the vote arms a
+ * blocking one (picoll_cuda_zc_arm). Returns whether it was armed. coll names the call in the
+ * barrier's messages. */
+int picoll_cuda_zc_stream_exchange(picoll_cuda_ws_t *ws, const void *scope, const void *sendbuf,
+                                   const void *recvbuf, size_t send_bytes, size_t recv_bytes,
+                                   const char *coll);
 /* Whether the last call on ws took the zero-copy path. */
 int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws);
 void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out);
@@ -222,6 +235,19 @@ static inline int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope,
 static inline void picoll_cuda_zc_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
 {
     (void)ws, (void)shm;
+}
+static inline void picoll_cuda_ws_set_exchange(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
+{
+    (void)ws, (void)shm;
+}
+static inline int picoll_cuda_zc_stream_exchange(picoll_cuda_ws_t *ws, const void *scope,
+                                                 const void *sendbuf, const void *recvbuf,
+                                                 size_t send_bytes, size_t recv_bytes,
+                                                 const char *coll)
+{
+    (void)ws, (void)scope, (void)sendbuf, (void)recvbuf, (void)send_bytes, (void)recv_bytes,
+        (void)coll;
+    return 0;
 }
 static inline int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws)
 {

@@ -277,6 +277,7 @@ static void ws_release(picoll_cuda_ws_t *ws, picoll_shm_t *shm, MPI_Comm node_co
     if (entered) {
         picoll_cuda_leave(&saved);
     }
+    picoll_cuda_zc_forget(ws);
     free(ws);
 }
 

@@ -10,6 +10,9 @@
 #include "cuda/cuda_kernel.h"
 #include "mem/cudrv.h"
 
+/* ws is being freed (its stream synchronised): its stream exchange goes with it (cuda_zc.c). */
+void picoll_cuda_zc_forget(picoll_cuda_ws_t *ws);
+
 /* The kernels' fatbin, embedded by cuda/fatbin.c. */
 extern const unsigned char picoll_cuda_fatbin[];
 
@@ -72,6 +75,8 @@ struct picoll_cuda_ws {
     picoll_shm_t *zc_shm;
     uint64_t zc_epoch;
     int zc_armed, zc_last;
+    picoll_shm_t *zc_stream_shm; /* on_stream: the node workspace its calls' descriptions go
+                                  * through (picoll_cuda_ws_set_exchange; owned: freed with ws) */
 };
 _Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cuda_ws_t *)0)->quad),
                "the kernel's quad (cuda_kernel.h) is the workspace's: PICOLL_TOPO_HCM_QUAD ranks");

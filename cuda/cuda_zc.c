@@ -27,6 +27,7 @@
 #include "util/log.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ZC_REG_MAX 4096 /* registered ranges at most in a process */
@@ -155,7 +156,8 @@ static int zc_describe(const picoll_cuda_ws_t *ws, const void *scope, const void
         pthread_mutex_unlock(&zc_lock);
     } else if (picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_ON) {
         picoll_cuda_saved_ctx_t saved;
-        if (picoll_cuda_enter(ws->ctx, &saved) != PICOLL_OK) {
+        /* relaxed capture mode: a stream call may be captured into a graph */
+        if (picoll_cuda_enter_setup(ws->ctx, &saved) != PICOLL_OK) {
             return 0;
         }
         picoll_status_t st = picoll_cuda_ipc_buf_export(ptr, out);
@@ -177,7 +179,8 @@ int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope, const void *s
     d.in_place = sendbuf == MPI_IN_PLACE;
     /* every peer mapped (the hybrid cube mesh maps the quad and the relay only): the import
      * claims the cache's mappings need are the workspace's */
-    int all = !ws->hcm && !ws->on_stream && picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF;
+    int all = !ws->hcm && (!ws->on_stream || ws->zc_stream_shm != NULL) &&
+              picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF;
     for (int r = 0; r < ws->nlocal && all; r++) {
         all = ws->peer[r] != NULL;
     }
@@ -257,8 +260,15 @@ int picoll_cuda_zc_map(picoll_cuda_ws_t *ws, coll_call_t *c)
     ws->zc_armed = 0;
     c->zc_n = 0;
     /* every rank of the node takes part in the second barrier: the armed call's mode is the same
-     * on all (the vote's algorithm) */
-    int ok = zmode != PICOLL_CUDA_K_ONESHOT && zc_map_peers(ws, c, zmode, c->p.dst_stride);
+     * on all (the vote's algorithm). A stream's call may be captured into a graph: the opens in
+     * relaxed capture mode */
+    picoll_cuda_saved_ctx_t saved;
+    int entered = ws->on_stream && picoll_cuda_enter_setup(ws->ctx, &saved) == PICOLL_OK;
+    int ok = zmode != PICOLL_CUDA_K_ONESHOT && (!ws->on_stream || entered) &&
+             zc_map_peers(ws, c, zmode, c->p.dst_stride);
+    if (entered) {
+        picoll_cuda_leave(&saved);
+    }
     ok = (int)picoll_shm_barrier_mask(ws->zc_shm, ok ? 1u : 0u, c->coll);
     pthread_mutex_lock(&zc_lock);
     zc_stats.calls += ok;
@@ -279,6 +289,77 @@ void picoll_cuda_zc_release(coll_call_t *c)
         picoll_cuda_ipc_cache_release(c->zc_entry[i]);
     }
     c->zc_n = 0;
+}
+
+/* A stream's call: its entries, released by a host function queued after its kernel. */
+typedef struct {
+    int n;
+    int entry[2 * PICOLL_CUDA_MAX_LOCAL];
+} zc_held_t;
+
+static void zc_release_host(void *arg)
+{
+    zc_held_t *h = arg;
+    for (int i = 0; i < h->n; i++) {
+        picoll_cuda_ipc_cache_release(h->entry[i]);
+    }
+    free(h);
+}
+
+void picoll_cuda_zc_stream_release(picoll_cuda_ws_t *ws, coll_call_t *c)
+{
+    int capturing = PICOLL_CU_STREAM_CAPTURE_STATUS_NONE;
+    zc_held_t *h = NULL;
+    if (c->zc_n == 0) {
+        return;
+    }
+    /* a graph replays the kernel with these mappings: they stay held for the process's life */
+    if (picoll_cu.stream_is_capturing(ws->stream, &capturing) == 0 &&
+        capturing == PICOLL_CU_STREAM_CAPTURE_STATUS_NONE && picoll_cu.launch_host_func != NULL &&
+        (h = malloc(sizeof(*h))) != NULL) {
+        h->n = c->zc_n;
+        memcpy(h->entry, c->zc_entry, sizeof(int) * (size_t)c->zc_n);
+        if (picoll_cu.launch_host_func(ws->stream, zc_release_host, h) == 0) {
+            c->zc_n = 0;
+            return;
+        }
+        free(h);
+    }
+    pthread_mutex_lock(&zc_lock);
+    zc_stats.pinned += c->zc_n;
+    pthread_mutex_unlock(&zc_lock);
+    c->zc_n = 0;
+}
+
+int picoll_cuda_zc_stream_exchange(picoll_cuda_ws_t *ws, const void *scope, const void *sendbuf,
+                                   const void *recvbuf, size_t send_bytes, size_t recv_bytes,
+                                   const char *coll)
+{
+    picoll_shm_t *shm = ws->zc_stream_shm;
+    if (shm == NULL) {
+        return 0; /* the same on every rank: made with the stream's workspace, or on none */
+    }
+    int ok = picoll_cuda_zc_export(ws, scope, sendbuf, recvbuf, send_bytes, recv_bytes,
+                                   picoll_shm_slot(shm, shm->me, shm->epoch + 1));
+    if (!picoll_shm_barrier_mask(shm, ok ? 1u : 0u, coll)) {
+        return 0;
+    }
+    picoll_cuda_zc_arm(ws, shm);
+    return 1;
+}
+
+void picoll_cuda_ws_set_exchange(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
+{
+    ws->zc_stream_shm = shm;
+}
+
+void picoll_cuda_zc_forget(picoll_cuda_ws_t *ws)
+{
+    if (ws->zc_stream_shm != NULL) {
+        picoll_shm_destroy(ws->zc_stream_shm);
+        free(ws->zc_stream_shm);
+        ws->zc_stream_shm = NULL;
+    }
 }
 
 void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out)

@@ -252,6 +252,35 @@ int picoll_comm_net_query(MPI_Comm comm, int *rail_size, int *endpoints, int *wa
 }
 
 #ifdef PICOLL_HAVE_CUDA
+/* The stream workspace's exchange for its zero-copy calls (cuda/cuda_zc.c): a node workspace of
+ * its own, small, since the communicator's (ctx->coll.shm) also serves the blocking calls its
+ * stream's progress thread makes meanwhile. Collective; none on any rank where one failed. */
+static void stream_exchange(picoll_comm_t *ctx, MPI_Comm comm, picoll_cuda_ws_t *ws)
+{
+    int ok = 0, all = 0;
+    picoll_shm_t *x = NULL;
+    if (picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_OFF) {
+        return; /* the same on every rank: the job's configuration */
+    }
+    x = calloc(1, sizeof(*x));
+    /* every rank takes part in the creation's exchanges, even one without memory for it */
+    picoll_status_t st = picoll_shm_create(comm, ctx->coll.node_comm, 4096, picoll_cfg.timeout,
+                                           x != NULL ? x : &(picoll_shm_t){0});
+    ok = x != NULL && st == PICOLL_OK;
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        all = 0;
+    }
+    if (all) {
+        picoll_cuda_ws_set_exchange(ws, x);
+        return;
+    }
+    if (ok) {
+        picoll_shm_destroy(x);
+    }
+    free(x);
+    picoll_info("stream communicator: no node workspace for its zero-copy calls: they copy");
+}
+
 picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_ctx,
                                          picoll_cu_stream_t stream)
 {
@@ -288,6 +317,7 @@ picoll_comm_t *picoll_comm_stream_enable(MPI_Comm comm, picoll_cu_context_t cu_c
             picoll_cuda_ws_set_stream(ws, stream);
             ctx->coll.cuda_enq = ws;
             ctx->coll.cuda_enq_limits = picoll_cuda_ws_limits(ws); /* once per workspace */
+            stream_exchange(ctx, comm, ws);
         } else {
             /* NULL on every rank where the creation failed (it released its own); else made on
              * every rank, and released together */

@@ -33,7 +33,8 @@
  * --late: see late().
  * --queue: see queue().
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
- * answer an error naming the thread level. */
+ * answer an error naming the thread level.
+ * --zc: see zc(). */
 #include "drv.h"
 #include "mpitest.h"
 
@@ -254,6 +255,133 @@ static void queue(MPI_Comm scomm, cu_stream_t cs)
         drv.event_destroy(ev);
     }
     free(h);
+}
+
+/* --zc: the zero-copy path on the stream (issue 50; PICOLL_CUDA_ZERO_COPY_MIN at most 64 KiB):
+ * buffers of picoll's allocator (picoll_cuda_alloc: registered, PICOLL_CUDA_ZERO_COPY=registered,
+ * the default); ZC_CALLS rounds of an allreduce, an allgather and an alltoall enqueued back to
+ * back, each input written on the stream just before its call and overwritten just after, nothing
+ * synchronised until the end; each call's path cuda_zc (picoll_last_algorithm); then one
+ * allreduce captured into a graph and launched ZC_REPLAYS times, its input written on the stream
+ * before each launch (the mappings the capture made stay held). Every result against a plain
+ * loop. */
+#define ZC_N (64 << 10) /* ints: 256 KiB a call */
+#define ZC_CALLS 3
+#define ZC_REPLAYS 5
+static int zc_value(int rank, int k, int e)
+{
+    return (rank + 1) * 7 + k * 3 + e % 113;
+}
+
+static void zc(MPI_Comm scomm, cu_stream_t cs, int ordinal)
+{
+    void *(*alloc)(ssize_t, int, void *);
+    void (*release)(void *, ssize_t, int, void *);
+    const char *(*last)(void);
+    *(void **)&alloc = dlsym(RTLD_DEFAULT, "picoll_cuda_alloc");
+    *(void **)&release = dlsym(RTLD_DEFAULT, "picoll_cuda_free");
+    *(void **)&last = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
+    MT_CHECK(alloc != NULL && release != NULL && last != NULL, "picoll's allocator is not there");
+    int dev = ordinal, p = mt_size, block = ZC_N / p;
+    size_t bytes = ZC_N * sizeof(int);
+    int *h = malloc(bytes), *got = malloc(bytes), *junk = malloc(bytes);
+    char *in[ZC_CALLS][3], *out[ZC_CALLS][3];
+    memset(junk, 0x5a, bytes);
+    for (int k = 0; k < ZC_CALLS; k++) {
+        for (int c = 0; c < 3; c++) {
+            in[k][c] = alloc((ssize_t)bytes, dev, NULL);
+            out[k][c] = alloc((ssize_t)bytes, dev, NULL);
+            MT_CHECK(in[k][c] != NULL && out[k][c] != NULL, "picoll_cuda_alloc failed");
+            for (int e = 0; e < ZC_N; e++) {
+                h[e] = zc_value(mt_rank, k * 3 + c, e);
+            }
+            /* the input on the stream just before the call, junk just after */
+            CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)in[k][c], h, bytes, cs));
+            const char *what = c == 0 ? "allreduce" : c == 1 ? "allgather" : "alltoall";
+            int rc = c == 0 ? mx.allreduce(in[k][c], out[k][c], ZC_N, MPI_INT, MPI_SUM, scomm)
+                     : c == 1
+                         ? mx.allgather(in[k][c], block, MPI_INT, out[k][c], block, MPI_INT, scomm)
+                         : mx.alltoall(in[k][c], block, MPI_INT, out[k][c], block, MPI_INT, scomm);
+            MT_CHECK(rc == MPI_SUCCESS, "MPIX_%s_enqueue %d: %d", what, k, rc);
+            const char *path = last();
+            MT_CHECK(path != NULL && strcmp(path, "cuda_zc") == 0,
+                     "enqueued %s %d of registered buffers: path %s, expected cuda_zc", what, k,
+                     path ? path : "(none)");
+            CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)in[k][c], junk, bytes, cs));
+        }
+    }
+    CK(drv.stream_synchronize(cs));
+    for (int k = 0; k < ZC_CALLS; k++) {
+        for (int c = 0; c < 3; c++) {
+            get(got, (cu_ptr_t)(uintptr_t)out[k][c], bytes);
+            int bad = 0;
+            for (int e = 0; e < ZC_N && bad < 3; e++) {
+                long long want = 0;
+                if (c == 0) {
+                    for (int q = 0; q < p; q++) {
+                        want += zc_value(q, k * 3 + c, e);
+                    }
+                } else if (c == 1) { /* block e / block of rank e / block, its element e % block */
+                    want = zc_value(e / block, k * 3 + c, e % block);
+                } else { /* from rank e / block: its block for me */
+                    want = zc_value(e / block, k * 3 + c, mt_rank * block + e % block);
+                }
+                if (e < block * p && got[e] != (int)want) {
+                    mt_fail("zero-copy call %d of kind %d: element %d is %d, want %lld", k, c, e,
+                            got[e], want);
+                    bad++;
+                }
+            }
+            release(in[k][c], (ssize_t)bytes, dev, NULL);
+            release(out[k][c], (ssize_t)bytes, dev, NULL);
+        }
+    }
+    if (drv.stream_begin_capture != NULL && drv.graph_instantiate != NULL) {
+        char *gin = alloc((ssize_t)bytes, dev, NULL), *gout = alloc((ssize_t)bytes, dev, NULL);
+        cu_graph_t graph;
+        cu_graph_exec_t exec;
+        CK(drv.stream_begin_capture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MT_CHECK(mx.allreduce(gin, gout, ZC_N, MPI_INT, MPI_SUM, scomm) == MPI_SUCCESS,
+                 "MPIX_Allreduce_enqueue captured");
+        const char *path = last();
+        MT_CHECK(path != NULL && strcmp(path, "cuda_zc") == 0,
+                 "captured allreduce: path %s, expected cuda_zc", path ? path : "(none)");
+        CK(drv.stream_end_capture(cs, &graph));
+        CK(drv.graph_instantiate(&exec, graph, 0));
+        CK(drv.graph_destroy(graph));
+        for (int k = 0; k < ZC_REPLAYS; k++) {
+            for (int e = 0; e < ZC_N; e++) {
+                h[e] = zc_value(mt_rank, 50 + k, e);
+            }
+            CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)gin, h, bytes, cs));
+            CK(drv.graph_launch(exec, cs));
+            CK(drv.stream_synchronize(cs));
+            get(got, (cu_ptr_t)(uintptr_t)gout, bytes);
+            for (int e = 0, bad = 0; e < ZC_N && bad < 3; e++) {
+                long long want = 0;
+                for (int q = 0; q < p; q++) {
+                    want += zc_value(q, 50 + k, e);
+                }
+                if (got[e] != (int)want) {
+                    mt_fail("zero-copy graph launch %d: element %d is %d, want %lld", k, e, got[e],
+                            want);
+                    bad++;
+                }
+            }
+        }
+        CK(drv.graph_exec_destroy(exec));
+        /* every rank's graph is done before any frees what the peers' replays read */
+        MPI_Barrier(MPI_COMM_WORLD);
+        release(gin, (ssize_t)bytes, dev, NULL);
+        release(gout, (ssize_t)bytes, dev, NULL);
+        if (mt_rank == 0) {
+            printf("enqueue: a captured zero-copy allreduce right in %d graph launches\n",
+                   ZC_REPLAYS);
+        }
+    }
+    free(h);
+    free(got);
+    free(junk);
 }
 
 /* A stream communicator of MPI_COMM_WORLD on each default stream's handle (the legacy stream, 0
@@ -487,6 +615,12 @@ int main(int argc, char **argv)
         big(argc, argv, mt_size, mt_rank);
         MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
         return mt_finish("enqueue --big");
+    }
+    if (mt_flag(argc, argv, "--zc")) {
+        zc(scomm, cs, mt_rank % ndev);
+        MPI_Comm_free(&scomm);
+        MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
+        return mt_finish("enqueue --zc");
     }
     if (mt_flag(argc, argv, "--queue")) {
         queue(scomm, cs);

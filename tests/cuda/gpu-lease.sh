@@ -43,6 +43,8 @@
 #              allreduce at np 2, 4 and 8 (two rounds), allgather and alltoall 256 KiB to 16 MiB
 #              blocks at np 2 and 4; then cuda.zc.* (the matrix on the cache, the end of a call
 #              with picoll's allocator). About 10 minutes at most.
+#   torch50    issue 50: a 25 MiB all_reduce through picoll_torch from picoll_torch.mem_pool()
+#              (zero-copy) against PyTorch's allocator, np 2 and 4 (tests/torch/zc_pool.py).
 #   envab      a variable's A/B: allreduce and allgather (LEASE_AB_COLLS) 8 B to 64 KiB with --floor,
 #              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
 #              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
@@ -228,8 +230,22 @@ for s in $steps; do
                 done
             done
         done
-        step zc50-tests 200 bash -c "cd '$build' && ctest -R '^cuda\.zc\.' --output-on-failure"
+        step zc50-tests 200 bash -c "cd '$build' && ctest -R '^cuda\.(zc|enqueue\.zc)\.' --output-on-failure"
         grep -h "^[0-9]\|tests passed\|Failed" "$logs"/zc50-*.log | cut -c1-160 | head -60 ;;
+    torch50)
+        # issue 50's done-when: a 25 MiB all_reduce through picoll_torch from picoll's allocator
+        # (picoll_torch.mem_pool()) on the zero-copy path, against PyTorch's own allocator, turn
+        # about, at np 2 and 4 (tests/torch/zc_pool.py)
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        for np in 2 4; do
+            step torch50-np$np 60 env PICOLL_STATS=1 PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" \
+                $np "$py" "$src/tests/torch/zc_pool.py"
+        done
+        grep -h "zc_pool\|cuda_zc" "$logs"/torch50-*.log | head -16 ;;
     envab)
         env_ab "${LEASE_AB_VAR:-PICOLL_CUDA_FENCES}" "${LEASE_AB_VALUES:-all needed}" \
             "${LEASE_AB_COLLS:-allreduce allgather}" "${LEASE_AB_ROUNDS:-2}" ;;

@@ -134,10 +134,9 @@ def allocator():
 
 
 def mem_pool():
-    """A torch.cuda.MemPool of allocator(). Its tensors are registered for picoll's zero-copy
-    path, which the blocking MPI calls on them take (mpi4py, an MPI code beside torch); the
-    process group's own calls on CUDA tensors are stream-ordered and do not take it yet
-    (docs/cuda.md, "Zero-copy")."""
+    """A torch.cuda.MemPool of allocator(): large all_reduce, all_gather_into_tensor and
+    all_to_all_single of tensors made under torch.cuda.use_mem_pool(pool) on every rank read the
+    peers' tensors in place, with no copy (docs/cuda.md, "Zero-copy")."""
     return torch.cuda.MemPool(allocator().allocator())
 
 

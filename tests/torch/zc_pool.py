@@ -1,0 +1,73 @@
+"""Issue 50 on a GPU (lease step torch50 of tests/cuda/gpu-lease.sh; not a CTest test: it needs a
+GPU): a 25 MiB all_reduce (DDP's bucket) of float32 CUDA tensors through picoll_torch, from
+picoll's allocator (picoll_torch.mem_pool(): registered, PICOLL_CUDA_ZERO_COPY=registered) and
+from PyTorch's own, turn about. Each call's result against the sum the ranks' inputs make, the
+path picoll took (picoll_torch.last_algorithm(): cuda_zc from the pool, cuda_twoshot otherwise)
+and the time per call (N calls back to back, one synchronize), printed one line per kind:
+
+    zc_pool: pool     path cuda_zc       25 MiB  N calls  X us/call
+    zc_pool: default  path cuda_twoshot  25 MiB  N calls  Y us/call
+
+Run under mpirun with picoll_torch importable: mpirun -np 2 python3 tests/torch/zc_pool.py"""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import picoll_torch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mib", type=int, default=25)
+    p.add_argument("--calls", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=2)
+    a = p.parse_args()
+    dist.init_process_group("picoll")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    ndev = torch.cuda.device_count()
+    if ndev == 0:
+        print("zc_pool: SKIP: no CUDA device")
+        return 77
+    local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", rank)))
+    torch.cuda.set_device(local % ndev)
+    n = a.mib * (1 << 20) // 4
+    pool = picoll_torch.mem_pool()
+    with torch.cuda.use_mem_pool(pool):
+        pooled = torch.empty(n, dtype=torch.float32, device="cuda")
+    plain = torch.empty(n, dtype=torch.float32, device="cuda")
+    want = float(sum(q + 1 for q in range(size)))
+    bad = 0
+    for rnd in range(a.rounds):
+        for kind, t in (("pool", pooled), ("default", plain)):
+            t.fill_(float(rank + 1))
+            dist.all_reduce(t)
+            path = picoll_torch.last_algorithm()
+            torch.cuda.synchronize()
+            if not torch.all(t == want):
+                print("zc_pool: FAIL: rank %d, %s: all_reduce gave %s, want %s"
+                      % (rank, kind, t[:4].tolist(), want))
+                bad += 1
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(a.calls):
+                dist.all_reduce(t)
+            torch.cuda.synchronize()
+            us = (time.perf_counter() - t0) / a.calls * 1e6
+            if rank == 0:
+                print("zc_pool: round %d %-8s path %-14s %d MiB  %d calls  %.1f us/call"
+                      % (rnd, kind, path, a.mib, a.calls, us))
+                sys.stdout.flush()
+    dist.destroy_process_group()
+    del pooled
+    if rank == 0 and bad == 0:
+        print("zc_pool: passed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
