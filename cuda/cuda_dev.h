@@ -78,6 +78,35 @@ typedef struct {
 /* Bytes of a rank's description of its call's buffers (picoll_cuda_zc_export), at most. */
 #define PICOLL_CUDA_ZC_DESC_BYTES 256
 
+/* Calls that may take the zero-copy path cost a node barrier (the vote's, or the stream's
+ * exchange) even where no rank has a registered range (PICOLL_CUDA_ZERO_COPY=registered, the
+ * default, and nothing registered: the common case). Where every rank said so in the last such
+ * barrier, the next calls skip it: 1, then 2, 4 ... up to PICOLL_CUDA_ZC_SKIP_MAX calls, doubling
+ * while nobody registers; a range registered since is seen at the next barrier. The counts follow
+ * from what the ranks agreed, so every rank skips the same calls. */
+#define PICOLL_CUDA_ZC_SKIP_MAX 64
+typedef struct {
+    uint32_t skip, backoff;
+} picoll_cuda_zc_skip_t;
+/* Whether this call skips the barrier (it then takes the copy path, as every rank does). */
+static inline int picoll_cuda_zc_skip_take(picoll_cuda_zc_skip_t *s)
+{
+    if (s->skip == 0) {
+        return 0;
+    }
+    s->skip--;
+    return 1;
+}
+/* After a barrier: none, every rank had nothing registered. */
+static inline void picoll_cuda_zc_skip_learn(picoll_cuda_zc_skip_t *s, int none)
+{
+    s->backoff = !none                                   ? 0
+                 : s->backoff == 0                       ? 1
+                 : s->backoff >= PICOLL_CUDA_ZC_SKIP_MAX ? PICOLL_CUDA_ZC_SKIP_MAX
+                                                         : 2 * s->backoff;
+    s->skip = s->backoff;
+}
+
 #ifdef PICOLL_HAVE_CUDA
 
 /* 1 when the CUDA driver sees at least one device (and PICOLL_CUDA is on). Never creates a
@@ -212,6 +241,9 @@ int picoll_cuda_zc_stream_exchange(picoll_cuda_ws_t *ws, const void *scope, cons
                                    const char *coll);
 /* Whether the last call on ws took the zero-copy path. */
 int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws);
+/* 1 where this process's calls can describe only registered ranges
+ * (PICOLL_CUDA_ZERO_COPY=registered) and it has none now: its vote in picoll_cuda_zc_skip_learn. */
+int picoll_cuda_zc_nothing_registered(void);
 void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out);
 /* picoll_register / picoll_deregister (picoll.h): bytes at ptr, in one device allocation,
  * described once, for the calls of scope (NULL: every communicator). */
@@ -253,6 +285,10 @@ static inline int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws)
 {
     (void)ws;
     return 0;
+}
+static inline int picoll_cuda_zc_nothing_registered(void)
+{
+    return 1;
 }
 static inline void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out)
 {

@@ -75,8 +75,9 @@ struct picoll_cuda_ws {
     picoll_shm_t *zc_shm;
     uint64_t zc_epoch;
     int zc_armed, zc_last;
-    picoll_shm_t *zc_stream_shm; /* on_stream: the node workspace its calls' descriptions go
+    picoll_shm_t *zc_stream_shm;   /* on_stream: the node workspace its calls' descriptions go
                                   * through (picoll_cuda_ws_set_exchange; owned: freed with ws) */
+    picoll_cuda_zc_skip_t zc_skip; /* on_stream: the exchanges skipped (nothing registered) */
 };
 _Static_assert(sizeof(((picoll_cuda_kparams_t *)0)->quad) == sizeof(((picoll_cuda_ws_t *)0)->quad),
                "the kernel's quad (cuda_kernel.h) is the workspace's: PICOLL_TOPO_HCM_QUAD ranks");

@@ -198,6 +198,14 @@ void picoll_cuda_zc_arm(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
     ws->zc_armed = 1;
 }
 
+int picoll_cuda_zc_nothing_registered(void)
+{
+    pthread_mutex_lock(&zc_lock);
+    int none = picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_REGISTERED && zc_stats.ranges == 0;
+    pthread_mutex_unlock(&zc_lock);
+    return none;
+}
+
 int picoll_cuda_zc_last(const picoll_cuda_ws_t *ws)
 {
     return ws != NULL && ws->zc_last;
@@ -336,12 +344,17 @@ int picoll_cuda_zc_stream_exchange(picoll_cuda_ws_t *ws, const void *scope, cons
                                    const char *coll)
 {
     picoll_shm_t *shm = ws->zc_stream_shm;
-    if (shm == NULL) {
-        return 0; /* the same on every rank: made with the stream's workspace, or on none */
+    /* the same on every rank: made with the stream's workspace (or on none), and the skips
+     * follow from the last exchange's agreed bits */
+    if (shm == NULL || picoll_cuda_zc_skip_take(&ws->zc_skip)) {
+        return 0;
     }
     int ok = picoll_cuda_zc_export(ws, scope, sendbuf, recvbuf, send_bytes, recv_bytes,
                                    picoll_shm_slot(shm, shm->me, shm->epoch + 1));
-    if (!picoll_shm_barrier_mask(shm, ok ? 1u : 0u, coll)) {
+    uint32_t all = picoll_shm_barrier_mask(
+        shm, (ok ? 1u : 0u) | (picoll_cuda_zc_nothing_registered() ? 2u : 0u), coll);
+    picoll_cuda_zc_skip_learn(&ws->zc_skip, (all & 2u) != 0);
+    if (!(all & 1u)) {
         return 0;
     }
     picoll_cuda_zc_arm(ws, shm);

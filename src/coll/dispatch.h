@@ -41,7 +41,9 @@ typedef struct {
     int cuda_hot;           /* the last vote on the node agreed on the device (in cuda): the next
                                device call may take the hot path (coll/vote.c) */
     uint64_t hot_calls;     /* calls that took the hot path so far (the same on every rank) */
-    picoll_cuda_ws_t *cuda_enq; /* a stream communicator's workspace on the application's stream
+    picoll_cuda_zc_skip_t zc_skip; /* the zero-copy votes skipped (nothing registered on the
+                                    * node: cuda_dev.h), the same on every rank */
+    picoll_cuda_ws_t *cuda_enq;    /* a stream communicator's workspace on the application's stream
                                  * (MPIX_Stream_comm_create, on one node): its enqueued
                                  * collectives' kernels (picoll_enq_call); NULL: none, on every
                                  * rank */

@@ -34,7 +34,7 @@
  * never goes on the hot path: its rank describes its buffers in its data buffer of the vote's
  * epoch before the barrier, and where every rank could (and every workspace is home), the call is
  * armed to try it; the device call then maps the peers' buffers and the ranks agree once more. */
-enum { PATH_HOME = 4, PATH_ZC = 8 };
+enum { PATH_HOME = 4, PATH_ZC = 8, PATH_NOREG = 16 };
 
 /* The zero-copy form of the call's device algorithm alg where it may take it (the same on every
  * rank: the received bytes and the configuration decide); its reporting id, else 0. */
@@ -155,6 +155,9 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     picoll_cu_context_t bufctx = NULL;
     size_t zc_sbytes = 0, zc_rbytes = 0;
     int zc = zc_candidate(ctx, call, v->cuda_alg, &zc_sbytes, &zc_rbytes);
+    /* where no rank had a registered range at the last such vote, the next few skip it (and go on
+     * the hot path): the count is the same on every rank (the first pick of a call only) */
+    zc = zc != 0 && hot && picoll_cuda_zc_skip_take(&ctx->zc_skip) ? 0 : zc;
     int quick = hot && call->agree == NULL && ctx->cuda_hot && ctx->cuda != NULL &&
                 v->cuda_alg != PICOLL_ALG_FALLBACK && zc == 0;
     int dev = cuda_vote(ctx, sp, &r, call->dtype, call->eligible, &bufctx, &home, quick);
@@ -177,8 +180,12 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
         picoll_cuda_zc_export(ctx->cuda, ctx, call->sendbuf, call->recvbuf, zc_sbytes, zc_rbytes,
                               picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
     uint32_t mine = (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) |
-                    (home ? PATH_HOME : 0u) | (zc_mine ? PATH_ZC : 0u);
+                    (home ? PATH_HOME : 0u) | (zc_mine ? PATH_ZC : 0u) |
+                    (picoll_cuda_zc_nothing_registered() ? PATH_NOREG : 0u);
     uint32_t all = node_vote(ctx, mine, call->agree, bufctx, call->name);
+    if (zc != 0) {
+        picoll_cuda_zc_skip_learn(&ctx->zc_skip, (all & PATH_NOREG) != 0);
+    }
     v->vote = 1;
     ctx->cuda_hot = 0;
     if ((all & PICOLL_PATH_CUDA) && ctx->cuda != NULL) {

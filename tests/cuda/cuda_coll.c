@@ -441,6 +441,50 @@ static int mode_zc(int argc, char **argv)
         MT_CHECK(memcmp(got, want, total) == 0, "zero-copy allgather round %d: wrong bytes", round);
         ncases++;
     }
+    /* nothing registered anywhere (PICOLL_CUDA_ZERO_COPY=registered): the calls that could take
+     * the path skip its vote more and more (cuda_dev.h, picoll_cuda_zc_skip_t): 24 allgathers of
+     * plain device buffers pass far fewer host barriers than calls (a vote each: 24); then
+     * buffers of the allocator take the path again within the longest skip */
+    unsigned long long (*barriers)(void);
+    *(void **)&barriers = dlsym(RTLD_DEFAULT, "picoll_test_shm_barriers");
+    MT_CHECK(barriers != NULL, "picoll_test_shm_barriers is not in the process");
+    dbuf_t ps, pr;
+    dbuf_alloc(&ps, block, 0, 0);
+    dbuf_alloc(&pr, total, 0, 0);
+    unsigned long long b0 = barriers();
+    for (int k = 0; k < 24; k++) {
+        call_blocks(0, ps.p, pr.p, block, "cuda_ipc", "MPI_Allgather of plain buffers");
+    }
+    unsigned long long votes = barriers() - b0;
+    MT_CHECK(votes >= 1 && votes <= 6,
+             "24 allgathers with nothing registered passed %llu host barriers (want 1 to 6: the "
+             "zero-copy vote skipped)",
+             votes);
+    dbuf_free(&ps);
+    dbuf_free(&pr);
+    char *sb = alloc((ssize_t)block, my_device, NULL), *rb = alloc((ssize_t)total, my_device, NULL);
+    int k = 0;
+    const char *(*last)(void);
+    *(void **)&last = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
+    for (; k < 2 * 64 + 2; k++) {
+        MT_CHECK(MPI_Allgather(sb, (int)block, MPI_BYTE, rb, (int)block, MPI_BYTE, test_comm) ==
+                     MPI_SUCCESS,
+                 "MPI_Allgather after registering");
+        if (last != NULL && strcmp(last(), "cuda_zc") == 0) {
+            break;
+        }
+    }
+    MT_CHECK(k <= 64,
+             "registered buffers took the zero-copy path only after %d calls (want at "
+             "most 64, the longest skip)",
+             k);
+    release(sb, (ssize_t)block, my_device, NULL);
+    release(rb, (ssize_t)total, my_device, NULL);
+    if (mt_rank == 0) {
+        printf("cuda_coll zc: nothing registered: %llu host barriers in 24 calls; registered: the "
+               "path again after %d calls\n",
+               votes, k);
+    }
     free(in);
     free(got);
     free(want);
