@@ -6,6 +6,7 @@
 #pragma GCC visibility pop
 
 #include "build-config.h"
+#include <sys/types.h> /* ssize_t (picoll_cuda_alloc) */
 #include "util/export.h"
 #include "util/log.h"
 #include "cuda/cuda_dev.h"

@@ -421,7 +421,8 @@ int main(void)
     /* the table names the algorithms selection returns */
     const picoll_coll_desc_t *ar = picoll_coll_desc(PICOLL_COLL_ALLREDUCE);
     checks++;
-    if (ar->count != 13 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+    if (ar->count != 14 || strcmp(ar->algs[PICOLL_ALLREDUCE_ONESHOT].name, "oneshot") != 0 ||
+        strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ZC].name, "cuda_zc") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_LL].name, "cuda_ll") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_TWOSHOT].name, "twoshot") != 0 ||
         strcmp(ar->algs[PICOLL_ALLREDUCE_CUDA_ONESHOT].name, "cuda_oneshot") != 0 ||
@@ -440,13 +441,16 @@ int main(void)
     const picoll_coll_desc_t *ag = picoll_coll_desc(PICOLL_COLL_ALLGATHER);
     const picoll_coll_desc_t *aa = picoll_coll_desc(PICOLL_COLL_ALLTOALL);
     checks++;
-    if (ag->count != 8 || aa->count != 6 ||
+    if (ag->count != 9 || aa->count != 7 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_CUDA_LL].name, "cuda_ll") != 0 ||
+        strcmp(ag->algs[PICOLL_ALLGATHER_CUDA_ZC].name, "cuda_zc") != 0 ||
+        strcmp(aa->algs[PICOLL_ALLTOALL_CUDA_ZC].name, "cuda_zc") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER].name, "hier") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER_BRUCK].name, "hier_bruck") != 0 ||
         strcmp(ag->algs[PICOLL_ALLGATHER_HIER_CUDA].name, "hier_cuda") != 0 ||
         strcmp(aa->algs[PICOLL_ALLTOALL_HIER_CUDA].name, "hier_cuda") != 0) {
-        fprintf(stderr, "the allgather and alltoall tables do not name their device hierarchy\n");
+        fprintf(stderr, "the allgather and alltoall tables do not name their device hierarchy "
+                        "and zero-copy path\n");
         failures++;
     }
     printf("%d passed, %d failed\n", checks - failures, failures);
