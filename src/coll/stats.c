@@ -1,5 +1,6 @@
 #include "build-config.h"
 #include "coll/stats.h"
+#include "cuda/cuda_dev.h"
 #include "util/export.h"
 
 #include <stdatomic.h>
@@ -29,7 +30,10 @@ void picoll_stats_add(picoll_coll_t coll, int alg, size_t bytes)
 void picoll_stats_report(MPI_Comm comm)
 {
     enum { N = PICOLL_COLL_COUNT * PICOLL_ALG_MAX };
-    unsigned long long local[2 * N], total[2 * N];
+    /* and, after them, the zero-copy path's counts (cuda/cuda_zc.c): calls that took it, calls
+     * whose ranks described their buffers but some rank could not map a peer's (all copied) */
+    unsigned long long local[2 * N + 2], total[2 * N + 2];
+    picoll_cuda_zc_stats_t zc;
     int rank;
 
     for (int c = 0; c < PICOLL_COLL_COUNT; c++) {
@@ -38,10 +42,19 @@ void picoll_stats_report(MPI_Comm comm)
             local[N + c * PICOLL_ALG_MAX + a] = atomic_load(&stat_bytes[c][a]);
         }
     }
+    picoll_cuda_zc_stats(&zc);
+    local[2 * N] = (unsigned long long)zc.calls;
+    local[2 * N + 1] = (unsigned long long)zc.declined;
     PMPI_Comm_rank(comm, &rank);
-    if (PMPI_Reduce(local, total, 2 * N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm) != MPI_SUCCESS ||
+    if (PMPI_Reduce(local, total, 2 * N + 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm) !=
+            MPI_SUCCESS ||
         rank != 0) {
         return;
+    }
+    if (total[2 * N] + total[2 * N + 1] != 0) {
+        printf("picoll stats: zero-copy  %llu calls, %llu declined (a rank could not map a peer's "
+               "buffers: every rank copied)\n",
+               total[2 * N], total[2 * N + 1]);
     }
     for (int c = 0; c < PICOLL_COLL_COUNT; c++) {
         const picoll_coll_desc_t *desc = picoll_coll_desc((picoll_coll_t)c);

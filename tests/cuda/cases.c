@@ -586,7 +586,15 @@ const char *want_zc(const char *want, int alltoall, const void *send, const void
         return want;
     }
     int aligned = (uintptr_t)recv % 16 == 0 && (send == MPI_IN_PLACE || (uintptr_t)send % 16 == 0);
-    if (!aligned) {
+    /* the IPC cache holds fewer entries than a call maps (a peer's allocation each, both of a
+     * two-shot's out of place: PICOLL_CUDA_IPC_CACHE): a rank cannot map them all, and every
+     * rank copies (picoll stats: "declined") */
+    const char *cache = getenv("PICOLL_CUDA_IPC_CACHE");
+    int n = 1;
+    MPI_Comm_size(test_comm, &n);
+    long need = (long)(n - 1) *
+                (!alltoall && strcmp(want, "cuda_ipc") != 0 && send != MPI_IN_PLACE ? 2 : 1);
+    if (!aligned || (cache != NULL && atol(cache) < need)) {
         return want;
     }
     /* where the reach picks one-shot up to a workspace buffer (PCIe) it stays */
