@@ -12,6 +12,7 @@
 #include "coll/netmodel.h"
 #include "host/shm.h"
 #include "net/hier.h"
+#include "util/config.h"
 
 /* Host executor algorithms, the device executor's (cuda/: they run on device buffers), then the
  * hierarchical ones (between nodes). */
@@ -60,6 +61,29 @@ static inline picoll_cuda_kmode_t picoll_allreduce_kmode(int alg)
 static inline picoll_cuda_kmode_t picoll_allgather_kmode(int alg)
 {
     return alg == PICOLL_ALLGATHER_CUDA_LL ? PICOLL_CUDA_K_ALLGATHER_LL : PICOLL_CUDA_K_ALLGATHER;
+}
+/* The zero-copy form (cuda/cuda_zc.c) of device algorithm alg of coll, where the call may take
+ * it: its reporting id (0: none), and the bytes it reads from the send buffer and writes to the
+ * receive buffer (bytes: allreduce's vector, allgather's and alltoall's block; size ranks). Two-shot
+ * allreduce and the IPC copies have one, from PICOLL_CUDA_ZERO_COPY_MIN received bytes, with the
+ * path not off: the same on every rank, the blocking vote's and the stream's. */
+static inline int picoll_zero_copy_form(picoll_coll_t coll, int alg, size_t bytes, int size,
+                                        size_t *sbytes, size_t *rbytes)
+{
+    int zc = coll == PICOLL_COLL_ALLREDUCE && alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT
+                 ? PICOLL_ALLREDUCE_CUDA_ZC
+             : coll == PICOLL_COLL_ALLGATHER && alg == PICOLL_ALLGATHER_CUDA_IPC
+                 ? PICOLL_ALLGATHER_CUDA_ZC
+             : coll == PICOLL_COLL_ALLTOALL && alg == PICOLL_ALLTOALL_CUDA_IPC
+                 ? PICOLL_ALLTOALL_CUDA_ZC
+                 : 0;
+    size_t all = bytes * (size_t)(coll == PICOLL_COLL_ALLREDUCE ? 1 : size);
+    *sbytes = coll == PICOLL_COLL_ALLGATHER ? bytes : all;
+    *rbytes = all;
+    return picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF && all > 0 &&
+                   all >= picoll_cfg.cuda_zero_copy_min
+               ? zc
+               : 0;
 }
 
 /* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only. */

@@ -129,12 +129,10 @@ static picoll_status_t run_cuda_allreduce(picoll_coll_ctx_t *ctx, int alg, const
                                  args->recvbuf, args->count, args->dtype, args->op);
 }
 
-/* Two-shot's zero-copy form reads the input and writes the output, bytes each. */
 static int zc_allreduce(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
 {
     const allreduce_call_t *c = arg;
-    *sbytes = *rbytes = c->bytes;
-    return alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_ALLREDUCE_CUDA_ZC : 0;
+    return picoll_zero_copy_form(PICOLL_COLL_ALLREDUCE, alg, c->bytes, 1, sbytes, rbytes);
 }
 
 /* The host algorithm: one-shot, or two-shot in single copies where selected and every rank's
@@ -277,21 +275,10 @@ static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const vo
     return b->c->run_cuda(ctx->cuda, b->args->sendbuf, b->args->recvbuf, b->args->block_bytes);
 }
 
-/* The copies over IPC have a zero-copy form: allgather reads a block from each peer's input,
- * alltoall a piece of each peer's send buffer. */
 static int zc_blocks(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
 {
     const blocks_call_t *b = arg;
-    size_t all = b->args->block_bytes * (size_t)b->size;
-    int ag = b->c->coll == PICOLL_COLL_ALLGATHER;
-    *sbytes = ag ? b->args->block_bytes : all;
-    *rbytes = all;
-    if (alg == PICOLL_ALLGATHER_CUDA_IPC && ag) {
-        return PICOLL_ALLGATHER_CUDA_ZC;
-    }
-    return alg == PICOLL_ALLTOALL_CUDA_IPC && b->c->coll == PICOLL_COLL_ALLTOALL
-               ? PICOLL_ALLTOALL_CUDA_ZC
-               : 0;
+    return picoll_zero_copy_form(b->c->coll, alg, b->args->block_bytes, b->size, sbytes, rbytes);
 }
 
 /* The host algorithm: single copy where selected and every rank's buffers allow it, else the

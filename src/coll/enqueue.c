@@ -59,36 +59,6 @@ static picoll_status_t enq_launch(picoll_cuda_ws_t *ws, int size, const picoll_e
     }
 }
 
-/* The zero-copy form of a's algorithm alg (cuda/cuda_zc.c) where the call may take it: its
- * reporting id, and *sbytes, *rbytes the bytes it reads from the send buffer and writes to the
- * receive buffer; 0 where not. The same on every rank (the sizes and the configuration). */
-static int enq_zero_copy(const picoll_coll_ctx_t *ctx, const picoll_enq_args_t *a, int alg,
-                         size_t *sbytes, size_t *rbytes)
-{
-    size_t all = a->bytes * (size_t)ctx->size;
-    int zc = 0;
-    switch (a->coll) {
-    case PICOLL_COLL_ALLREDUCE:
-        zc = alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT ? PICOLL_ALLREDUCE_CUDA_ZC : 0;
-        *sbytes = *rbytes = a->bytes;
-        break;
-    case PICOLL_COLL_ALLGATHER:
-        zc = alg == PICOLL_ALLGATHER_CUDA_IPC ? PICOLL_ALLGATHER_CUDA_ZC : 0;
-        *sbytes = a->bytes;
-        *rbytes = all;
-        break;
-    case PICOLL_COLL_ALLTOALL:
-        zc = alg == PICOLL_ALLTOALL_CUDA_IPC ? PICOLL_ALLTOALL_CUDA_ZC : 0;
-        *sbytes = *rbytes = all;
-        break;
-    default: break;
-    }
-    return picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF &&
-                   *rbytes >= picoll_cfg.cuda_zero_copy_min && *rbytes > 0
-               ? zc
-               : 0;
-}
-
 picoll_status_t picoll_enq_call(picoll_coll_ctx_t *ctx, picoll_enq_args_t *args)
 {
     int alg = ctx->cuda_enq != NULL ? enq_select(ctx, args) : PICOLL_ALG_FALLBACK;
@@ -105,7 +75,7 @@ picoll_status_t picoll_enq_call(picoll_coll_ctx_t *ctx, picoll_enq_args_t *args)
      * stream's own node workspace, here, at the enqueue (as MPI lets a collective wait for its
      * peers' calls), and the launch maps them and agrees once more */
     size_t sbytes = 0, rbytes = 0;
-    int zc = enq_zero_copy(ctx, args, alg, &sbytes, &rbytes);
+    int zc = picoll_zero_copy_form(args->coll, alg, args->bytes, ctx->size, &sbytes, &rbytes);
     zc = zc != 0 && picoll_cuda_zc_stream_exchange(ctx->cuda_enq, ctx, args->sendbuf, args->recvbuf,
                                                    sbytes, rbytes, "an enqueued collective")
              ? zc

@@ -27,7 +27,9 @@
  * with hot 0, and every rank meets in the full vote. */
 
 /* Not paths: bits of the vote, 1 where a rank's device buffers are in its workspace's context
- * (PATH_HOME), and where it described its buffers for the zero-copy path (PATH_ZC).
+ * (PATH_HOME), where it described its buffers for the zero-copy path (PATH_ZC), and where it has
+ * no range registered for it (PATH_NOREG: the next such votes are skipped where every rank said
+ * so, cuda_dev.h's picoll_cuda_zc_skip_t).
  *
  * The zero-copy path (cuda/cuda_zc.c): a call whose device algorithm has a zero-copy form
  * (ops->zero_copy) of at least PICOLL_CUDA_ZERO_COPY_MIN received bytes, with the path not off,
@@ -37,16 +39,15 @@
 enum { PATH_HOME = 4, PATH_ZC = 8, PATH_NOREG = 16 };
 
 /* The zero-copy form of the call's device algorithm alg where it may take it (the same on every
- * rank: the received bytes and the configuration decide); its reporting id, else 0. */
+ * rank: the received bytes and the configuration decide, coll/algs.h); its reporting id, else 0. */
 static int zc_candidate(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call, int alg,
                         size_t *sbytes, size_t *rbytes)
 {
     if (call->ops->zero_copy == NULL || ctx->cuda == NULL || alg == PICOLL_ALG_FALLBACK ||
-        picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_OFF || call->agree != NULL) {
+        call->agree != NULL) {
         return 0;
     }
-    int zc = call->ops->zero_copy(call->arg, alg, sbytes, rbytes);
-    return zc != 0 && *rbytes >= picoll_cfg.cuda_zero_copy_min && *rbytes > 0 ? zc : 0;
+    return call->ops->zero_copy(call->arg, alg, sbytes, rbytes);
 }
 
 /* The host algorithm, asked for once a call. */
@@ -181,7 +182,7 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
                               picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
     uint32_t mine = (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) |
                     (home ? PATH_HOME : 0u) | (zc_mine ? PATH_ZC : 0u) |
-                    (picoll_cuda_zc_nothing_registered() ? PATH_NOREG : 0u);
+                    (zc != 0 && picoll_cuda_zc_nothing_registered() ? PATH_NOREG : 0u);
     uint32_t all = node_vote(ctx, mine, call->agree, bufctx, call->name);
     if (zc != 0) {
         picoll_cuda_zc_skip_learn(&ctx->zc_skip, (all & PATH_NOREG) != 0);

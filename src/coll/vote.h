@@ -42,10 +42,10 @@ typedef struct {
      * where select_host is */
     picoll_status_t (*run_host)(picoll_coll_ctx_t *ctx, const picoll_vote_t *v, const void *arg,
                                 int *alg);
-    /* the zero-copy form of device algorithm cuda_alg (cuda/cuda_zc.c), where it has one: the
-     * algorithm id that reports it, and the bytes this rank's call reads from its send buffer and
-     * writes to its receive buffer (the receive bytes are the same on every rank: they choose);
-     * 0: none. NULL: the collective has none */
+    /* the zero-copy form of device algorithm cuda_alg where the call may take it
+     * (picoll_zero_copy_form, coll/algs.h): its reporting id and the bytes this rank's call reads
+     * from its send buffer and writes to its receive buffer; 0: none. NULL: the collective has
+     * none */
     int (*zero_copy)(const void *arg, int cuda_alg, size_t *send_bytes, size_t *recv_bytes);
 } picoll_vote_ops_t;
 
