@@ -50,16 +50,16 @@ __device__ __forceinline__ uint64_t dev_globaltimer()
 }
 
 /* A 64-bit store (st_sem) and load (ld_sem) of global memory at system scope. */
-#define DEV_PTX_WORD(store, st_sem, load, ld_sem)                                             \
-    __device__ __forceinline__ void store(uint64_t *f, uint64_t v)                            \
-    {                                                                                         \
-        asm volatile("st." st_sem ".sys.global.u64 [%0], %1;" ::"l"(f), "l"(v) : "memory");   \
-    }                                                                                         \
-    __device__ __forceinline__ uint64_t load(const uint64_t *f)                               \
-    {                                                                                         \
-        uint64_t v;                                                                           \
-        asm volatile("ld." ld_sem ".sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory"); \
-        return v;                                                                             \
+#define DEV_PTX_WORD(store, st_sem, load, ld_sem)                                                  \
+    __device__ __forceinline__ void store(uint64_t *f, uint64_t v)                                 \
+    {                                                                                              \
+        asm volatile("st." st_sem ".sys.global.u64 [%0], %1;" ::"l"(f), "l"(v) : "memory");        \
+    }                                                                                              \
+    __device__ __forceinline__ uint64_t load(const uint64_t *f)                                    \
+    {                                                                                              \
+        uint64_t v;                                                                                \
+        asm volatile("ld." ld_sem ".sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");      \
+        return v;                                                                                  \
     }
 /* the flags: release and acquire */
 DEV_PTX_WORD(dev_flag_store, "release", dev_flag_load, "acquire")
@@ -104,11 +104,26 @@ __device__ __forceinline__ uint4 dev_line_load(const uint4 *p)
 /* A variable of the block's shared memory */
 #define DEV_SHARED(T, name) __shared__ T name
 #else
-__device__ __forceinline__ uint64_t dev_globaltimer() { return emu_globaltimer(); }
-__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v, 1); }
-__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f) { return emu_flag_load(f, 1); }
-__device__ __forceinline__ void dev_word_store(uint64_t *f, uint64_t v) { emu_flag_store(f, v, 0); }
-__device__ __forceinline__ uint64_t dev_word_load(const uint64_t *f) { return emu_flag_load(f, 0); }
+__device__ __forceinline__ uint64_t dev_globaltimer()
+{
+    return emu_globaltimer();
+}
+__device__ __forceinline__ void dev_flag_store(uint64_t *f, uint64_t v)
+{
+    emu_flag_store(f, v, 1);
+}
+__device__ __forceinline__ uint64_t dev_flag_load(const uint64_t *f)
+{
+    return emu_flag_load(f, 1);
+}
+__device__ __forceinline__ void dev_word_store(uint64_t *f, uint64_t v)
+{
+    emu_flag_store(f, v, 0);
+}
+__device__ __forceinline__ uint64_t dev_word_load(const uint64_t *f)
+{
+    return emu_flag_load(f, 0);
+}
 
 template <typename T>
 __device__ __forceinline__ void dev_st(T *p, T v)
@@ -136,8 +151,8 @@ __device__ __forceinline__ uint4 dev_line_load(const uint4 *p, bool whole)
 #define DEV_LINE_LOAD(id, p) dev_line_load(p, !DEV_MUTANT(id, "16-byte line load"))
 /* the blocks of a launch run together on one CPU thread: each has its own shared memory, where
  * the variable has the same offset (reserved once per process) */
-#define DEV_SHARED(T, name)                                                          \
-    static const size_t name##_at = emu_shared_reserve(sizeof(T), alignof(T));       \
+#define DEV_SHARED(T, name)                                                                        \
+    static const size_t name##_at = emu_shared_reserve(sizeof(T), alignof(T));                     \
     T &name = *reinterpret_cast<T *>(emu_shared_base() + name##_at)
 #endif
 
@@ -150,14 +165,16 @@ __device__ void dev_start(const picoll_cuda_kparams_t &p, uint64_t first)
          * then wait for none of these stores, one of them across PCIe */
         if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
             dev_word_store(p.flags[p.me] + PICOLL_CUDA_STARTED_WORD +
-                               (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, first);
+                               (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE,
+                           first);
             dev_word_store((uint64_t *)&p.status->started[blockIdx.x], first);
         }
         return;
     }
     if (threadIdx.x == 0) {
         dev_flag_store(p.flags[p.me] + PICOLL_CUDA_STARTED_WORD +
-                           (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE, first);
+                           (size_t)blockIdx.x * PICOLL_CUDA_FLAG_STRIDE,
+                       first);
         dev_flag_store((uint64_t *)&p.status->started[blockIdx.x], first);
     }
 }
@@ -219,8 +236,7 @@ __device__ bool dev_gave_up(const picoll_cuda_kparams_t &p, int gave_up)
  * the status; 2, the host vetoed the call). On a stream (epoch_word) nobody relaunches: the wait
  * goes on, naming the peer to the host's watch (picoll_cuda_stream_watch) every spin, until the
  * peer arrives or the host aborts the stream's calls (the veto word). since: 0 at the first. */
-__device__ int dev_wait_tick(const picoll_cuda_kparams_t &p, int t, uint64_t first,
-                             uint64_t *since)
+__device__ int dev_wait_tick(const picoll_cuda_kparams_t &p, int t, uint64_t first, uint64_t *since)
 {
     if (p.veto_at != 0 && dev_flag_load((const uint64_t *)&p.status->veto) == p.veto_at) {
         return 2;
@@ -507,8 +523,7 @@ __device__ __forceinline__ void dev_mode_allgatherv(const picoll_cuda_kparams_t 
 
 /* Bcast: every rank arrives (a rank writes its slot again two epochs on only once every peer
  * arrived after reading it); only the root's slot carries data. */
-__device__ __forceinline__ void dev_mode_bcast(const picoll_cuda_kparams_t &p,
-                                               const dev_block_t &b)
+__device__ __forceinline__ void dev_mode_bcast(const picoll_cuda_kparams_t &p, const dev_block_t &b)
 {
     if (b.arrived < 1 && p.me == p.root) {
         dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
@@ -520,6 +535,54 @@ __device__ __forceinline__ void dev_mode_bcast(const picoll_cuda_kparams_t &p,
         dev_copy(p.dst + b.lo, b.in[p.root] + b.lo, b.hi - b.lo);
     }
     dev_finish(p, b.ep, b.ep);
+}
+
+/* Zero-copy (issue 50; PICOLL_CUDA_K_*_ZC): every rank reads the peers' user buffers where they
+ * are, through the mappings the host found in its IPC cache (zsrc, zdst), in one launch for the
+ * whole call. The first arrival says my input is ready: what the application wrote before the
+ * call precedes it in stream order, and the release covers it. The end (dev_zc_end) is an arrival
+ * after the block's last read of a peer's buffer and a wait for every peer's: until then a peer
+ * may still read mine, which the application may reuse or free as soon as the call returns (the
+ * copy path has no such wait: the peers read only the workspace). The wait is the mutation
+ * check's DEV_WAIT 14. Returns true where the block gave up. */
+__device__ __forceinline__ bool dev_zc_end(const picoll_cuda_kparams_t &p, const dev_block_t &b,
+                                           uint64_t epoch, bool arrive)
+{
+    if (DEV_WAIT(14) && dev_arrive_wait(p, b.ep, epoch, arrive)) {
+        return true;
+    }
+    dev_finish(p, b.ep, epoch);
+    return false;
+}
+
+/* Zero-copy two-shot allreduce: rank r reduces part r of the block's part of every rank's input
+ * into its own output (in place too: part r of a peer's buffer is written by that peer only after
+ * the second arrival, by which rank r has read it), then copies every other part from its
+ * owner's output, reduced in rank order as the copy path's (the same bits). */
+template <class R>
+__device__ __forceinline__ void dev_mode_twoshot_zc(const picoll_cuda_kparams_t &p, R red,
+                                                    const dev_block_t &b)
+{
+    size_t plo, phi;
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        dev_part(b.lo, b.hi, p.nranks, p.me, &plo, &phi);
+        red(p, p.dst + plo, (char *const *)p.zsrc, p.nranks, plo, (phi - plo) / (size_t)p.esize);
+    }
+    if (b.arrived < 3) {
+        if (dev_arrive_wait(p, b.ep, b.ep + 1, b.arrived < 2)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            if (r != p.me) {
+                dev_part(b.lo, b.hi, p.nranks, r, &plo, &phi);
+                dev_copy(p.dst + plo, p.zdst[r] + plo, phi - plo);
+            }
+        }
+    }
+    dev_zc_end(p, b, b.ep + 2, b.arrived < 3);
 }
 
 /* Two-shot allreduce: rank r reduces part r of the block's part of every slot into its out slot
@@ -581,43 +644,61 @@ __device__ __forceinline__ void dev_mode_hcm(const picoll_cuda_kparams_t &p, R r
 }
 
 /* Allgather: every rank's part in its slot, then every slot's part (skip_self: but mine) to its
- * place in dst. */
+ * place in dst. Zero-copy (PICOLL_CUDA_K_ALLGATHER_ZC): no copy in, every rank's block from its
+ * input (zsrc; in place: its block of its dst), then dev_zc_end. */
 __device__ __forceinline__ void dev_mode_allgather(const picoll_cuda_kparams_t &p,
                                                    const dev_block_t &b)
 {
-    if (b.arrived < 1) {
+    const bool zc = p.mode == PICOLL_CUDA_K_ALLGATHER_ZC;
+    if (!zc && b.arrived < 1) {
         dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
     }
-    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
-        return;
-    }
-    for (int r = 0; r < p.nranks; r++) {
-        if (r != p.me || !p.skip_self) {
-            dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, b.in[r] + b.lo, b.hi - b.lo);
+    if (b.arrived < 2) { /* the copy path's blocks arrive once: always */
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            if (r != p.me || !p.skip_self) {
+                dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, (zc ? p.zsrc[r] : b.in[r]) + b.lo,
+                         b.hi - b.lo);
+            }
         }
     }
-    dev_finish(p, b.ep, b.ep);
+    if (zc) {
+        dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
+    } else {
+        dev_finish(p, b.ep, b.ep);
+    }
 }
 
 /* Alltoall: the block for rank r at slot offset r * bytes; out, the block from rank r at my
- * offset in its slot. */
+ * offset in its slot. Zero-copy (PICOLL_CUDA_K_ALLTOALL_ZC, not in place): no copy in, the block
+ * for me from every rank's send buffer (zsrc), then dev_zc_end. */
 __device__ __forceinline__ void dev_mode_alltoall(const picoll_cuda_kparams_t &p,
                                                   const dev_block_t &b)
 {
-    if (b.arrived < 1) {
+    const bool zc = p.mode == PICOLL_CUDA_K_ALLTOALL_ZC;
+    if (!zc && b.arrived < 1) {
         for (int r = 0; r < p.nranks; r++) {
             dev_copy(b.in[p.me] + (size_t)r * p.bytes + b.lo,
                      p.src + (size_t)r * p.src_stride + b.lo, b.hi - b.lo);
         }
     }
-    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
-        return;
+    if (b.arrived < 2) { /* the copy path's blocks arrive once: always */
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        for (int r = 0; r < p.nranks; r++) {
+            const char *from =
+                zc ? p.zsrc[r] + (size_t)p.me * p.src_stride : b.in[r] + (size_t)p.me * p.bytes;
+            dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, from + b.lo, b.hi - b.lo);
+        }
     }
-    for (int r = 0; r < p.nranks; r++) {
-        dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, b.in[r] + (size_t)p.me * p.bytes + b.lo,
-                 b.hi - b.lo);
+    if (zc) {
+        dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
+    } else {
+        dev_finish(p, b.ep, b.ep);
     }
-    dev_finish(p, b.ep, b.ep);
 }
 
 /* Alltoallv: as reduce-scatter's copy in, the piece for rank r at slot offset r * slot_stride,
@@ -635,93 +716,11 @@ __device__ __forceinline__ void dev_mode_alltoallv(const picoll_cuda_kparams_t &
     for (int r = 0; r < p.nranks; r++) {
         size_t end = dev_len_end(p, p.rpiece[r], b.hi);
         if (end > b.lo) {
-            dev_copy(p.dst + p.rpiece_off[r] + b.lo,
-                     b.in[r] + (size_t)p.me * p.slot_stride + b.lo, end - b.lo);
+            dev_copy(p.dst + p.rpiece_off[r] + b.lo, b.in[r] + (size_t)p.me * p.slot_stride + b.lo,
+                     end - b.lo);
         }
     }
     dev_finish(p, b.ep, b.ep);
-}
-
-/* Zero-copy (issue 50; PICOLL_CUDA_K_*_ZC): every rank reads the peers' user buffers where they
- * are, through the mappings the host found in its IPC cache (zsrc, zdst), in one launch for the
- * whole call. The first arrival says my input is ready: what the application wrote before the
- * call precedes it in stream order, and the release covers it. The end (dev_zc_end) is an arrival
- * after the block's last read of a peer's buffer and a wait for every peer's: until then a peer
- * may still read mine, which the application may reuse or free as soon as the call returns (the
- * copy path has no such wait: the peers read only the workspace). The wait is the mutation
- * check's DEV_WAIT 14. Returns true where the block gave up. */
-__device__ __forceinline__ bool dev_zc_end(const picoll_cuda_kparams_t &p, const dev_block_t &b,
-                                           uint64_t epoch, bool arrive)
-{
-    if (DEV_WAIT(14) && dev_arrive_wait(p, b.ep, epoch, arrive)) {
-        return true;
-    }
-    dev_finish(p, b.ep, epoch);
-    return false;
-}
-
-/* Zero-copy allgather: every rank's block from its input (in place: its block of its dst), mine
- * too unless it is in place already. */
-__device__ __forceinline__ void dev_mode_allgather_zc(const picoll_cuda_kparams_t &p,
-                                                      const dev_block_t &b)
-{
-    if (b.arrived < 2) {
-        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            if (r != p.me || !p.skip_self) {
-                dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo, p.zsrc[r] + b.lo, b.hi - b.lo);
-            }
-        }
-    }
-    dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
-}
-
-/* Zero-copy two-shot allreduce: rank r reduces part r of the block's part of every rank's input
- * into its own output (in place too: part r of a peer's buffer is written by that peer only after
- * the second arrival, by which rank r has read it), then copies every other part from its
- * owner's output, reduced in rank order as the copy path's (the same bits). */
-template <class R>
-__device__ __forceinline__ void dev_mode_twoshot_zc(const picoll_cuda_kparams_t &p, R red,
-                                                    const dev_block_t &b)
-{
-    size_t plo, phi;
-    if (b.arrived < 2) {
-        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
-            return;
-        }
-        dev_part(b.lo, b.hi, p.nranks, p.me, &plo, &phi);
-        red(p, p.dst + plo, (char *const *)p.zsrc, p.nranks, plo, (phi - plo) / (size_t)p.esize);
-    }
-    if (b.arrived < 3) {
-        if (dev_arrive_wait(p, b.ep, b.ep + 1, b.arrived < 2)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            if (r != p.me) {
-                dev_part(b.lo, b.hi, p.nranks, r, &plo, &phi);
-                dev_copy(p.dst + plo, p.zdst[r] + plo, phi - plo);
-            }
-        }
-    }
-    dev_zc_end(p, b, b.ep + 2, b.arrived < 3);
-}
-
-/* Zero-copy alltoall (not in place): the block for me from every rank's send buffer. */
-__device__ __forceinline__ void dev_mode_alltoall_zc(const picoll_cuda_kparams_t &p,
-                                                     const dev_block_t &b)
-{
-    if (b.arrived < 2) {
-        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
-            return;
-        }
-        for (int r = 0; r < p.nranks; r++) {
-            dev_copy(p.dst + (size_t)r * p.dst_stride + b.lo,
-                     p.zsrc[r] + (size_t)p.me * p.src_stride + b.lo, b.hi - b.lo);
-        }
-    }
-    dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
 }
 
 /* Every step of every mode, reducing with red; an entry of a fixed reduction (R::FIXED) has the
@@ -733,8 +732,8 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
     /* the launch's first epoch: the host's count, or on a stream (epoch_word) the last epoch of
      * this rank's previous launch there, + 1 (dev_finish advances it) */
     const uint64_t ep = p.epoch_word == nullptr ? p.epoch
-                        : p.lean                 ? dev_word_load(p.epoch_word) + 1
-                                                 : dev_flag_load(p.epoch_word) + 1;
+                        : p.lean                ? dev_word_load(p.epoch_word) + 1
+                                                : dev_flag_load(p.epoch_word) + 1;
     char *const *in = p.slot[ep & 1];
     char *const *out = p.slot[(ep + 1) & 1];
 
@@ -766,17 +765,20 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
         }
         break;
     case PICOLL_CUDA_K_TWOSHOT: dev_mode_twoshot(p, red, b); break;
+    case PICOLL_CUDA_K_TWOSHOT_ZC: dev_mode_twoshot_zc(p, red, b); break;
     case PICOLL_CUDA_K_HCM:
         if constexpr (!R::FIXED) { /* a reduction over 4 ranks, then 2 */
             dev_mode_hcm(p, red, b);
         }
         break;
     case PICOLL_CUDA_K_ALLGATHER:
+    case PICOLL_CUDA_K_ALLGATHER_ZC:
         if constexpr (!R::FIXED) {
             dev_mode_allgather(p, b);
         }
         break;
     case PICOLL_CUDA_K_ALLTOALL:
+    case PICOLL_CUDA_K_ALLTOALL_ZC:
         if constexpr (!R::FIXED) {
             dev_mode_alltoall(p, b);
         }
@@ -784,17 +786,6 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
     case PICOLL_CUDA_K_ALLTOALLV:
         if constexpr (!R::FIXED) {
             dev_mode_alltoallv(p, b);
-        }
-        break;
-    case PICOLL_CUDA_K_TWOSHOT_ZC: dev_mode_twoshot_zc(p, red, b); break;
-    case PICOLL_CUDA_K_ALLGATHER_ZC:
-        if constexpr (!R::FIXED) {
-            dev_mode_allgather_zc(p, b);
-        }
-        break;
-    case PICOLL_CUDA_K_ALLTOALL_ZC:
-        if constexpr (!R::FIXED) {
-            dev_mode_alltoall_zc(p, b);
         }
         break;
     default: break;
@@ -807,7 +798,7 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
  * embedded fatbin, and launched with cuLaunchKernel: blocks as picoll_cuda_kernel_blocks() says,
  * threads as the launch says (at least PICOLL_CUDA_MAX_LOCAL: thread t waits for local rank t). */
 extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
-picoll_coll_kernel(const picoll_cuda_kparams_t p)
+    picoll_coll_kernel(const picoll_cuda_kparams_t p)
 {
     dev_coll(p, dev_red_any());
 }
@@ -817,7 +808,7 @@ picoll_coll_kernel(const picoll_cuda_kparams_t p)
  * in done[0] as every call's block does when it finishes (the host polls that word, as a blocking
  * call's end does); without one, it does nothing. */
 extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
-picoll_floor_kernel(const picoll_cuda_kparams_t p)
+    picoll_floor_kernel(const picoll_cuda_kparams_t p)
 {
     if (p.status != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
         dev_flag_store((uint64_t *)&p.status->done[0], p.seq);
@@ -839,7 +830,7 @@ picoll_floor_kernel(const picoll_cuda_kparams_t p)
  * id. What makes it a barrier does: the wait (DEV_WAIT 12) and the block's barrier before done
  * (DEV_SYNCTHREADS 13), which tests/cuda/barrier_floor checks with a late rank. */
 extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)
-picoll_barrier_kernel(const picoll_cuda_kparams_t p)
+    picoll_barrier_kernel(const picoll_cuda_kparams_t p)
 {
     DEV_SHARED(int, late);
     uint64_t *mine = p.flags[p.me];
@@ -850,8 +841,8 @@ picoll_barrier_kernel(const picoll_cuda_kparams_t p)
     }
     __syncthreads();
     if (t < p.nranks && t != p.me && DEV_WAIT(12)) {
-        dev_flag_store(p.flags[t] + PICOLL_CUDA_BARRIER_WORD + (size_t)p.me * PICOLL_CUDA_FLAG_STRIDE,
-                       epoch);
+        dev_flag_store(
+            p.flags[t] + PICOLL_CUDA_BARRIER_WORD + (size_t)p.me * PICOLL_CUDA_FLAG_STRIDE, epoch);
         const uint64_t *f = mine + PICOLL_CUDA_BARRIER_WORD + (size_t)t * PICOLL_CUDA_FLAG_STRIDE;
         uint64_t since = 0;
         for (unsigned spins = 1; dev_flag_load(f) < epoch; spins++) {
@@ -885,15 +876,14 @@ picoll_barrier_kernel(const picoll_cuda_kparams_t p)
 /* The entries of fixed type, op and rank count (PICOLL_CUDA_FIXED_LIST x PICOLL_CUDA_FIXED_RANKS,
  * named by PICOLL_CUDA_FIXED_NAME): the same launch bounds, so that the generic kernel's occupancy
  * holds for them (the workspace checks it). */
-#define DEV_FIXED_ENTRY(tag, e, dtype, op, nr)                                              \
-    extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)                    \
-        picoll_coll_##tag##_r##nr(const picoll_cuda_kparams_t p)                            \
-    {                                                                                       \
-        dev_coll(p, dev_red_fixed<dtype, op, nr>());                                        \
+#define DEV_FIXED_ENTRY(tag, e, dtype, op, nr)                                                     \
+    extern "C" __global__ void __launch_bounds__(PICOLL_CUDA_THREADS, 2)                           \
+        picoll_coll_##tag##_r##nr(const picoll_cuda_kparams_t p)                                   \
+    {                                                                                              \
+        dev_coll(p, dev_red_fixed<dtype, op, nr>());                                               \
     }
-#define DEV_FIXED_RANKS(tag, e, dtype, op) \
+#define DEV_FIXED_RANKS(tag, e, dtype, op)                                                         \
     PICOLL_CUDA_FIXED_RANKS(DEV_FIXED_ENTRY, tag, e, dtype, op)
 PICOLL_CUDA_FIXED_LIST(DEV_FIXED_RANKS)
 #undef DEV_FIXED_RANKS
 #undef DEV_FIXED_ENTRY
-
