@@ -38,6 +38,8 @@ typedef struct {
     uint32_t in_place; /* no send buffer: the input is in the receive buffer */
     picoll_cuda_ipc_buf_t send, recv;
 } zc_desc_t;
+_Static_assert(sizeof(zc_desc_t) <= PICOLL_CUDA_ZC_DESC_BYTES,
+               "a rank's description fits what cuda_dev.h promises of it");
 
 typedef struct {
     const void *scope; /* the communicator's context it is for; NULL: every one */
@@ -128,7 +130,7 @@ void *picoll_cuda_reg_find_ptr(const void *ptr)
 }
 
 /* *out: the description of bytes at ptr from a range registered for scope (or for every one);
- * 1 where one holds them. */
+ * 1 where one holds them (counted in the stats). */
 static int zc_reg_find(const void *scope, const char *ptr, size_t bytes, picoll_cuda_ipc_buf_t *out)
 {
     int found = 0;
@@ -142,6 +144,7 @@ static int zc_reg_find(const void *scope, const char *ptr, size_t bytes, picoll_
             found = 1;
         }
     }
+    zc_stats.registered += found;
     pthread_mutex_unlock(&zc_lock);
     return found;
 }
@@ -151,9 +154,7 @@ static int zc_describe(const picoll_cuda_ws_t *ws, const void *scope, const void
                        picoll_cuda_ipc_buf_t *out)
 {
     if (zc_reg_find(scope, ptr, bytes, out)) {
-        pthread_mutex_lock(&zc_lock);
-        zc_stats.registered++;
-        pthread_mutex_unlock(&zc_lock);
+        /* described when it was registered (counted there) */
     } else if (picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_ON) {
         picoll_cuda_saved_ctx_t saved;
         /* relaxed capture mode: a stream call may be captured into a graph */
