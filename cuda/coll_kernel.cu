@@ -480,6 +480,24 @@ __device__ __forceinline__ void dev_mode_oneshot(const picoll_cuda_kparams_t &p,
 /* One-shot with low-latency lines (dev_mode_oneshot_ll) */
 #include "cuda/coll_kernel_ll.cuh"
 
+/* Zero-copy (issue 50; PICOLL_CUDA_K_*_ZC): every rank reads the peers' user buffers where they
+ * are, through the mappings the host found in its IPC cache (zsrc, zdst), in one launch for the
+ * whole call. The first arrival says my input is ready: what the application wrote before the
+ * call precedes it in stream order, and the release covers it. The end (dev_zc_end) is an arrival
+ * after the block's last read of a peer's buffer and a wait for every peer's: until then a peer
+ * may still read mine, which the application may reuse or free as soon as the call returns (the
+ * copy path has no such wait: the peers read only the workspace). The wait is the mutation
+ * check's DEV_WAIT 14. Returns true where the block gave up. */
+__device__ __forceinline__ bool dev_zc_end(const picoll_cuda_kparams_t &p, const dev_block_t &b,
+                                           uint64_t epoch, bool arrive)
+{
+    if (DEV_WAIT(14) && dev_arrive_wait(p, b.ep, epoch, arrive)) {
+        return true;
+    }
+    dev_finish(p, b.ep, epoch);
+    return false;
+}
+
 /* Reduce-scatter: piece r of this chunk is [lo, hi) of its bytes [chunk_off, chunk_off + bytes),
  * cut to the piece's length (uneven pieces: some may be shorter, or over); it goes to slot
  * offset r * slot_stride, so my piece starts 16-aligned in every rank's slot. */
@@ -499,6 +517,26 @@ __device__ __forceinline__ void dev_mode_redscat(const picoll_cuda_kparams_t &p,
             (end - b.lo) / (size_t)p.esize);
     }
     dev_finish(p, b.ep, b.ep);
+}
+
+/* Zero-copy reduce-scatter (PICOLL_CUDA_K_REDSCAT_ZC: even pieces of 16-byte multiples, not in
+ * place): my piece of every rank's send buffer (zsrc, at piece_off[me]) reduced in rank order
+ * into dst, then dev_zc_end. (Folded into dev_mode_redscat it spilled registers.) */
+template <class R>
+__device__ __forceinline__ void dev_mode_redscat_zc(const picoll_cuda_kparams_t &p, R red,
+                                                    const dev_block_t &b)
+{
+    if (b.arrived < 2) {
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        size_t end = dev_piece_end(p, p.me, b.hi);
+        if (end > b.lo) {
+            red(p, p.dst + b.lo, (char *const *)p.zsrc, p.nranks, p.piece_off[p.me] + b.lo,
+                (end - b.lo) / (size_t)p.esize);
+        }
+    }
+    dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
 }
 
 /* Allgatherv: as allgather, each rank's block cut to its length (dev_piece_end). */
@@ -535,24 +573,6 @@ __device__ __forceinline__ void dev_mode_bcast(const picoll_cuda_kparams_t &p, c
         dev_copy(p.dst + b.lo, b.in[p.root] + b.lo, b.hi - b.lo);
     }
     dev_finish(p, b.ep, b.ep);
-}
-
-/* Zero-copy (issue 50; PICOLL_CUDA_K_*_ZC): every rank reads the peers' user buffers where they
- * are, through the mappings the host found in its IPC cache (zsrc, zdst), in one launch for the
- * whole call. The first arrival says my input is ready: what the application wrote before the
- * call precedes it in stream order, and the release covers it. The end (dev_zc_end) is an arrival
- * after the block's last read of a peer's buffer and a wait for every peer's: until then a peer
- * may still read mine, which the application may reuse or free as soon as the call returns (the
- * copy path has no such wait: the peers read only the workspace). The wait is the mutation
- * check's DEV_WAIT 14. Returns true where the block gave up. */
-__device__ __forceinline__ bool dev_zc_end(const picoll_cuda_kparams_t &p, const dev_block_t &b,
-                                           uint64_t epoch, bool arrive)
-{
-    if (DEV_WAIT(14) && dev_arrive_wait(p, b.ep, epoch, arrive)) {
-        return true;
-    }
-    dev_finish(p, b.ep, epoch);
-    return false;
 }
 
 /* Zero-copy two-shot allreduce: rank r reduces part r of the block's part of every rank's input
@@ -754,6 +774,7 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
         }
         break;
     case PICOLL_CUDA_K_REDSCAT: dev_mode_redscat(p, red, b); break;
+    case PICOLL_CUDA_K_REDSCAT_ZC: dev_mode_redscat_zc(p, red, b); break;
     case PICOLL_CUDA_K_ALLGATHERV:
         if constexpr (!R::FIXED) {
             dev_mode_allgatherv(p, b);

@@ -90,7 +90,8 @@ typedef enum {
     PICOLL_CUDA_K_ALLGATHER_ZC, /* arrive, copy every rank's block from its zsrc into dst, arrive */
     PICOLL_CUDA_K_TWOSHOT_ZC,   /* arrive, reduce my part of every zsrc into my dst, arrive, copy
                                  * every rank's part from its zdst, arrive */
-    PICOLL_CUDA_K_ALLTOALL_ZC   /* arrive, copy the block for me from every zsrc, arrive */
+    PICOLL_CUDA_K_ALLTOALL_ZC,  /* arrive, copy the block for me from every zsrc, arrive */
+    PICOLL_CUDA_K_REDSCAT_ZC    /* arrive, reduce my piece of every zsrc into my dst, arrive */
 } picoll_cuda_kmode_t;
 
 /* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, PICOLL_CUDA_LL_MAX). A line is 16
@@ -287,7 +288,8 @@ static inline int picoll_cuda_fixed_mode(int mode)
 {
     return mode == PICOLL_CUDA_K_ONESHOT || mode == PICOLL_CUDA_K_REDUCE ||
            mode == PICOLL_CUDA_K_REDSCAT || mode == PICOLL_CUDA_K_TWOSHOT ||
-           mode == PICOLL_CUDA_K_ONESHOT_LL || mode == PICOLL_CUDA_K_TWOSHOT_ZC;
+           mode == PICOLL_CUDA_K_ONESHOT_LL || mode == PICOLL_CUDA_K_TWOSHOT_ZC ||
+           mode == PICOLL_CUDA_K_REDSCAT_ZC;
 }
 
 /* Blocks a launch of p uses (1..PICOLL_CUDA_MAX_BLOCKS), the same on every rank: one per
@@ -295,7 +297,8 @@ static inline int picoll_cuda_fixed_mode(int mode)
 static inline int picoll_cuda_kernel_blocks(const picoll_cuda_kparams_t *p)
 {
     int per_rank = p->mode == PICOLL_CUDA_K_ALLTOALL || p->mode == PICOLL_CUDA_K_REDSCAT ||
-                   p->mode == PICOLL_CUDA_K_ALLTOALLV || p->mode == PICOLL_CUDA_K_ALLTOALL_ZC;
+                   p->mode == PICOLL_CUDA_K_ALLTOALLV || p->mode == PICOLL_CUDA_K_ALLTOALL_ZC ||
+                   p->mode == PICOLL_CUDA_K_REDSCAT_ZC;
     size_t total = per_rank ? p->bytes * (size_t)p->nranks : p->bytes;
     size_t g = (total + PICOLL_CUDA_SLICE_MIN - 1) / PICOLL_CUDA_SLICE_MIN;
     int max = p->max_blocks < 1 ? 1 : p->max_blocks;

@@ -226,10 +226,16 @@ static const char *zc_map_one(picoll_cuda_ws_t *ws, coll_call_t *c, int r,
     return (const char *)p + off;
 }
 
-/* Every peer's buffers of c's mode mapped (block: allgather's block bytes); 1 where all were. */
+/* Every peer's buffers of c's mode mapped (block: allgather's block bytes); 1 where all were.
+ * Alltoall and reduce-scatter read the peers' send buffers, which in place are receive buffers
+ * their owners write as they go: not in place only (on every rank: each reads its own here). */
 static int zc_map_peers(picoll_cuda_ws_t *ws, coll_call_t *c, picoll_cuda_kmode_t zmode,
                         size_t block)
 {
+    if (zmode != PICOLL_CUDA_K_TWOSHOT_ZC && zmode != PICOLL_CUDA_K_ALLGATHER_ZC &&
+        c->src == c->dst) {
+        return 0;
+    }
     for (int r = 0; r < ws->nlocal; r++) {
         if (r == ws->me) {
             c->p.zsrc[r] = c->src;
@@ -238,7 +244,8 @@ static int zc_map_peers(picoll_cuda_ws_t *ws, coll_call_t *c, picoll_cuda_kmode_
         }
         zc_desc_t d;
         memcpy(&d, picoll_shm_slot(ws->zc_shm, r, ws->zc_epoch), sizeof(d));
-        if (!d.ok || (zmode == PICOLL_CUDA_K_ALLTOALL_ZC && d.in_place)) {
+        if (!d.ok || (zmode != PICOLL_CUDA_K_TWOSHOT_ZC && zmode != PICOLL_CUDA_K_ALLGATHER_ZC &&
+                      d.in_place)) {
             return 0;
         }
         if (zmode == PICOLL_CUDA_K_ALLGATHER_ZC && d.in_place) {
@@ -262,6 +269,7 @@ int picoll_cuda_zc_map(picoll_cuda_ws_t *ws, coll_call_t *c)
     picoll_cuda_kmode_t zmode = c->p.mode == PICOLL_CUDA_K_TWOSHOT     ? PICOLL_CUDA_K_TWOSHOT_ZC
                                 : c->p.mode == PICOLL_CUDA_K_ALLGATHER ? PICOLL_CUDA_K_ALLGATHER_ZC
                                 : c->p.mode == PICOLL_CUDA_K_ALLTOALL  ? PICOLL_CUDA_K_ALLTOALL_ZC
+                                : c->p.mode == PICOLL_CUDA_K_REDSCAT   ? PICOLL_CUDA_K_REDSCAT_ZC
                                                                        : PICOLL_CUDA_K_ONESHOT;
     if (!ws->zc_armed) {
         return 0;

@@ -62,32 +62,40 @@ static inline picoll_cuda_kmode_t picoll_allgather_kmode(int alg)
 {
     return alg == PICOLL_ALLGATHER_CUDA_LL ? PICOLL_CUDA_K_ALLGATHER_LL : PICOLL_CUDA_K_ALLGATHER;
 }
+/* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only;
+ * reduce-scatter's zero-copy form reports PICOLL_REDUCE_SCATTER_CUDA_ZC. */
+enum { PICOLL_DEVICE_ONLY_CUDA = 1, PICOLL_REDUCE_SCATTER_CUDA_ZC = 2 };
+
 /* The zero-copy form (cuda/cuda_zc.c) of device algorithm alg of coll, where the call may take
  * it: its reporting id (0: none), and the bytes it reads from the send buffer and writes to the
- * receive buffer (bytes: allreduce's vector, allgather's and alltoall's block; size ranks). Two-shot
- * allreduce and the IPC copies have one, from PICOLL_CUDA_ZERO_COPY_MIN received bytes, with the
- * path not off: the same on every rank, the blocking vote's and the stream's. */
+ * receive buffer (bytes: allreduce's vector, allgather's and alltoall's block, reduce-scatter's
+ * piece; size ranks; in_place: MPI_IN_PLACE). Two-shot allreduce, allgather, and alltoall and
+ * reduce-scatter not in place (they read the peers' send buffers) have one, reduce-scatter of even
+ * pieces of 16-byte multiples only (every rank's piece 16-aligned in a send buffer: the
+ * reduction's loads; the caller says whether they are even, PICOLL_COLL_REDUCE_SCATTER_BLOCK), from
+ * PICOLL_CUDA_ZERO_COPY_MIN bytes a rank reads, with the path not off: the same on every rank, the
+ * blocking vote's and the stream's. */
 static inline int picoll_zero_copy_form(picoll_coll_t coll, int alg, size_t bytes, int size,
-                                        size_t *sbytes, size_t *rbytes)
+                                        int in_place, size_t *sbytes, size_t *rbytes)
 {
     int zc = coll == PICOLL_COLL_ALLREDUCE && alg == PICOLL_ALLREDUCE_CUDA_TWOSHOT
                  ? PICOLL_ALLREDUCE_CUDA_ZC
              : coll == PICOLL_COLL_ALLGATHER && alg == PICOLL_ALLGATHER_CUDA_IPC
                  ? PICOLL_ALLGATHER_CUDA_ZC
-             : coll == PICOLL_COLL_ALLTOALL && alg == PICOLL_ALLTOALL_CUDA_IPC
+             : coll == PICOLL_COLL_ALLTOALL && alg == PICOLL_ALLTOALL_CUDA_IPC && !in_place
                  ? PICOLL_ALLTOALL_CUDA_ZC
+             : coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK && alg == PICOLL_DEVICE_ONLY_CUDA &&
+                     !in_place && bytes % 16 == 0
+                 ? PICOLL_REDUCE_SCATTER_CUDA_ZC
                  : 0;
     size_t all = bytes * (size_t)(coll == PICOLL_COLL_ALLREDUCE ? 1 : size);
     *sbytes = coll == PICOLL_COLL_ALLGATHER ? bytes : all;
-    *rbytes = all;
+    *rbytes = coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK ? bytes : all;
     return picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF && all > 0 &&
                    all >= picoll_cfg.cuda_zero_copy_min
                ? zc
                : 0;
 }
-
-/* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only. */
-enum { PICOLL_DEVICE_ONLY_CUDA = 1 };
 
 /* Block r of n elements split among nranks: [lo, hi), in multiples of 64 bytes where possible. */
 static inline void picoll_split_block(size_t n, size_t esize, int nranks, int r, size_t *lo,

@@ -132,7 +132,7 @@ static picoll_status_t run_cuda_allreduce(picoll_coll_ctx_t *ctx, int alg, const
 static int zc_allreduce(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
 {
     const allreduce_call_t *c = arg;
-    return picoll_zero_copy_form(PICOLL_COLL_ALLREDUCE, alg, c->bytes, 1, sbytes, rbytes);
+    return picoll_zero_copy_form(PICOLL_COLL_ALLREDUCE, alg, c->bytes, 1, 0, sbytes, rbytes);
 }
 
 /* The host algorithm: one-shot, or two-shot in single copies where selected and every rank's
@@ -278,7 +278,8 @@ static picoll_status_t run_cuda_blocks(picoll_coll_ctx_t *ctx, int alg, const vo
 static int zc_blocks(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
 {
     const blocks_call_t *b = arg;
-    return picoll_zero_copy_form(b->c->coll, alg, b->args->block_bytes, b->size, sbytes, rbytes);
+    return picoll_zero_copy_form(b->c->coll, alg, b->args->block_bytes, b->size,
+                                 b->args->sendbuf == MPI_IN_PLACE, sbytes, rbytes);
 }
 
 /* The host algorithm: single copy where selected and every rank's buffers allow it, else the
@@ -405,7 +406,29 @@ typedef struct {
     size_t bytes; /* this rank's (the stats'); the same on every rank but alltoallv's */
     size_t agree[PICOLL_VOTE_AGREE_N]; /* alltoallv: the largest piece (its chunk count) and
                                         * receive bytes (its selection) of every rank's */
+    int size;
 } device_call_t;
+
+/* Reduce-scatter's zero-copy form: even pieces only (MPI_Reduce_scatter's counts are the same
+ * on every rank, so is the answer). */
+static int zc_device_only(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
+{
+    const device_call_t *d = arg;
+    const picoll_device_args_t *args = d->args;
+    if ((args->coll != PICOLL_COLL_REDUCE_SCATTER_BLOCK &&
+         args->coll != PICOLL_COLL_REDUCE_SCATTER) ||
+        args->dtype == PICOLL_DT_NONE) {
+        return 0;
+    }
+    for (int r = 1; r < d->size; r++) {
+        if (args->counts[r] != args->counts[0]) {
+            return 0;
+        }
+    }
+    return picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, alg,
+                                 args->counts[0] * picoll_dtype_size(args->dtype), d->size,
+                                 args->sendbuf == MPI_IN_PLACE, sbytes, rbytes);
+}
 
 static int select_cuda_device_only(const picoll_cuda_limits_t *lim, const void *arg)
 {
@@ -489,8 +512,9 @@ picoll_status_t picoll_device_only(picoll_coll_ctx_t *ctx, const picoll_device_a
     static const picoll_vote_ops_t ops = {
         .select_cuda = select_cuda_device_only,
         .run_cuda = run_cuda_device_only,
+        .zero_copy = zc_device_only,
     };
-    device_call_t d = {.args = args, .name = names[args->coll], .agree = {0, 0}};
+    device_call_t d = {.args = args, .name = names[args->coll], .agree = {0, 0}, .size = ctx->size};
     picoll_vote_call_t call = {.name = d.name,
                                .dtype = args->dtype,
                                .eligible = args->eligible,

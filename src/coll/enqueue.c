@@ -75,7 +75,8 @@ picoll_status_t picoll_enq_call(picoll_coll_ctx_t *ctx, picoll_enq_args_t *args)
      * stream's own node workspace, here, at the enqueue (as MPI lets a collective wait for its
      * peers' calls), and the launch maps them and agrees once more */
     size_t sbytes = 0, rbytes = 0;
-    int zc = picoll_zero_copy_form(args->coll, alg, args->bytes, ctx->size, &sbytes, &rbytes);
+    int zc = picoll_zero_copy_form(args->coll, alg, args->bytes, ctx->size,
+                                   args->sendbuf == MPI_IN_PLACE, &sbytes, &rbytes);
     zc = zc != 0 && picoll_cuda_zc_stream_exchange(ctx->cuda_enq, ctx, args->sendbuf, args->recvbuf,
                                                    sbytes, rbytes, "an enqueued collective")
              ? zc

@@ -12,7 +12,9 @@
  * order with gaps that must keep their bytes; then the calls that must fall back on every rank
  * together: a rank with host buffers, long double, an uneven reduce-scatter in place, alltoallv
  * in place (those need an underlying MPI that takes device buffers: picoll's staging). --fast:
- * one op per type at the chunk edges. */
+ * one op per type at the chunk edges. --zc / --register (cases.h): send buffers at the receive
+ * buffer's offset, and reduce-scatter's calls of even pieces expected on the zero-copy path
+ * (cuda_zc) where it is on and they qualify (want_zc). */
 #include "cases.h"
 #include "modes.h"
 
@@ -95,7 +97,7 @@ static void red_case(const red_case_t *c)
     if (ip) {
         dbuf_put(&rb, 0, in, total * es);
     } else {
-        dbuf_alloc(&sb, total * es, (c->off + 3) % 16, c->mem != MEM_DEVICE);
+        dbuf_alloc(&sb, total * es, zc_aligned ? c->off : (c->off + 3) % 16, c->mem != MEM_DEVICE);
         dbuf_put(&sb, 0, in, total * es);
         if (!rs && !at_root) {
             dbuf_put(&rb, 0, in, nout * es);
@@ -118,8 +120,18 @@ static void red_case(const red_case_t *c)
         rc = MPI_Reduce(send, rb.p, (int)total, t->dt, op, c->root, test_comm);
     }
     MT_CHECK(rc == MPI_SUCCESS, "%s count %zu: MPI error %d", name, c->counts[0], rc);
-    check_path(name, c->counts[0],
-               want_dev(rs ? "cuda_ipc" : "cuda_oneshot", c->falls_back || t->kind == K_LDOUBLE));
+    const char *path =
+        want_dev(rs ? "cuda_ipc" : "cuda_oneshot", c->falls_back || t->kind == K_LDOUBLE);
+    int even = rs;
+    for (int r = 1; r < mt_size && even; r++) {
+        even = c->counts[r] == c->counts[0];
+    }
+    if (even && c->counts[0] * es % 16 == 0) {
+        /* the zero-copy form (--zc, --register): even pieces of 16-byte multiples, not in place,
+         * from PICOLL_CUDA_ZERO_COPY_MIN bytes read; one mapping a peer, as alltoall's */
+        path = want_zc(path, 1, send, rb.p, total * es);
+    }
+    check_path(name, c->counts[0], path);
     MT_CHECK(dbuf_read(&rb, got), "%s count %zu: guard bytes overwritten", name, c->counts[0]);
     if (!ip) {
         unsigned char *back = malloc(total * es + 1);
@@ -431,6 +443,11 @@ static void matrix_reductions(void)
                                    .counts = counts,
                                    .off = (size_t)shape});
         }
+        for (int r = 0; r < mt_size; r++) { /* even, not in place: zero-copy where it is on */
+            counts[r] = 2 * c;
+        }
+        red_case(&(red_case_t){
+            .kind = D_RS, .ti = (int)ti, .t = t, .op = op, .counts = counts, .off = 0});
         for (int r = 0; r < mt_size; r++) { /* even, in place: on the device */
             counts[r] = 3 * c / 2;
         }

@@ -453,6 +453,48 @@ int main(void)
                         "and zero-copy path\n");
         failures++;
     }
+    /* reduce-scatter's zero-copy form: even pieces of 16-byte multiples from
+     * PICOLL_CUDA_ZERO_COPY_MIN bytes read (every rank's piece), the table names it */
+    const picoll_coll_desc_t *rsb = picoll_coll_desc(PICOLL_COLL_REDUCE_SCATTER_BLOCK);
+    const picoll_coll_desc_t *rs = picoll_coll_desc(PICOLL_COLL_REDUCE_SCATTER);
+    checks++;
+    if (rsb->count != 3 || rs->count != 3 ||
+        strcmp(rsb->algs[PICOLL_REDUCE_SCATTER_CUDA_ZC].name, "cuda_zc") != 0 ||
+        strcmp(rs->algs[PICOLL_REDUCE_SCATTER_CUDA_ZC].name, "cuda_zc") != 0) {
+        fprintf(stderr, "the reduce-scatter tables do not name their zero-copy path\n");
+        failures++;
+    }
+    char *env_zc[] = {"PICOLL_CUDA_ZERO_COPY_MIN=1M", NULL};
+    picoll_config_load(&picoll_cfg, env_zc);
+    size_t sb = 0, rb = 0;
+    expect("zero-copy reduce-scatter 4 x 256 KiB",
+           picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_DEVICE_ONLY_CUDA,
+                                 256u << 10, 4, 0, &sb, &rb),
+           PICOLL_REDUCE_SCATTER_CUDA_ZC);
+    expect("zero-copy reduce-scatter reads every piece, writes its own",
+           sb == (1u << 20) && rb == (256u << 10), 1);
+    expect("zero-copy reduce-scatter 4 x (256 KiB + 4): pieces not 16-aligned",
+           picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_DEVICE_ONLY_CUDA,
+                                 (256u << 10) + 4, 4, 0, &sb, &rb),
+           0);
+    expect("zero-copy reduce-scatter 2 x 256 KiB: under the minimum",
+           picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_DEVICE_ONLY_CUDA,
+                                 256u << 10, 2, 0, &sb, &rb),
+           0);
+    expect("zero-copy reduce-scatter 4 x 256 KiB in place",
+           picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_DEVICE_ONLY_CUDA,
+                                 256u << 10, 4, 1, &sb, &rb),
+           0);
+    expect("zero-copy reduce-scatter, fallback",
+           picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_ALG_FALLBACK, 1u << 20, 4,
+                                 0, &sb, &rb),
+           0);
+    char *env_zc_off[] = {"PICOLL_CUDA_ZERO_COPY=off", NULL};
+    picoll_config_load(&picoll_cfg, env_zc_off);
+    expect("zero-copy reduce-scatter, PICOLL_CUDA_ZERO_COPY=off",
+           picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_DEVICE_ONLY_CUDA,
+                                 1u << 20, 4, 0, &sb, &rb),
+           0);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;
 }

@@ -1,12 +1,13 @@
 """Issue 50 on a GPU (lease step torch50 of tests/cuda/gpu-lease.sh; not a CTest test: it needs a
-GPU): a 25 MiB all_reduce (DDP's bucket) of float32 CUDA tensors through picoll_torch, from
-picoll's allocator (picoll_torch.mem_pool(): registered, PICOLL_CUDA_ZERO_COPY=registered) and
-from PyTorch's own, turn about. Each call's result against the sum the ranks' inputs make, the
-path picoll took (picoll_torch.last_algorithm(): cuda_zc from the pool, cuda_twoshot otherwise)
-and the time per call (N calls back to back, one synchronize), printed one line per kind:
+GPU): a 25 MiB all_reduce (DDP's bucket), and FSDP's reduce_scatter_tensor and
+all_gather_into_tensor of 25 MiB of float32 CUDA tensors through picoll_torch, from picoll's
+allocator (picoll_torch.mem_pool(): registered, PICOLL_CUDA_ZERO_COPY=registered) and from
+PyTorch's own, turn about. Each call's result against what the ranks' inputs make, the path
+picoll took (picoll_torch.last_algorithm(): cuda_zc from the pool, the copy path otherwise) and the
+time per call (N calls back to back, one synchronize), printed one line per operation and kind:
 
-    zc_pool: pool     path cuda_zc       25 MiB  N calls  X us/call
-    zc_pool: default  path cuda_twoshot  25 MiB  N calls  Y us/call
+    zc_pool: round R all_reduce  pool     path cuda_zc       25 MiB  N calls  X us/call
+    zc_pool: round R all_reduce  default  path cuda_twoshot  25 MiB  N calls  Y us/call
 
 Run under mpirun with picoll_torch importable: mpirun -np 2 python3 tests/torch/zc_pool.py"""
 
@@ -37,31 +38,53 @@ def main():
     torch.cuda.set_device(local % ndev)
     n = a.mib * (1 << 20) // 4
     pool = picoll_torch.mem_pool()
+    n = n // size * size
+    part = n // size
+
+    def tensors():
+        """all_reduce's buffer, reduce-scatter's input and output, all-gather's input and output"""
+        return [torch.empty(k, dtype=torch.float32, device="cuda") for k in (n, n, part, part, n)]
+
     with torch.cuda.use_mem_pool(pool):
-        pooled = torch.empty(n, dtype=torch.float32, device="cuda")
-    plain = torch.empty(n, dtype=torch.float32, device="cuda")
-    want = float(sum(q + 1 for q in range(size)))
+        pooled = tensors()
+    plain = tensors()
+    total = float(sum(q + 1 for q in range(size)))
+    gathered = torch.arange(1, size + 1, dtype=torch.float32, device="cuda").repeat_interleave(part)
     bad = 0
     for rnd in range(a.rounds):
-        for kind, t in (("pool", pooled), ("default", plain)):
-            t.fill_(float(rank + 1))
-            dist.all_reduce(t)
-            path = picoll_torch.last_algorithm()
-            torch.cuda.synchronize()
-            if not torch.all(t == want):
-                print("zc_pool: FAIL: rank %d, %s: all_reduce gave %s, want %s"
-                      % (rank, kind, t[:4].tolist(), want))
-                bad += 1
-            dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(a.calls):
-                dist.all_reduce(t)
-            torch.cuda.synchronize()
-            us = (time.perf_counter() - t0) / a.calls * 1e6
-            if rank == 0:
-                print("zc_pool: round %d %-8s path %-14s %d MiB  %d calls  %.1f us/call"
-                      % (rnd, kind, path, a.mib, a.calls, us))
-                sys.stdout.flush()
+        for op in ("all_reduce", "reduce_scatter", "all_gather"):
+            for kind, (ar, rs_in, rs_out, ag_in, ag_out) in (("pool", pooled), ("default", plain)):
+                if op == "all_reduce":
+                    def call():
+                        dist.all_reduce(ar)
+                    ar.fill_(float(rank + 1))
+                    out, want = ar, total
+                elif op == "reduce_scatter":
+                    def call():
+                        dist.reduce_scatter_tensor(rs_out, rs_in)
+                    rs_in.fill_(float(rank + 1))
+                    out, want = rs_out, total
+                else:
+                    def call():
+                        dist.all_gather_into_tensor(ag_out, ag_in)
+                    ag_in.fill_(float(rank + 1))
+                    out, want = ag_out, gathered
+                call()
+                path = picoll_torch.last_algorithm()
+                torch.cuda.synchronize()
+                if not torch.all(out == want):
+                    print("zc_pool: FAIL: rank %d, %s %s: gave %s" % (rank, op, kind, out[:4].tolist()))
+                    bad += 1
+                dist.barrier()
+                t0 = time.perf_counter()
+                for _ in range(a.calls):
+                    call()
+                torch.cuda.synchronize()
+                us = (time.perf_counter() - t0) / a.calls * 1e6
+                if rank == 0:
+                    print("zc_pool: round %d %-14s %-8s path %-14s %d MiB  %d calls  %.1f us/call"
+                          % (rnd, op, kind, path, a.mib, a.calls, us))
+                    sys.stdout.flush()
     dist.destroy_process_group()
     del pooled
     if rank == 0 and bad == 0:
