@@ -6,7 +6,8 @@
 # subset and a few more (MPICH_TESTS below; docs/testing.md, "The subset at the second MPI");
 # MPICH 5 runs a subset: start-up, the collectives, staging, the stream layer and the network
 # step over its own UCX (MPICH5_TESTS below), and the ABI build a smaller one (ABI_TESTS); none
-# runs the soak (label soak: ctest -L soak). The later MPIs are installed and built beside the
+# runs the soak (label soak: ctest -L soak) or the records of the MPI's own behaviour (label
+# baseline: ctest -L baseline). The later MPIs are installed and built beside the
 # first one's tests, at the lowest priority. Prints the time of each phase at the end.
 #   bash tests/run.sh            the four builds
 #   PICOLL_TEST_MPIS=openmpi bash tests/run.sh    one of them
@@ -202,15 +203,15 @@ prepare() {
 # test MPI: CTest in ${prefix}MPI, the tests of the MPI's share (every test at the first MPI)
 test_mpi() {
     local mpi=$1 dir="$prefix$1" subset what
-    subset=(-LE '^(full|soak|torch)$'); what=" (subset)"
+    subset=(-LE '^(full|soak|torch|baseline)$'); what=" (subset)"
     case " $full " in
-        *" $mpi "*|*" all "*) subset=(-LE '^soak$'); what="" ;;&
-        *" $mpi "*|*" all "*) [ "$mpi" = "$torch_mpi" ] || subset=(-LE '^(soak|torch)$') ;;
+        *" $mpi "*|*" all "*) subset=(-LE '^(soak|baseline)$'); what="" ;;&
+        *" $mpi "*|*" all "*) [ "$mpi" = "$torch_mpi" ] || subset=(-LE '^(soak|torch|baseline)$') ;;
         *) case $mpi in
                # less the tests labelled full there too (host.matrix at np 3 and 5,
                # cuda.every.fake.np3: 24 to 40 s each of MPICH's busy polling, 2026-11-28)
-               mpich) subset=(-R "$MPICH_TESTS" -LE '^(full|soak|torch)$') ;;
-               mpich5) subset=(-R "$MPICH5_TESTS" -LE '^(full|soak|torch)$') ;;
+               mpich) subset=(-R "$MPICH_TESTS" -LE '^(full|soak|torch|baseline)$') ;;
+               mpich5) subset=(-R "$MPICH5_TESTS" -LE '^(full|soak|torch|baseline)$') ;;
                mpich5-abi) subset=(-R "$ABI_TESTS") ;;
            esac ;;
     esac
