@@ -153,6 +153,13 @@ static int time_ab_rounds(bench_t *b, size_t count, int iters, int warmup)
         b->picoll.set_bypass(0);
         ok &= run_stream_columns(b, count, iters, warmup, round, round == 0);
         ok &= run_osu_timing(b, count, iters, warmup, round);
+        bench_column_t *fl = &b->col[COLUMN_FLOOR];
+        if (fl->state == COLUMN_ON && b->floor.host) { /* host buffers: the floor every round */
+            double us = fl->time(b, fl, count, iters, warmup);
+            int failed = us < 0.0, any = 0;
+            PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, b->comm);
+            fl->lat[round] = any ? -1.0 : gather_latency(b, us).avg;
+        }
     }
     PMPI_Barrier(b->comm);
     b->picoll.set_bypass(0);
@@ -168,13 +175,14 @@ static int run_ab(bench_t *b, size_t count, int first)
     size_iterations(&b->opt, size, &iters, &warmup);
     ok = time_ab_rounds(b, count, iters, warmup);
     ok &= bench_stream_check(b);
-    if (fl->state == COLUMN_ON) {
+    if (fl->state == COLUMN_ON && !b->floor.host) {
         fl->us = fl->time(b, fl, count, iters, warmup);
     }
     if (b->rank == 0) {
         for (int id = 0; id < COLUMNS; id++) {
             bench_column_t *c = &b->col[id];
-            if (c->state == COLUMN_ON && c->call != NULL) {
+            if (c->state == COLUMN_ON &&
+                (c->call != NULL || (id == COLUMN_FLOOR && b->floor.host))) {
                 c->us = median(b, c);
             }
         }

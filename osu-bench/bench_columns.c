@@ -244,6 +244,10 @@ static const bench_column_t nccl_column = {
 static int floor_setup(bench_t *b, bench_column_t *c)
 {
     b->floor.n = b->opt.floor;
+    if (b->opt.mem != MEM_CUDA) {
+        b->floor.host = 1; /* a copy a round (bench_floor_host_copy): nothing to set up */
+        return 0;
+    }
     if (bench_floor_setup(&b->floor, b->comm, b->stream.cstream, c->why, sizeof(c->why)) != 0) {
         return -1;
     }
@@ -260,13 +264,19 @@ static double floor_time(bench_t *b, bench_column_t *c, size_t count, int iters,
 {
     size_t moved = bench_floor_moved(b->coll->name, b->np, count * b->opt.type->size);
     (void)c;
-    (void)warmup;
+    if (b->floor.host) {
+        return bench_floor_host_copy(&b->floor, b->comm, moved, iters, warmup);
+    }
     return bench_floor_copy(&b->floor, b->comm, moved, iters);
 }
 
 static void floor_describe(const bench_t *b, const bench_column_t *c)
 {
     (void)c;
+    if (b->floor.host) {
+        bench_floor_host_header(b->coll->name);
+        return;
+    }
     bench_floor_header(&b->floor, b->coll->name, b->np);
 }
 

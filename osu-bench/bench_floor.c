@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The mean over comm's ranks of a time every rank measured at once, between two barriers. */
@@ -206,4 +207,76 @@ void bench_floor_close(bench_floor_t *f)
     f->stream = NULL;
     f->own_stream = 0;
     f->on = 0;
+    free(f->hsrc);
+    free(f->hdst);
+    f->hsrc = f->hdst = NULL;
+    f->hbytes = 0;
+}
+
+/* ------------------------------------------------------------------ host buffers (issue 52) */
+
+double bench_floor_host_copy(bench_floor_t *f, MPI_Comm comm, size_t moved, int iters, int warmup)
+{
+    size_t half = moved / 2 > 0 ? moved / 2 : 1;
+    int ok = 1, all = 0;
+    if (half > f->hbytes) {
+        free(f->hsrc);
+        free(f->hdst);
+        f->hsrc = malloc(half);
+        f->hdst = malloc(half);
+        ok = f->hsrc != NULL && f->hdst != NULL;
+        f->hbytes = ok ? half : 0;
+        if (ok) { /* the pages faulted in before any copy is timed */
+            memset(f->hsrc, 0x5a, half);
+            memset(f->hdst, 0, half);
+        }
+    }
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all) {
+        return -1.0;
+    }
+    double total = 0.0;
+    PMPI_Barrier(comm);
+    for (int i = 0; i < warmup + iters; i++) {
+        double t0 = MPI_Wtime();
+        memcpy(f->hdst, f->hsrc, half);
+        double t1 = MPI_Wtime();
+        if (i >= warmup) {
+            total += t1 - t0;
+        }
+        PMPI_Barrier(comm);
+    }
+    return total * 1e6 / (iters > 0 ? iters : 1);
+}
+
+void bench_floor_host_header(const char *coll)
+{
+    printf(
+        "# host floor: in every --ab round, after the calls, every rank copies (memcpy) half the "
+        "bytes a rank's %s must read and write (%s) between two buffers of its own, at once, "
+        "each copy alone between barriers as the calls are: the machine's memory in the same "
+        "round; under each row its rounds (\"# rounds floor (us):\") and the ratios to their "
+        "median\n",
+        coll,
+        strcmp(coll, "allgather") == 0  ? "(np+1) x size"
+        : strcmp(coll, "alltoall") == 0 ? "2 x np x size"
+                                        : "2 x size");
+}
+
+void bench_floor_host_row(size_t moved, const double *rounds, int n, double floor_us,
+                          double picoll_us, double mpi_us)
+{
+    printf("# rounds floor (us):");
+    for (int r = 0; r < n; r++) {
+        printf(" %.3f", rounds[r]);
+    }
+    printf("\n");
+    if (floor_us <= 0.0) {
+        printf("# host floor (us): the copy of %zu B failed (out of memory)\n", moved);
+        return;
+    }
+    printf("# host floor (us): %.3f (%zu B read and written, %.1f GB/s); picoll/floor %.3fx, "
+           "MPI/floor %.3fx\n",
+           floor_us, moved, (double)moved / floor_us / 1e3, ratio(picoll_us, floor_us),
+           ratio(mpi_us, floor_us));
 }

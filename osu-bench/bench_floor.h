@@ -20,6 +20,11 @@ typedef struct {
     int barrier_on;
     double barrier_us[3];
     char barrier_why[256]; /* !barrier_on: why not */
+    /* host buffers (issue 52): in each --ab round, every rank copies (memcpy) half the bytes its
+     * call must read and write, at once: the machine's memory in the same round as the calls */
+    int host;
+    char *hsrc, *hdst;
+    size_t hbytes; /* the size of hsrc and hdst */
 } bench_floor_t;
 
 /* The barrier floor's ways, in barrier_us's order. */
@@ -48,5 +53,14 @@ void bench_floor_row(const bench_floor_t *f, size_t moved, double copy_us, doubl
  * (blocking), the enqueue and graph columns (stream_us, <= 0 where not run). */
 void bench_floor_barrier_row(const bench_floor_t *f, double picoll_us, const double *stream_us);
 void bench_floor_close(bench_floor_t *f);
+/* Host buffers: this rank's mean time (us) of iters copies of half of moved bytes between two
+ * buffers of its own, each alone between barriers after warmup untimed ones, every rank at once;
+ * -1 where the buffers could not be had (on every rank alike). */
+double bench_floor_host_copy(bench_floor_t *f, MPI_Comm comm, size_t moved, int iters, int warmup);
+/* Rank 0's lines for host buffers: the header, and under a row its rounds' floors and picoll's
+ * and the MPI's ratios to their median. */
+void bench_floor_host_header(const char *coll);
+void bench_floor_host_row(size_t moved, const double *rounds, int n, double floor_us,
+                          double picoll_us, double mpi_us);
 
 #endif

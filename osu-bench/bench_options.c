@@ -125,7 +125,11 @@ static void print_usage(const bench_coll_t *coll)
         "                                barrier of the ranks' kernels over picoll's device\n"
         "                                workspace, no data, blocking, enqueued and graph-\n"
         "                                launched, with a \"# barrier floor (us):\" line of "
-        "ratios\n"
+        "ratios;\n"
+        "                                with host buffers: in every round, every rank's memcpy\n"
+        "                                of half the bytes its call must move, at once, with a\n"
+        "                                \"# rounds floor (us):\" and a \"# host floor (us):\"\n"
+        "                                line under each row\n"
         "      --osu-timing              with picoll preloaded: picoll's call timed as the OSU\n"
         "                                micro-benchmarks 7.2 time it: each call alone between\n"
         "                                two MPI_Barrier calls, with -c before each the buffers\n"
@@ -281,8 +285,8 @@ static const char *check_options(options_t *opt)
     const char *bad = NULL;
     if (opt->baseline != BASELINE_AUTO && opt->ab_rounds == 0) {
         bad = "--baseline chooses the A column of --ab: give --ab too";
-    } else if (opt->floor > 0 && (opt->ab_rounds == 0 || opt->mem != MEM_CUDA)) {
-        bad = "--floor adds lines to --ab -d cuda: give both";
+    } else if (opt->floor > 0 && opt->ab_rounds == 0) {
+        bad = "--floor adds lines to --ab: give --ab too";
     } else if (opt->nccl && opt->ab_rounds == 0) {
         bad = "--nccl adds a column to --ab: give --ab too";
     }

@@ -298,6 +298,12 @@ void bench_print_floor(const bench_t *b, size_t size)
     if (f->state != COLUMN_ON) {
         return;
     }
+    if (b->floor.host) {
+        const bench_column_t *base = b->ab[0];
+        bench_floor_host_row(bench_floor_moved(b->coll->name, b->np, size), f->lat,
+                             b->opt.ab_rounds, f->us, b->col[COLUMN_PICOLL].us, base->us);
+        return;
+    }
     for (int i = 0; i < STREAM_COLUMNS; i++) {
         const bench_column_t *c = &b->col[COLUMN_STREAM_FIRST + i];
         stream_us[i] = c->state == COLUMN_ON ? c->us : 0.0;

@@ -21,6 +21,18 @@ from bench_rows import (BASELINE_NAMES, CSV_FIELDS, LARGE_ITERS, LARGE_SIZE, LAR
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def correlation(xs, ys):
+    """Pearson's r of two series, "%.2f"; "-" under 3 points or where either does not vary."""
+    n = len(xs)
+    if n < 3:
+        return "-"
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return "%.2f" % (sxy / (sxx * syy) ** 0.5) if sxx > 0 and syy > 0 else "-"
+
+
 class Report:
     """What a runner (bench_runner.Runner) gathered, printed and written: its rows, notes,
     failures and skipped NCCL columns, with its options (args) and baselines."""
@@ -333,12 +345,19 @@ class Report:
         # and the most from one) and busy with other work, in % of the job's CPU time
         head = ["job", "%s median (us)" % base, "picoll median (us)", "%s/picoll" % base, "unstable",
                 "steal %", "max steal %", "others %"]
+        # host buffers: the machine's memory copy timed in the same rounds (osu-bench --floor), and
+        # picoll's median over it: what is left of picoll's spread where the machine's is taken out
+        floored = all(r.get("floor_us") for _, r in jobs)
+        if floored:
+            head += ["floor median (us)", "picoll/floor"]
         cells, csv_rows = [], []
         for job, r in jobs:
             mpi, pic = float(r["mpi_us"]), float(r["picoll_us"])
             machine = [r.get("job_%s_pct" % k) or "-" for k in ("steal", "steal_max", "others")]
+            over_floor = "%.3f" % (pic / float(r["floor_us"])) if r.get("floor_us") else ""
             cells.append([str(job), r["mpi_us"], r["picoll_us"], fmt_ratio(mpi / pic if pic else 0.0),
-                          r["unstable"] or "-"] + machine)
+                          r["unstable"] or "-"] + machine
+                         + ([r["floor_us"], over_floor + "x"] if floored else []))
             csv_rows.append({"collective": coll, "memory": mem, "np": np, "datatype": r["datatype"],
                              "size_bytes": size, "job": job, "baseline": r["baseline"],
                              "mpi_us": r["mpi_us"], "picoll_us": r["picoll_us"],
@@ -347,7 +366,9 @@ class Report:
                              "rounds_picoll_us": r["rounds_picoll_us"],
                              "job_steal_pct": r.get("job_steal_pct", ""),
                              "job_steal_max_pct": r.get("job_steal_max_pct", ""),
-                             "job_others_pct": r.get("job_others_pct", "")})
+                             "job_others_pct": r.get("job_others_pct", ""),
+                             "floor_us": r.get("floor_us", ""), "picoll_over_floor": over_floor,
+                             "rounds_floor_us": r.get("rounds_floor_us", "")})
         mpis = [float(r["mpi_us"]) for _, r in jobs]
         pics = [float(r["picoll_us"]) for _, r in jobs]
         spreads = []
@@ -355,6 +376,23 @@ class Report:
             lo, med, hi, sp = spread_stats(v)
             spreads.append("%s's medians across jobs: min %.2f, median %.2f, max %.2f us; max/min %.2fx"
                            % (side, lo, med, hi, sp))
+        if floored:
+            floors = [float(r["floor_us"]) for _, r in jobs]
+            lo, med, hi, sp = spread_stats(floors)
+            over = [p / f for p, f in zip(pics, floors)]
+            pr, fr = [], []  # every round of every job, picoll's and the floor's
+            for _, r in jobs:
+                p_r = [float(x) for x in r["rounds_picoll_us"].split()]
+                f_r = [float(x) for x in r.get("rounds_floor_us", "").split()]
+                if len(p_r) == len(f_r):
+                    pr += p_r
+                    fr += f_r
+            spreads.append("the floor's medians across jobs: min %.2f, median %.2f, max %.2f us; "
+                           "max/min %.2fx; picoll/floor across jobs %.3fx to %.3fx (max/min %.2fx); "
+                           "correlation of picoll's and the floor's medians %s, of their %d "
+                           "rounds %s"
+                           % (lo, med, hi, sp, min(over), max(over), spread_stats(over)[3],
+                              correlation(pics, floors), len(pr), correlation(pr, fr)))
         missing = a.stability - len(jobs)
         pic_spread = spread_stats(pics)[3]
         slower = [job for job, r in jobs if float(r["picoll_us"]) > float(r["mpi_us"])]

@@ -85,7 +85,8 @@ CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", 
 # as in results.csv), their quotient, the job's unstable sides and every round's latencies
 STABILITY_FIELDS = ["collective", "memory", "np", "datatype", "size_bytes", "job", "baseline",
                     "mpi_us", "picoll_us", "mpi_over_picoll", "unstable", "rounds_mpi_us",
-                    "rounds_picoll_us", "job_steal_pct", "job_steal_max_pct", "job_others_pct"]
+                    "rounds_picoll_us", "job_steal_pct", "job_steal_max_pct", "job_others_pct",
+                    "floor_us", "picoll_over_floor", "rounds_floor_us"]
 
 
 def spread_stats(values):

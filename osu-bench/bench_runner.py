@@ -7,6 +7,7 @@ Standard library only.
 
 import os
 import re
+import statistics
 import shutil
 import subprocess
 import sys
@@ -119,6 +120,15 @@ class ABReader:
                 return True
             set_rounds(row, pairs)
             self.flush()
+            return True
+        if line.startswith("# rounds floor (us):") and row is not None:
+            # --floor with host buffers: the machine's memory copy in each round (issue 52)
+            floors = [float(x) for x in line[len("# rounds floor (us):"):].split()]
+            row["rounds_floor_us"] = " ".join("%.3f" % x for x in floors)
+            row["floor_us"] = ("%.3f" % statistics.median(floors)
+                               if floors and min(floors) > 0 else "")
+            return True
+        if line.startswith("# host floor") and row is not None:
             return True
         if line.startswith("# driver calls: "):
             notes.append("%s: %s" % (label, line[2:]))
@@ -277,6 +287,8 @@ class Runner:
                 "--baseline", base, "-T", dtype or a.type]
         if mem == "cuda" and a.nccl != "off":
             args.append("--nccl")
+        if mem == "host" and a.stability:
+            args.append("--floor")  # the machine's memory in every round, beside the calls
         parts = self.ab_parts(sizes)
         label = "%s %s%s np %d%s" % (coll, mem, " " + dtype.upper() if dtype else "", np,
                                      ", " + tag if tag else "")

@@ -52,6 +52,11 @@ Checks (all by default on a successful run):
                       collective (--title) must move at that size on NP ranks, whose floors are
                       the larger of the launch's and the copy's, and whose ratios are the row's
                       latencies over them
+  --host-floor NP     --floor ran on host buffers on NP ranks (issue 52): one "# host floor: ..."
+                      line, and under every row a "# rounds floor (us):" line of one positive
+                      time per --ab round and a "# host floor (us): F (B B read and written ...);
+                      picoll/floor X, MPI/floor Y" line: F their median, B what the collective
+                      moves at that size on NP ranks, X and Y the row's latencies over F
   --barrier-floor, --osu-timing, --osu-path RE: check_modes.py
 """
 
@@ -63,6 +68,7 @@ import subprocess
 import sys
 
 from bench_rows import size_list
+from statistics import median
 from check_modes import check_barrier_floor, check_osu_timing
 
 
@@ -292,6 +298,42 @@ def check_floor(a, lines, columns, out, err):
     print("floor: launch %.2f us, queue %.2f us; a floor line under each row" % (launch, queue))
 
 
+HOST_FLOOR_ROW = re.compile(r"^# host floor \(us\): ([0-9.]+) \((\d+) B read and written, [0-9.]+ GB/s\); "
+                            r"picoll/floor ([0-9.]+)x, MPI/floor ([0-9.]+)x$")
+
+
+def check_host_floor(a, lines, columns, out, err):
+    """--host-floor NP: the header, and under each row its rounds' floors, their median and the
+    row's ratios to it."""
+    if len([l for l in lines if l.startswith("# host floor: ")]) != 1:
+        fail("expected one '# host floor: ...' line", out, err)
+    for row, below in rows_below(lines):
+        rounds = [l for l in below if l.startswith("# rounds floor (us):")]
+        m = [HOST_FLOOR_ROW.match(l) for l in below if l.startswith("# host floor (us): ")]
+        if len(rounds) != 1 or len(m) != 1 or not m[0]:
+            fail("row %r has no '# rounds floor (us):' and '# host floor (us):' lines under it"
+                 % row, out, err)
+        floors = [float(x) for x in rounds[0][len("# rounds floor (us):"):].split()]
+        ab = [ROUNDS.match(l) for l in below if l.startswith("# rounds A/B")]
+        nrounds = len(ab[0].group(2).split()) if ab and ab[0] else -1
+        f, g = row.split(), m[0].groups()
+        size, np_ = int(f[0]), a.host_floor
+        moved = {"Allgather": (np_ + 1) * size, "Alltoall": 2 * np_ * size}.get(a.title, 2 * size)
+        if len(floors) != nrounds or min(floors) <= 0 or int(g[1]) != moved:
+            fail("row %r: floors %s of %s B, expected one positive a round (%d) of %d B"
+                 % (row, floors, g[1], nrounds, moved), out, err)
+        fl = float(g[0])
+        if abs(fl - median(floors)) > 0.006 + 0.001 * fl:
+            fail("row %r: floor %s is not its rounds' median" % (row, g[0]), out, err)
+        for k, c in ((2, "picoll(us)"), (3, "MPI(us)")):
+            lat = float(f[1 + columns.index(c)])
+            want = lat / fl
+            # both printed rounded: the row's latency to 0.01 us, the floor to 0.001
+            if abs(float(g[k]) - want) > 0.002 + want * (0.006 / lat + 0.0006 / fl):
+                fail("row %r: %s/floor %s is not %.3f" % (row, c, g[k], want), out, err)
+    print("host floor: a floor in every round under each row")
+
+
 def check_format(a, out, err):
     lines = out.splitlines()
     if not lines:
@@ -370,6 +412,8 @@ def check_format(a, out, err):
         check_stream(a, lines, header, columns, out, err)
     if rows and a.floor:
         check_floor(a, lines, columns, out, err)
+    if rows and a.host_floor:
+        check_host_floor(a, lines, columns, out, err)
     if rows and a.barrier_floor:
         check_barrier_floor(lines, columns, out, err, fail, rows_below)
     if rows and a.osu_timing:
@@ -475,7 +519,12 @@ def unstable_sides(row):
 
 
 STABILITY_JOB = re.compile(r"^ +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+)x +(\S+) +([0-9.]+|-) +([0-9.]+|-)"
-                           r" +([0-9.]+|-)$")
+                           r" +([0-9.]+|-)(?: +([0-9.]+) +([0-9.]+)x)?$")
+STABILITY_FLOOR_LINE = re.compile(r"^the floor's medians across jobs: min ([0-9.]+), median ([0-9.]+), "
+                                  r"max ([0-9.]+) us; max/min ([0-9.]+)x; picoll/floor across jobs "
+                                  r"([0-9.]+)x to ([0-9.]+)x \(max/min ([0-9.]+)x\); correlation of "
+                                  r"picoll's and the floor's medians (-|-?[0-9.]+), of their (\d+) "
+                                  r"rounds (-|-?[0-9.]+)$")
 STABILITY_SPREAD_LINE = re.compile(r"^(.+)'s medians across jobs: min ([0-9.]+), median ([0-9.]+), "
                                    r"max ([0-9.]+) us; max/min ([0-9.]+)x$")
 STABILITY_VERDICT = re.compile(r"^stability: picoll's median within ([0-9.]+)x across jobs: "
@@ -506,11 +555,14 @@ def check_stability(a, out, err):
         if not at:
             fail("no table titled %r..." % head, out, err)
         i = at[0]
+        # host buffers: the machine's memory copy in the same rounds (osu-bench --floor, issue 52)
+        floored = mem == "host"
         if not re.match(r"^ +job +(plain|staged) MPI median \(us\) +picoll median \(us\) +"
-                        r"(plain|staged) MPI/picoll +unstable +steal % +max steal % +others %$",
+                        r"(plain|staged) MPI/picoll +unstable +steal % +max steal % +others %"
+                        + (r" +floor median \(us\) +picoll/floor$" if floored else "$"),
                         lines[i + 1]):
             fail("no column header under %r: %r" % (lines[i], lines[i + 1]), out, err)
-        pics, mpis = [], []
+        pics, mpis, floors = [], [], []
         for k, r in enumerate(mine):
             m = STABILITY_JOB.match(lines[i + 2 + k])
             if not m or int(m.group(1)) != k + 1:
@@ -527,6 +579,19 @@ def check_stability(a, out, err):
                 if os.path.exists("/proc/stat") and not 0.0 <= float(r[f] or -1) <= 100.0:
                     fail("stability.csv: %s of job %s is %r, not a percentage" % (f, r["job"], r[f]),
                          out, err)
+            if floored:
+                # the floor: every round's, their median, picoll's median over it
+                rf = [float(x) for x in r["rounds_floor_us"].split()]
+                fl = float(m.group(9) or -1)
+                if len(rf) != len(r["rounds_picoll_us"].split()) or min(rf) <= 0 or \
+                        abs(median(rf) - fl) > 0.006 + 0.001 * fl or fl != float(r["floor_us"]) or \
+                        abs(float(m.group(10)) - pic / fl) > 0.002 + 0.002 * pic / fl or \
+                        m.group(10) != r["picoll_over_floor"]:
+                    fail("job line %r: the floor is not stability.csv's %s" % (lines[i + 2 + k], r),
+                         out, err)
+                floors.append(fl)
+            elif m.group(9) is not None:
+                fail("job line %r has a floor on %s buffers" % (lines[i + 2 + k], mem), out, err)
             mpis.append(mpi)
             pics.append(pic)
         j = i + 2 + len(mine)
@@ -538,6 +603,18 @@ def check_stability(a, out, err):
             got = tuple(float(x) for x in m.groups()[1:])
             if any(abs(g - w) > 0.006 + 0.001 * w for g, w in zip(got, want)):
                 fail("spread line %r, expected %s" % (m.group(0), want), out, err)
+        if floored:
+            f = STABILITY_FLOOR_LINE.match(lines[j + 2]) if len(lines) > j + 2 else None
+            over = [p_ / f_ for p_, f_ in zip(pics, floors)]
+            want = (min(floors), median(floors), max(floors), max(floors) / min(floors), min(over),
+                    max(over), max(over) / min(over))
+            if not f or any(abs(float(g) - w) > 0.006 + 0.002 * w
+                            for g, w in zip(f.groups()[:7], want)):
+                fail("no floor line under %r matching its jobs %s: %r"
+                     % (lines[i], want, lines[j + 2:j + 3]), out, err)
+            if int(f.group(9)) != sum(len(r["rounds_floor_us"].split()) for r in mine):
+                fail("floor line %r: not every round counted" % f.group(0), out, err)
+            j += 1
         v = STABILITY_VERDICT.match(lines[j + 2]) if len(lines) > j + 2 else None
         if not v:
             fail("no verdict line under %r: %r" % (lines[i], lines[j + 2:j + 3]), out, err)
@@ -615,6 +692,7 @@ def main():
     p.add_argument("--stream-calls", type=int)
     p.add_argument("--stream-skipped")
     p.add_argument("--floor", type=int)
+    p.add_argument("--host-floor", type=int)
     p.add_argument("--barrier-floor", action="store_true")
     p.add_argument("--osu-timing", action="store_true")
     p.add_argument("--osu-path")

@@ -32,6 +32,8 @@
  *   cuda_coll devcoll-late R S  each of those with rank R's kernel S seconds late (given up on,
  *                          waited for, resumed)
  *   cuda_coll zc           the zero-copy path's end and picoll's allocator (mode_zc)
+ *   cuda_coll zcmiss [--calls N] [--sizes B,...]  allreduces of fresh buffers against reused
+ *                          ones, timed: an IPC cache miss's cost (mode_zcmiss)
  *   cuda_coll stall R      rank R sleeps before an allreduce: the others must end the job with
  *                          picoll's timeout error naming it
  *   the modes of tests/cuda/modes.c (issue 12's defects): rehome, thread, ptds, mixed, commfree,
@@ -491,6 +493,120 @@ static int mode_zc(int argc, char **argv)
     return mt_finish("cuda_coll zc");
 }
 
+/* zcmiss [--calls N] [--sizes B,B,...]: what a miss of the zero-copy path's IPC cache costs
+ * against the copy it saves (issue 50; lease step zcmiss runs it with PICOLL_CUDA_ZERO_COPY=on
+ * and off, turn about). For each size (bytes of a float sum; default 1M,4M,16M,64M): N
+ * allreduces of fresh buffers (allocated before, freed after each call: every peer's mapping a
+ * miss where the path is on), then N of the same buffers (hits after the first); each call alone
+ * between two barriers, its time the slowest rank's, the median printed per kind. Every call's
+ * path checked (want_zc) and every result against a plain loop. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double zcmiss_call(dbuf_t *sb, dbuf_t *rb, size_t n, float *h, float *got, int round,
+                          const char *what)
+{
+    size_t bytes = n * sizeof(float);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = (float)((i * 7 + (size_t)mt_rank * 3 + (size_t)round) % 61);
+    }
+    dbuf_put(sb, 0, h, bytes);
+    MPI_Barrier(test_comm);
+    double t0 = MPI_Wtime();
+    int rc = MPI_Allreduce(sb->p, rb->p, (int)n, MPI_FLOAT, MPI_SUM, test_comm);
+    double dt = MPI_Wtime() - t0, slowest = dt;
+    MT_CHECK(rc == MPI_SUCCESS, "zcmiss %s allreduce of %zu bytes: MPI error %d", what, bytes, rc);
+    check_path(what, n, want_zc(want_allreduce(&types[T_FLOAT], bytes), 0, sb->p, rb->p, bytes));
+    MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, test_comm);
+    dbuf_get(rb, 0, got, bytes);
+    for (size_t i = 0; i < n; i++) {
+        float want = 0; /* small integers: exact in any order */
+        for (int r = 0; r < mt_size; r++) {
+            want += (float)((i * 7 + (size_t)r * 3 + (size_t)round) % 61);
+        }
+        if (got[i] != want) {
+            mt_fail("zcmiss %s allreduce of %zu bytes, round %d: element %zu is %g, want %g", what,
+                    bytes, round, i, (double)got[i], (double)want);
+            break;
+        }
+    }
+    ncases++;
+    return slowest;
+}
+
+static int mode_zcmiss(int argc, char **argv)
+{
+    int calls = 20;
+    const char *sizes = "1M,4M,16M,64M";
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--calls") == 0) {
+            calls = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "--sizes") == 0) {
+            sizes = argv[i + 1];
+        }
+    }
+    MT_CHECK(calls >= 1 && calls <= 1000, "zcmiss: --calls %d (1 to 1000)", calls);
+    double *t = malloc(sizeof(double) * (size_t)calls);
+    /* the workspace first (a call finds no zero-copy path before it has one) */
+    dbuf_t w;
+    dbuf_alloc(&w, 4096, 0, 0);
+    call_allreduce(MPI_IN_PLACE, w.p, 1024, MPI_INT, MPI_SUM, want_allreduce(&types[T_INT32], 4096),
+                   "set-up allreduce");
+    dbuf_free(&w);
+    const char *mode = getenv("PICOLL_CUDA_ZERO_COPY");
+    for (const char *at = sizes; *at != '\0';) {
+        char *end;
+        size_t bytes = strtoul(at, &end, 10);
+        bytes <<= *end == 'M' ? 20 : *end == 'k' ? 10 : 0;
+        end += *end == 'M' || *end == 'k';
+        at = *end == ',' ? end + 1 : end;
+        size_t n = bytes / sizeof(float);
+        MT_CHECK(n > 0 && (*end == ',' || *end == '\0'), "zcmiss: --sizes %s", sizes);
+        if (n == 0) {
+            break;
+        }
+        float *h = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+        double med[2];
+        dbuf_t sb, rb;
+        for (int kind = 0; kind < 2; kind++) { /* fresh buffers, then the same ones */
+            const char *what = kind == 0 ? "fresh buffers" : "reused buffers";
+            if (kind == 1) {
+                dbuf_alloc(&sb, n * sizeof(float), 0, 0);
+                dbuf_alloc(&rb, n * sizeof(float), 0, 0);
+            }
+            for (int k = 0; k < calls; k++) {
+                if (kind == 0) {
+                    dbuf_alloc(&sb, n * sizeof(float), 0, 0);
+                    dbuf_alloc(&rb, n * sizeof(float), 0, 0);
+                }
+                t[k] = zcmiss_call(&sb, &rb, n, h, got, kind * calls + k, what);
+                if (kind == 0) {
+                    dbuf_free(&sb);
+                    dbuf_free(&rb);
+                }
+            }
+            if (kind == 1) {
+                dbuf_free(&sb);
+                dbuf_free(&rb);
+            }
+            qsort(t, (size_t)calls, sizeof(double), cmp_double);
+            med[kind] = t[calls / 2] * 1e6;
+        }
+        if (mt_rank == 0) {
+            printf("cuda_coll zcmiss: %zu bytes, PICOLL_CUDA_ZERO_COPY=%s: fresh buffers %.1f "
+                   "us/call, reused %.1f us/call (median of %d, the slowest rank's)\n",
+                   bytes, mode != NULL ? mode : "registered", med[0], med[1], calls);
+        }
+        free(h);
+        free(got);
+    }
+    free(t);
+    return mt_finish("cuda_coll zcmiss");
+}
+
 /* ---------------------------------------------------------------- main */
 
 int fallback_takes_device_buffers(void)
@@ -525,6 +641,7 @@ static const struct {
     {"devcoll", mode_devcoll, 0},
     {"devcoll-late", mode_devcoll_late, 0},
     {"zc", mode_zc, 0},
+    {"zcmiss", mode_zcmiss, 0},
 };
 
 /* The thresholds the cases are built around (cases.h): defaults here, and any other value set

@@ -43,8 +43,13 @@
 #              allreduce at np 2, 4 and 8 (two rounds), allgather and alltoall 256 KiB to 16 MiB
 #              blocks at np 2 and 4; then cuda.zc.* (the matrix on the cache, the end of a call
 #              with picoll's allocator). About 10 minutes at most.
-#   torch50    issue 50: a 25 MiB all_reduce through picoll_torch from picoll_torch.mem_pool()
-#              (zero-copy) against PyTorch's allocator, np 2 and 4 (tests/torch/zc_pool.py).
+#   torch50    issue 50: a 25 MiB all_reduce, reduce_scatter_tensor and all_gather_into_tensor
+#              through picoll_torch from picoll_torch.mem_pool() (zero-copy) against PyTorch's
+#              allocator, np 2 and 4 (tests/torch/zc_pool.py).
+#   zcmiss     issue 50: what a miss of the zero-copy path's IPC cache costs against the copy it
+#              saves: cuda_coll zcmiss (allreduces of fresh buffers, then of reused ones, 1 to
+#              64 MiB) with PICOLL_CUDA_ZERO_COPY=on and off, turn about, np 2 and 4. About 3
+#              minutes.
 #   envab      a variable's A/B: allreduce and allgather (LEASE_AB_COLLS) 8 B to 64 KiB with --floor,
 #              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
 #              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
@@ -232,6 +237,17 @@ for s in $steps; do
         done
         step zc50-tests 200 bash -c "cd '$build' && ctest -R '^cuda\.(zc|enqueue\.zc)\.' --output-on-failure"
         grep -h "^[0-9]\|tests passed\|Failed" "$logs"/zc50-*.log | cut -c1-160 | head -60 ;;
+    zcmiss)
+        # issue 50: a cache miss (cuIpcGetMemHandle at the owner, cuIpcOpenMemHandle at every
+        # peer, each call of fresh buffers) against the copy it saves; reused buffers beside
+        for np in 2 4; do
+            for v in off on off on; do
+                step zcmiss-$v-np$np 60 env PICOLL_STATS=1 PICOLL_CUDA_ZERO_COPY=$v \
+                    PICOLL_NVLINK_TWOSHOT_MAX=1G "$build/tests/mpirun.sh" $np --preload \
+                    "$build/tests/cuda/cuda_coll" zcmiss --calls 10
+            done
+        done
+        grep -h "zcmiss:\|zero-copy" "$logs"/zcmiss-*.log | head -40 ;;
     torch50)
         # issue 50's done-when: a 25 MiB all_reduce through picoll_torch from picoll's allocator
         # (picoll_torch.mem_pool()) on the zero-copy path, against PyTorch's own allocator, turn
