@@ -20,6 +20,20 @@ typedef struct {
     uint64_t used; /* the cache's clock at its last use (least recently used: evicted) */
 } ipc_cache_entry_t;
 
+/* The owner's side: the IPC handles of its own allocations that it exported, by start and
+ * buffer id (an allocation's handle is the same for its life; a new allocation at the same start
+ * has another id, so a freed one's handle is never handed out), the least recently used one
+ * replaced: a buffer described at every call (PICOLL_CUDA_ZERO_COPY=on) costs its attribute
+ * query, not cuIpcGetMemHandle too. */
+#define OWN_SLOTS 64
+typedef struct {
+    uint64_t base, id; /* 0: a free slot */
+    picoll_cu_ipc_handle_t handle;
+    uint64_t used;
+} own_entry_t;
+static own_entry_t own[OWN_SLOTS];
+static uint64_t own_clock;
+
 static ipc_cache_entry_t cache[IPC_CACHE_SLOTS];
 static uint64_t cache_clock;
 static size_t cache_bytes; /* the live entries' sizes */
@@ -47,12 +61,29 @@ picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_
         return PICOLL_ERR_NOT_SUPPORTED;
     }
     memset(out, 0, sizeof(*out));
-    PICOLL_CU_TRY(picoll_cu.ipc_get_mem_handle(&out->handle, start), "cuIpcGetMemHandle");
+    own_entry_t *hit = NULL, *lru = &own[0];
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < OWN_SLOTS && hit == NULL; i++) {
+        hit = own[i].base == start && own[i].id == id ? &own[i] : NULL;
+        lru = own[i].used < lru->used ? &own[i] : lru;
+    }
+    if (hit != NULL) {
+        hit->used = ++own_clock;
+        out->handle = hit->handle;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (hit == NULL) {
+        PICOLL_CU_TRY(picoll_cu.ipc_get_mem_handle(&out->handle, start), "cuIpcGetMemHandle");
+    }
     out->base = start;
     out->size = size;
     out->buffer_id = id;
     out->offset = p - start;
     pthread_mutex_lock(&cache_lock);
+    if (hit == NULL) {
+        *lru = (own_entry_t){.base = start, .id = id, .handle = out->handle, .used = ++own_clock};
+        cache_stats.export_handles++;
+    }
     cache_stats.exports++;
     cache_stats.export_s += picoll_clock_now() - t0;
     pthread_mutex_unlock(&cache_lock);

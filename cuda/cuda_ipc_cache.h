@@ -29,18 +29,22 @@ typedef struct {
 } picoll_cuda_ipc_buf_t;
 
 typedef struct {
-    long hits;       /* a live entry of the same allocation */
-    long misses;     /* opened (the stale ones included) */
-    long stale;      /* an entry of the same start whose buffer id no longer matched: closed */
-    long evictions;  /* closed to keep the bound */
-    long entries;    /* held now */
-    double miss_s;   /* seconds the misses' opens took, in all */
-    long exports;    /* this process's buffers described to its peers (the owner's side) */
-    double export_s; /* seconds their attribute queries and cuIpcGetMemHandle took, in all */
+    long hits;           /* a live entry of the same allocation */
+    long misses;         /* opened (the stale ones included) */
+    long stale;          /* an entry of the same start whose buffer id no longer matched: closed */
+    long evictions;      /* closed to keep the bound */
+    long entries;        /* held now */
+    double miss_s;       /* seconds the misses' opens took, in all */
+    long exports;        /* this process's buffers described to its peers (the owner's side) */
+    long export_handles; /* of those, the ones that took a cuIpcGetMemHandle (the others found
+                          * their allocation's handle kept from an earlier export) */
+    double export_s;     /* seconds their attribute queries and cuIpcGetMemHandle took, in all */
 } picoll_cuda_ipc_cache_stats_t;
 
 /* The owner's side: describes the device allocation holding ptr (its start, size and buffer id in
- * one attribute query, and its IPC handle). PICOLL_ERR_NOT_SUPPORTED where ptr is not device
+ * one attribute query, and its IPC handle: kept by start and buffer id after the first export, so
+ * that describing the same allocation again takes no cuIpcGetMemHandle). PICOLL_ERR_NOT_SUPPORTED
+ * where ptr is not device
  * memory that CUDA IPC exports (managed memory, host memory). */
 picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_t *out);
 

@@ -537,6 +537,28 @@ static double zcmiss_call(dbuf_t *sb, dbuf_t *rb, size_t n, float *h, float *got
     return slowest;
 }
 
+/* cuIpcGetMemHandle calls so far, where the emulated GPU counts them; else -1. */
+static long ipc_get_calls(void)
+{
+    int (*counts)(long *, int);
+    const char *(*name)(int);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); /* the driver loaded (drv.c) */
+    if (lib == NULL) {
+        return -1;
+    }
+    *(void **)&counts = dlsym(lib, "fakecuda_call_counts");
+    *(void **)&name = dlsym(lib, "fakecuda_call_name");
+    dlclose(lib);
+    long c[512];
+    int n = counts != NULL && name != NULL ? counts(c, 512) : 0;
+    for (int i = 0; i < n && i < 512; i++) {
+        if (strcmp(name(i), "cuIpcGetMemHandle") == 0) {
+            return c[i];
+        }
+    }
+    return -1;
+}
+
 static int mode_zcmiss(int argc, char **argv)
 {
     int calls = 20;
@@ -571,8 +593,13 @@ static int mode_zcmiss(int argc, char **argv)
         float *h = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
         double med[2];
         dbuf_t sb, rb;
+        long h0 = -1, handles = -1; /* the reused calls' cuIpcGetMemHandle (the emulated GPU
+                                     * counts them; -1: not counted) */
         for (int kind = 0; kind < 2; kind++) { /* fresh buffers, then the same ones */
             const char *what = kind == 0 ? "fresh buffers" : "reused buffers";
+            if (kind == 1) {
+                h0 = ipc_get_calls();
+            }
             if (kind == 1) {
                 dbuf_alloc(&sb, n * sizeof(float), 0, 0);
                 dbuf_alloc(&rb, n * sizeof(float), 0, 0);
@@ -589,6 +616,7 @@ static int mode_zcmiss(int argc, char **argv)
                 }
             }
             if (kind == 1) {
+                handles = h0 >= 0 ? ipc_get_calls() - h0 : -1;
                 dbuf_free(&sb);
                 dbuf_free(&rb);
             }
@@ -599,6 +627,19 @@ static int mode_zcmiss(int argc, char **argv)
             printf("cuda_coll zcmiss: %zu bytes, PICOLL_CUDA_ZERO_COPY=%s: fresh buffers %.1f "
                    "us/call, reused %.1f us/call (median of %d, the slowest rank's)\n",
                    bytes, mode != NULL ? mode : "registered", med[0], med[1], calls);
+        }
+        /* the owner describes its buffers at every call of mode on; their IPC handles once (two
+         * allocations: the send and the receive buffer), kept after (cuda_ipc_cache.c) */
+        if (handles >= 0 && mode != NULL && strcmp(mode, "on") == 0) {
+            MT_CHECK(handles <= 2,
+                     "zcmiss: %ld cuIpcGetMemHandle in %d calls of the same two buffers (want at "
+                     "most 2: their handles kept)",
+                     handles, calls);
+            if (mt_rank == 0) {
+                printf("cuda_coll zcmiss: %zu bytes: %ld cuIpcGetMemHandle in %d calls of the same "
+                       "buffers\n",
+                       bytes, handles, calls);
+            }
         }
         free(h);
         free(got);
