@@ -560,19 +560,28 @@ __device__ __forceinline__ void dev_mode_allgatherv(const picoll_cuda_kparams_t 
 }
 
 /* Bcast: every rank arrives (a rank writes its slot again two epochs on only once every peer
- * arrived after reading it); only the root's slot carries data. */
+ * arrived after reading it); only the root's slot carries data. Zero-copy
+ * (PICOLL_CUDA_K_BCAST_ZC): no copy in, the others read the root's buffer (zsrc[root]), then
+ * dev_zc_end: the root returns only once nobody reads its buffer. */
 __device__ __forceinline__ void dev_mode_bcast(const picoll_cuda_kparams_t &p, const dev_block_t &b)
 {
-    if (b.arrived < 1 && p.me == p.root) {
+    const bool zc = p.mode == PICOLL_CUDA_K_BCAST_ZC;
+    if (!zc && b.arrived < 1 && p.me == p.root) {
         dev_copy(b.in[p.me] + b.lo, p.src + b.lo, b.hi - b.lo);
     }
-    if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
-        return;
+    if (b.arrived < 2) { /* the copy path's blocks arrive once: always */
+        if (dev_arrive_wait(p, b.ep, b.ep, b.arrived < 1)) {
+            return;
+        }
+        if (p.me != p.root) {
+            dev_copy(p.dst + b.lo, (zc ? p.zsrc[p.root] : b.in[p.root]) + b.lo, b.hi - b.lo);
+        }
     }
-    if (p.me != p.root) {
-        dev_copy(p.dst + b.lo, b.in[p.root] + b.lo, b.hi - b.lo);
+    if (zc) {
+        dev_zc_end(p, b, b.ep + 1, b.arrived < 2);
+    } else {
+        dev_finish(p, b.ep, b.ep);
     }
-    dev_finish(p, b.ep, b.ep);
 }
 
 /* Zero-copy two-shot allreduce: rank r reduces part r of the block's part of every rank's input
@@ -781,6 +790,7 @@ __device__ __forceinline__ void dev_coll(const picoll_cuda_kparams_t &p, R red)
         }
         break;
     case PICOLL_CUDA_K_BCAST:
+    case PICOLL_CUDA_K_BCAST_ZC:
         if constexpr (!R::FIXED) {
             dev_mode_bcast(p, b);
         }

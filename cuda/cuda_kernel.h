@@ -91,7 +91,8 @@ typedef enum {
     PICOLL_CUDA_K_TWOSHOT_ZC,   /* arrive, reduce my part of every zsrc into my dst, arrive, copy
                                  * every rank's part from its zdst, arrive */
     PICOLL_CUDA_K_ALLTOALL_ZC,  /* arrive, copy the block for me from every zsrc, arrive */
-    PICOLL_CUDA_K_REDSCAT_ZC    /* arrive, reduce my piece of every zsrc into my dst, arrive */
+    PICOLL_CUDA_K_REDSCAT_ZC,   /* arrive, reduce my piece of every zsrc into my dst, arrive */
+    PICOLL_CUDA_K_BCAST_ZC      /* arrive, the others copy the root's zsrc into dst, arrive */
 } picoll_cuda_kmode_t;
 
 /* Low-latency lines (PICOLL_CUDA_K_ONESHOT_LL and _ALLGATHER_LL, PICOLL_CUDA_LL_MAX). A line is 16

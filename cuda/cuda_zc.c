@@ -226,13 +226,14 @@ static const char *zc_map_one(picoll_cuda_ws_t *ws, coll_call_t *c, int r,
     return (const char *)p + off;
 }
 
-/* Every peer's buffers of c's mode mapped (block: allgather's block bytes); 1 where all were.
- * Alltoall and reduce-scatter read the peers' send buffers, which in place are receive buffers
- * their owners write as they go: not in place only (on every rank: each reads its own here). */
+/* Every peer's buffers of c's mode mapped (block: allgather's block bytes; bcast: the root's
+ * buffer only); 1 where all were. Alltoall and reduce-scatter read the peers' send buffers, which
+ * in place are receive buffers their owners write as they go: not in place only (on every rank:
+ * each reads its own here). */
 static int zc_map_peers(picoll_cuda_ws_t *ws, coll_call_t *c, picoll_cuda_kmode_t zmode,
                         size_t block)
 {
-    if (zmode != PICOLL_CUDA_K_TWOSHOT_ZC && zmode != PICOLL_CUDA_K_ALLGATHER_ZC &&
+    if ((zmode == PICOLL_CUDA_K_ALLTOALL_ZC || zmode == PICOLL_CUDA_K_REDSCAT_ZC) &&
         c->src == c->dst) {
         return 0;
     }
@@ -242,9 +243,12 @@ static int zc_map_peers(picoll_cuda_ws_t *ws, coll_call_t *c, picoll_cuda_kmode_
             c->p.zdst[r] = c->dst;
             continue;
         }
+        if (zmode == PICOLL_CUDA_K_BCAST_ZC && r != c->p.root) {
+            continue; /* bcast reads the root's buffer only */
+        }
         zc_desc_t d;
         memcpy(&d, picoll_shm_slot(ws->zc_shm, r, ws->zc_epoch), sizeof(d));
-        if (!d.ok || (zmode != PICOLL_CUDA_K_TWOSHOT_ZC && zmode != PICOLL_CUDA_K_ALLGATHER_ZC &&
+        if (!d.ok || ((zmode == PICOLL_CUDA_K_ALLTOALL_ZC || zmode == PICOLL_CUDA_K_REDSCAT_ZC) &&
                       d.in_place)) {
             return 0;
         }
@@ -270,6 +274,7 @@ int picoll_cuda_zc_map(picoll_cuda_ws_t *ws, coll_call_t *c)
                                 : c->p.mode == PICOLL_CUDA_K_ALLGATHER ? PICOLL_CUDA_K_ALLGATHER_ZC
                                 : c->p.mode == PICOLL_CUDA_K_ALLTOALL  ? PICOLL_CUDA_K_ALLTOALL_ZC
                                 : c->p.mode == PICOLL_CUDA_K_REDSCAT   ? PICOLL_CUDA_K_REDSCAT_ZC
+                                : c->p.mode == PICOLL_CUDA_K_BCAST     ? PICOLL_CUDA_K_BCAST_ZC
                                                                        : PICOLL_CUDA_K_ONESHOT;
     if (!ws->zc_armed) {
         return 0;

@@ -63,14 +63,15 @@ static inline picoll_cuda_kmode_t picoll_allgather_kmode(int alg)
     return alg == PICOLL_ALLGATHER_CUDA_LL ? PICOLL_CUDA_K_ALLGATHER_LL : PICOLL_CUDA_K_ALLGATHER;
 }
 /* Reduce-scatter (block or not), bcast, reduce and allgatherv run on the device executor only;
- * reduce-scatter's zero-copy form reports PICOLL_REDUCE_SCATTER_CUDA_ZC. */
-enum { PICOLL_DEVICE_ONLY_CUDA = 1, PICOLL_REDUCE_SCATTER_CUDA_ZC = 2 };
+ * reduce-scatter's and bcast's zero-copy forms report PICOLL_DEVICE_ONLY_CUDA_ZC. */
+enum { PICOLL_DEVICE_ONLY_CUDA = 1, PICOLL_DEVICE_ONLY_CUDA_ZC = 2 };
 
 /* The zero-copy form (cuda/cuda_zc.c) of device algorithm alg of coll, where the call may take
  * it: its reporting id (0: none), and the bytes it reads from the send buffer and writes to the
  * receive buffer (bytes: allreduce's vector, allgather's and alltoall's block, reduce-scatter's
- * piece; size ranks; in_place: MPI_IN_PLACE). Two-shot allreduce, allgather, and alltoall and
- * reduce-scatter not in place (they read the peers' send buffers) have one, reduce-scatter of even
+ * piece, bcast's message; size ranks; in_place: MPI_IN_PLACE). Two-shot allreduce, allgather,
+ * bcast (the others read the root's buffer), and alltoall and reduce-scatter not in place (they
+ * read the peers' send buffers) have one, reduce-scatter of even
  * pieces of 16-byte multiples only (every rank's piece 16-aligned in a send buffer: the
  * reduction's loads; the caller says whether they are even, PICOLL_COLL_REDUCE_SCATTER_BLOCK), from
  * PICOLL_CUDA_ZERO_COPY_MIN bytes a rank reads, with the path not off: the same on every rank, the
@@ -86,9 +87,12 @@ static inline int picoll_zero_copy_form(picoll_coll_t coll, int alg, size_t byte
                  ? PICOLL_ALLTOALL_CUDA_ZC
              : coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK && alg == PICOLL_DEVICE_ONLY_CUDA &&
                      !in_place && bytes % 16 == 0
-                 ? PICOLL_REDUCE_SCATTER_CUDA_ZC
+                 ? PICOLL_DEVICE_ONLY_CUDA_ZC
+             : coll == PICOLL_COLL_BCAST && alg == PICOLL_DEVICE_ONLY_CUDA
+                 ? PICOLL_DEVICE_ONLY_CUDA_ZC
                  : 0;
-    size_t all = bytes * (size_t)(coll == PICOLL_COLL_ALLREDUCE ? 1 : size);
+    size_t all =
+        bytes * (size_t)(coll == PICOLL_COLL_ALLREDUCE || coll == PICOLL_COLL_BCAST ? 1 : size);
     *sbytes = coll == PICOLL_COLL_ALLGATHER ? bytes : all;
     *rbytes = coll == PICOLL_COLL_REDUCE_SCATTER_BLOCK ? bytes : all;
     return picoll_cfg.cuda_zero_copy != PICOLL_CUDA_ZC_OFF && all > 0 &&

@@ -409,12 +409,15 @@ typedef struct {
     int size;
 } device_call_t;
 
-/* Reduce-scatter's zero-copy form: even pieces only (MPI_Reduce_scatter's counts are the same
- * on every rank, so is the answer). */
+/* Bcast's and reduce-scatter's zero-copy forms: reduce-scatter of even pieces only
+ * (MPI_Reduce_scatter's counts are the same on every rank, so is the answer). */
 static int zc_device_only(const void *arg, int alg, size_t *sbytes, size_t *rbytes)
 {
     const device_call_t *d = arg;
     const picoll_device_args_t *args = d->args;
+    if (args->coll == PICOLL_COLL_BCAST) {
+        return picoll_zero_copy_form(PICOLL_COLL_BCAST, alg, d->bytes, d->size, 1, sbytes, rbytes);
+    }
     if ((args->coll != PICOLL_COLL_REDUCE_SCATTER_BLOCK &&
          args->coll != PICOLL_COLL_REDUCE_SCATTER) ||
         args->dtype == PICOLL_DT_NONE) {

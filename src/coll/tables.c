@@ -149,12 +149,12 @@ static const picoll_alg_desc_t reduce_scatter_block_algs[] = {
                                          "rank's piece in, waits for the peers' flags, reduces "
                                          "its own piece of every rank in rank order (the reach's "
                                          "allreduce limit on the input)"},
-    [PICOLL_REDUCE_SCATTER_CUDA_ZC] = {.name = "cuda_zc",
-                                       .desc = "device buffers over CUDA IPC, large, not in place, "
-                                               "pieces of 16-byte multiples: one kernel reduces "
-                                               "its piece of every peer's send buffer, mapped "
-                                               "through the IPC cache (PICOLL_CUDA_ZERO_COPY, "
-                                               "from PICOLL_CUDA_ZERO_COPY_MIN input bytes)"},
+    [PICOLL_DEVICE_ONLY_CUDA_ZC] = {.name = "cuda_zc",
+                                    .desc = "device buffers over CUDA IPC, large, not in place, "
+                                            "pieces of 16-byte multiples: one kernel reduces "
+                                            "its piece of every peer's send buffer, mapped "
+                                            "through the IPC cache (PICOLL_CUDA_ZERO_COPY, "
+                                            "from PICOLL_CUDA_ZERO_COPY_MIN input bytes)"},
 };
 
 static const picoll_alg_desc_t reduce_scatter_algs[] = {
@@ -162,9 +162,9 @@ static const picoll_alg_desc_t reduce_scatter_algs[] = {
     [PICOLL_DEVICE_ONLY_CUDA] = {.name = "cuda_ipc",
                                  .desc = "device buffers over CUDA IPC: reduce_scatter_block's "
                                          "kernel with uneven pieces (in place: even pieces only)"},
-    [PICOLL_REDUCE_SCATTER_CUDA_ZC] = {.name = "cuda_zc",
-                                       .desc = "even pieces: reduce_scatter_block's zero-copy "
-                                               "kernel"},
+    [PICOLL_DEVICE_ONLY_CUDA_ZC] = {.name = "cuda_zc",
+                                    .desc = "even pieces: reduce_scatter_block's zero-copy "
+                                            "kernel"},
 };
 
 static const picoll_alg_desc_t bcast_algs[] = {
@@ -173,6 +173,11 @@ static const picoll_alg_desc_t bcast_algs[] = {
                                  .desc = "device buffers over CUDA IPC: the root copies in, every "
                                          "rank waits for the flags, the others copy the root's "
                                          "buffer out (PICOLL_NVLINK_IPC_MAX, PICOLL_PCIE_IPC_MAX)"},
+    [PICOLL_DEVICE_ONLY_CUDA_ZC] = {.name = "cuda_zc",
+                                    .desc = "device buffers over CUDA IPC, large: one kernel in "
+                                            "which the others copy the root's buffer, mapped "
+                                            "through the IPC cache (PICOLL_CUDA_ZERO_COPY, from "
+                                            "PICOLL_CUDA_ZERO_COPY_MIN bytes)"},
 };
 
 static const picoll_alg_desc_t reduce_algs[] = {

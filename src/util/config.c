@@ -271,7 +271,7 @@ static const picoll_config_var_t config_vars[] = {
      .type = PICOLL_CFG_SIZE,
      .def = "1M",
      .offset = offsetof(picoll_config_t, cuda_zero_copy_min),
-     .doc = "smallest device call (bytes a rank receives) that takes the zero-copy path; such "
+     .doc = "smallest device call (bytes a rank reads) that takes the zero-copy path; such "
             "calls take the node's vote (one host barrier), not the hot path"},
     {.name = "PICOLL_STAGE_DEPTH",
      .type = PICOLL_CFG_INT,

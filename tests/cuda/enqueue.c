@@ -259,8 +259,8 @@ static void queue(MPI_Comm scomm, cu_stream_t cs)
 
 /* --zc: the zero-copy path on the stream (issue 50; PICOLL_CUDA_ZERO_COPY_MIN at most 64 KiB):
  * buffers of picoll's allocator (picoll_cuda_alloc: registered, PICOLL_CUDA_ZERO_COPY=registered,
- * the default); ZC_CALLS rounds of an allreduce, an allgather, an alltoall and a
- * reduce_scatter_block enqueued back to back, each input written on the stream just before its call and overwritten just after, nothing
+ * the default); ZC_CALLS rounds of an allreduce, an allgather, an alltoall, a
+ * reduce_scatter_block and a bcast from the last rank enqueued back to back, each input written on the stream just before its call and overwritten just after, nothing
  * synchronised until the end; each call's path cuda_zc (picoll_last_algorithm); then one
  * allreduce captured into a graph and launched ZC_REPLAYS times, its input written on the stream
  * before each launch (the mappings the capture made stay held). Every result against a plain
@@ -285,56 +285,66 @@ static void zc(MPI_Comm scomm, cu_stream_t cs, int ordinal)
     int dev = ordinal, p = mt_size, block = ZC_N / p;
     size_t bytes = ZC_N * sizeof(int);
     int *h = malloc(bytes), *got = malloc(bytes), *junk = malloc(bytes);
-    char *in[ZC_CALLS][4], *out[ZC_CALLS][4];
+    char *in[ZC_CALLS][5], *out[ZC_CALLS][5];
+    const int root = p - 1; /* the bcast's */
     memset(junk, 0x5a, bytes);
     for (int k = 0; k < ZC_CALLS; k++) {
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < 5; c++) {
             in[k][c] = alloc((ssize_t)bytes, dev, NULL);
             out[k][c] = alloc((ssize_t)bytes, dev, NULL);
             MT_CHECK(in[k][c] != NULL && out[k][c] != NULL, "picoll_cuda_alloc failed");
             for (int e = 0; e < ZC_N; e++) {
-                h[e] = zc_value(mt_rank, k * 4 + c, e);
+                h[e] = zc_value(mt_rank, k * 5 + c, e);
             }
-            /* the input on the stream just before the call, junk just after */
-            CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)in[k][c], h, bytes, cs));
+            /* the input on the stream just before the call, junk just after (bcast: the root's
+             * message, junk in the others' buffers before, the root's overwritten after) */
+            CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)in[k][c],
+                                     c == 4 && mt_rank != root ? junk : h, bytes, cs));
             const char *what = c == 0   ? "allreduce"
                                : c == 1 ? "allgather"
                                : c == 2 ? "alltoall"
-                                        : "reduce_scatter_block";
+                               : c == 3 ? "reduce_scatter_block"
+                                        : "bcast";
             int rc =
                 c == 0   ? mx.allreduce(in[k][c], out[k][c], ZC_N, MPI_INT, MPI_SUM, scomm)
                 : c == 1 ? mx.allgather(in[k][c], block, MPI_INT, out[k][c], block, MPI_INT, scomm)
                 : c == 2 ? mx.alltoall(in[k][c], block, MPI_INT, out[k][c], block, MPI_INT, scomm)
-                         : mx.rsb(in[k][c], out[k][c], block, MPI_INT, MPI_SUM, scomm);
+                : c == 3 ? mx.rsb(in[k][c], out[k][c], block, MPI_INT, MPI_SUM, scomm)
+                         : mx.bcast(in[k][c], ZC_N, MPI_INT, root, scomm);
             MT_CHECK(rc == MPI_SUCCESS, "MPIX_%s_enqueue %d: %d", what, k, rc);
             const char *path = last();
             MT_CHECK(path != NULL && strcmp(path, "cuda_zc") == 0,
                      "enqueued %s %d of registered buffers: path %s, expected cuda_zc", what, k,
                      path ? path : "(none)");
-            CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)in[k][c], junk, bytes, cs));
+            if (c != 4 || mt_rank == root) {
+                CK(drv.memcpy_htod_async((cu_ptr_t)(uintptr_t)in[k][c], junk, bytes, cs));
+            }
         }
     }
     CK(drv.stream_synchronize(cs));
     for (int k = 0; k < ZC_CALLS; k++) {
-        for (int c = 0; c < 4; c++) {
-            get(got, (cu_ptr_t)(uintptr_t)out[k][c], bytes);
+        for (int c = 0; c < 5; c++) {
+            get(got, (cu_ptr_t)(uintptr_t)(c == 4 ? in[k][c] : out[k][c]), bytes);
             int bad = 0;
             for (int e = 0; e < ZC_N && bad < 3; e++) {
                 long long want = 0;
                 if (c == 0) {
                     for (int q = 0; q < p; q++) {
-                        want += zc_value(q, k * 4 + c, e);
+                        want += zc_value(q, k * 5 + c, e);
                     }
                 } else if (c == 1) { /* block e / block of rank e / block, its element e % block */
-                    want = zc_value(e / block, k * 4 + c, e % block);
+                    want = zc_value(e / block, k * 5 + c, e % block);
                 } else if (c == 2) { /* from rank e / block: its block for me */
-                    want = zc_value(e / block, k * 4 + c, mt_rank * block + e % block);
-                } else { /* my block of every rank's input, summed */
+                    want = zc_value(e / block, k * 5 + c, mt_rank * block + e % block);
+                } else if (c == 3) { /* my block of every rank's input, summed */
                     for (int q = 0; q < p && e < block; q++) {
-                        want += zc_value(q, k * 4 + c, mt_rank * block + e);
+                        want += zc_value(q, k * 5 + c, mt_rank * block + e);
                     }
+                } else { /* the root's message (the root's own buffer was overwritten after) */
+                    want = zc_value(root, k * 5 + c, e);
                 }
-                if (e < block * (c == 3 ? 1 : p) && got[e] != (int)want) {
+                int checked = c == 3 ? block : c == 4 ? (mt_rank == root ? 0 : ZC_N) : block * p;
+                if (e < checked && got[e] != (int)want) {
                     mt_fail("zero-copy call %d of kind %d: element %d is %d, want %lld", k, c, e,
                             got[e], want);
                     bad++;

@@ -459,8 +459,8 @@ int main(void)
     const picoll_coll_desc_t *rs = picoll_coll_desc(PICOLL_COLL_REDUCE_SCATTER);
     checks++;
     if (rsb->count != 3 || rs->count != 3 ||
-        strcmp(rsb->algs[PICOLL_REDUCE_SCATTER_CUDA_ZC].name, "cuda_zc") != 0 ||
-        strcmp(rs->algs[PICOLL_REDUCE_SCATTER_CUDA_ZC].name, "cuda_zc") != 0) {
+        strcmp(rsb->algs[PICOLL_DEVICE_ONLY_CUDA_ZC].name, "cuda_zc") != 0 ||
+        strcmp(rs->algs[PICOLL_DEVICE_ONLY_CUDA_ZC].name, "cuda_zc") != 0) {
         fprintf(stderr, "the reduce-scatter tables do not name their zero-copy path\n");
         failures++;
     }
@@ -470,7 +470,7 @@ int main(void)
     expect("zero-copy reduce-scatter 4 x 256 KiB",
            picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_DEVICE_ONLY_CUDA,
                                  256u << 10, 4, 0, &sb, &rb),
-           PICOLL_REDUCE_SCATTER_CUDA_ZC);
+           PICOLL_DEVICE_ONLY_CUDA_ZC);
     expect("zero-copy reduce-scatter reads every piece, writes its own",
            sb == (1u << 20) && rb == (256u << 10), 1);
     expect("zero-copy reduce-scatter 4 x (256 KiB + 4): pieces not 16-aligned",
@@ -489,6 +489,21 @@ int main(void)
            picoll_zero_copy_form(PICOLL_COLL_REDUCE_SCATTER_BLOCK, PICOLL_ALG_FALLBACK, 1u << 20, 4,
                                  0, &sb, &rb),
            0);
+    expect(
+        "zero-copy bcast of 1 MiB (in place, as every bcast)",
+        picoll_zero_copy_form(PICOLL_COLL_BCAST, PICOLL_DEVICE_ONLY_CUDA, 1u << 20, 4, 1, &sb, &rb),
+        PICOLL_DEVICE_ONLY_CUDA_ZC);
+    expect("zero-copy bcast reads and writes its message", sb == (1u << 20) && rb == (1u << 20), 1);
+    expect("zero-copy bcast of 1 MiB - 16: under the minimum",
+           picoll_zero_copy_form(PICOLL_COLL_BCAST, PICOLL_DEVICE_ONLY_CUDA, (1u << 20) - 16, 4, 1,
+                                 &sb, &rb),
+           0);
+    const picoll_coll_desc_t *bc = picoll_coll_desc(PICOLL_COLL_BCAST);
+    checks++;
+    if (bc->count != 3 || strcmp(bc->algs[PICOLL_DEVICE_ONLY_CUDA_ZC].name, "cuda_zc") != 0) {
+        fprintf(stderr, "the bcast table does not name its zero-copy path\n");
+        failures++;
+    }
     char *env_zc_off[] = {"PICOLL_CUDA_ZERO_COPY=off", NULL};
     picoll_config_load(&picoll_cfg, env_zc_off);
     expect("zero-copy reduce-scatter, PICOLL_CUDA_ZERO_COPY=off",
