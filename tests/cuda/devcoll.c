@@ -588,7 +588,9 @@ int mode_devcoll_late(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         double took = now_s();
         for (int r = 0; r < mt_size; r++) {
-            counts[r] = k == 0   ? 2 * piece / 4 + 3
+            /* --zc: reduce_scatter_block's pieces of 16-byte multiples, on the zero-copy path
+             * where it is on (its kernel waits, gives up and resumes as the copy path's does) */
+            counts[r] = k == 0   ? 2 * piece / 4 + (zc_aligned ? 4 : 3)
                         : k == 1 ? piece / 4 * (size_t)r + 5
                                  : 2 * SLOT / 4 + 3;
         }
@@ -606,7 +608,7 @@ int mode_devcoll_late(int argc, char **argv)
                                    .counts = counts,
                                    .root = victim});
         } else if (k == 3) {
-            bcast_case(2 * SLOT + 3, MPI_BYTE, 1, 0, 1, MEM_DEVICE, 0);
+            bcast_case(2 * SLOT + 3, MPI_BYTE, 1, 0, zc_aligned ? 0 : 1, MEM_DEVICE, 0);
         } else if (k == 4) {
             allgatherv_case(counts, 0, 2, MEM_DEVICE, 0);
         } else {
