@@ -155,10 +155,8 @@ static int time_ab_rounds(bench_t *b, size_t count, int iters, int warmup)
         ok &= run_osu_timing(b, count, iters, warmup, round);
         bench_column_t *fl = &b->col[COLUMN_FLOOR];
         if (fl->state == COLUMN_ON && b->floor.host) { /* host buffers: the floor every round */
-            double us = fl->time(b, fl, count, iters, warmup);
-            int failed = us < 0.0, any = 0;
-            PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, b->comm);
-            fl->lat[round] = any ? -1.0 : gather_latency(b, us).avg;
+            double us = fl->time(b, fl, count, iters, warmup); /* -1 on every rank alike */
+            fl->lat[round] = us < 0.0 ? -1.0 : gather_latency(b, us).avg;
         }
     }
     PMPI_Barrier(b->comm);

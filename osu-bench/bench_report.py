@@ -11,6 +11,7 @@ import datetime
 import os
 import platform
 import re
+import statistics
 import socket
 
 from bench_rows import (BASELINE_NAMES, CSV_FIELDS, LARGE_ITERS, LARGE_SIZE, LARGE_WARMUP,
@@ -23,14 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def correlation(xs, ys):
     """Pearson's r of two series, "%.2f"; "-" under 3 points or where either does not vary."""
-    n = len(xs)
-    if n < 3:
+    try:
+        return "%.2f" % statistics.correlation(xs, ys) if len(xs) >= 3 else "-"
+    except statistics.StatisticsError:
         return "-"
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    return "%.2f" % (sxy / (sxx * syy) ** 0.5) if sxx > 0 and syy > 0 else "-"
 
 
 class Report:
