@@ -42,7 +42,8 @@
 #              cache) against the copy path (off), turn about, osu-bench --floor 1 to 64 MiB:
 #              allreduce at np 2, 4 and 8 (two rounds), allgather and alltoall 256 KiB to 16 MiB
 #              blocks at np 2 and 4; then cuda.zc.* (the matrix on the cache, the end of a call
-#              with picoll's allocator). About 10 minutes at most.
+#              with picoll's allocator). About 10 minutes at most; LEASE_ZC_TURNS="off on" and
+#              LEASE_ZC_NPS="2 8" make it about 4.
 #   torch50    issue 50: a 25 MiB all_reduce, reduce_scatter_tensor and all_gather_into_tensor
 #              through picoll_torch from picoll_torch.mem_pool() (zero-copy) against PyTorch's
 #              allocator, np 2 and 4 (tests/torch/zc_pool.py).
@@ -219,11 +220,16 @@ for s in $steps; do
         # issue 50 item 5: the zero-copy path (through the IPC cache: the benchmark's buffers are
         # not registered) against the copy path, turn about in one job each, 1 to 64 MiB, with
         # the copy floor; then the GPU twins of the emulated zero-copy tests
-        for np in 2 4 8; do
-            for v in off on off on; do
-                step zc50-allreduce-$v-np$np 45 env PICOLL_CUDA_ZERO_COPY=$v \
+        # (--floor needs --ab: one round, the staged MPI beside; LEASE_ZC_TURNS and LEASE_ZC_NPS
+        # shorten it for a lease shared with other steps, e.g. "off on" and "2 8")
+        n=0
+        for np in ${LEASE_ZC_NPS:-2 4 8}; do
+            for v in ${LEASE_ZC_TURNS:-off on off on}; do
+                n=$((n + 1))
+                step zc50-allreduce-$v-np$np-$n 45 env PICOLL_CUDA_ZERO_COPY=$v \
                     PICOLL_NVLINK_TWOSHOT_MAX=1G "$build/tests/mpirun.sh" $np --preload \
-                    "$bench/osu_allreduce" -d cuda --floor -T mpi_float -m 1M:64M --factor 4
+                    "$bench/osu_allreduce" -d cuda --ab=1 --floor -c -T mpi_float -m 1M:64M \
+                    --factor 4
             done
         done
         for c in allgather alltoall; do
@@ -231,7 +237,8 @@ for s in $steps; do
                 for v in off on; do
                     step zc50-$c-$v-np$np 45 env PICOLL_CUDA_ZERO_COPY=$v \
                         PICOLL_NVLINK_IPC_MAX=1G "$build/tests/mpirun.sh" $np --preload \
-                        "$bench/osu_$c" -d cuda --floor -T mpi_char -m 256K:16M --factor 4
+                        "$bench/osu_$c" -d cuda --ab=1 --floor -c -T mpi_char -m 256K:16M \
+                        --factor 4
                 done
             done
         done
