@@ -34,6 +34,23 @@ typedef struct {
 static own_entry_t own[OWN_SLOTS];
 static uint64_t own_clock;
 
+/* The kept entry of the allocation (start, id), or NULL; *lru (where not NULL): the least
+ * recently used slot (a free one first). Lock held. */
+static own_entry_t *own_find_locked(uint64_t start, uint64_t id, own_entry_t **lru)
+{
+    own_entry_t *oldest = &own[0];
+    for (int i = 0; i < OWN_SLOTS; i++) {
+        if (own[i].base == start && own[i].id == id) {
+            return &own[i];
+        }
+        oldest = own[i].used < oldest->used ? &own[i] : oldest;
+    }
+    if (lru != NULL) {
+        *lru = oldest;
+    }
+    return NULL;
+}
+
 static ipc_cache_entry_t cache[IPC_CACHE_SLOTS];
 static uint64_t cache_clock;
 static size_t cache_bytes; /* the live entries' sizes */
@@ -61,12 +78,8 @@ picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_
         return PICOLL_ERR_NOT_SUPPORTED;
     }
     memset(out, 0, sizeof(*out));
-    own_entry_t *hit = NULL, *lru = &own[0];
     pthread_mutex_lock(&cache_lock);
-    for (int i = 0; i < OWN_SLOTS && hit == NULL; i++) {
-        hit = own[i].base == start && own[i].id == id ? &own[i] : NULL;
-        lru = own[i].used < lru->used ? &own[i] : lru;
-    }
+    own_entry_t *hit = own_find_locked(start, id, NULL);
     if (hit != NULL) {
         hit->used = ++own_clock;
         out->handle = hit->handle;
@@ -80,10 +93,12 @@ picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_
     out->buffer_id = id;
     out->offset = p - start;
     pthread_mutex_lock(&cache_lock);
-    if (hit == NULL) {
+    own_entry_t *lru = NULL;
+    /* another thread may have kept the same allocation's handle meanwhile: kept once */
+    if (hit == NULL && own_find_locked(start, id, &lru) == NULL) {
         *lru = (own_entry_t){.base = start, .id = id, .handle = out->handle, .used = ++own_clock};
-        cache_stats.export_handles++;
     }
+    cache_stats.export_handles += hit == NULL;
     cache_stats.exports++;
     cache_stats.export_s += picoll_clock_now() - t0;
     pthread_mutex_unlock(&cache_lock);
