@@ -11,11 +11,19 @@
 #include <time.h>
 
 static atomic_int done;
+static atomic_uint polled; /* the waiter's polls so far */
 
+/* Late by `arg` seconds, and until the waiter has polled 2048 times (8 of its clock readings,
+ * one each 256 polls): on a loaded machine a yielding poll can take a scheduler's time slice, and
+ * a wait that read its clock once in the lateness could not have seen it last (unit.wait failed
+ * so once in a clean-clone run, 2026-11-29). */
 static void *late_peer(void *arg)
 {
-    struct timespec t = {0, (long)(*(double *)arg * 1e9)};
+    struct timespec t = {0, (long)(*(double *)arg * 1e9)}, tick = {0, 1000000};
     nanosleep(&t, NULL);
+    while (atomic_load(&polled) < 2048) {
+        nanosleep(&tick, NULL);
+    }
     atomic_store(&done, 1);
     return NULL;
 }
@@ -33,6 +41,7 @@ static unsigned wait_for_late(double late, unsigned moved_every, double *cpu, in
 {
     pthread_t t;
     atomic_store(&done, 0);
+    atomic_store(&polled, 0);
     pthread_create(&t, NULL, late_peer, &late);
     double c0 = thread_cpu();
     picoll_wait_t w;
@@ -42,6 +51,7 @@ static unsigned wait_for_late(double late, unsigned moved_every, double *cpu, in
     while (!atomic_load(&done)) {
         int moved = moved_every != 0 && w.polls % moved_every == 0;
         picoll_wait(&w, moved);
+        atomic_store(&polled, w.polls);
         *napped |= w.nap;
         slept += w.nap && w.idle > w.spin;
     }
