@@ -74,6 +74,8 @@ static inline picoll_cuda_limits_t picoll_cuda_limits(picoll_topo_reach_t reach,
 typedef struct {
     long calls, declined, registered, ranges;
     long pinned; /* mappings a stream's call captured into a graph keeps for the process's life */
+    long first_seen; /* mode reused: this process's buffers met for the first time, so not
+                      * described (their calls copied) */
 } picoll_cuda_zc_stats_t;
 /* Bytes of a rank's description of its call's buffers (picoll_cuda_zc_export), at most. */
 #define PICOLL_CUDA_ZC_DESC_BYTES 256

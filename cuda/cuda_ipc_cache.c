@@ -23,12 +23,16 @@ typedef struct {
 /* The owner's side: the IPC handles of its own allocations that it exported, by start and
  * buffer id (an allocation's handle is the same for its life; a new allocation at the same start
  * has another id, so a freed one's handle is never handed out), the least recently used one
- * replaced: a buffer described at every call (PICOLL_CUDA_ZERO_COPY=on) costs its attribute
- * query, not cuIpcGetMemHandle too. */
-#define OWN_SLOTS 64
+ * replaced: a buffer described at every call (PICOLL_CUDA_ZERO_COPY=on or reused) costs its
+ * attribute query, not cuIpcGetMemHandle too. With PICOLL_CUDA_IPC_EXPORT_REUSED (mode reused) an
+ * allocation met for the first time gets an entry without a handle: its second export finds it,
+ * and takes the handle then. 256 allocations: a training step's gradient buckets and FSDP's
+ * per-layer buffers, each found again at the next step (one scan of 256 entries an export). */
+#define OWN_SLOTS 256
 typedef struct {
     uint64_t base, id; /* 0: a free slot */
     picoll_cu_ipc_handle_t handle;
+    int has_handle; /* 0: met once (mode reused), not exported yet */
     uint64_t used;
 } own_entry_t;
 static own_entry_t own[OWN_SLOTS];
@@ -57,7 +61,8 @@ static size_t cache_bytes; /* the live entries' sizes */
 static picoll_cuda_ipc_cache_stats_t cache_stats;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_t *out)
+picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, unsigned flags,
+                                           picoll_cuda_ipc_buf_t *out, int *first)
 {
     unsigned int type = 0, managed = 0;
     unsigned long long id = 0;
@@ -78,14 +83,31 @@ picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_
         return PICOLL_ERR_NOT_SUPPORTED;
     }
     memset(out, 0, sizeof(*out));
+    if (first != NULL) {
+        *first = 0;
+    }
     pthread_mutex_lock(&cache_lock);
-    own_entry_t *hit = own_find_locked(start, id, NULL);
+    own_entry_t *lru = NULL;
+    own_entry_t *hit = own_find_locked(start, id, &lru);
+    if (hit == NULL && (flags & PICOLL_CUDA_IPC_EXPORT_REUSED)) {
+        /* met for the first time: recorded (the least recently used entry replaced), not
+         * described; no handle taken for a buffer that may never come back */
+        *lru = (own_entry_t){.base = start, .id = id, .used = ++own_clock};
+        cache_stats.first_seen++;
+        cache_stats.export_s += picoll_clock_now() - t0;
+        pthread_mutex_unlock(&cache_lock);
+        *first = 1;
+        return PICOLL_OK;
+    }
+    int have = hit != NULL && hit->has_handle;
     if (hit != NULL) {
         hit->used = ++own_clock;
-        out->handle = hit->handle;
+        if (have) {
+            out->handle = hit->handle;
+        }
     }
     pthread_mutex_unlock(&cache_lock);
-    if (hit == NULL) {
+    if (!have) {
         PICOLL_CU_TRY(picoll_cu.ipc_get_mem_handle(&out->handle, start), "cuIpcGetMemHandle");
     }
     out->base = start;
@@ -93,12 +115,21 @@ picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_
     out->buffer_id = id;
     out->offset = p - start;
     pthread_mutex_lock(&cache_lock);
-    own_entry_t *lru = NULL;
-    /* another thread may have kept the same allocation's handle meanwhile: kept once */
-    if (hit == NULL && own_find_locked(start, id, &lru) == NULL) {
-        *lru = (own_entry_t){.base = start, .id = id, .handle = out->handle, .used = ++own_clock};
+    /* kept once: another thread may have kept the same allocation's handle meanwhile, or met it
+     * (an entry without one), or replaced the entry found above */
+    if (!have) {
+        own_entry_t *e = own_find_locked(start, id, &lru);
+        if (e == NULL) {
+            e = lru;
+            *e = (own_entry_t){.base = start, .id = id};
+        }
+        if (!e->has_handle) {
+            e->handle = out->handle;
+            e->has_handle = 1;
+        }
+        e->used = ++own_clock;
     }
-    cache_stats.export_handles += hit == NULL;
+    cache_stats.export_handles += !have;
     cache_stats.exports++;
     cache_stats.export_s += picoll_clock_now() - t0;
     pthread_mutex_unlock(&cache_lock);

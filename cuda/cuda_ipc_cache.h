@@ -39,14 +39,21 @@ typedef struct {
     long export_handles; /* of those, the ones that took a cuIpcGetMemHandle (the others found
                           * their allocation's handle kept from an earlier export) */
     double export_s;     /* seconds their attribute queries and cuIpcGetMemHandle took, in all */
+    long first_seen;     /* exports with PICOLL_CUDA_IPC_EXPORT_REUSED of an allocation met for
+                          * the first time: recorded, not described */
 } picoll_cuda_ipc_cache_stats_t;
 
 /* The owner's side: describes the device allocation holding ptr (its start, size and buffer id in
  * one attribute query, and its IPC handle: kept by start and buffer id after the first export, so
  * that describing the same allocation again takes no cuIpcGetMemHandle). PICOLL_ERR_NOT_SUPPORTED
- * where ptr is not device
- * memory that CUDA IPC exports (managed memory, host memory). */
-picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, picoll_cuda_ipc_buf_t *out);
+ * where ptr is not device memory that CUDA IPC exports (managed memory, host memory).
+ * flags PICOLL_CUDA_IPC_EXPORT_REUSED: an allocation met for the first time (no kept entry of its
+ * start and buffer id) is only recorded, with no cuIpcGetMemHandle, and *first set (out is not a
+ * description then); its next export describes it. *first is 0 otherwise (first may be NULL
+ * without the flag). */
+#define PICOLL_CUDA_IPC_EXPORT_REUSED 1u
+picoll_status_t picoll_cuda_ipc_buf_export(const void *ptr, unsigned flags,
+                                           picoll_cuda_ipc_buf_t *out, int *first);
 
 /* The peer's side: *out, the owner's buffer b as mapped in ctx (current), from the cache or opened
  * now; the owner is the process (pid, start: util/proc.h). The entry is held until

@@ -69,7 +69,7 @@ picoll_status_t picoll_cuda_register(const void *scope, void *ptr, size_t bytes,
     if (picoll_cudrv_load() != PICOLL_OK) {
         return PICOLL_ERR_NOT_SUPPORTED; /* no driver: picoll_register says so */
     }
-    picoll_status_t st = picoll_cuda_ipc_buf_export(ptr, &buf);
+    picoll_status_t st = picoll_cuda_ipc_buf_export(ptr, 0, &buf, NULL);
     if (st == PICOLL_ERR_NOT_SUPPORTED) {
         picoll_warn("picoll_register: %p is not device memory that CUDA IPC exports (host or "
                     "managed memory)",
@@ -149,21 +149,33 @@ static int zc_reg_find(const void *scope, const char *ptr, size_t bytes, picoll_
     return found;
 }
 
-/* One buffer's description: a registered range's, else (PICOLL_CUDA_ZERO_COPY=on) made now. */
+/* One buffer's description: a registered range's, else (PICOLL_CUDA_ZERO_COPY=on, or reused
+ * from the second call that meets its allocation) made now. Mode reused weighs a miss against the
+ * copy it saves by what the buffer's past says of its future: a buffer met once (a temporary) is
+ * copied, and costs its owner an attribute query and its peers nothing; one met again (a training
+ * loop's buckets and shards, the caching allocator's blocks, the application's reused buffers) is
+ * mapped once (cuIpcGetMemHandle at the owner, an open at each peer) and read in place at every
+ * call after. Every rank's vote says no where its own buffer is met for the first time, so the
+ * ranks copy together with no second barrier. */
 static int zc_describe(const picoll_cuda_ws_t *ws, const void *scope, const void *ptr, size_t bytes,
                        picoll_cuda_ipc_buf_t *out)
 {
     if (zc_reg_find(scope, ptr, bytes, out)) {
         /* described when it was registered (counted there) */
-    } else if (picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_ON) {
+    } else if (picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_ON ||
+               picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_REUSED) {
         picoll_cuda_saved_ctx_t saved;
+        int first = 0;
         /* relaxed capture mode: a stream call may be captured into a graph */
         if (picoll_cuda_enter_setup(ws->ctx, &saved) != PICOLL_OK) {
             return 0;
         }
-        picoll_status_t st = picoll_cuda_ipc_buf_export(ptr, out);
+        picoll_status_t st = picoll_cuda_ipc_buf_export(
+            ptr,
+            picoll_cfg.cuda_zero_copy == PICOLL_CUDA_ZC_REUSED ? PICOLL_CUDA_IPC_EXPORT_REUSED : 0,
+            out, &first);
         picoll_cuda_leave(&saved);
-        if (st != PICOLL_OK) {
+        if (st != PICOLL_OK || first) {
             return 0;
         }
     } else {
@@ -185,8 +197,11 @@ int picoll_cuda_zc_export(picoll_cuda_ws_t *ws, const void *scope, const void *s
     for (int r = 0; r < ws->nlocal && all; r++) {
         all = ws->peer[r] != NULL;
     }
-    d.ok = all && zc_describe(ws, scope, recvbuf, recv_bytes, &d.recv) &&
-           (d.in_place || zc_describe(ws, scope, sendbuf, send_bytes, &d.send));
+    /* both described even where the first fails: mode reused records each buffer it meets, so
+     * that a call whose buffers are both met again takes the path */
+    int rok = all && zc_describe(ws, scope, recvbuf, recv_bytes, &d.recv);
+    int sok = d.in_place || (all && zc_describe(ws, scope, sendbuf, send_bytes, &d.send));
+    d.ok = rok && sok;
     memcpy(out, &d, sizeof(d));
     return (int)d.ok;
 }
@@ -391,9 +406,12 @@ void picoll_cuda_zc_forget(picoll_cuda_ws_t *ws)
 
 void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out)
 {
+    picoll_cuda_ipc_cache_stats_t cs;
+    picoll_cuda_ipc_cache_stats(&cs);
     pthread_mutex_lock(&zc_lock);
     *out = zc_stats;
     pthread_mutex_unlock(&zc_lock);
+    out->first_seen = cs.first_seen;
 }
 
 /* The device's primary context (the runtime API's, PyTorch's), retained once per device. */

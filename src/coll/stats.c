@@ -31,8 +31,9 @@ void picoll_stats_report(MPI_Comm comm)
 {
     enum { N = PICOLL_COLL_COUNT * PICOLL_ALG_MAX };
     /* and, after them, the zero-copy path's counts (cuda/cuda_zc.c): calls that took it, calls
-     * whose ranks described their buffers but some rank could not map a peer's (all copied) */
-    unsigned long long local[2 * N + 2], total[2 * N + 2];
+     * whose ranks described their buffers but some rank could not map a peer's (all copied), and
+     * buffers mode reused met for the first time (not described: their calls copied) */
+    unsigned long long local[2 * N + 3], total[2 * N + 3];
     picoll_cuda_zc_stats_t zc;
     int rank;
 
@@ -45,8 +46,9 @@ void picoll_stats_report(MPI_Comm comm)
     picoll_cuda_zc_stats(&zc);
     local[2 * N] = (unsigned long long)zc.calls;
     local[2 * N + 1] = (unsigned long long)zc.declined;
+    local[2 * N + 2] = (unsigned long long)zc.first_seen;
     PMPI_Comm_rank(comm, &rank);
-    if (PMPI_Reduce(local, total, 2 * N + 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm) !=
+    if (PMPI_Reduce(local, total, 2 * N + 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm) !=
             MPI_SUCCESS ||
         rank != 0) {
         return;
@@ -55,6 +57,11 @@ void picoll_stats_report(MPI_Comm comm)
         printf("picoll stats: zero-copy  %llu calls, %llu declined (a rank could not map a peer's "
                "buffers: every rank copied)\n",
                total[2 * N], total[2 * N + 1]);
+    }
+    if (total[2 * N + 2] != 0) {
+        printf("picoll stats: zero-copy  %llu buffers met for the first time, not mapped "
+               "(PICOLL_CUDA_ZERO_COPY=reused: their calls copied)\n",
+               total[2 * N + 2]);
     }
     for (int c = 0; c < PICOLL_COLL_COUNT; c++) {
         const picoll_coll_desc_t *desc = picoll_coll_desc((picoll_coll_t)c);

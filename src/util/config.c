@@ -263,10 +263,10 @@ static const picoll_config_var_t config_vars[] = {
     {.name = "PICOLL_CUDA_ZERO_COPY",
      .type = PICOLL_CFG_ENUM,
      .def = "registered",
-     .choices = "off,registered,on",
+     .choices = "off,registered,reused,on",
      .offset = offsetof(picoll_config_t, cuda_zero_copy),
-     .doc = "large device calls read the peers' buffers in place, with no copy, where every "
-            "rank's are in ranges of picoll_register (registered) or any device memory (on)"},
+     .doc = "large device calls read peers' buffers in place where all are registered ranges, "
+            "or also any device memory from its second call (reused) or at once (on)"},
     {.name = "PICOLL_CUDA_ZERO_COPY_MIN",
      .type = PICOLL_CFG_SIZE,
      .def = "1M",

@@ -45,6 +45,8 @@ typedef enum { PICOLL_CUDA_FENCES_ALL, PICOLL_CUDA_FENCES_NEEDED } picoll_cuda_f
 typedef enum {
     PICOLL_CUDA_ZC_OFF,        /* every call copies through the workspace */
     PICOLL_CUDA_ZC_REGISTERED, /* buffers in ranges registered with picoll_register */
+    PICOLL_CUDA_ZC_REUSED,     /* those, and any other device buffer from the second call its
+                                * allocation is met in (the first one copies) */
     PICOLL_CUDA_ZC_ON          /* those, and any other device buffer through the IPC cache */
 } picoll_cuda_zc_mode_t;
 

@@ -578,7 +578,9 @@ const char *want_zc(const char *want, int alltoall, const void *send, const void
                     size_t rbytes)
 {
     const char *mode = getenv("PICOLL_CUDA_ZERO_COPY");
-    int on = mode != NULL && strcmp(mode, "on") == 0;
+    /* reused: as on, where the caller knows every buffer of the call was met before (a call
+     * meeting one for the first time copies: the caller does not ask here) */
+    int on = mode != NULL && (strcmp(mode, "on") == 0 || strcmp(mode, "reused") == 0);
     int reg = (mode == NULL || strcmp(mode, "registered") == 0) && zc_register;
     if (want == NULL || (!on && !reg) ||
         rbytes < env_bytes("PICOLL_CUDA_ZERO_COPY_MIN", 1u << 20) ||

@@ -494,12 +494,14 @@ static int mode_zc(int argc, char **argv)
 }
 
 /* zcmiss [--calls N] [--sizes B,B,...]: what a miss of the zero-copy path's IPC cache costs
- * against the copy it saves (issue 50; lease step zcmiss runs it with PICOLL_CUDA_ZERO_COPY=on
- * and off, turn about). For each size (bytes of a float sum; default 1M,4M,16M,64M): N
+ * against the copy it saves (issue 50; lease step zcmiss runs it with PICOLL_CUDA_ZERO_COPY=on,
+ * reused and off, turn about). For each size (bytes of a float sum; default 1M,4M,16M,64M): N
  * allreduces of fresh buffers (allocated before, freed after each call: every peer's mapping a
  * miss where the path is on), then N of the same buffers (hits after the first); each call alone
  * between two barriers, its time the slowest rank's, the median printed per kind. Every call's
- * path checked (want_zc) and every result against a plain loop. */
+ * path checked (want_zc; mode reused: a call of buffers met for the first time copies, so fresh
+ * buffers always, reused ones at their first call) and every result against a plain loop. Where
+ * the emulated GPU counts driver calls, the handles and opens of each kind are checked too. */
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -507,7 +509,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static double zcmiss_call(dbuf_t *sb, dbuf_t *rb, size_t n, float *h, float *got, int round,
-                          const char *what)
+                          const char *what, int first_seen)
 {
     size_t bytes = n * sizeof(float);
     for (size_t i = 0; i < n; i++) {
@@ -519,7 +521,8 @@ static double zcmiss_call(dbuf_t *sb, dbuf_t *rb, size_t n, float *h, float *got
     int rc = MPI_Allreduce(sb->p, rb->p, (int)n, MPI_FLOAT, MPI_SUM, test_comm);
     double dt = MPI_Wtime() - t0, slowest = dt;
     MT_CHECK(rc == MPI_SUCCESS, "zcmiss %s allreduce of %zu bytes: MPI error %d", what, bytes, rc);
-    check_path(what, n, want_zc(want_allreduce(&types[T_FLOAT], bytes), 0, sb->p, rb->p, bytes));
+    const char *copy = want_allreduce(&types[T_FLOAT], bytes);
+    check_path(what, n, first_seen ? copy : want_zc(copy, 0, sb->p, rb->p, bytes));
     MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, test_comm);
     dbuf_get(rb, 0, got, bytes);
     for (size_t i = 0; i < n; i++) {
@@ -537,8 +540,8 @@ static double zcmiss_call(dbuf_t *sb, dbuf_t *rb, size_t n, float *h, float *got
     return slowest;
 }
 
-/* cuIpcGetMemHandle calls so far, where the emulated GPU counts them; else -1. */
-static long ipc_get_calls(void)
+/* The calls of the driver entry point fn so far, where the emulated GPU counts them; else -1. */
+static long driver_calls(const char *fn)
 {
     int (*counts)(long *, int);
     const char *(*name)(int);
@@ -552,11 +555,41 @@ static long ipc_get_calls(void)
     long c[512];
     int n = counts != NULL && name != NULL ? counts(c, 512) : 0;
     for (int i = 0; i < n && i < 512; i++) {
-        if (strcmp(name(i), "cuIpcGetMemHandle") == 0) {
+        if (strcmp(name(i), fn) == 0) {
             return c[i];
         }
     }
     return -1;
+}
+
+/* One kind of zcmiss's calls (fresh: new buffers at every call; else the same two); the median
+ * time (us), this rank's cuIpcGetMemHandle and cuIpcOpenMemHandle in them (-1: not counted), and
+ * *zc: whether calls of buffers met before take the path (want_zc). */
+static double zcmiss_kind(size_t n, int calls, int fresh, int reused_mode, float *h, float *got,
+                          double *t, long *handles, long *opens, int *zc)
+{
+    const char *what = fresh ? "fresh buffers" : "reused buffers";
+    long h0 = driver_calls("cuIpcGetMemHandle"), o0 = driver_calls("cuIpcOpenMemHandle_v2");
+    dbuf_t sb, rb;
+    for (int k = 0; k < calls; k++) {
+        if (fresh || k == 0) {
+            dbuf_alloc(&sb, n * sizeof(float), 0, 0);
+            dbuf_alloc(&rb, n * sizeof(float), 0, 0);
+        }
+        const char *copy = want_allreduce(&types[T_FLOAT], n * sizeof(float));
+        *zc = copy != NULL && strcmp(want_zc(copy, 0, sb.p, rb.p, n * sizeof(float)), copy) != 0;
+        t[k] = zcmiss_call(&sb, &rb, n, h, got, (fresh ? 0 : calls) + k, what,
+                           reused_mode && (fresh || k == 0));
+        if (fresh || k == calls - 1) {
+            dbuf_free(&sb);
+            dbuf_free(&rb);
+        }
+    }
+    long h1 = driver_calls("cuIpcGetMemHandle"), o1 = driver_calls("cuIpcOpenMemHandle_v2");
+    *handles = h0 >= 0 && h1 >= 0 ? h1 - h0 : -1;
+    *opens = o0 >= 0 && o1 >= 0 ? o1 - o0 : -1;
+    qsort(t, (size_t)calls, sizeof(double), cmp_double);
+    return t[calls / 2] * 1e6;
 }
 
 static int mode_zcmiss(int argc, char **argv)
@@ -578,7 +611,9 @@ static int mode_zcmiss(int argc, char **argv)
     call_allreduce(MPI_IN_PLACE, w.p, 1024, MPI_INT, MPI_SUM, want_allreduce(&types[T_INT32], 4096),
                    "set-up allreduce");
     dbuf_free(&w);
-    const char *mode = getenv("PICOLL_CUDA_ZERO_COPY");
+    const char *env = getenv("PICOLL_CUDA_ZERO_COPY");
+    const char *mode = env != NULL ? env : "registered";
+    int on = strcmp(mode, "on") == 0, reused = strcmp(mode, "reused") == 0;
     for (const char *at = sizes; *at != '\0';) {
         char *end;
         size_t bytes = strtoul(at, &end, 10);
@@ -591,54 +626,43 @@ static int mode_zcmiss(int argc, char **argv)
             break;
         }
         float *h = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
-        double med[2];
-        dbuf_t sb, rb;
-        long h0 = -1, handles = -1; /* the reused calls' cuIpcGetMemHandle (the emulated GPU
-                                     * counts them; -1: not counted) */
-        for (int kind = 0; kind < 2; kind++) { /* fresh buffers, then the same ones */
-            const char *what = kind == 0 ? "fresh buffers" : "reused buffers";
-            if (kind == 1) {
-                h0 = ipc_get_calls();
-            }
-            if (kind == 1) {
-                dbuf_alloc(&sb, n * sizeof(float), 0, 0);
-                dbuf_alloc(&rb, n * sizeof(float), 0, 0);
-            }
-            for (int k = 0; k < calls; k++) {
-                if (kind == 0) {
-                    dbuf_alloc(&sb, n * sizeof(float), 0, 0);
-                    dbuf_alloc(&rb, n * sizeof(float), 0, 0);
-                }
-                t[k] = zcmiss_call(&sb, &rb, n, h, got, kind * calls + k, what);
-                if (kind == 0) {
-                    dbuf_free(&sb);
-                    dbuf_free(&rb);
-                }
-            }
-            if (kind == 1) {
-                handles = h0 >= 0 ? ipc_get_calls() - h0 : -1;
-                dbuf_free(&sb);
-                dbuf_free(&rb);
-            }
-            qsort(t, (size_t)calls, sizeof(double), cmp_double);
-            med[kind] = t[calls / 2] * 1e6;
-        }
+        long handles[2], opens[2];
+        int zc = 0;
+        double fresh = zcmiss_kind(n, calls, 1, reused, h, got, t, &handles[0], &opens[0], &zc);
+        double same = zcmiss_kind(n, calls, 0, reused, h, got, t, &handles[1], &opens[1], &zc);
         if (mt_rank == 0) {
             printf("cuda_coll zcmiss: %zu bytes, PICOLL_CUDA_ZERO_COPY=%s: fresh buffers %.1f "
                    "us/call, reused %.1f us/call (median of %d, the slowest rank's)\n",
-                   bytes, mode != NULL ? mode : "registered", med[0], med[1], calls);
+                   bytes, mode, fresh, same, calls);
         }
-        /* the owner describes its buffers at every call of mode on; their IPC handles once (two
-         * allocations: the send and the receive buffer), kept after (cuda_ipc_cache.c) */
-        if (handles >= 0 && mode != NULL && strcmp(mode, "on") == 0) {
-            MT_CHECK(handles <= 2,
+        /* the driver calls (the emulated GPU counts them): the owner describes its buffers at
+         * every call of modes on and reused, their IPC handles once (two allocations: the send and
+         * the receive buffer), kept after (cuda_ipc_cache.c); a two-shot maps both of every peer.
+         * Mode reused: buffers met once cost no handle and no open */
+        if (handles[1] >= 0 && opens[1] >= 0 && (on || reused) && zc) {
+            long peers = mt_size - 1;
+            MT_CHECK(handles[1] <= 2,
                      "zcmiss: %ld cuIpcGetMemHandle in %d calls of the same two buffers (want at "
                      "most 2: their handles kept)",
-                     handles, calls);
+                     handles[1], calls);
+            MT_CHECK(!reused || calls < 2 || (handles[1] == 2 && opens[1] == 2 * peers),
+                     "zcmiss: mode reused, %d calls of the same two buffers: %ld "
+                     "cuIpcGetMemHandle and %ld cuIpcOpenMemHandle (want 2 and %ld: both "
+                     "buffers of every rank mapped once, at the second call)",
+                     calls, handles[1], opens[1], 2 * peers);
+            MT_CHECK(!reused || (handles[0] == 0 && opens[0] == 0),
+                     "zcmiss: mode reused, %d calls of fresh buffers: %ld cuIpcGetMemHandle and "
+                     "%ld cuIpcOpenMemHandle (want none: a buffer met once is copied)",
+                     calls, handles[0], opens[0]);
+            MT_CHECK(!on || opens[0] >= (long)calls * 2 * peers,
+                     "zcmiss: mode on, %d calls of fresh buffers: %ld cuIpcOpenMemHandle (want "
+                     "%ld: every peer's buffers opened at every call)",
+                     calls, opens[0], (long)calls * 2 * peers);
             if (mt_rank == 0) {
-                printf("cuda_coll zcmiss: %zu bytes: %ld cuIpcGetMemHandle in %d calls of the same "
-                       "buffers\n",
-                       bytes, handles, calls);
+                printf("cuda_coll zcmiss: %zu bytes: rank 0's cuIpcGetMemHandle / "
+                       "cuIpcOpenMemHandle: %ld / %ld in %d calls of fresh buffers, %ld / %ld in "
+                       "%d calls of the same buffers\n",
+                       bytes, handles[0], opens[0], calls, handles[1], opens[1], calls);
             }
         }
         free(h);

@@ -65,7 +65,8 @@ static picoll_cu_deviceptr_t make(size_t bytes, unsigned char v, msg_t *m)
               picoll_cu.stream_synchronize(PICOLL_CU_STREAM_PER_THREAD) == 0,
           "filling a buffer");
     free(h);
-    CHECK(picoll_cuda_ipc_buf_export((void *)(uintptr_t)d, &m->buf) == PICOLL_OK, "export");
+    CHECK(picoll_cuda_ipc_buf_export((void *)(uintptr_t)d, 0, &m->buf, NULL) == PICOLL_OK,
+          "export");
     m->pid = (uint64_t)getpid();
     m->start = picoll_proc_start_time(getpid());
     m->addr = d;
