@@ -120,15 +120,20 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of c's rounds (sorted in b->sorted, c->lat kept in round order): with 2 rounds, their
- * mean; with more, robust to a round that the machine disturbed. */
-static double median(const bench_t *b, const bench_column_t *c)
+double bench_rounds_median(const bench_t *b, const double *rounds)
 {
     int n = b->opt.ab_rounds;
     double *v = b->sorted;
-    memcpy(v, c->lat, (size_t)n * sizeof(*v));
+    memcpy(v, rounds, (size_t)n * sizeof(*v));
     qsort(v, (size_t)n, sizeof(*v), compare_doubles);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Median of c's rounds: with 2 rounds, their mean; with more, robust to a round that the machine
+ * disturbed. */
+static double median(const bench_t *b, const bench_column_t *c)
+{
+    return bench_rounds_median(b, c->lat);
 }
 
 /* A/B: rounds of the row's columns (the baseline, plain or staged MPI, with picoll bypassed,
@@ -157,6 +162,9 @@ static int time_ab_rounds(bench_t *b, size_t count, int iters, int warmup)
         if (fl->state == COLUMN_ON && b->floor.host) { /* host buffers: the floor every round */
             double us = fl->time(b, fl, count, iters, warmup); /* -1 on every rank alike */
             fl->lat[round] = us < 0.0 ? -1.0 : gather_latency(b, us).avg;
+            if (us >= 0.0 && b->floor.cross > 0) { /* the same on every rank */
+                b->cross[round] = gather_latency(b, b->floor.cross_us).avg;
+            }
         }
     }
     PMPI_Barrier(b->comm);
@@ -292,7 +300,7 @@ static int bench_setup(bench_t *b, size_t max_count)
 static double *rounds_alloc(bench_t *b)
 {
     size_t rounds = b->opt.ab_rounds > 0 ? (size_t)b->opt.ab_rounds : 1;
-    double *lat = calloc((COLUMNS + 1) * rounds, sizeof(*lat));
+    double *lat = calloc((COLUMNS + 2) * rounds, sizeof(*lat));
     if (lat == NULL) {
         return NULL;
     }
@@ -300,6 +308,7 @@ static double *rounds_alloc(bench_t *b)
         b->col[id].lat = lat + (size_t)id * rounds;
     }
     b->sorted = lat + COLUMNS * rounds;
+    b->cross = lat + (COLUMNS + 1) * rounds;
     return lat;
 }
 

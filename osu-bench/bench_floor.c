@@ -211,9 +211,92 @@ void bench_floor_close(bench_floor_t *f)
     free(f->hdst);
     f->hsrc = f->hdst = NULL;
     f->hbytes = 0;
+    if (f->cbytes > 0) {
+        PMPI_Win_free(&f->cwin);
+    }
+    f->cbytes = 0;
+    f->cmine = f->cnext = NULL;
 }
 
 /* ------------------------------------------------------------------ host buffers (issue 52) */
+
+/* Collective: a shared window of bytes a rank (grown as sizes grow), f->cmine and f->cnext in it;
+ * 0 where the cross floor can be measured (every rank alike: f->cross). */
+static int cross_window(bench_floor_t *f, MPI_Comm comm, size_t bytes)
+{
+    int n, rank, node_n = 0, ok;
+    MPI_Comm node;
+    if (f->cross < 0) {
+        return -1;
+    }
+    if (f->cross == 0) { /* every rank on one node: the window can be shared */
+        PMPI_Comm_size(comm, &n);
+        PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        PMPI_Comm_size(node, &node_n);
+        PMPI_Comm_free(&node);
+        ok = node_n == n;
+        int all = 0;
+        PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+        f->cross = all ? 1 : -1;
+        if (!all) {
+            return -1;
+        }
+    }
+    if (bytes <= f->cbytes) {
+        return 0;
+    }
+    if (f->cbytes > 0) {
+        PMPI_Win_free(&f->cwin);
+        f->cbytes = 0;
+    }
+    PMPI_Comm_size(comm, &n);
+    PMPI_Comm_rank(comm, &rank);
+    ok = PMPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, comm, &f->cmine, &f->cwin) ==
+         MPI_SUCCESS;
+    if (ok) {
+        MPI_Aint size;
+        int unit;
+        f->cbytes = bytes;
+        ok = PMPI_Win_shared_query(f->cwin, (rank + 1) % n, &size, &unit, &f->cnext) ==
+                 MPI_SUCCESS &&
+             (size_t)size >= bytes;
+        memset(f->cmine, 0x3c, bytes); /* the pages faulted in before any copy is timed */
+    }
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all) {
+        if (f->cbytes > 0) {
+            PMPI_Win_free(&f->cwin);
+        }
+        f->cbytes = 0;
+        f->cross = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Collective: this rank's mean time (us) of iters copies of bytes from src to dst after warmup
+ * untimed ones, each alone between barriers; where mine is not NULL each copy reads what another
+ * rank wrote into its mine (this rank's into mine) just before the barrier ahead of it. */
+static double timed_copies(MPI_Comm comm, char *dst, const char *src, char *mine, size_t bytes,
+                           int iters, int warmup)
+{
+    double total = 0.0;
+    for (int i = 0; i < warmup + iters; i++) {
+        if (mine != NULL) {
+            memset(mine, 0x40 + (i & 15), bytes);
+            PMPI_Barrier(comm);
+        }
+        double t0 = MPI_Wtime();
+        memcpy(dst, src, bytes);
+        double t1 = MPI_Wtime();
+        if (i >= warmup) {
+            total += t1 - t0;
+        }
+        PMPI_Barrier(comm);
+    }
+    return total * 1e6 / (iters > 0 ? iters : 1);
+}
 
 double bench_floor_host_copy(bench_floor_t *f, MPI_Comm comm, size_t moved, int iters, int warmup)
 {
@@ -235,18 +318,12 @@ double bench_floor_host_copy(bench_floor_t *f, MPI_Comm comm, size_t moved, int 
     if (!all) {
         return -1.0;
     }
-    double total = 0.0;
     PMPI_Barrier(comm);
-    for (int i = 0; i < warmup + iters; i++) {
-        double t0 = MPI_Wtime();
-        memcpy(f->hdst, f->hsrc, half);
-        double t1 = MPI_Wtime();
-        if (i >= warmup) {
-            total += t1 - t0;
-        }
-        PMPI_Barrier(comm);
+    double us = timed_copies(comm, f->hdst, f->hsrc, NULL, half, iters, warmup);
+    if (cross_window(f, comm, half) == 0) {
+        f->cross_us = timed_copies(comm, f->hdst, f->cnext, f->cmine, half, iters, warmup);
     }
-    return total * 1e6 / (iters > 0 ? iters : 1);
+    return us;
 }
 
 void bench_floor_host_header(const char *coll)
@@ -256,21 +333,39 @@ void bench_floor_host_header(const char *coll)
         "bytes a rank's %s must read and write (%s) between two buffers of its own, at once, "
         "each copy alone between barriers as the calls are: the machine's memory in the same "
         "round; under each row its rounds (\"# rounds floor (us):\") and the ratios to their "
-        "median\n",
+        "median. Where every rank is on one node, then the cross floor: the same copies out of "
+        "the next rank's memory (a shared window it wrote just before), the price of moving "
+        "bytes between processes (\"# rounds cross (us):\", \"# cross floor (us):\")\n",
         coll,
         strcmp(coll, "allgather") == 0  ? "(np+1) x size"
         : strcmp(coll, "alltoall") == 0 ? "2 x np x size"
                                         : "2 x size");
 }
 
-void bench_floor_host_row(size_t moved, const double *rounds, int n, double floor_us,
-                          double picoll_us, double mpi_us)
+/* "# rounds WHAT (us): ..." with n rounds. */
+static void print_rounds(const char *what, const double *rounds, int n)
 {
-    printf("# rounds floor (us):");
+    printf("# rounds %s (us):", what);
     for (int r = 0; r < n; r++) {
         printf(" %.3f", rounds[r]);
     }
     printf("\n");
+}
+
+void bench_floor_cross_row(size_t moved, const double *rounds, int n, double cross_us,
+                           double picoll_us, double mpi_us)
+{
+    print_rounds("cross", rounds, n);
+    printf("# cross floor (us): %.3f (%zu B read and written, out of the next rank's memory, "
+           "%.1f GB/s); picoll/cross %.3fx, MPI/cross %.3fx\n",
+           cross_us, moved, cross_us > 0.0 ? (double)moved / cross_us / 1e3 : 0.0,
+           ratio(picoll_us, cross_us), ratio(mpi_us, cross_us));
+}
+
+void bench_floor_host_row(size_t moved, const double *rounds, int n, double floor_us,
+                          double picoll_us, double mpi_us)
+{
+    print_rounds("floor", rounds, n);
     if (floor_us <= 0.0) {
         printf("# host floor (us): the copy of %zu B failed (out of memory)\n", moved);
         return;

@@ -25,6 +25,16 @@ typedef struct {
     int host;
     char *hsrc, *hdst;
     size_t hbytes; /* the size of hsrc and hdst */
+    /* and the cross floor: every rank copies as many bytes out of the next rank's memory, which
+     * that rank wrote just before (MPI_Win_allocate_shared): the price of moving bytes between
+     * processes (between CPUs, where they run apart), which every shared-memory collective pays
+     * and a copy inside one rank's memory does not. cross: 0 not tried yet, 1 measured, -1 not
+     * (the ranks are not on one node, or the window failed) */
+    int cross;
+    MPI_Win cwin;
+    char *cmine, *cnext; /* this rank's part of the window, and the next rank's */
+    size_t cbytes;       /* their size */
+    double cross_us;     /* this rank's mean cross copy in the last bench_floor_host_copy */
 } bench_floor_t;
 
 /* The barrier floor's ways, in barrier_us's order. */
@@ -55,12 +65,18 @@ void bench_floor_barrier_row(const bench_floor_t *f, double picoll_us, const dou
 void bench_floor_close(bench_floor_t *f);
 /* Host buffers: this rank's mean time (us) of iters copies of half of moved bytes between two
  * buffers of its own, each alone between barriers after warmup untimed ones, every rank at once;
- * -1 where the buffers could not be had (on every rank alike). */
+ * -1 where the buffers could not be had (on every rank alike). Then, where every rank is on one
+ * node, the cross floor the same way (f->cross 1, f->cross_us this rank's mean): each copy out of
+ * the next rank's part of a shared window, which that rank wrote (untimed) before the barrier. */
 double bench_floor_host_copy(bench_floor_t *f, MPI_Comm comm, size_t moved, int iters, int warmup);
 /* Rank 0's lines for host buffers: the header, and under a row its rounds' floors and picoll's
  * and the MPI's ratios to their median. */
 void bench_floor_host_header(const char *coll);
 void bench_floor_host_row(size_t moved, const double *rounds, int n, double floor_us,
                           double picoll_us, double mpi_us);
+/* Rank 0's lines under a row for the cross floor: its rounds and their median (cross_us), and
+ * picoll's and the MPI's ratios to it. */
+void bench_floor_cross_row(size_t moved, const double *rounds, int n, double cross_us,
+                           double picoll_us, double mpi_us);
 
 #endif

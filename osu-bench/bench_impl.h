@@ -161,6 +161,7 @@ struct bench {
     bench_column_t *ab[AB_COLUMNS]; /* --ab: the row's columns, nab of them */
     int nab;
     double *sorted; /* a round's worth of latencies, for the medians */
+    double *cross;  /* rank 0: each round's cross floor of the current size (host --floor) */
     bench_stream_t stream;
     bench_floor_t floor;
     /* --osu-timing: with -c the validation warm-up's other buffers (as send and recv); the path
@@ -246,6 +247,8 @@ void bench_print_rounds(const bench_t *b);
 /* Under a row: the stream columns' calls issued and run (rank 0's); the next size from zero. */
 void bench_print_stream_calls(bench_t *b);
 /* Rank 0, under an --ab row of size bytes: the floors and picoll's ratios to them. */
+/* The median of a round's worth of latencies (sorted in b->sorted; rounds kept in their order). */
+double bench_rounds_median(const bench_t *b, const double *rounds);
 void bench_print_floor(const bench_t *b, size_t size);
 
 #endif

@@ -300,8 +300,14 @@ void bench_print_floor(const bench_t *b, size_t size)
     }
     if (b->floor.host) {
         const bench_column_t *base = b->ab[0];
-        bench_floor_host_row(bench_floor_moved(b->coll->name, b->np, size), f->lat,
-                             b->opt.ab_rounds, f->us, b->col[COLUMN_PICOLL].us, base->us);
+        size_t moved = bench_floor_moved(b->coll->name, b->np, size);
+        bench_floor_host_row(moved, f->lat, b->opt.ab_rounds, f->us, b->col[COLUMN_PICOLL].us,
+                             base->us);
+        if (b->floor.cross > 0 && f->us > 0.0) {
+            bench_floor_cross_row(moved, b->cross, b->opt.ab_rounds,
+                                  bench_rounds_median(b, b->cross), b->col[COLUMN_PICOLL].us,
+                                  base->us);
+        }
         return;
     }
     for (int i = 0; i < STREAM_COLUMNS; i++) {

@@ -347,14 +347,21 @@ class Report:
         floored = all(r.get("floor_us") for _, r in jobs)
         if floored:
             head += ["floor median (us)", "picoll/floor"]
+        # and the copy out of the next rank's memory (every rank on one node): the price of moving
+        # bytes between the ranks' CPUs in the same rounds
+        crossed = floored and all(r.get("cross_us") for _, r in jobs)
+        if crossed:
+            head += ["cross median (us)", "picoll/cross"]
         cells, csv_rows = [], []
         for job, r in jobs:
             mpi, pic = float(r["mpi_us"]), float(r["picoll_us"])
             machine = [r.get("job_%s_pct" % k) or "-" for k in ("steal", "steal_max", "others")]
             over_floor = "%.3f" % (pic / float(r["floor_us"])) if r.get("floor_us") else ""
+            over_cross = "%.3f" % (pic / float(r["cross_us"])) if r.get("cross_us") else ""
             cells.append([str(job), r["mpi_us"], r["picoll_us"], fmt_ratio(mpi / pic if pic else 0.0),
                           r["unstable"] or "-"] + machine
-                         + ([r["floor_us"], over_floor + "x"] if floored else []))
+                         + ([r["floor_us"], over_floor + "x"] if floored else [])
+                         + ([r["cross_us"], over_cross + "x"] if crossed else []))
             csv_rows.append({"collective": coll, "memory": mem, "np": np, "datatype": r["datatype"],
                              "size_bytes": size, "job": job, "baseline": r["baseline"],
                              "mpi_us": r["mpi_us"], "picoll_us": r["picoll_us"],
@@ -365,7 +372,9 @@ class Report:
                              "job_steal_max_pct": r.get("job_steal_max_pct", ""),
                              "job_others_pct": r.get("job_others_pct", ""),
                              "floor_us": r.get("floor_us", ""), "picoll_over_floor": over_floor,
-                             "rounds_floor_us": r.get("rounds_floor_us", "")})
+                             "rounds_floor_us": r.get("rounds_floor_us", ""),
+                             "cross_us": r.get("cross_us", ""), "picoll_over_cross": over_cross,
+                             "rounds_cross_us": r.get("rounds_cross_us", "")})
         mpis = [float(r["mpi_us"]) for _, r in jobs]
         pics = [float(r["picoll_us"]) for _, r in jobs]
         spreads = []
@@ -390,6 +399,16 @@ class Report:
                            "rounds %s"
                            % (lo, med, hi, sp, min(over), max(over), spread_stats(over)[3],
                               correlation(pics, floors), len(pr), correlation(pr, fr)))
+        if crossed:
+            cross = [float(r["cross_us"]) for _, r in jobs]
+            lo, med, hi, sp = spread_stats(cross)
+            over = [p / c for p, c in zip(pics, cross)]
+            spreads.append("the cross floor's medians across jobs: min %.2f, median %.2f, max %.2f "
+                           "us; max/min %.2fx; picoll/cross across jobs %.3fx to %.3fx (max/min "
+                           "%.2fx); correlation of picoll's and the cross floor's medians %s, of "
+                           "the MPI's and the cross floor's %s"
+                           % (lo, med, hi, sp, min(over), max(over), spread_stats(over)[3],
+                              correlation(pics, cross), correlation(mpis, cross)))
         missing = a.stability - len(jobs)
         pic_spread = spread_stats(pics)[3]
         slower = [job for job, r in jobs if float(r["picoll_us"]) > float(r["mpi_us"])]

@@ -86,7 +86,8 @@ CSV_FIELDS = ["collective", "memory", "source", "np", "datatype", "size_bytes", 
 STABILITY_FIELDS = ["collective", "memory", "np", "datatype", "size_bytes", "job", "baseline",
                     "mpi_us", "picoll_us", "mpi_over_picoll", "unstable", "rounds_mpi_us",
                     "rounds_picoll_us", "job_steal_pct", "job_steal_max_pct", "job_others_pct",
-                    "floor_us", "picoll_over_floor", "rounds_floor_us"]
+                    "floor_us", "picoll_over_floor", "rounds_floor_us", "cross_us",
+                    "picoll_over_cross", "rounds_cross_us"]
 
 
 def spread_stats(values):

@@ -121,14 +121,17 @@ class ABReader:
             set_rounds(row, pairs)
             self.flush()
             return True
-        if line.startswith("# rounds floor (us):") and row is not None:
-            # --floor with host buffers: the machine's memory copy in each round (issue 52)
-            floors = [float(x) for x in line[len("# rounds floor (us):"):].split()]
-            row["rounds_floor_us"] = " ".join("%.3f" % x for x in floors)
-            row["floor_us"] = ("%.3f" % statistics.median(floors)
-                               if floors and min(floors) > 0 else "")
-            return True
-        if line.startswith("# host floor") and row is not None:
+        # --floor with host buffers: the machine's memory copy in each round (issue 52), and the
+        # copy out of the next rank's memory (every rank on one node)
+        for what in ("floor", "cross"):
+            head = "# rounds %s (us):" % what
+            if line.startswith(head) and row is not None:
+                times = [float(x) for x in line[len(head):].split()]
+                row["rounds_%s_us" % what] = " ".join("%.3f" % x for x in times)
+                row["%s_us" % what] = ("%.3f" % statistics.median(times)
+                                       if times and min(times) > 0 else "")
+                return True
+        if (line.startswith("# host floor") or line.startswith("# cross floor")) and row is not None:
             return True
         if line.startswith("# driver calls: "):
             notes.append("%s: %s" % (label, line[2:]))

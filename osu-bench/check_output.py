@@ -300,38 +300,44 @@ def check_floor(a, lines, columns, out, err):
 
 HOST_FLOOR_ROW = re.compile(r"^# host floor \(us\): ([0-9.]+) \((\d+) B read and written, [0-9.]+ GB/s\); "
                             r"picoll/floor ([0-9.]+)x, MPI/floor ([0-9.]+)x$")
+CROSS_FLOOR_ROW = re.compile(r"^# cross floor \(us\): ([0-9.]+) \((\d+) B read and written, out of the next "
+                             r"rank's memory, [0-9.]+ GB/s\); picoll/cross ([0-9.]+)x, MPI/cross ([0-9.]+)x$")
 
 
 def check_host_floor(a, lines, columns, out, err):
     """--host-floor NP: the header, and under each row its rounds' floors, their median and the
-    row's ratios to it."""
+    row's ratios to it; then the same of the cross floor (the ranks of these tests share one
+    node)."""
     if len([l for l in lines if l.startswith("# host floor: ")]) != 1:
         fail("expected one '# host floor: ...' line", out, err)
     for row, below in rows_below(lines):
-        rounds = [l for l in below if l.startswith("# rounds floor (us):")]
-        m = [HOST_FLOOR_ROW.match(l) for l in below if l.startswith("# host floor (us): ")]
-        if len(rounds) != 1 or len(m) != 1 or not m[0]:
-            fail("row %r has no '# rounds floor (us):' and '# host floor (us):' lines under it"
-                 % row, out, err)
-        floors = [float(x) for x in rounds[0][len("# rounds floor (us):"):].split()]
         ab = [ROUNDS.match(l) for l in below if l.startswith("# rounds A/B")]
         nrounds = len(ab[0].group(2).split()) if ab and ab[0] else -1
-        f, g = row.split(), m[0].groups()
+        f = row.split()
         size, np_ = int(f[0]), a.host_floor
         moved = {"Allgather": (np_ + 1) * size, "Alltoall": 2 * np_ * size}.get(a.title, 2 * size)
-        if len(floors) != nrounds or min(floors) <= 0 or int(g[1]) != moved:
-            fail("row %r: floors %s of %s B, expected one positive a round (%d) of %d B"
-                 % (row, floors, g[1], nrounds, moved), out, err)
-        fl = float(g[0])
-        if abs(fl - median(floors)) > 0.006 + 0.001 * fl:
-            fail("row %r: floor %s is not its rounds' median" % (row, g[0]), out, err)
-        for k, c in ((2, "picoll(us)"), (3, "MPI(us)")):
-            lat = float(f[1 + columns.index(c)])
-            want = lat / fl
-            # both printed rounded: the row's latency to 0.01 us, the floor to 0.001
-            if abs(float(g[k]) - want) > 0.002 + want * (0.006 / lat + 0.0006 / fl):
-                fail("row %r: %s/floor %s is not %.3f" % (row, c, g[k], want), out, err)
-    print("host floor: a floor in every round under each row")
+        for what, pattern, prefix in (("floor", HOST_FLOOR_ROW, "# host floor (us): "),
+                                      ("cross", CROSS_FLOOR_ROW, "# cross floor (us): ")):
+            rounds = [l for l in below if l.startswith("# rounds %s (us):" % what)]
+            m = [pattern.match(l) for l in below if l.startswith(prefix)]
+            if len(rounds) != 1 or len(m) != 1 or not m[0]:
+                fail("row %r has no '# rounds %s (us):' and '%s' lines under it"
+                     % (row, what, prefix.strip()), out, err)
+            floors = [float(x) for x in rounds[0][len("# rounds %s (us):" % what):].split()]
+            g = m[0].groups()
+            if len(floors) != nrounds or min(floors) <= 0 or int(g[1]) != moved:
+                fail("row %r: %s floors %s of %s B, expected one positive a round (%d) of %d B"
+                     % (row, what, floors, g[1], nrounds, moved), out, err)
+            fl = float(g[0])
+            if abs(fl - median(floors)) > 0.006 + 0.001 * fl:
+                fail("row %r: %s floor %s is not its rounds' median" % (row, what, g[0]), out, err)
+            for k, c in ((2, "picoll(us)"), (3, "MPI(us)")):
+                lat = float(f[1 + columns.index(c)])
+                want = lat / fl
+                # both printed rounded: the row's latency to 0.01 us, the floor to 0.001
+                if abs(float(g[k]) - want) > 0.002 + want * (0.006 / lat + 0.0006 / fl):
+                    fail("row %r: %s/%s %s is not %.3f" % (row, c, what, g[k], want), out, err)
+    print("host floor: a floor and a cross floor in every round under each row")
 
 
 def check_format(a, out, err):
@@ -519,12 +525,17 @@ def unstable_sides(row):
 
 
 STABILITY_JOB = re.compile(r"^ +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+)x +(\S+) +([0-9.]+|-) +([0-9.]+|-)"
-                           r" +([0-9.]+|-)(?: +([0-9.]+) +([0-9.]+)x)?$")
+                           r" +([0-9.]+|-)(?: +([0-9.]+) +([0-9.]+)x)?(?: +([0-9.]+) +([0-9.]+)x)?$")
 STABILITY_FLOOR_LINE = re.compile(r"^the floor's medians across jobs: min ([0-9.]+), median ([0-9.]+), "
                                   r"max ([0-9.]+) us; max/min ([0-9.]+)x; picoll/floor across jobs "
                                   r"([0-9.]+)x to ([0-9.]+)x \(max/min ([0-9.]+)x\); correlation of "
                                   r"picoll's and the floor's medians (-|-?[0-9.]+), of their (\d+) "
                                   r"rounds (-|-?[0-9.]+)$")
+STABILITY_CROSS_LINE = re.compile(r"^the cross floor's medians across jobs: min ([0-9.]+), median "
+                                  r"([0-9.]+), max ([0-9.]+) us; max/min ([0-9.]+)x; picoll/cross "
+                                  r"across jobs ([0-9.]+)x to ([0-9.]+)x \(max/min ([0-9.]+)x\); "
+                                  r"correlation of picoll's and the cross floor's medians "
+                                  r"(-|-?[0-9.]+), of the MPI's and the cross floor's (-|-?[0-9.]+)$")
 STABILITY_SPREAD_LINE = re.compile(r"^(.+)'s medians across jobs: min ([0-9.]+), median ([0-9.]+), "
                                    r"max ([0-9.]+) us; max/min ([0-9.]+)x$")
 STABILITY_VERDICT = re.compile(r"^stability: picoll's median within ([0-9.]+)x across jobs: "
@@ -559,10 +570,11 @@ def check_stability(a, out, err):
         floored = mem == "host"
         if not re.match(r"^ +job +(plain|staged) MPI median \(us\) +picoll median \(us\) +"
                         r"(plain|staged) MPI/picoll +unstable +steal % +max steal % +others %"
-                        + (r" +floor median \(us\) +picoll/floor$" if floored else "$"),
+                        + (r" +floor median \(us\) +picoll/floor +cross median \(us\) +"
+                           r"picoll/cross$" if floored else "$"),
                         lines[i + 1]):
             fail("no column header under %r: %r" % (lines[i], lines[i + 1]), out, err)
-        pics, mpis, floors = [], [], []
+        pics, mpis, floors, crosses = [], [], [], []
         for k, r in enumerate(mine):
             m = STABILITY_JOB.match(lines[i + 2 + k])
             if not m or int(m.group(1)) != k + 1:
@@ -590,6 +602,16 @@ def check_stability(a, out, err):
                     fail("job line %r: the floor is not stability.csv's %s" % (lines[i + 2 + k], r),
                          out, err)
                 floors.append(fl)
+                # and the cross floor (the driver's ranks share one node)
+                rc = [float(x) for x in r["rounds_cross_us"].split()]
+                cr = float(m.group(11) or -1)
+                if len(rc) != len(rf) or min(rc) <= 0 or abs(median(rc) - cr) > 0.006 + 0.001 * cr or \
+                        cr != float(r["cross_us"]) or \
+                        abs(float(m.group(12)) - pic / cr) > 0.002 + 0.002 * pic / cr or \
+                        m.group(12) != r["picoll_over_cross"]:
+                    fail("job line %r: the cross floor is not stability.csv's %s"
+                         % (lines[i + 2 + k], r), out, err)
+                crosses.append(cr)
             elif m.group(9) is not None:
                 fail("job line %r has a floor on %s buffers" % (lines[i + 2 + k], mem), out, err)
             mpis.append(mpi)
@@ -614,6 +636,15 @@ def check_stability(a, out, err):
                      % (lines[i], want, lines[j + 2:j + 3]), out, err)
             if int(f.group(9)) != sum(len(r["rounds_floor_us"].split()) for r in mine):
                 fail("floor line %r: not every round counted" % f.group(0), out, err)
+            j += 1
+            c = STABILITY_CROSS_LINE.match(lines[j + 2]) if len(lines) > j + 2 else None
+            over = [p_ / c_ for p_, c_ in zip(pics, crosses)]
+            want = (min(crosses), median(crosses), max(crosses), max(crosses) / min(crosses),
+                    min(over), max(over), max(over) / min(over))
+            if not c or any(abs(float(g) - w) > 0.006 + 0.002 * w
+                            for g, w in zip(c.groups()[:7], want)):
+                fail("no cross floor line under %r matching its jobs %s: %r"
+                     % (lines[i], want, lines[j + 2:j + 3]), out, err)
             j += 1
         v = STABILITY_VERDICT.match(lines[j + 2]) if len(lines) > j + 2 else None
         if not v:
