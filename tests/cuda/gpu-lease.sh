@@ -258,7 +258,9 @@ for s in $steps; do
     torch50)
         # issue 50's done-when: a 25 MiB all_reduce through picoll_torch from picoll's allocator
         # (picoll_torch.mem_pool()) on the zero-copy path, against PyTorch's own allocator, turn
-        # about, at np 2 and 4 (tests/torch/zc_pool.py)
+        # about, at np 2 and 4 (tests/torch/zc_pool.py); then again with
+        # PICOLL_CUDA_ZERO_COPY=reused, where PyTorch's own tensors take the path from their
+        # second call (the "default" rows of round 1)
         if [ ! -d "$site/picoll_torch" ]; then
             step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
                 --no-build-isolation --no-deps --target "$site" -v "$src/torch"
@@ -267,6 +269,9 @@ for s in $steps; do
         for np in 2 4; do
             step torch50-np$np 60 env PICOLL_STATS=1 PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" \
                 $np "$py" "$src/tests/torch/zc_pool.py"
+            step torch50-reused-np$np 60 env PICOLL_STATS=1 PICOLL_TIMEOUT=10 \
+                PICOLL_CUDA_ZERO_COPY=reused "$build/tests/mpirun.sh" $np "$py" \
+                "$src/tests/torch/zc_pool.py"
         done
         grep -h "zc_pool\|cuda_zc" "$logs"/torch50-*.log | head -16 ;;
     envab)

@@ -9,6 +9,10 @@ time per call (N calls back to back, one synchronize), printed one line per oper
     zc_pool: round R all_reduce  pool     path cuda_zc       25 MiB  N calls  X us/call
     zc_pool: round R all_reduce  default  path cuda_twoshot  25 MiB  N calls  Y us/call
 
+With PICOLL_CUDA_ZERO_COPY=reused PyTorch's own tensors take the path too, from the second call
+that meets their allocation: the "default" rows' path is the copy path's in round 0 (each
+operation's first call) and cuda_zc in round 1.
+
 Run under mpirun with picoll_torch importable: mpirun -np 2 python3 tests/torch/zc_pool.py"""
 
 import argparse
