@@ -152,10 +152,10 @@ torch_build() {
 # the script's own settings stay out of the tests' environment (picoll warns of an unknown PICOLL_*)
 unset PICOLL_TEST_MPIS PICOLL_TEST_FULL PICOLL_TEST_BUILD_PREFIX PICOLL_TEST_CUDA_ARCHS PICOLL_TEST_SLOTS
 unset PICOLL_TEST_TORCH
-# prepare MPI: installs it where it comes from the package registry, then configures and builds
-# picoll against it in ${prefix}MPI; 0 when the build is ready to test. Records its phases and
-# failures (phase, failed).
-prepare() {
+# configure_mpi MPI: installs it where it comes from the package registry, then configures picoll
+# against it in ${prefix}MPI; 0 when configured. build_mpi MPI: builds that tree; 0 when it is
+# ready to test. Both record their phases and failures (phase, failed).
+configure_mpi() {
     local mpi=$1 dir="$prefix$1" mpicc venv
     mkdir -p "$dir"
     case $mpi in
@@ -179,9 +179,13 @@ prepare() {
         *) echo "unknown MPI '$mpi' in PICOLL_TEST_MPIS (openmpi, mpich, mpich5, mpich5-abi)"
            exit 2 ;;
     esac
-    echo "== $mpi: configure and build in $dir"
+    echo "== $mpi: configure in $dir"
     (cd "$dir" && "$top/configure" -q MPICC="$mpicc" ${archs:+--with-cuda-archs="$archs"}) || { failed "$mpi: configure failed"; phase "$mpi configure"; return 1; }
     phase "$mpi configure"
+}
+build_mpi() {
+    local mpi=$1 dir="$prefix$1"
+    echo "== $mpi: build in $dir"
     # The kernels' fatbin (nvcc, every GPU architecture: most of a build's time) does not depend
     # on the MPI: a build configured with the same nvcc and architectures reuses the first one's.
     # Copied with its time, it is newer than its sources unless they changed since; make rebuilds
@@ -229,34 +233,56 @@ test_mpi() {
     phase "$mpi ctest$what"
 }
 
-# The first MPI is built, then tested; the others are installed, configured and built beside its
-# tests, one after the other at the lowest priority (nice 19: they take the CPU time its tests
-# leave, 2 cores at 172% over a whole run before, 2026-11-28), and each tested once the first
-# MPI's tests are done and its build is ready. A background build's phases and failures come back
-# through files in its build tree (.phases, .failures; .ready holds its status).
+# The first MPI is built, then tested; the others are installed and configured beside its build
+# (its nvcc keeps one core busy for two minutes while the other is idle), and built beside its
+# tests, one after the other at the lowest priority (nice 19: they take the CPU time its build and
+# tests leave, 2 cores at 172% over a whole run before, 2026-11-28), each built once the first
+# MPI's build has ended (its fatbin is theirs) and tested once the first MPI's tests are done and
+# its build is ready. A background MPI's phases and failures come back through files in its build
+# tree (.phases, .failures; .ready holds its status); the first build's status is in its .built.
 first=${mpis%% *}
 rest=${mpis#"$first"}
 prepared=0
-if prepare "$first"; then
-    prepared=1
-    if [ -z "$fatbin_from" ] && [ -f "$prefix$first/cuda/coll_kernel.fatbin" ]; then fatbin_from=$prefix$first; fi
-    if [ "$first" = "$torch_mpi" ]; then torch_build "$prefix$first"; fi
-fi
+rm -f "$prefix$first/.built"
 bg_pid=""
 if [ -n "${rest// /}" ]; then
     for mpi in $rest; do mkdir -p "$prefix$mpi"; rm -f "$prefix$mpi/.ready" "$prefix$mpi/.phases" "$prefix$mpi/.failures"; done
     (
         renice -n 19 -p $BASHPID > /dev/null 2>&1 || true
+        # keep MPI STATUS: its phases so far and failures to its files; STATUS (when not empty)
+        # to .ready, which says it is done
+        keep() {
+            printf '%s' "$times" | sed 's/ s$/ s (beside the first build and tests)/' >> "$prefix$1/.phases"
+            printf '%s' "$failures" >> "$prefix$1/.failures"
+            times=""; failures=""
+            [ -z "$2" ] || echo "$2" > "$prefix$1/.ready"
+        }
+        configured=""
         for mpi in $rest; do
             times=""; failures=""; phase_start=$(date +%s)
-            if prepare "$mpi" > "$prefix$mpi/prepare.log" 2>&1; then rc=0; else rc=$?; fi
-            printf '%s' "$times" | sed 's/ s$/ s (beside the tests)/' > "$prefix$mpi/.phases"
-            printf '%s' "$failures" > "$prefix$mpi/.failures"
-            echo $rc > "$prefix$mpi/.ready"
+            if configure_mpi "$mpi" > "$prefix$mpi/prepare.log" 2>&1; then
+                configured="$configured $mpi"; keep "$mpi" ""
+            else
+                keep "$mpi" 1
+            fi
+        done
+        while [ ! -f "$prefix$first/.built" ]; do sleep 1; done
+        [ "$(cat "$prefix$first/.built")" != 0 ] || fatbin_from=$prefix$first
+        for mpi in $configured; do
+            times=""; failures=""; phase_start=$(date +%s)
+            if build_mpi "$mpi" >> "$prefix$mpi/prepare.log" 2>&1; then rc=0; else rc=$?; fi
+            keep "$mpi" "$rc"
         done
     ) &
     bg_pid=$!
 fi
+if configure_mpi "$first" && build_mpi "$first"; then
+    prepared=1
+    if [ -z "$fatbin_from" ] && [ -f "$prefix$first/cuda/coll_kernel.fatbin" ]; then fatbin_from=$prefix$first; fi
+    if [ "$first" = "$torch_mpi" ]; then torch_build "$prefix$first"; fi
+fi
+# the background builds wait for this: 0 where the fatbin is there to copy
+if [ $prepared = 1 ] && [ -n "$fatbin_from" ]; then echo 0 > "$prefix$first/.built"; else echo 1 > "$prefix$first/.built"; fi
 if [ $prepared = 1 ]; then test_mpi "$first"; fi
 for mpi in $rest; do
     dir="$prefix$mpi"
