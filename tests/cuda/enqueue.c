@@ -34,7 +34,7 @@
  * --queue: see queue().
  * --thread-single: MPI initialised without MPI_THREAD_MULTIPLE: MPIX_Stream_comm_create must
  * answer an error naming the thread level.
- * --zc: see zc(). */
+ * --zc: see zc(). --zc-reused: see zc_reused(). */
 #include "drv.h"
 #include "mpitest.h"
 
@@ -271,6 +271,70 @@ static void queue(MPI_Comm scomm, cu_stream_t cs)
 static int zc_value(int rank, int k, int e)
 {
     return (rank + 1) * 7 + k * 3 + e % 113;
+}
+
+/* --zc-reused: PICOLL_CUDA_ZERO_COPY=reused on the stream (PyTorch's tensors of its own caching
+ * allocator: plain device memory, not registered): an allreduce and a reduce_scatter_block of
+ * the same buffers (cuMemAlloc) enqueued ZC_CALLS times, each pass's inputs written on the stream
+ * just before, the stream synchronised and every result checked after each pass. The first pass
+ * meets every buffer for the first time and copies (its path not cuda_zc); the next ones read the
+ * peers' buffers in place (cuda_zc). */
+static void zc_reused(MPI_Comm scomm, cu_stream_t cs)
+{
+    const char *(*last)(void);
+    *(void **)&last = dlsym(RTLD_DEFAULT, "picoll_last_algorithm");
+    MT_CHECK(last != NULL, "picoll_last_algorithm is not there");
+    int p = mt_size, block = ZC_N / p;
+    size_t bytes = ZC_N * sizeof(int);
+    int *h = malloc(bytes), *got = malloc(bytes);
+    cu_ptr_t in[2], out[2];
+    for (int c = 0; c < 2; c++) {
+        CK(drv.mem_alloc(&in[c], bytes));
+        CK(drv.mem_alloc(&out[c], bytes));
+    }
+    for (int k = 0; k < ZC_CALLS; k++) {
+        for (int c = 0; c < 2; c++) {
+            for (int e = 0; e < ZC_N; e++) {
+                h[e] = zc_value(mt_rank, k * 2 + c, e);
+            }
+            CK(drv.memcpy_htod_async(in[c], h, bytes, cs));
+            void *src = (void *)(uintptr_t)in[c], *dst = (void *)(uintptr_t)out[c];
+            int rc = c == 0 ? mx.allreduce(src, dst, ZC_N, MPI_INT, MPI_SUM, scomm)
+                            : mx.rsb(src, dst, block, MPI_INT, MPI_SUM, scomm);
+            const char *what = c == 0 ? "allreduce" : "reduce_scatter_block";
+            MT_CHECK(rc == MPI_SUCCESS, "MPIX_%s_enqueue %d: %d", what, k, rc);
+            const char *path = last();
+            int zc_path = path != NULL && strcmp(path, "cuda_zc") == 0;
+            MT_CHECK(zc_path == (k > 0),
+                     "enqueued %s, pass %d over the same plain buffers (mode reused): path %s, "
+                     "expected %s",
+                     what, k, path ? path : "(none)",
+                     k > 0 ? "cuda_zc (met before)" : "the copy path's (met for the first time)");
+        }
+        CK(drv.stream_synchronize(cs));
+        for (int c = 0; c < 2; c++) {
+            get(got, out[c], bytes);
+            for (int e = 0, bad = 0; e < (c == 0 ? ZC_N : block) && bad < 3; e++) {
+                long long want = 0;
+                for (int q = 0; q < p; q++) {
+                    want += zc_value(q, k * 2 + c, c == 0 ? e : mt_rank * block + e);
+                }
+                if (got[e] != (int)want) {
+                    mt_fail("mode reused, pass %d, call %d: element %d is %d, want %lld", k, c, e,
+                            got[e], want);
+                    bad++;
+                }
+            }
+        }
+    }
+    /* every rank is done before any frees what the peers mapped */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int c = 0; c < 2; c++) {
+        CK(drv.mem_free(in[c]));
+        CK(drv.mem_free(out[c]));
+    }
+    free(h);
+    free(got);
 }
 
 static void zc(MPI_Comm scomm, cu_stream_t cs, int ordinal)
@@ -633,6 +697,12 @@ int main(int argc, char **argv)
         big(argc, argv, mt_size, mt_rank);
         MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
         return mt_finish("enqueue --big");
+    }
+    if (mt_flag(argc, argv, "--zc-reused")) {
+        zc_reused(scomm, cs);
+        MPI_Comm_free(&scomm);
+        MT_CHECK(mx.free_(&s) == MPI_SUCCESS && mx.free_(&s2) == MPI_SUCCESS, "MPIX_Stream_free");
+        return mt_finish("enqueue --zc-reused");
     }
     if (mt_flag(argc, argv, "--zc")) {
         zc(scomm, cs, mt_rank % ndev);
