@@ -72,7 +72,8 @@
 #   fix49      the fix of issue 49's np 4 hang with no variable set: enqueue --big, torch_bench
 #              ("auto" twice, "group"), test_cuda.py, the DDP/FSDP steps at np 4. About 4 minutes.
 #   table49    issue 49's table with the fix: a group of one, np 2 and 4, back to back and
-#              --blocking, nccl(1) beside. About 3 minutes.
+#              --blocking, nccl(1) beside; np 2 and 4 with PICOLL_CUDA_ZERO_COPY=reused. About 4
+#              minutes.
 #   verify51   issue 51's splits on the GPU: cuda.matrix.np2, cuda.enqueue.np2, enqueue --big at
 #              np 4, test_cuda.py at np 2 and 4, test_train_cuda.py at np 4. About 2 minutes.
 #   hierblocks cuda_coll's matrix at np 6 (2 virtual nodes of 3), osu_allgather and osu_alltoall
@@ -426,20 +427,24 @@ for s in $steps; do
     table49)
         # issue 49's table in one job with the code of its fix ("auto" = the caller's stream
         # wherever ranks share the GPU, its default stream on the kernels at 2 and 4 ranks): a
-        # group of one, np 2 and np 4, back to back and --blocking, nccl(1) beside each. About 3
-        # minutes with the torch build.
+        # group of one, np 2 and np 4, back to back and --blocking, nccl(1) beside each; then np 2
+        # and 4 back to back with PICOLL_CUDA_ZERO_COPY=reused (torch_bench's tensors are the same
+        # at every call: 2 and 16 MiB on the zero-copy path from the second call, issue 49's 16 MiB
+        # np 4 against np 2 without the copies). About 4 minutes with the torch build.
         if [ ! -d "$site/picoll_torch" ]; then
             step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
                 --no-build-isolation --no-deps --target "$site" -v "$src/torch"
         fi
         export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-        for run in 1 2 2-blocking 4 4-blocking; do
-            step "t49b-np$run" 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" "${run%-*}" \
+        for run in 1 2 2-blocking 4 4-blocking 2-reused 4-reused; do
+            step "t49b-np$run" 40 env PICOLL_TIMEOUT=5 \
+                $([ "${run#*-}" = reused ] && echo PICOLL_CUDA_ZERO_COPY=reused) \
+                "$build/tests/mpirun.sh" "${run%-*}" \
                 "$py" "$src/osu-bench/torch_bench.py" --device cuda --sizes 8,64K,2M,16M \
                 --rounds 3 --seconds 0.02 --timeout 30 --json "$logs/t49b-np$run.json" \
                 $([ "${run#*-}" = blocking ] && echo --blocking)
         done
-        grep -hE "torch_bench:| 8 B|KiB|MiB" "$logs"/t49b-*.log | cut -c1-200 | head -40 ;;
+        grep -hE "torch_bench:| 8 B|KiB|MiB" "$logs"/t49b-*.log | cut -c1-200 | head -60 ;;
     verify51)
         # issue 51's splits on the GPU (the executor by concept, the check family, picoll_torch's
         # one dispatcher): cuda.matrix.np2 and cuda.enqueue.np2, enqueue --big at np 4, then
