@@ -50,7 +50,8 @@
 #   zcmiss     issue 50: what a miss of the zero-copy path's IPC cache costs against the copy it
 #              saves: cuda_coll zcmiss (allreduces of fresh buffers, then of reused ones, 1 to
 #              64 MiB) with PICOLL_CUDA_ZERO_COPY=off, on and reused (a buffer met once copied),
-#              turn about (off on reused reused on off), np 2 and 4. About 4 minutes.
+#              turn about (LEASE_ZCMISS_TURNS, default "off on reused reused on off"), np 2
+#              and 4. About 4 minutes; 2 with LEASE_ZCMISS_TURNS="off on reused".
 #   envab      a variable's A/B: allreduce and allgather (LEASE_AB_COLLS) 8 B to 64 KiB with --floor,
 #              --enqueue and --graph at np 2 and 4 with LEASE_AB_VAR (default PICOLL_CUDA_FENCES)
 #              set to each of LEASE_AB_VALUES (default "all needed"), turn about, LEASE_AB_ROUNDS
@@ -249,7 +250,7 @@ for s in $steps; do
         # issue 50: a cache miss (cuIpcGetMemHandle at the owner, cuIpcOpenMemHandle at every
         # peer, each call of fresh buffers) against the copy it saves; reused buffers beside
         for np in 2 4; do
-            for v in off on reused reused on off; do
+            for v in ${LEASE_ZCMISS_TURNS:-off on reused reused on off}; do
                 step zcmiss-$v-np$np 60 env PICOLL_STATS=1 PICOLL_CUDA_ZERO_COPY=$v \
                     PICOLL_NVLINK_TWOSHOT_MAX=1G "$build/tests/mpirun.sh" $np --preload \
                     "$build/tests/cuda/cuda_coll" zcmiss --calls 10
