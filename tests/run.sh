@@ -266,7 +266,8 @@ if [ -n "${rest// /}" ]; then
                 keep "$mpi" 1
             fi
         done
-        while [ ! -f "$prefix$first/.built" ]; do sleep 1; done
+        # (and end with the script: $$ is its process)
+        while [ ! -f "$prefix$first/.built" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 1; done
         [ "$(cat "$prefix$first/.built")" != 0 ] || fatbin_from=$prefix$first
         for mpi in $configured; do
             times=""; failures=""; phase_start=$(date +%s)
