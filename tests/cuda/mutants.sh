@@ -111,6 +111,8 @@ for id in $(echo "$points" | cut -d' ' -f1 | uniq); do
          sed -E 's/^(.* )?([a-z_]+)\(.*/\2/')
     caught=""
     hint=$(echo "$hints" | awk -v id="$id" '$1 == id { print $2 }')
+    # a hint that names no test (renamed since) is no hint
+    echo "$tests" | cut -d'|' -f1 | grep -q -x -F "${hint:-/}" || hint=""
     stale=""
     for t in $hint $(echo "$tests" | cut -d'|' -f1 | grep -v -x -F "${hint:-/}"); do
         limit=$(echo "$tests" | awk -F'|' -v t="$t" '$1 == t { print $2 }')
