@@ -72,6 +72,9 @@
 #              enqueued), torch_bench and the DDP step at np 4 with it. About 6 minutes.
 #   fix49      the fix of issue 49's np 4 hang with no variable set: enqueue --big, torch_bench
 #              ("auto" twice, "group"), test_cuda.py, the DDP/FSDP steps at np 4. About 4 minutes.
+#   share8     issue 49 beyond 4 ranks a GPU: 8 ranks on one GPU with the default stream on the
+#              kernels (PICOLL_STREAM_DEFAULT_SHARING=8): enqueue --big twice, torch_bench and the
+#              DDP/FSDP steps at np 8. About 3 minutes.
 #   table49    issue 49's table with the fix: a group of one, np 2 and 4, back to back and
 #              --blocking, nccl(1) beside; np 2 and 4 with PICOLL_CUDA_ZERO_COPY=reused. About 4
 #              minutes.
@@ -424,6 +427,33 @@ for s in $steps; do
         step f49-cuda-np4 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 "$py" \
             "$src/tests/torch/test_cuda.py" --backend picoll --timeout 30
         grep -hE "passed|FAIL|still waiting|MiB|KiB| 8 B|ms a step|DDP|FSDP" "$logs"/f49-*.log |
+            cut -c1-200 | head -40 ;;
+    share8)
+        # issue 49 item 2 beyond 4 ranks a GPU: 8 ranks on one GPU with the default stream on
+        # picoll's kernels (PICOLL_STREAM_DEFAULT_SHARING=8; the default, 4, stages it there),
+        # each launch half the GPU's resident blocks over the ranks sharing it (16 on an
+        # H100/H200): enqueue --big twice (six in-place 16 MiB allreduces back to back on the
+        # legacy stream), then torch_bench on the caller's stream and the DDP/FSDP steps at np 8.
+        # Where all pass, the default can go to 8. About 3 minutes with the torch build.
+        for i in 1 2; do
+            step "s8-big-$i" 30 env PICOLL_STREAM_DEFAULT_SHARING=8 PICOLL_TIMEOUT=5 \
+                PICOLL_LOG_LEVEL=debug "$build/tests/mpirun.sh" 8 --preload \
+                "$build/tests/cuda/enqueue" --big 4194304 6
+        done
+        grep -h "device workspace on" "$logs/s8-big-1.log" | head -1
+        if [ ! -d "$site/picoll_torch" ]; then
+            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+        fi
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        step s8-tb-np8 60 env TORCH_TEST_CUDA_STREAM=caller PICOLL_STREAM_DEFAULT_SHARING=8 \
+            PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 8 "$py" "$src/osu-bench/torch_bench.py" \
+            --device cuda --sizes 8,64K,2M,16M --rounds 3 --seconds 0.02 --timeout 40 \
+            --json "$logs/s8-tb-np8.json"
+        step s8-train-np8 60 env TORCH_TEST_CUDA_STREAM=caller PICOLL_STREAM_DEFAULT_SHARING=8 \
+            PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 8 "$py" \
+            "$src/tests/torch/test_train_cuda.py" --backend picoll --timeout 40
+        grep -hE "passed|FAIL|still waiting|MiB|KiB| 8 B|ms a step|DDP|FSDP" "$logs"/s8-*.log |
             cut -c1-200 | head -40 ;;
     table49)
         # issue 49's table in one job with the code of its fix ("auto" = the caller's stream
