@@ -11,17 +11,28 @@
 #include <time.h>
 
 static atomic_int done;
-static atomic_uint polled; /* the waiter's polls so far */
+static atomic_uint polled;    /* the waiter's polls so far */
+static atomic_llong first_ns; /* the waiter's first clock reading (its quiet's start), 0 before */
 
-/* Late by `arg` seconds, and until the waiter has polled 2048 times (8 of its clock readings,
- * one each 256 polls): on a loaded machine a yielding poll can take a scheduler's time slice, and
- * a wait that read its clock once in the lateness could not have seen it last (unit.wait failed
- * so once in a clean-clone run, 2026-11-29). */
+/* Late by `arg` seconds, and until the waiter has read its clock (once each 256 polls) after 50 ms
+ * of quiet: 512 more polls from 50 ms after its first reading, and 2048 in all. On a loaded
+ * machine the waiter can be kept off the CPU for most of the lateness and then run its polls in a
+ * burst, whose clock readings span less than PICOLL_WAIT_NAP (unit.wait failed so twice in
+ * clean-clone runs, 2026-11-29): the lateness it sees is what it read, not the peer's sleep. */
 static void *late_peer(void *arg)
 {
     struct timespec t = {0, (long)(*(double *)arg * 1e9)}, tick = {0, 1000000};
     nanosleep(&t, NULL);
-    while (atomic_load(&polled) < 2048) {
+    unsigned from = 0;
+    for (;;) {
+        long long first = atomic_load(&first_ns);
+        unsigned n = atomic_load(&polled);
+        if (from == 0 && first != 0 && picoll_clock_now() * 1e9 >= (double)first + 50e6) {
+            from = n + 512;
+        }
+        if (from != 0 && n >= from && n >= 2048) {
+            break;
+        }
         nanosleep(&tick, NULL);
     }
     atomic_store(&done, 1);
@@ -42,6 +53,7 @@ static unsigned wait_for_late(double late, unsigned moved_every, double *cpu, in
     pthread_t t;
     atomic_store(&done, 0);
     atomic_store(&polled, 0);
+    atomic_store(&first_ns, 0);
     pthread_create(&t, NULL, late_peer, &late);
     double c0 = thread_cpu();
     picoll_wait_t w;
@@ -51,6 +63,9 @@ static unsigned wait_for_late(double late, unsigned moved_every, double *cpu, in
     while (!atomic_load(&done)) {
         int moved = moved_every != 0 && w.polls % moved_every == 0;
         picoll_wait(&w, moved);
+        if (w.start != 0.0 && atomic_load(&first_ns) == 0) {
+            atomic_store(&first_ns, (long long)(w.start * 1e9));
+        }
         atomic_store(&polled, w.polls);
         *napped |= w.nap;
         slept += w.nap && w.idle > w.spin;
