@@ -140,6 +140,16 @@ env_ab() {
 }
 site=/tmp/picoll-torch-site
 py=$(command -v python3)
+# torch_site [SECONDS]: picoll_torch built against the machine's own PyTorch into $site (no
+# package registry: no build isolation; once a lease, the later steps find it), and $site on
+# PYTHONPATH
+torch_site() {
+    if [ ! -d "$site/picoll_torch" ]; then
+        step torch-build "${1:-240}" env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
+            --no-build-isolation --no-deps --target "$site" -v "$src/torch"
+    fi
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+}
 for s in $steps; do
     case $s in
     tests)
@@ -266,11 +276,7 @@ for s in $steps; do
         # about, at np 2 and 4 (tests/torch/zc_pool.py); then again with
         # PICOLL_CUDA_ZERO_COPY=reused, where PyTorch's own tensors take the path from their
         # second call (the "default" rows of round 1)
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         for np in 2 4; do
             step torch50-np$np 60 env PICOLL_STATS=1 PICOLL_TIMEOUT=10 "$build/tests/mpirun.sh" \
                 $np "$py" "$src/tests/torch/zc_pool.py"
@@ -299,11 +305,7 @@ for s in $steps; do
         grep -hE "passed|FAIL|cuda_ll" "$logs"/ll-*.log | head -12
         env_ab PICOLL_CUDA_LL_MAX "0 64k" allreduce 2 ;;
     torchhang)
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 300 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site 300
         step torchhang-np4 75 bash "$src/tests/cuda/hang-watch.sh" 30 "$logs/torchhang-wchan.txt" \
             env ${LEASE_TORCH_ENV:-} TORCH_TEST_CUDA_STREAM=group PICOLL_TIMEOUT=10 \
             "$build/tests/mpirun.sh" 4 "$py" "$src/tests/torch/test_cuda.py" --timeout 40
@@ -319,11 +321,7 @@ for s in $steps; do
         # stream's kernels at np 4 (PICOLL_STREAM_DEFAULT_SHARING=4) and the group's stream, each
         # as it is and with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 (half the blocks per launch: the
         # four ranks' kernels no longer fill the GPU), stacks at 25 s, late ranks named at 5 s
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         tb() { # NAME NP LIMIT ENV... -- BENCH-ARGS...
             local name=$1 np=$2 limit=$3; shift 3
             local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
@@ -380,11 +378,7 @@ for s in $steps; do
                     --enqueue -c -T mpi_float -m 1M:64M
             done
         done
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         for b in 32 0; do
             step "h49-tb-np4-default-b$b" 35 env TORCH_TEST_CUDA_STREAM=caller \
                 PICOLL_STREAM_DEFAULT_SHARING=4 PICOLL_CUDA_BLOCKS=$b PICOLL_TIMEOUT=5 \
@@ -411,11 +405,7 @@ for s in $steps; do
                 --preload "$build/tests/cuda/enqueue" --big 4194304 6
         done
         grep -h "device workspace on" "$logs/f49-big-1.log" | head -1
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         for run in auto-1 auto-2 group; do
             step "f49-tb-np4-$run" 40 env TORCH_TEST_CUDA_STREAM=${run%-*} PICOLL_TIMEOUT=5 \
                 "$build/tests/mpirun.sh" 4 "$py" "$src/osu-bench/torch_bench.py" --device cuda \
@@ -441,11 +431,7 @@ for s in $steps; do
                 "$build/tests/cuda/enqueue" --big 4194304 6
         done
         grep -h "device workspace on" "$logs/s8-big-1.log" | head -1
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         step s8-tb-np8 60 env TORCH_TEST_CUDA_STREAM=caller PICOLL_STREAM_DEFAULT_SHARING=8 \
             PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 8 "$py" "$src/osu-bench/torch_bench.py" \
             --device cuda --sizes 8,64K,2M,16M --rounds 3 --seconds 0.02 --timeout 40 \
@@ -462,11 +448,7 @@ for s in $steps; do
         # and 4 back to back with PICOLL_CUDA_ZERO_COPY=reused (torch_bench's tensors are the same
         # at every call: 2 and 16 MiB on the zero-copy path from the second call, issue 49's 16 MiB
         # np 4 against np 2 without the copies). About 4 minutes with the torch build.
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         for run in 1 2 2-blocking 4 4-blocking 2-reused 4-reused; do
             step "t49b-np$run" 40 env PICOLL_TIMEOUT=5 \
                 $([ "${run#*-}" = reused ] && echo PICOLL_CUDA_ZERO_COPY=reused) \
@@ -484,11 +466,7 @@ for s in $steps; do
         step v51-ctest 90 sh -c "cd '$build' && ctest --output-on-failure -R '^cuda\.(matrix|enqueue)\.np2\$'"
         step v51-big-np4 20 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" 4 --preload \
             "$build/tests/cuda/enqueue" --big 4194304 6
-        if [ ! -d "$site/picoll_torch" ]; then
-            step torch-build 240 env PICOLL_TORCH_DIR="$build" "$py" -m pip install \
-                --no-build-isolation --no-deps --target "$site" -v "$src/torch"
-        fi
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        torch_site
         for np in 2 4; do
             step v51-cuda-np$np 40 env PICOLL_TIMEOUT=5 "$build/tests/mpirun.sh" $np "$py" \
                 "$src/tests/torch/test_cuda.py" --backend picoll --timeout 30
