@@ -69,7 +69,7 @@ static size_t max_bytes = SIZE_MAX;
 /* ---------------------------------------------------------------- matrix */
 
 /* Counts around the limits, in elements of esize bytes. */
-static size_t edge_counts(size_t esize, size_t *out)
+size_t edge_counts(size_t esize, size_t *out)
 {
     size_t n = 0;
     size_t edges[] = {ONESHOT_MAX, SLOT, 2 * SLOT};
@@ -707,6 +707,7 @@ static const struct {
     {"devcoll-late", mode_devcoll_late, 0},
     {"zc", mode_zc, 0},
     {"zcmiss", mode_zcmiss, 0},
+    {"shuffle", mode_shuffle, 0},
 };
 
 /* The thresholds the cases are built around (cases.h): defaults here, and any other value set

@@ -535,6 +535,74 @@ static void fallbacks(void)
                            .falls_back = 1});
 }
 
+/* One of the collectives above drawn at random (cuda_coll shuffle's call k of seed): its kind,
+ * type, op, counts (every rank's, for the v-forms), root, placement and offset, the same on every
+ * rank; only calls that run on the device (no uneven reduce-scatter or alltoallv in place). */
+void devcoll_drawn(uint64_t seed, long k)
+{
+#define DRAW(d) mt_rand(seed, (uint64_t)k, 100 + (uint64_t)(d))
+    size_t counts[64], piece = SLOT / (size_t)mt_size / 16 * 16;
+    int kind = (int)(DRAW(0) % 6), in_place = (int)(DRAW(1) & 1);
+    size_t ti = DRAW(2) % ntypes;
+    const type_t *t = &types[ti];
+    op_t op = (op_t)(DRAW(3) % NOPS);
+    for (int d = 4; !op_allowed(t, op); d++) {
+        op = (op_t)(DRAW(d) % NOPS);
+    }
+    size_t es = t->size, big = 2 * SLOT / es + 3;
+    size_t edges[8], ne = dev_counts(es, kind == 0 ? piece : SLOT, edges);
+    size_t count = DRAW(20) & 1 ? edges[DRAW(21) % ne] : 1 + DRAW(22) % big;
+    size_t off = (size_t[]){0, 1, 8}[DRAW(23) % 3];
+    int root = (int)(DRAW(24) % (uint64_t)mt_size);
+    MT_CHECK(mt_size <= 64, "devcoll: at most 64 ranks");
+    switch (kind) {
+    case 0: /* reduce-scatter of even pieces */
+    case 1: /* reduce-scatter: uneven pieces (some empty) not in place, or even ones */
+        for (int r = 0; r < mt_size; r++) {
+            counts[r] = kind == 0 || (DRAW(25) & 1) ? count : DRAW(30 + r) % (count + 1);
+        }
+        counts[root] = count; /* not all empty: a call of nothing is handed over */
+        for (int r = 1; r < mt_size; r++) {
+            in_place = in_place && counts[r] == counts[0];
+        }
+        red_case(&(red_case_t){.kind = kind == 0 ? D_RSB : D_RS,
+                               .ti = (int)ti,
+                               .t = t,
+                               .op = op,
+                               .counts = counts,
+                               .in_place = in_place,
+                               .off = off});
+        break;
+    case 2:
+        counts[0] = count;
+        red_case(&(red_case_t){.kind = D_REDUCE,
+                               .ti = (int)ti,
+                               .t = t,
+                               .op = op,
+                               .counts = counts,
+                               .in_place = in_place,
+                               .root = root,
+                               .off = off});
+        break;
+    case 3: bcast_case(count * es, MPI_BYTE, 1, root, off, MEM_DEVICE, 0); break;
+    case 4: /* off even: MPI_BYTE blocks; odd: MPI_INT */
+        for (int r = 0; r < mt_size; r++) {
+            counts[r] = DRAW(30 + r) % (count + 1);
+        }
+        counts[root] = count;
+        allgatherv_case(counts, in_place, off + (DRAW(26) & 1), MEM_DEVICE, 0);
+        break;
+    default: {
+        MPI_Datatype dts[] = {MPI_BYTE, MPI_SHORT, MPI_INT, MPI_DOUBLE};
+        size_t elems[] = {1, sizeof(short), sizeof(int), sizeof(double)};
+        size_t e = DRAW(27) % 4;
+        alltoallv_case((int)(DRAW(28) % 3), dts[e], elems[e], 0, off, MEM_DEVICE, 0);
+        break;
+    }
+    }
+#undef DRAW
+}
+
 int mode_devcoll(int argc, char **argv)
 {
     (void)argc;

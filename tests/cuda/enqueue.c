@@ -38,7 +38,7 @@
 #include "drv.h"
 #include "mpitest.h"
 
-#include <picoll.h> /* MPIX_Stream: picoll's own type, or the MPI's (MPICH 4.1 and later) */
+#include "mpix.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -47,25 +47,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef MPIX_Stream stream_t;
-
-static struct {
-    int (*info_set_hex)(MPI_Info, const char *, const void *, int);
-    int (*create)(MPI_Info, stream_t *);
-    int (*free_)(stream_t *);
-    int (*comm_create)(MPI_Comm, stream_t, MPI_Comm *);
-    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-    int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-    int (*rsb)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-    int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
-    int (*send)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
-    int (*recv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
-    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
-    int (*irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
-    int (*waitall)(int, MPI_Request *, MPI_Status *);
-    int (*query)(stream_t, long *, long *, long *, long *, long *, long *);
-} mx;
+static mpix_t mx;
 
 #define N 1000 /* ints per rank's block */
 #define ROUNDS 6
@@ -641,23 +623,7 @@ int main(int argc, char **argv)
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     }
     mt_load_picoll(1);
-#define MX(f, name) *(void **)&mx.f = dlsym(RTLD_DEFAULT, name)
-    MX(info_set_hex, "MPIX_Info_set_hex");
-    MX(create, "MPIX_Stream_create");
-    MX(free_, "MPIX_Stream_free");
-    MX(comm_create, "MPIX_Stream_comm_create");
-    MX(allreduce, "MPIX_Allreduce_enqueue");
-    MX(allgather, "MPIX_Allgather_enqueue");
-    MX(alltoall, "MPIX_Alltoall_enqueue");
-    MX(rsb, "MPIX_Reduce_scatter_block_enqueue");
-    MX(bcast, "MPIX_Bcast_enqueue");
-    MX(send, "MPIX_Send_enqueue");
-    MX(recv, "MPIX_Recv_enqueue");
-    MX(query, "picoll_stream_query");
-    MX(isend, "MPIX_Isend_enqueue");
-    MX(irecv, "MPIX_Irecv_enqueue");
-    MX(waitall, "MPIX_Waitall_enqueue");
-    if (mx.query == NULL || mx.recv == NULL || mx.waitall == NULL) {
+    if (!mpix_load(&mx)) {
         mt_fail("picoll's MPIX_Stream calls are not there (is libpicoll.so preloaded?)");
         return mt_finish("enqueue");
     }

@@ -4,6 +4,7 @@
 #define PICOLL_TESTS_CUDA_MODES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 extern int my_device; /* local rank % device count */
 extern int ndev;      /* devices the driver sees */
@@ -25,6 +26,12 @@ int mode_rehome(int argc, char **argv);
  * buffers; the same with rank R's kernels S seconds late (devcoll-late R S) */
 int mode_devcoll(int argc, char **argv);
 int mode_devcoll_late(int argc, char **argv);
+/* one of devcoll's collectives drawn from seed for cuda_coll shuffle's call k */
+void devcoll_drawn(uint64_t seed, long k);
+/* shuffle.c: calls drawn at random, blocking and (--stream) enqueued */
+int mode_shuffle(int argc, char **argv);
+/* cuda_coll.c: allreduce counts around the limits, in elements of esize bytes (16 at most) */
+size_t edge_counts(size_t esize, size_t *out);
 int mode_thread(int argc, char **argv);
 int mode_ptds(int argc, char **argv);
 int mode_mixed(int argc, char **argv);

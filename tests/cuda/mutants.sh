@@ -29,9 +29,10 @@ trap 'rm -f "$log"' EXIT
 
 # the tests, quickest first (the barrier floor's, which only its own kernel's mutants fail, and
 # the stream-ordered queue before the slower ones, though only the stream's epoch wait needs it:
-# the mutant of that wait runs no test after it): name, then the
-# command (run through sh -c); each must end within its limit (a hang counts as caught: a GPU
-# would hang too)
+# the mutant of that wait runs no test after it), but the last (cuda_coll shuffle: calls drawn
+# from FAKECUDA_SEED, so that the soak runs new sequences of calls as well as new schedules):
+# name, then the command (run through sh -c); each must end within its limit (a hang counts as
+# caught: a GPU would hang too)
 tests='barrier.np3|60|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/barrier_floor
 matrix.np2|60|'"$run"' 2 --preload env '"$emu $coll"' matrix --fast
 zc.np2|60|env FAKECUDA_FREE_MAPPED=1 PICOLL_CUDA_ZERO_COPY_MIN=64k '"$run"' 2 --preload env '"$emu $coll"' zc
@@ -39,7 +40,8 @@ ll.np3|90|env PICOLL_CUDA_LL_MAX=64k '"$run"' 3 --preload env '"$emu $coll"' mat
 queue.np3|30|'"$run"' 3 --preload env '"$emu $build"'/tests/cuda/enqueue --queue
 matrix.np3|90|'"$run"' 3 --preload env '"$emu $coll"' matrix --fast
 late.np3|60|env PICOLL_TIMEOUT=1 '"$run"' 3 --preload env '"$emu $coll"' late 1 1.5 allreduce
-hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast'
+hcm.np8|150|env FAKECUDA_DEVICES=8 PICOLL_TOPO_FILE='"$topo"' PICOLL_TOPO_FILE_GPU=local-rank PICOLL_HCM_ONESHOT_MAX=1G '"$run"' 8 --preload env '"$emu $coll"' matrix --groups 4 --fast
+shuffle.np4|90|env PICOLL_CUDA_LL_MAX=16k '"$run"' 4 --preload env '"$emu $coll"' shuffle --calls 150 --stream'
 
 # Where each mutant was last caught (mutant id, test): tried first, so that a mutant does not run
 # the tests that pass before its catcher (the check took 152 s of 2 loaded cores in CTest, 50 s
