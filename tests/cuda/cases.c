@@ -577,6 +577,12 @@ static size_t env_bytes(const char *name, size_t def)
 const char *want_zc(const char *want, int alltoall, const void *send, const void *recv,
                     size_t rbytes)
 {
+    return want_zc_maps(want, alltoall, send, recv, rbytes, -1);
+}
+
+const char *want_zc_maps(const char *want, int alltoall, const void *send, const void *recv,
+                         size_t rbytes, long maps)
+{
     const char *mode = getenv("PICOLL_CUDA_ZERO_COPY");
     /* reused: as on, where the caller knows every buffer of the call was met before (a call
      * meeting one for the first time copies: the caller does not ask here) */
@@ -594,8 +600,11 @@ const char *want_zc(const char *want, int alltoall, const void *send, const void
     const char *cache = getenv("PICOLL_CUDA_IPC_CACHE");
     int n = 1;
     MPI_Comm_size(test_comm, &n);
-    long need = (long)(n - 1) *
-                (!alltoall && strcmp(want, "cuda_ipc") != 0 && send != MPI_IN_PLACE ? 2 : 1);
+    long need =
+        maps >= 0
+            ? maps
+            : (long)(n - 1) *
+                  (!alltoall && strcmp(want, "cuda_ipc") != 0 && send != MPI_IN_PLACE ? 2 : 1);
     if (!aligned || (cache != NULL && atol(cache) < need)) {
         return want;
     }

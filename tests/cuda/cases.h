@@ -149,6 +149,10 @@ const char *want_blocks(int alltoall, int in_place, size_t total);
  * copies (alltoall not in place) where both buffers are 16-byte aligned, else want. */
 const char *want_zc(const char *want, int alltoall, const void *send, const void *recv,
                     size_t rbytes);
+/* The same for a call that maps maps allocations of its peers on a rank (bcast: the root's one),
+ * where want_zc counts one a peer (two for a two-shot allreduce out of place); -1: as want_zc. */
+const char *want_zc_maps(const char *want, int alltoall, const void *send, const void *recv,
+                         size_t rbytes, long maps);
 
 /* Checks the calling thread's picoll_last_algorithm() against want ("a|b"): on a mismatch, one
  * line "FAIL [rank r] <call> count=<n>: path <got>, expected <want>". */
