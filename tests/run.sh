@@ -57,21 +57,21 @@ phase "autoreconf"
 jobs=$(nproc 2>/dev/null || echo 2)
 mpis=${PICOLL_TEST_MPIS:-openmpi mpich mpich5 mpich5-abi}
 # MPICH 5's subset: the wrapper table, start-up and set-up, the collectives (MPI, shared memory,
-# rooted, large counts), staging of device buffers (every call, refusals), the stream layer on
-# MPICH's own MPIX_Stream, the network step over MPICH's UCX (virtual nodes, netns hosts), and
-# invalid arguments (less the calls that MPICH 5 from pip aborts on without picoll too:
-# mt_mpich_version in the tests).
+# rooted, large counts, calls drawn at random: mpi.shuffle.np4), staging of device buffers
+# (every call, refusals), the stream layer on MPICH's own MPIX_Stream, the network step over
+# MPICH's UCX (virtual nodes, netns hosts), and invalid arguments (less the calls that MPICH 5
+# from pip aborts on without picoll too: mt_mpich_version in the tests).
 MPICH5_VERSION=5.0.2
-MPICH5_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|large_count|null_status|progress|comm_lifecycle|threads|config|bad_args|stats)\..*|host\.matrix\..*|cuda\.(staged\.fake|every\.fake|every\.host\.fake|bad_args\.fake)\..*|cuda\.emu\.enqueue\.(np3|thread\.np3|single\.np1|late\.np2|queue\.np3)|net\.matrix\.np4\.v2\.tcp|hosts\.matrix\.np4)$'
+MPICH5_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|large_count|null_status|progress|comm_lifecycle|threads|config|bad_args|stats)\..*|mpi\.shuffle\.np4|host\.matrix\..*|cuda\.(staged\.fake|every\.fake|every\.host\.fake|bad_args\.fake)\..*|cuda\.emu\.enqueue\.(np3|thread\.np3|single\.np1|late\.np2|queue\.np3)|net\.matrix\.np4\.v2\.tcp|hosts\.matrix\.np4)$'
 # MPICH 4's subset (Debian's MPICH 4.0): the wrapper table, set-up, the collectives against the
-# MPI's (mpi.matrix, mpi.rooted, host.matrix), threads, invalid arguments, staging of device
-# buffers, the stream layer without MPIX_Stream, the network step over Debian's UCX, and
+# MPI's (mpi.matrix, mpi.rooted, host.matrix, mpi.shuffle.np4), threads, invalid arguments, staging
+# of device buffers, the stream layer without MPIX_Stream, the network step over Debian's UCX, and
 # Fortran's bindings, PICOLL_ENABLE=0, a late rank on the host path and the device executor's
-# matrix; MPICH 5's other tests (the rest of mpi.*, cuda.every.host.fake, cuda.bad_args.fake,
-# the stream layer's threads, late ranks and queue, hosts.matrix.np4) run there and at the first
-# MPI (the rest runs at the first MPI: on MPICH 4 its 147 tests took 161 s of a 1272 s run,
-# 2026-11-28, for no test that is MPICH's own; 55 tests took 75 s of a 913 s run)
-MPICH_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|threads|bad_args)\..*|host\.matrix\..*|cuda\.(staged\.fake|every\.fake)\..*|cuda\.emu\.enqueue\.(np3|single\.np1)|net\.matrix\.np4\.v2\.tcp|fortran\.calls\.np3|mpi\.enable0\.np2|host\.late\.np3|cuda\.emu\.matrix\.fast\.np2)$'
+# matrix; MPICH 5's other tests (the rest of mpi.*, cuda.every.host.fake, cuda.bad_args.fake, the
+# stream layer's threads, late ranks and queue, hosts.matrix.np4) run there and at the first MPI
+# (the rest runs at the first MPI: on MPICH 4 its 147 tests took 161 s of a 1272 s run, 2026-11-28,
+# for no test that is MPICH's own; 55 tests took 75 s of a 913 s run)
+MPICH_TESTS='^(unit\.table_complete|mpi\.(setup|matrix|rooted|threads|bad_args)\..*|mpi\.shuffle\.np4|host\.matrix\..*|cuda\.(staged\.fake|every\.fake)\..*|cuda\.emu\.enqueue\.(np3|single\.np1)|net\.matrix\.np4\.v2\.tcp|fortran\.calls\.np3|mpi\.enable0\.np2|host\.late\.np3|cuda\.emu\.matrix\.fast\.np2)$'
 # The standard-ABI build (the same MPICH 5 through mpicc_abi and libmpi_abi.so.1): the table, the
 # collectives, staging and the stream layer (picoll's own MPIX_Stream there: mpi_abi.h has none).
 ABI_TESTS='^(unit\.table_complete|mpi\.(setup|matrix)\..*|cuda\.(staged\.fake|every\.fake)\.np2|cuda\.emu\.enqueue\.np3)$'
