@@ -12,7 +12,8 @@
 # (cuda/cuda_ipc_cache.c), deleted in tests/cuda/ipc_cache_mutant, must be caught (freed-mapping).
 # Prints a table: mutant, where, the test that caught it or SURVIVED; exits 1 on any survivor.
 # --soak N: no mutants; the same tests N times each with new seeds (CTest label soak).
-# FAKECUDA_SEED fixes the fibers' schedule (default 1 here; the soak draws its own).
+# FAKECUDA_SEED fixes the fibers' schedule (default 1 here; the soak draws its own). A weakened
+# run ends at its first failure (MT_FAIL_FAST: tests/mpi/mpitest.c), not after the whole matrix.
 src="$1"; build="$2"; shift 2
 soak=0
 [ "$1" = "--soak" ] && soak="$2"
@@ -119,7 +120,7 @@ for id in $(echo "$points" | cut -d' ' -f1 | uniq); do
     for t in $hint $(echo "$tests" | cut -d'|' -f1 | grep -v -x -F "${hint:-/}"); do
         limit=$(echo "$tests" | awk -F'|' -v t="$t" '$1 == t { print $2 }')
         cmd=$(echo "$tests" | awk -F'|' -v t="$t" '$1 == t { print $3 }')
-        if ! FAKECUDA_MUTANT=$id run_test "$limit" "$cmd"; then
+        if ! FAKECUDA_MUTANT=$id MT_FAIL_FAST=1 run_test "$limit" "$cmd"; then
             caught="$t ($(reason))$stale"
             break
         fi
