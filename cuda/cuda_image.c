@@ -13,6 +13,11 @@ void picoll_cuda_kernel_image(int device, char *out, size_t len)
 #else
     const char *archs = "";
 #endif
+#ifdef PICOLL_CUDA_PTX
+    const int ptx = 1; /* a GPU newer than the highest runs its PTX */
+#else
+    const int ptx = 0; /* --disable-cuda-ptx */
+#endif
     int major = 0, minor = 0, best = 0, found = 0;
     picoll_cu_device_t dev;
 
@@ -48,12 +53,13 @@ void picoll_cuda_kernel_image(int device, char *out, size_t len)
                  minor);
     } else if (found) {
         snprintf(out, len, "sm_%d for compute capability %d.%d", best, major, minor);
-    } else if (cc > hi) {
+    } else if (cc > hi && ptx) {
         snprintf(out, len,
                  "PTX of compute_%d, compiled by the driver for compute capability "
                  "%d.%d at the first device call",
                  hi, major, minor);
     } else {
-        snprintf(out, len, "none for compute capability %d.%d (built for %s)", major, minor, archs);
+        snprintf(out, len, "none for compute capability %d.%d (built for %s%s)", major, minor,
+                 archs, ptx ? "" : ", no PTX");
     }
 }
