@@ -8,7 +8,9 @@
  * its halves and its even and odd ranks (split by color, so that a communicator's ranks are not
  * a node's consecutive ones). Calls of every size and path follow each other in no fixed order
  * and calls of different communicators interleave, where the matrices run each communicator's
- * calls grouped and sorted.
+ * calls grouped and sorted. --threads T (MPI_THREAD_MULTIPLE): T threads at once, each with
+ * communicators of its own (the first thread's world is MPI_COMM_WORLD, the others' dups of it)
+ * and a sequence of its own (seed S + 7919 t).
  *
  * Every result is checked bit for bit against a plain loop over every rank's input (each rank
  * regenerates the others' inputs), with inputs whose reduction is exact in any order (small
@@ -20,6 +22,7 @@
  * path (picoll_last_algorithm(): not "fallback"). */
 #include "mpitest.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,9 +177,10 @@ static int buf_guard_ok(const buf_t *b)
     return 1;
 }
 
-static const char *call_name;
-static long call_no;
-static int comm_rank, comm_size;
+/* the calling thread's call (--threads: each thread draws its own) */
+static _Thread_local const char *call_name;
+static _Thread_local long call_no;
+static _Thread_local int comm_rank, comm_size;
 
 static void check(const unsigned char *got, const unsigned char *want, size_t n, const char *what)
 {
@@ -532,32 +536,26 @@ static void do_rooted(MPI_Comm comm, uint64_t seed, size_t off, int in_place, in
     free(want);
 }
 
-int main(int argc, char **argv)
-{
-    long calls = atol(mt_option(argc, argv, "--calls", "200"));
-    uint64_t seed = strtoull(mt_option(argc, argv, "--seed", "1"), NULL, 0);
+/* One thread's sequence: calls calls drawn from seed on its communicators comm[] */
+typedef struct {
+    int index;
+    uint64_t seed;
+    long calls;
     MPI_Comm comm[NCOMMS];
-    long made[NCOMMS] = {0}, kinds[15] = {0};
+    long made[NCOMMS], kinds[15];
+    pthread_t thread;
+} seq_t;
 
-    MPI_Init(&argc, &argv);
-    expect_path = mt_flag(argc, argv, "--expect-picoll");
-    mt_load_picoll(expect_path);
-    if (expect_path) {
-        const char *host = getenv("PICOLL_HOST");
-        expect_path = host != NULL && strcmp(host, "on") == 0;
-    }
-    MT_CHECK(mt_size <= MAXR, "coll_shuffle: at most %d ranks", MAXR);
-    comm[C_WORLD] = MPI_COMM_WORLD;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm[C_DUP]);
-    MPI_Comm_split(MPI_COMM_WORLD, 0, mt_size - 1 - mt_rank, &comm[C_REV]);
-    MPI_Comm_split(MPI_COMM_WORLD, mt_rank < mt_size / 2, mt_rank, &comm[C_HALF]);
-    MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, mt_rank, &comm[C_PARITY]);
-    for (call_no = 0; call_no < calls; call_no++) {
+static void *sequence(void *arg)
+{
+    seq_t *q = arg;
+    uint64_t seed = q->seed;
+    for (call_no = 0; call_no < q->calls; call_no++) {
         int which = (int)(DRAW(0) % NCOMMS), kind = (int)(DRAW(1) % 15),
             in_place = (int)(DRAW(2) & 1);
         size_t off = (size_t[]){0, 1, 8}[DRAW(3) % 3];
         long failures = mt_failures;
-        MPI_Comm c = comm[which];
+        MPI_Comm c = q->comm[which];
         MPI_Comm_rank(c, &comm_rank);
         MPI_Comm_size(c, &comm_size);
         int root = (int)(DRAW(4) % (uint64_t)comm_size);
@@ -581,23 +579,88 @@ int main(int argc, char **argv)
             check_rc(MPI_Barrier(c));
             break;
         }
-        made[which]++;
-        kinds[kind]++;
+        q->made[which]++;
+        q->kinds[kind]++;
         if (mt_failures != failures) {
-            printf("FAIL [rank %d] (above) call %ld of seed %llu: %s on the %s communicator (rank "
-                   "%d of %d)\n",
-                   mt_rank, call_no, (unsigned long long)seed, call_name, comm_names[which],
-                   comm_rank, comm_size);
+            printf("FAIL [rank %d] (above) thread %d's call %ld of seed %llu: %s on the %s "
+                   "communicator (rank %d of %d)\n",
+                   mt_rank, q->index, call_no, (unsigned long long)seed, call_name,
+                   comm_names[which], comm_rank, comm_size);
         }
     }
-    for (int w = 1; w < NCOMMS; w++) {
-        MPI_Comm_free(&comm[w]);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    long calls = atol(mt_option(argc, argv, "--calls", "200"));
+    uint64_t seed = strtoull(mt_option(argc, argv, "--seed", "1"), NULL, 0);
+    int nthreads = atoi(mt_option(argc, argv, "--threads", "1")), provided = 0;
+    seq_t seqs[8];
+
+    if (nthreads > 1) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
+    expect_path = mt_flag(argc, argv, "--expect-picoll");
+    mt_load_picoll(expect_path);
+    if (expect_path) {
+        const char *host = getenv("PICOLL_HOST");
+        expect_path = host != NULL && strcmp(host, "on") == 0;
+    }
+    MT_CHECK(mt_size <= MAXR, "coll_shuffle: at most %d ranks", MAXR);
+    if (nthreads < 1 || nthreads > 8) {
+        mt_fail("coll_shuffle: --threads takes 1 to 8");
+        return mt_finish("coll_shuffle");
+    }
+    if (nthreads > 1 && provided != MPI_THREAD_MULTIPLE) {
+        return mt_skip("this MPI does not provide MPI_THREAD_MULTIPLE");
+    }
+    /* every thread's communicators, made here in the same order on every rank (the first
+     * thread's world is MPI_COMM_WORLD itself) */
+    for (int t = 0; t < nthreads; t++) {
+        seq_t *q = &seqs[t];
+        memset(q, 0, sizeof(*q));
+        q->index = t;
+        q->seed = seed + (uint64_t)t * 7919;
+        q->calls = calls;
+        if (t == 0) {
+            q->comm[C_WORLD] = MPI_COMM_WORLD;
+        } else {
+            MPI_Comm_dup(MPI_COMM_WORLD, &q->comm[C_WORLD]);
+        }
+        MPI_Comm_dup(MPI_COMM_WORLD, &q->comm[C_DUP]);
+        MPI_Comm_split(MPI_COMM_WORLD, 0, mt_size - 1 - mt_rank, &q->comm[C_REV]);
+        MPI_Comm_split(MPI_COMM_WORLD, mt_rank < mt_size / 2, mt_rank, &q->comm[C_HALF]);
+        MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, mt_rank, &q->comm[C_PARITY]);
+    }
+    if (nthreads == 1) {
+        sequence(&seqs[0]);
+    } else {
+        for (int t = 0; t < nthreads; t++) {
+            MT_CHECK(pthread_create(&seqs[t].thread, NULL, sequence, &seqs[t]) == 0,
+                     "pthread_create");
+        }
+        for (int t = 0; t < nthreads; t++) {
+            pthread_join(seqs[t].thread, NULL);
+        }
+    }
+    long made[NCOMMS] = {0}, allreduces = 0;
+    for (int t = 0; t < nthreads; t++) {
+        for (int w = 0; w < NCOMMS; w++) {
+            made[w] += seqs[t].made[w];
+            if (w != C_WORLD || t > 0) {
+                MPI_Comm_free(&seqs[t].comm[w]);
+            }
+        }
+        allreduces += seqs[t].kinds[0] + seqs[t].kinds[1];
     }
     if (mt_rank == 0) {
-        printf("coll_shuffle: seed %llu, %ld calls on %d ranks (world %ld, dup %ld, reversed %ld, "
-               "half %ld, parity %ld; allreduce %ld)\n",
-               (unsigned long long)seed, calls, mt_size, made[C_WORLD], made[C_DUP], made[C_REV],
-               made[C_HALF], made[C_PARITY], kinds[0] + kinds[1]);
+        printf("coll_shuffle: seed %llu, %ld calls in each of %d thread(s) on %d ranks (world %ld, "
+               "dup %ld, reversed %ld, half %ld, parity %ld; allreduce %ld)\n",
+               (unsigned long long)seed, calls, nthreads, mt_size, made[C_WORLD], made[C_DUP],
+               made[C_REV], made[C_HALF], made[C_PARITY], allreduces);
     }
     return mt_finish("coll_shuffle");
 }
