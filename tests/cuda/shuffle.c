@@ -12,10 +12,11 @@
  * applies).
  *
  * --stream: a third of the calls are enqueued instead (MPIX_*_enqueue: allreduce, allgather,
- * alltoall, reduce_scatter_block, bcast) on one of two stream communicators, the world's on one
- * CUDA stream and the reversed world's on another, their inputs written by copies on the stream
+ * alltoall, reduce_scatter_block, bcast) on one of three stream communicators, the world's on one
+ * CUDA stream, the reversed world's on another and the dup's on the legacy default stream (which
+ * synchronises with the other two), their inputs written by copies on the stream
  * just before the call; up to 8 of them stay in flight, unsynchronised, while the blocking calls
- * of the other communicators go on, then both streams are synchronised and every result checked.
+ * of the other communicators go on, then the streams are synchronised and every result checked.
  * At the end every enqueued collective must have run on picoll's kernels on its stream (none
  * staged: picoll_stream_query). */
 #include "cases.h"
@@ -33,7 +34,7 @@ static const char *const sh_names[SH_COMMS] = {"world", "dup", "reversed", "half
 
 static mpix_t mx;
 
-#define NSTREAMS 2
+#define NSTREAMS 3
 #define IN_FLIGHT 8
 
 typedef struct {
@@ -56,13 +57,18 @@ typedef struct {
 static pend_t pend[IN_FLIGHT];
 static int npend;
 
-static void scomm_make(scomm_t *sc, MPI_Comm parent)
+/* A stream communicator of parent on a stream of its own, or (legacy) on the legacy default
+ * stream, which the other streams of the test (blocking ones) synchronise with */
+static void scomm_make(scomm_t *sc, MPI_Comm parent, int legacy)
 {
     MPI_Info info;
     sc->parent = parent;
     sc->comm = MPI_COMM_NULL;
     sc->s = MPIX_STREAM_NULL;
-    CK(drv.stream_create(&sc->cs, CU_STREAM_DEFAULT));
+    sc->cs = CU_STREAM_LEGACY;
+    if (!legacy) {
+        CK(drv.stream_create(&sc->cs, CU_STREAM_DEFAULT));
+    }
     MPI_Info_create(&info);
     MPI_Info_set(info, "type", "cudaStream_t");
     MT_CHECK(mx.info_set_hex(info, "value", &sc->cs, sizeof(sc->cs)) == MPI_SUCCESS,
@@ -88,7 +94,7 @@ static cu_ptr_t sbuf(const scomm_t *sc, size_t off, size_t len, const unsigned c
     return p;
 }
 
-/* Every call in flight: both streams synchronised, each result and its guard bytes checked. */
+/* Every call in flight: every stream synchronised, each result and its guard bytes checked. */
 static void stream_flush(scomm_t *sc)
 {
     for (int i = 0; i < NSTREAMS; i++) {
@@ -347,8 +353,9 @@ int mode_shuffle(int argc, char **argv)
         mt_size = world_size;
     }
     if (streams) {
-        scomm_make(&sc[0], MPI_COMM_WORLD);
-        scomm_make(&sc[1], comm[SH_REV]);
+        scomm_make(&sc[0], MPI_COMM_WORLD, 0);
+        scomm_make(&sc[1], comm[SH_REV], 0);
+        scomm_make(&sc[2], comm[SH_DUP], 1);
     }
     for (long k = 0; k < calls; k++) {
         uint64_t d = mt_rand(seed, (uint64_t)k, 0);
@@ -395,7 +402,9 @@ int mode_shuffle(int argc, char **argv)
                      i, sc[i].enqueued, kernels, staged, host, device);
             MPI_Comm_free(&sc[i].comm);
             MT_CHECK(mx.free_(&sc[i].s) == MPI_SUCCESS, "MPIX_Stream_free");
-            CK(drv.stream_destroy(sc[i].cs));
+            if (sc[i].cs != CU_STREAM_LEGACY) {
+                CK(drv.stream_destroy(sc[i].cs));
+            }
         }
     }
     MPI_Comm_free(&comm[SH_DUP]);
@@ -404,9 +413,10 @@ int mode_shuffle(int argc, char **argv)
     /* the last rank: its half has more than one rank from 3 ranks on */
     if (mt_rank == mt_size - 1) {
         printf("cuda_coll shuffle: seed %llu, %ld calls on %d ranks (world %ld, dup %ld, reversed "
-               "%ld, half %ld; sat out %ld; enqueued %ld and %ld), %llu cases checked\n",
+               "%ld, half %ld; sat out %ld; enqueued %ld, %ld and %ld), %llu cases checked\n",
                (unsigned long long)seed, calls, mt_size, made[SH_WORLD], made[SH_DUP], made[SH_REV],
-               made[SH_HALF], skipped, made[SH_COMMS], made[SH_COMMS + 1], ncases);
+               made[SH_HALF], skipped, made[SH_COMMS], made[SH_COMMS + 1], made[SH_COMMS + 2],
+               ncases);
     }
     return mt_finish("cuda_coll shuffle");
 }
