@@ -401,6 +401,95 @@ def test_errors():
             expect(out, mine, "reduce_scatter_tensor complex64 SUM")
 
 
+def test_shuffle(calls=150, seed=1):
+    """Operations drawn at random from one seed (the same draws on every rank): all_reduce,
+    broadcast, reduce, all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single and
+    barrier, any dtype and op, 1 to 16k elements, some async (waited for a few calls later), on
+    four groups interleaved: the world, a group of every rank, every rank but 0 and the even
+    ranks (a rank outside sits the call out), so that sizes, paths and groups follow each other in
+    no fixed order. Each result against reference.py."""
+    import random
+    C.group("shuffle")
+    rnd = random.Random(seed)
+    groups = [(None, list(range(SIZE))), (dist.new_group(list(range(SIZE))), list(range(SIZE))),
+              (dist.new_group(list(range(1, SIZE))), list(range(1, SIZE))),
+              (dist.new_group(list(range(0, SIZE, 2))), list(range(0, SIZE, 2)))]
+    pending = []  # (work, check) of async calls
+
+    def settle():
+        for work, check in pending:
+            work.wait()
+            check()
+        pending.clear()
+
+    for k in range(calls):
+        g, members = groups[rnd.randrange(len(groups))]
+        kind = rnd.choice(("all_reduce", "all_reduce", "broadcast", "reduce", "all_gather",
+                           "reduce_scatter", "all_to_all", "barrier"))
+        dtype = rnd.choice(REAL if kind in ("reduce", "reduce_scatter") else ALL)
+        op = rnd.choice(ops_for(dtype))
+        n = max(1, int(2 ** rnd.uniform(0, 14)))
+        root = rnd.choice(members)
+        is_async = rnd.random() < 0.3
+        # every draw before a rank may sit the call out: the same sequence on every rank
+        op_reduce, op_scatter = rnd.choice((R.SUM, R.MAX)), rnd.choice((R.SUM, R.MIN, R.MAX))
+        flush = rnd.random() < 0.2
+        salt = 1000 + k
+        if not supported(kind, dtype) or RANK not in members or len(members) < 2:
+            continue
+        m, me = len(members), members.index(RANK)
+        what = f"shuffle call {k}: {kind} {name(dtype)} n={n} on {members}"
+        if kind == "all_reduce":
+            t = data(dtype, n, RANK, salt, op)
+            w = dist.all_reduce(t, op=op, group=g, async_op=is_async)
+            want = reduced(dtype, n, op, members, salt)
+            check = lambda t=t, want=want, what=what, op=op: expect(t, want, what, op)
+        elif kind == "broadcast":
+            t = data(dtype, n, RANK, salt)
+            w = dist.broadcast(t, src=root, group=g, async_op=is_async)
+            want = data(dtype, n, root, salt)
+            check = lambda t=t, want=want, what=f"{what} root {root}": expect(t, want, what)
+        elif kind == "reduce":
+            op = op_reduce
+            t = data(dtype, n, RANK, salt, op)
+            w = dist.reduce(t, dst=root, op=op, group=g, async_op=is_async)
+            want = reduced(dtype, n, op, members, salt) if RANK == root else data(
+                dtype, n, RANK, salt, op)
+            # (a leaf's tensor is the backend's to use: gloo leaves partial sums there)
+            check = lambda t=t, want=want, what=what, root=root: (RANK != root or
+                                                                  expect(t, want, what))
+        elif kind == "all_gather":
+            out = torch.zeros(m * n, dtype=dtype)
+            w = dist.all_gather_into_tensor(out, data(dtype, n, RANK, salt), group=g,
+                                            async_op=is_async)
+            want = gathered(dtype, n, members, salt)
+            check = lambda out=out, want=want, what=what: expect(out, want, what)
+        elif kind == "reduce_scatter":
+            op = op_scatter
+            whole = torch.cat([data(dtype, n, RANK, salt + 7 * j, op) for j in range(m)])
+            out = torch.zeros(n, dtype=dtype)
+            w = dist.reduce_scatter_tensor(out, whole, op=op, group=g, async_op=is_async)
+            want = reduced(dtype, n, op, members, salt + 7 * me)
+            check = lambda out=out, want=want, what=what, op=op: expect(out, want, what, op)
+        elif kind == "all_to_all":
+            # block j of my input goes to member j: the data of (me, j)'s salt
+            src = torch.cat([data(dtype, n, RANK, salt + 11 * j) for j in range(m)])
+            out = torch.zeros(m * n, dtype=dtype)
+            w = dist.all_to_all_single(out, src, group=g, async_op=is_async)
+            want = torch.cat([data(dtype, n, r, salt + 11 * me) for r in members])
+            check = lambda out=out, want=want, what=what: expect(out, want, what)
+        else:
+            w = dist.barrier(group=g, async_op=is_async)
+            check = lambda: True
+        if is_async:
+            pending.append((w, check))
+        else:
+            check()
+        if len(pending) > 3 or flush:
+            settle()
+    settle()
+
+
 def test_stream_mode():
     """picoll_torch.cuda_stream "auto": the caller's stream where ranks of the node share a GPU,
     else the group's (decided in Python, checked here with the GPU count faked); "group" and
@@ -455,8 +544,8 @@ def test_allocator():
 
 for test in (test_all_reduce, test_broadcast_reduce, test_all_gather, test_reduce_scatter,
              test_all_to_all, test_gather_scatter, test_point_to_point,
-             test_barrier_coalesced_async, test_groups, test_errors, test_stream_mode,
-             test_allocator):
+             test_barrier_coalesced_async, test_groups, test_shuffle, test_errors,
+             test_stream_mode, test_allocator):
     if not args.only or test.__name__ in args.only.split(","):
         C.run(test)
 C.summary()
