@@ -51,6 +51,7 @@ typedef struct {
     char name[128];
     cu_ptr_t salloc, ralloc;
     size_t off, ralloc_len, rbytes; /* rbytes: the result's bytes, at ralloc + GUARD + off */
+    size_t soff, slen;              /* the send buffer's sin, at salloc + GUARD + soff */
     unsigned char *sin, *rin, *want;
 } pend_t;
 
@@ -94,6 +95,14 @@ static cu_ptr_t sbuf(const scomm_t *sc, size_t off, size_t len, const unsigned c
     return p;
 }
 
+/* p's send buffer: len bytes of p->sin at offset off (checked unchanged by stream_flush) */
+static cu_ptr_t send_buf(pend_t *p, const scomm_t *sc, size_t off, size_t len)
+{
+    p->soff = off;
+    p->slen = len;
+    return sbuf(sc, off, len, p->sin);
+}
+
 /* Every call in flight: every stream synchronised, each result and its guard bytes checked. */
 static void stream_flush(scomm_t *sc)
 {
@@ -118,6 +127,10 @@ static void stream_flush(scomm_t *sc)
         free(got);
         CK(drv.mem_free(p->ralloc));
         if (p->salloc != 0) {
+            unsigned char *back = malloc(p->slen + 1);
+            CK(drv.memcpy_dtoh(back, p->salloc + GUARD + p->soff, p->slen));
+            MT_CHECK(memcmp(back, p->sin, p->slen) == 0, "%s: send buffer changed", p->name);
+            free(back);
             CK(drv.mem_free(p->salloc));
         }
         free(p->sin);
@@ -169,7 +182,7 @@ static void stream_drawn(scomm_t *sc, uint64_t seed, long k)
         p->rbytes = bytes;
         p->ralloc_len = GUARD + off + bytes + GUARD;
         p->ralloc = sbuf(sc, off, bytes, in_place ? p->sin : NULL);
-        p->salloc = in_place ? 0 : sbuf(sc, (off + 3) % 16, bytes, p->sin);
+        p->salloc = in_place ? 0 : send_buf(p, sc, (off + 3) % 16, bytes);
         snprintf(p->name, sizeof(p->name), "MPIX_Allreduce_enqueue %s %s count %zu%s", t->name,
                  op_names[op], count, in_place ? " in place" : "");
         rc = mx.allreduce(in_place ? MPI_IN_PLACE
@@ -213,7 +226,7 @@ static void stream_drawn(scomm_t *sc, uint64_t seed, long k)
             p->ralloc = sbuf(sc, off, total, NULL);
         }
         size_t soff = (off + 5) % 16;
-        p->salloc = in_place ? 0 : sbuf(sc, soff, a2a ? total : block, p->sin);
+        p->salloc = in_place ? 0 : send_buf(p, sc, soff, a2a ? total : block);
         snprintf(p->name, sizeof(p->name), "MPIX_%s_enqueue MPI_BYTE block %zu%s",
                  a2a ? "Alltoall" : "Allgather", block, in_place ? " in place" : "");
         const void *send =
@@ -244,7 +257,7 @@ static void stream_drawn(scomm_t *sc, uint64_t seed, long k)
             } else {
                 p->ralloc_len = GUARD + off + piece * es + GUARD;
                 p->ralloc = sbuf(sc, off, piece * es, NULL);
-                p->salloc = sbuf(sc, (off + 3) % 16, bytes, p->sin);
+                p->salloc = send_buf(p, sc, (off + 3) % 16, bytes);
             }
             snprintf(p->name, sizeof(p->name),
                      "MPIX_Reduce_scatter_block_enqueue %s %s piece %zu%s", t->name, op_names[op],
