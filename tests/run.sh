@@ -87,8 +87,8 @@ status=0
 # docs/testing.md); with a GPU, every architecture (configure's default).
 # PICOLL_TEST_CUDA_ARCHS="LIST" (or "all") chooses: "80 90" checks the A100's registers too.
 archs=${PICOLL_TEST_CUDA_ARCHS-}
-# Without a GPU the PTX is left out too (--disable-cuda-ptx: no test reads it; 40 s of nvcc's
-# CPU, 165 s with it, 2026-11-29).
+# Without a GPU the PTX is left out too (--disable-cuda-ptx: no test reads it; nvcc took 121 s
+# of CPU for the fatbin instead of 165, 2026-11-29).
 noptx=""
 if [ -z "${PICOLL_TEST_CUDA_ARCHS+set}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
     archs="90"
