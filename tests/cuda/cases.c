@@ -87,6 +87,16 @@ int op_allowed(const type_t *t, op_t op)
     }
 }
 
+op_t draw_op(const type_t *t, uint64_t seed, long k, uint64_t base, int d0)
+{
+    op_t op;
+    int d = d0;
+    do {
+        op = (op_t)(mt_rand(seed, (uint64_t)k, base + (uint64_t)d++) % NOPS);
+    } while (!op_allowed(t, op));
+    return op;
+}
+
 /* ---------------------------------------------------------------- inputs and references */
 
 uint64_t seed_of(int t, int op, size_t count, int extra)

@@ -55,6 +55,9 @@ extern const type_t type_long_double;
 
 extern const char *const op_names[NOPS];
 int op_allowed(const type_t *t, op_t op);
+/* An op t allows, drawn as the shuffles draw (mt_rand(seed, k, base + d) for d = d0, d0 + 1, ...
+ * until one is allowed): the same on every rank. */
+op_t draw_op(const type_t *t, uint64_t seed, long k, uint64_t base, int d0);
 
 /* Where a rank's buffers are: device memory of the current context, host memory, or a host send
  * buffer with a device receive buffer. */

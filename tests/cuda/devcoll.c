@@ -546,10 +546,7 @@ void devcoll_drawn(uint64_t seed, long k)
     int kind = (int)(DRAW(0) % 6), in_place = (int)(DRAW(1) & 1);
     size_t ti = DRAW(2) % ntypes;
     const type_t *t = &types[ti];
-    op_t op = (op_t)(DRAW(3) % NOPS);
-    for (int d = 4; !op_allowed(t, op); d++) {
-        op = (op_t)(DRAW(d) % NOPS);
-    }
+    op_t op = draw_op(t, seed, k, 100, 3);
     size_t es = t->size, big = 2 * SLOT / es + 3;
     size_t edges[8], ne = dev_counts(es, kind == 0 ? piece : SLOT, edges);
     size_t count = DRAW(20) & 1 ? edges[DRAW(21) % ne] : 1 + DRAW(22) % big;

@@ -150,10 +150,7 @@ static void stream_drawn(scomm_t *sc, uint64_t seed, long k)
         rc = MPI_SUCCESS;
     size_t off = (size_t[]){0, 1, 8}[DRAW(2) % 3], ti = DRAW(3) % ntypes;
     const type_t *t = &types[ti];
-    op_t op = (op_t)(DRAW(4) % NOPS);
-    for (int d = 5; !op_allowed(t, op); d++) {
-        op = (op_t)(DRAW(d) % NOPS);
-    }
+    op_t op = draw_op(t, seed, k, 200, 4);
     size_t es = t->size, slot_elems = SLOT / es;
     size_t count = DRAW(20) & 1 ? (size_t[]){1, slot_elems - 1, slot_elems + 1,
                                              ONESHOT_MAX / es + 1}[DRAW(21) % 4]
@@ -310,10 +307,7 @@ static void blocking_drawn(uint64_t seed, long k)
     } else if (kind < 2) {
         size_t ti = DRAW(4) % ntypes;
         const type_t *t = &types[ti];
-        op_t op = (op_t)(DRAW(5) % NOPS);
-        for (int d = 6; !op_allowed(t, op); d++) {
-            op = (op_t)(DRAW(d) % NOPS);
-        }
+        op_t op = draw_op(t, seed, k, 0, 5);
         size_t edges[16], ne = edge_counts(t->size, edges);
         size_t count =
             DRAW(40) & 1 ? edges[DRAW(41) % ne] : 1 + DRAW(42) % (3 * SLOT / t->size + 8);
