@@ -127,6 +127,32 @@ static picoll_path_t host_only(const picoll_coll_ctx_t *ctx, const picoll_vote_c
     return PICOLL_PATH_HOST;
 }
 
+/* A call whose vote made or moved the workspace (some rank's was missing, or in another context
+ * than its buffers: the same on every rank) could not describe its buffers before the barrier:
+ * the algorithm was not known yet. Where it has a zero-copy form, the ranks describe them now and
+ * agree in one more barrier (the first call of a communicator, or of a new context, only), so that
+ * a communicator's first large call is not left to copy. Returns the form's id where every rank
+ * described its buffers (the call is then armed), else 0. */
+static int zc_after_setup(picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call, int alg)
+{
+    size_t sbytes = 0, rbytes = 0;
+    int zc = zc_candidate(ctx, call, alg, &sbytes, &rbytes);
+    if (zc == 0) {
+        return 0;
+    }
+    int mine = picoll_cuda_zc_export(ctx->cuda, ctx, call->sendbuf, call->recvbuf, sbytes, rbytes,
+                                     picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
+    uint32_t all = picoll_shm_barrier_mask(
+        ctx->shm, (mine ? PATH_ZC : 0u) | (picoll_cuda_zc_nothing_registered() ? PATH_NOREG : 0u),
+        call->name);
+    picoll_cuda_zc_skip_learn(&ctx->zc_skip, (all & PATH_NOREG) != 0);
+    if (!(all & PATH_ZC)) {
+        return 0;
+    }
+    picoll_cuda_zc_arm(ctx->cuda, ctx->shm);
+    return zc;
+}
+
 static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call,
                                picoll_vote_t *v, int hot)
 {
@@ -158,7 +184,8 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     int zc = zc_candidate(ctx, call, v->cuda_alg, &zc_sbytes, &zc_rbytes);
     /* where no rank had a registered range at the last such vote, the next few skip it (and go on
      * the hot path): the count is the same on every rank (the first pick of a call only) */
-    zc = zc != 0 && hot && picoll_cuda_zc_skip_take(&ctx->zc_skip) ? 0 : zc;
+    int zc_skipped = zc != 0 && hot && picoll_cuda_zc_skip_take(&ctx->zc_skip);
+    zc = zc_skipped ? 0 : zc;
     int quick = hot && call->agree == NULL && ctx->cuda_hot && ctx->cuda != NULL &&
                 v->cuda_alg != PICOLL_ALG_FALLBACK && zc == 0;
     int dev = cuda_vote(ctx, sp, &r, call->dtype, call->eligible, &bufctx, &home, quick);
@@ -197,6 +224,8 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
             if ((all & PATH_ZC) && (all & PATH_HOME) && v->cuda_alg == alg) {
                 picoll_cuda_zc_arm(ctx->cuda, ctx->shm);
                 v->zc_alg = zc;
+            } else if (!(all & PATH_HOME) && !zc_skipped) {
+                v->zc_alg = zc_after_setup(ctx, call, v->cuda_alg);
             }
             ctx->cuda_hot = 1;
             return PICOLL_PATH_CUDA;
