@@ -30,13 +30,18 @@ typedef struct {
 #define REDUCE_CLONES
 #endif
 
+/* The operands may sit at any address (an MPI buffer of int32 at an odd byte, which MPI allows
+ * and picoll's tests pass): each loop reads and writes them through a copy of the type aligned
+ * to 1 byte, so that the compiler never assumes their alignment (the vectorised loops use
+ * unaligned loads and stores either way; this keeps them defined). The arithmetic is on T. */
 #define DEF_OP(tname, T, opname, EXPR)                                                             \
+    typedef T tname##_##opname##_mem __attribute__((aligned(1)));                                  \
     REDUCE_CLONES static void reduce2_##tname##_##opname(                                          \
         void *restrict d_, const void *restrict a_, const void *restrict b_, size_t n)             \
     {                                                                                              \
-        T *restrict d = d_;                                                                        \
-        const T *restrict a = a_;                                                                  \
-        const T *restrict b = b_;                                                                  \
+        tname##_##opname##_mem *restrict d = d_;                                                   \
+        const tname##_##opname##_mem *restrict a = a_;                                             \
+        const tname##_##opname##_mem *restrict b = b_;                                             \
         for (size_t i = 0; i < n; i++) {                                                           \
             T x = a[i], y = b[i];                                                                  \
             d[i] = (EXPR);                                                                         \
@@ -45,8 +50,8 @@ typedef struct {
     REDUCE_CLONES static void reduce_acc_##tname##_##opname(void *restrict d_,                     \
                                                             const void *restrict b_, size_t n)     \
     {                                                                                              \
-        T *restrict d = d_;                                                                        \
-        const T *restrict b = b_;                                                                  \
+        tname##_##opname##_mem *restrict d = d_;                                                   \
+        const tname##_##opname##_mem *restrict b = b_;                                             \
         for (size_t i = 0; i < n; i++) {                                                           \
             T x = d[i], y = b[i];                                                                  \
             d[i] = (EXPR);                                                                         \
@@ -164,17 +169,18 @@ static const reduce_pair_t reduce_table[PICOLL_DT_COUNT][PICOLL_OP_COUNT] = {
  * once, as the device kernel does (cuda/coll_kernel_reduce.cuh, dev_reduce). Two sources give the
  * same bits as the pairwise loops. n elements from element off, at most HALF_WIDE_BLOCK. */
 #define HALF_WIDE_BLOCK 2048
+typedef uint16_t half_mem_t __attribute__((aligned(1))); /* at any address, as DEF_OP's */
 #define HALF_WIDE(tname, TO_F, FROM_F)                                                             \
-    static void reduce_wide_##tname(picoll_op_t op, uint16_t *dst, const void *const *srcs,        \
+    static void reduce_wide_##tname(picoll_op_t op, half_mem_t *dst, const void *const *srcs,      \
                                     int nsrc, size_t off, size_t n)                                \
     {                                                                                              \
         float acc[HALF_WIDE_BLOCK];                                                                \
-        const uint16_t *a = (const uint16_t *)srcs[0] + off;                                       \
+        const half_mem_t *a = (const half_mem_t *)srcs[0] + off;                                   \
         for (size_t i = 0; i < n; i++) {                                                           \
             acc[i] = TO_F(a[i]);                                                                   \
         }                                                                                          \
         for (int s = 1; s < nsrc; s++) {                                                           \
-            const uint16_t *b = (const uint16_t *)srcs[s] + off;                                   \
+            const half_mem_t *b = (const half_mem_t *)srcs[s] + off;                               \
             if (op == PICOLL_OP_SUM) {                                                             \
                 for (size_t i = 0; i < n; i++) {                                                   \
                     acc[i] += TO_F(b[i]);                                                          \
