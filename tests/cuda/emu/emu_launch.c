@@ -46,6 +46,8 @@
  *     destination, workspace buffers, flags) into device memory of another context;
  *   "kernel-bounds": a load, store or flag access outside every live allocation, IPC mapping
  *     and host-mapped buffer (each worker caches the ranges it found, until memory is freed);
+ *   "kernel-align": a load, store or flag access of a unit at an address not aligned to it
+ *     (16 bytes at most), which a GPU refuses;
  *   "freed-mapping": any access through an IPC mapping of an allocation its owner freed since
  *     (FAKECUDA_FREE_MAPPED, emu_mem.c; checked at every access, the cached ranges too);
  *   "kernel-race": a load of another thread's store not ordered after its publication, a block
@@ -382,6 +384,20 @@ static inline const emu_cached_range_t *emu_range(emu_block_t *b, const void *p,
                                                   const char *what)
 {
     uintptr_t a = (uintptr_t)p;
+    /* rule "kernel-align": a GPU's load or store of a unit of n bytes (1, 2, 4, 8 or 16) needs an
+     * address aligned to it ("misaligned address", the context lost); a unit of another size to
+     * the largest of those dividing it */
+    size_t align = n & (~n + 1);
+    if (align > 16) {
+        align = 16;
+    }
+    if (__builtin_expect((a & (align - 1)) != 0, 0)) {
+        emu_fail(
+            "kernel-align",
+            "%s of %zu bytes at %p by block %u thread %u of picoll_coll_kernel: not aligned to "
+            "%zu bytes (a GPU stops the kernel: misaligned address)",
+            what, n, p, emu_block_idx.x, emu_thread_idx.x, align);
+    }
     emu_cached_range_t *last = &b->range[b->range_last];
     if (b->range_gen == __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE) &&
         a >= last->start && a + n <= last->end &&

@@ -29,7 +29,7 @@
  *             maps and makes another at its address (a new buffer id); closing the stale mapping
  *             and opening the new handle is allowed and reads the new bytes
  *   rule-free-while-mapped, rule-stream-context, rule-event-context, rule-kernel-context,
- *   rule-kernel-bounds, rule-unchosen-device (and unchosen-ok: the allowed case),
+ *   rule-kernel-bounds, rule-kernel-align, rule-unchosen-device (and unchosen-ok: the allowed case),
  *   rule-stale-handle (a function of a module loaded before a reset of its context),
  *   rule-freed-mapping (a copy through the stale mapping of ipc-freed) and
  *   rule-freed-mapping-kernel (a kernel's load through it). */
@@ -1240,6 +1240,37 @@ static void rule_kernel_bounds(void)
     cu.stream_synchronize(PER_THREAD);
 }
 
+/* A one-shot sum of 2 ranks whose workspace slots start 4 bytes past their 16-byte lines (picoll
+ * makes them 16-aligned): the kernel's 16-byte loads of the slots are misaligned (rule
+ * "kernel-align"). */
+static void rule_kernel_align(void)
+{
+    kernel_env_t k;
+    picoll_cuda_kparams_t p;
+    dptr_t src, dst;
+    const size_t n = 4096;
+    choose_device(0);
+    kernel_env(&k);
+    kernel_params(&k, 2, 1, &p);
+    for (int r = 0; r < 2; r++) {
+        p.slot[0][r] += 4;
+        p.slot[1][r] += 4;
+    }
+    CK(cu.mem_alloc(&src, n));
+    CK(cu.mem_alloc(&dst, n));
+    CK(cu.memset_async(src, 0, n, NULL));
+    p.bytes = n;
+    p.src = (const char *)(uintptr_t)src;
+    p.dst = (char *)(uintptr_t)dst;
+    uint64_t epoch = 1;
+    for (int g = 0; g < picoll_cuda_kernel_blocks(&p); g++) { /* the phantom rank 1 arrived */
+        uint64_t *f = p.flags[1];
+        CK(cu.htod((dptr_t)(uintptr_t)(f + (size_t)g * PICOLL_CUDA_FLAG_STRIDE), &epoch, 8));
+    }
+    kernel_launch(&k, &p);
+    cu.stream_synchronize(PER_THREAD);
+}
+
 static void mode_reset(void)
 {
     ctx_t c = choose_device(0), again = NULL;
@@ -1353,6 +1384,8 @@ int main(int argc, char **argv)
             rule_kernel_context();
         } else if (strcmp(mode, "rule-kernel-bounds") == 0) {
             rule_kernel_bounds();
+        } else if (strcmp(mode, "rule-kernel-align") == 0) {
+            rule_kernel_align();
         } else if (strcmp(mode, "reset") == 0) {
             mode_reset();
         } else if (strcmp(mode, "rule-stale-handle") == 0) {
