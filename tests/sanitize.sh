@@ -4,10 +4,10 @@
 # test), configured against Open MPI in BUILD (made where missing), then CTest there. Not part of
 # the test command (about 25 minutes on the 2-core machine); docs/testing.md, "Sanitizers".
 #
-# - The emulated GPU (tests/cuda/emu/libcuda.so.1) is built without the sanitizers: it runs each
-#   kernel's threads as fibers on stacks of its own, which AddressSanitizer takes for overflows.
-#   picoll's host code, the test programs and the fake driver are checked; the kernels' code is
-#   not (the emulated GPU's own rules check it).
+# - The emulated GPU (tests/cuda/emu/libcuda.so.1, with the kernels' code compiled for the CPU)
+#   is built under UndefinedBehaviorSanitizer only: it runs each kernel's threads as fibers on
+#   stacks of its own, which AddressSanitizer takes for overflows (its own rules check the
+#   kernels' accesses: bounds, alignment, races).
 # - The kernels' fatbin is copied from build-openmpi/ where it has one (no test reads it).
 # - Left out: the tests that read the library's object code or count its instructions
 #   (unit.layers, unit.reduce_vectorised, perf.*), and those of PyTorch (an uninstrumented
@@ -54,9 +54,13 @@ if [ "$thread" = 1 ]; then # the reductions first, uninstrumented (above)
     make CFLAGS="-O1 -g" libpicoll_reduce.la > build.log 2>&1 || { tail -20 build.log; exit 1; }
 fi
 make -j"$(nproc)" all tests >> build.log 2>&1 || { tail -20 build.log; exit 1; }
-# the emulated GPU again, without the sanitizers (its objects only)
+# the emulated GPU again (its objects only): under UndefinedBehaviorSanitizer alone, which minds
+# no fibers (the kernels' code included), or, with --thread, under none
+emu_san="-fsanitize=undefined -fno-sanitize-recover=undefined"
+[ "$thread" = 1 ] && emu_san=""
 rm -f tests/cuda/emu/tests_cuda_emu_libcuda_so_1-*.o tests/cuda/emu/libcuda.so.1
-make CFLAGS="-O1 -g" LDFLAGS="" tests/cuda/emu/libcuda.so.1 >> build.log 2>&1 || { tail -20 build.log; exit 1; }
+make CFLAGS="-O1 -g $emu_san" CXXFLAGS="-O1 -g $emu_san" LDFLAGS="$emu_san" \
+    tests/cuda/emu/libcuda.so.1 >> build.log 2>&1 || { tail -20 build.log; exit 1; }
 if [ "$thread" = 1 ]; then
     # each process's reports in a file of its own (the ranks' would interleave on one output)
     rm -rf tsan-logs && mkdir tsan-logs
