@@ -68,6 +68,11 @@ typedef struct {
     cu_result_t (*event_record)(cu_event_t, cu_stream_t);
     cu_result_t (*event_synchronize)(cu_event_t);
     cu_result_t (*event_destroy)(cu_event_t);
+    cu_result_t (*event_query)(cu_event_t);
+    cu_result_t (*stream_wait_event)(cu_stream_t, cu_event_t, unsigned flags);
+    cu_result_t (*stream_is_capturing)(cu_stream_t, int *status);
+    cu_result_t (*pointer_get_attribute)(void *data, int attr, cu_ptr_t);
+    cu_result_t (*pointer_get_attributes)(unsigned n, int *attrs, void **data, cu_ptr_t);
     /* the emulated GPU's hooks (NULL elsewhere): the next kernel this process launches starts
      * and never arrives; per-entry-point call counts of this process and their names */
     void (*freeze_next_kernel)(void);

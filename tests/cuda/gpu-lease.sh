@@ -38,6 +38,10 @@
 #              enqueued and graph columns, and --osu-timing (each call alone between two
 #              MPI_Barrier calls, -c's buffer fills and warm-up calls on other buffers) beside the
 #              back-to-back blocking column. About 3 minutes.
+#   drv50      issue 50, item 3: what each driver call picoll makes around a call costs the host
+#              (tests/cuda/drvcost: cuCtxPushCurrent/Pop, cuPointerGetAttribute, the 7-attribute
+#              query, cuStreamIsCapturing, event record, wait and query), 1 process, then 4 at
+#              once (MPS clients of the one GPU). About 30 s.
 #   zc50       issue 50, items 1 and 5: the zero-copy path (PICOLL_CUDA_ZERO_COPY=on, the IPC
 #              cache) against the copy path (off), turn about, osu-bench --floor 1 to 64 MiB:
 #              allreduce at np 2, 4 and 8 (two rounds), allgather and alltoall 256 KiB to 16 MiB
@@ -231,6 +235,11 @@ for s in $steps; do
                 --factor 4
         done
         grep -h "^# barrier floor\|^# osu timing\|^8 " "$logs"/floor50-*.log | cut -c1-200 | head -24 ;;
+    drv50)
+        for np in 1 4; do
+            step drv50-np$np 60 "$build/tests/mpirun.sh" $np "$build/tests/cuda/drvcost" --iters 20000
+        done
+        grep -h "^drvcost:" "$logs"/drv50-*.log | cut -c1-160 | head -24 ;;
     zc50)
         # issue 50 item 5: the zero-copy path (through the IPC cache: the benchmark's buffers are
         # not registered) against the copy path, turn about in one job each, 1 to 64 MiB, with
