@@ -18,7 +18,13 @@
  * just before the call; up to 8 of them stay in flight, unsynchronised, while the blocking calls
  * of the other communicators go on, then the streams are synchronised and every result checked.
  * At the end every enqueued collective must have run on picoll's kernels on its stream (none
- * staged: picoll_stream_query). */
+ * staged: picoll_stream_query).
+ *
+ * --churn N: after a call, one time in N (drawn), a communicator is freed and made again: the
+ * dup, the reversed world or the halves (a stream communicator made from it keeps its own), or,
+ * with --stream, one of the stream communicators with its stream (the calls in flight checked
+ * first, and its collectives counted on the kernels), so that workspaces, stream workspaces and
+ * their caches are made and destroyed among the calls, in no fixed order. */
 #include "cases.h"
 #include "modes.h"
 #include "mpix.h"
@@ -80,6 +86,37 @@ static void scomm_make(scomm_t *sc, MPI_Comm parent, int legacy)
     MPI_Comm_rank(parent, &sc->rank);
     MPI_Comm_size(parent, &sc->size);
     sc->enqueued = 0;
+}
+
+/* Stream communicator sc's end: every collective enqueued on it ran on picoll's kernels (none
+ * staged), then it and its stream are freed. */
+static void scomm_drop(scomm_t *sc, int i)
+{
+    long staged = -1, host = -1, device = -1, kernels = -1;
+    MT_CHECK(mx.query(sc->s, &staged, &host, &device, NULL, NULL, &kernels) == MPI_SUCCESS,
+             "picoll_stream_query");
+    MT_CHECK(staged == 0 && host == 0 && device == 0 && kernels == sc->enqueued,
+             "stream %d: %ld collectives enqueued, %ld on picoll's kernels (staged %ld, host %ld, "
+             "device %ld): every one should be on the kernels",
+             i, sc->enqueued, kernels, staged, host, device);
+    MPI_Comm_free(&sc->comm);
+    MT_CHECK(mx.free_(&sc->s) == MPI_SUCCESS, "MPIX_Stream_free");
+    if (sc->cs != CU_STREAM_LEGACY) {
+        CK(drv.stream_destroy(sc->cs));
+    }
+}
+
+/* Communicator w of the shuffle made (again): a dup of the world, the world reversed, its
+ * halves. */
+static void comm_make(MPI_Comm *c, int w, int world_rank, int world_size)
+{
+    if (w == SH_DUP) {
+        MPI_Comm_dup(MPI_COMM_WORLD, c);
+    } else if (w == SH_REV) {
+        MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - 1 - world_rank, c);
+    } else {
+        MPI_Comm_split(MPI_COMM_WORLD, world_rank < world_size / 2, world_rank, c);
+    }
 }
 
 /* A device allocation of GUARD + off + len + GUARD bytes on sc's stream: the guard bytes, then
@@ -342,10 +379,11 @@ int mode_shuffle(int argc, char **argv)
                 "libpicoll.so preloaded?)");
         return mt_finish("cuda_coll shuffle");
     }
+    long churn = atol(mt_option(argc, argv, "--churn", "0")), remade = 0;
     comm[SH_WORLD] = MPI_COMM_WORLD;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm[SH_DUP]);
-    MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - 1 - world_rank, &comm[SH_REV]);
-    MPI_Comm_split(MPI_COMM_WORLD, world_rank < world_size / 2, world_rank, &comm[SH_HALF]);
+    for (int w = SH_DUP; w < SH_COMMS; w++) {
+        comm_make(&comm[w], w, world_rank, world_size);
+    }
     /* no warm-up: a communicator's first call (which makes its workspace) is drawn as any other,
      * and takes the zero-copy path where a later one would (docs/cuda.md) */
     if (streams) {
@@ -355,6 +393,22 @@ int mode_shuffle(int argc, char **argv)
     }
     for (long k = 0; k < calls; k++) {
         uint64_t d = mt_rand(seed, (uint64_t)k, 0);
+        if (churn > 0 && k > 0 && mt_rand(seed, (uint64_t)k, 7) % (uint64_t)churn == 0) {
+            /* before call k: a communicator freed and made again, the same on every rank */
+            int w =
+                (int)(mt_rand(seed, (uint64_t)k, 8) % (SH_COMMS - 1 + (streams ? NSTREAMS : 0)));
+            if (w < SH_COMMS - 1) {
+                MPI_Comm_free(&comm[SH_DUP + w]);
+                comm_make(&comm[SH_DUP + w], SH_DUP + w, world_rank, world_size);
+            } else {
+                int i = w - (SH_COMMS - 1);
+                stream_flush(sc); /* its calls in flight done and checked */
+                scomm_drop(&sc[i], i);
+                scomm_make(&sc[i], i == 0 ? MPI_COMM_WORLD : comm[i == 1 ? SH_REV : SH_DUP],
+                           i == 2);
+            }
+            remade++;
+        }
         if (streams && d % 3 == 0) {
             int which = (int)(mt_rand(seed, (uint64_t)k, 1) % NSTREAMS);
             stream_drawn(&sc[which], seed, k);
@@ -388,19 +442,7 @@ int mode_shuffle(int argc, char **argv)
     if (streams) {
         stream_flush(sc);
         for (int i = 0; i < NSTREAMS; i++) {
-            long staged = -1, host = -1, device = -1, kernels = -1;
-            MT_CHECK(mx.query(sc[i].s, &staged, &host, &device, NULL, NULL, &kernels) ==
-                         MPI_SUCCESS,
-                     "picoll_stream_query");
-            MT_CHECK(staged == 0 && host == 0 && device == 0 && kernels == sc[i].enqueued,
-                     "stream %d: %ld collectives enqueued, %ld on picoll's kernels (staged %ld, "
-                     "host %ld, device %ld): every one should be on the kernels",
-                     i, sc[i].enqueued, kernels, staged, host, device);
-            MPI_Comm_free(&sc[i].comm);
-            MT_CHECK(mx.free_(&sc[i].s) == MPI_SUCCESS, "MPIX_Stream_free");
-            if (sc[i].cs != CU_STREAM_LEGACY) {
-                CK(drv.stream_destroy(sc[i].cs));
-            }
+            scomm_drop(&sc[i], i);
         }
     }
     MPI_Comm_free(&comm[SH_DUP]);
@@ -409,10 +451,11 @@ int mode_shuffle(int argc, char **argv)
     /* the last rank: its half has more than one rank from 3 ranks on */
     if (mt_rank == mt_size - 1) {
         printf("cuda_coll shuffle: seed %llu, %ld calls on %d ranks (world %ld, dup %ld, reversed "
-               "%ld, half %ld; sat out %ld; enqueued %ld, %ld and %ld), %llu cases checked\n",
+               "%ld, half %ld; sat out %ld; enqueued %ld, %ld and %ld), %llu cases checked, %ld "
+               "communicators made again\n",
                (unsigned long long)seed, calls, mt_size, made[SH_WORLD], made[SH_DUP], made[SH_REV],
                made[SH_HALF], skipped, made[SH_COMMS], made[SH_COMMS + 1], made[SH_COMMS + 2],
-               ncases);
+               ncases, remade);
     }
     return mt_finish("cuda_coll shuffle");
 }

@@ -10,7 +10,9 @@
  * and calls of different communicators interleave, where the matrices run each communicator's
  * calls grouped and sorted. --threads T (MPI_THREAD_MULTIPLE): T threads at once, each with
  * communicators of its own (the first thread's world is MPI_COMM_WORLD, the others' dups of it)
- * and a sequence of its own (seed S + 7919 t).
+ * and a sequence of its own (seed S + 7919 t). --churn N: before a call, one time in N (drawn), one
+ * of the communicators but the world is freed and made again (from the thread's world), so that
+ * picoll's contexts and workspaces are made and destroyed among the calls.
  *
  * Every result is checked bit for bit against a plain loop over every rank's input (each rank
  * regenerates the others' inputs), with inputs whose reduction is exact in any order (small
@@ -542,15 +544,35 @@ typedef struct {
     uint64_t seed;
     long calls;
     MPI_Comm comm[NCOMMS];
-    long made[NCOMMS], kinds[15];
+    long made[NCOMMS], kinds[15], churn, remade;
     pthread_t thread;
 } seq_t;
+
+/* Communicator w (not the world) made from world: its dup, reversed, halves, parity. */
+static void comm_make(MPI_Comm world, int w, MPI_Comm *c)
+{
+    int r, n;
+    MPI_Comm_rank(world, &r);
+    MPI_Comm_size(world, &n);
+    switch (w) {
+    case C_DUP: MPI_Comm_dup(world, c); break;
+    case C_REV: MPI_Comm_split(world, 0, n - 1 - r, c); break;
+    case C_HALF: MPI_Comm_split(world, r < n / 2, r, c); break;
+    default: MPI_Comm_split(world, r % 2, r, c); break;
+    }
+}
 
 static void *sequence(void *arg)
 {
     seq_t *q = arg;
     uint64_t seed = q->seed;
     for (call_no = 0; call_no < q->calls; call_no++) {
+        if (q->churn > 0 && call_no > 0 && DRAW(200) % (uint64_t)q->churn == 0) {
+            int w = 1 + (int)(DRAW(201) % (NCOMMS - 1));
+            MPI_Comm_free(&q->comm[w]);
+            comm_make(q->comm[C_WORLD], w, &q->comm[w]);
+            q->remade++;
+        }
         int which = (int)(DRAW(0) % NCOMMS), kind = (int)(DRAW(1) % 15),
             in_place = (int)(DRAW(2) & 1);
         size_t off = (size_t[]){0, 1, 8}[DRAW(3) % 3];
@@ -630,10 +652,10 @@ int main(int argc, char **argv)
         } else {
             MPI_Comm_dup(MPI_COMM_WORLD, &q->comm[C_WORLD]);
         }
-        MPI_Comm_dup(MPI_COMM_WORLD, &q->comm[C_DUP]);
-        MPI_Comm_split(MPI_COMM_WORLD, 0, mt_size - 1 - mt_rank, &q->comm[C_REV]);
-        MPI_Comm_split(MPI_COMM_WORLD, mt_rank < mt_size / 2, mt_rank, &q->comm[C_HALF]);
-        MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, mt_rank, &q->comm[C_PARITY]);
+        for (int w = C_DUP; w < NCOMMS; w++) {
+            comm_make(MPI_COMM_WORLD, w, &q->comm[w]);
+        }
+        q->churn = atol(mt_option(argc, argv, "--churn", "0"));
     }
     if (nthreads == 1) {
         sequence(&seqs[0]);
@@ -646,8 +668,9 @@ int main(int argc, char **argv)
             pthread_join(seqs[t].thread, NULL);
         }
     }
-    long made[NCOMMS] = {0}, allreduces = 0;
+    long made[NCOMMS] = {0}, allreduces = 0, remade = 0;
     for (int t = 0; t < nthreads; t++) {
+        remade += seqs[t].remade;
         for (int w = 0; w < NCOMMS; w++) {
             made[w] += seqs[t].made[w];
             if (w != C_WORLD || t > 0) {
@@ -658,9 +681,10 @@ int main(int argc, char **argv)
     }
     if (mt_rank == 0) {
         printf("coll_shuffle: seed %llu, %ld calls in each of %d thread(s) on %d ranks (world %ld, "
-               "dup %ld, reversed %ld, half %ld, parity %ld; allreduce %ld)\n",
+               "dup %ld, reversed %ld, half %ld, parity %ld; allreduce %ld), %ld communicators "
+               "made again\n",
                (unsigned long long)seed, calls, nthreads, mt_size, made[C_WORLD], made[C_DUP],
-               made[C_REV], made[C_HALF], made[C_PARITY], allreduces);
+               made[C_REV], made[C_HALF], made[C_PARITY], allreduces, remade);
     }
     return mt_finish("coll_shuffle");
 }
