@@ -251,6 +251,10 @@ void picoll_cuda_zc_stats(picoll_cuda_zc_stats_t *out);
  * described once, for the calls of scope (NULL: every communicator). */
 picoll_status_t picoll_cuda_register(const void *scope, void *ptr, size_t bytes, void **handle);
 picoll_status_t picoll_cuda_deregister(void *handle);
+/* The communicator of scope is freed: the ranges registered for it end with it (no call takes
+ * them again, even one of a communicator made later at the same address); their handles stay
+ * valid for picoll_cuda_deregister. */
+void picoll_cuda_zc_scope_end(const void *scope);
 /* picoll_cuda_alloc / picoll_cuda_free (picoll.h): device memory of device's primary context,
  * registered for every communicator. */
 void *picoll_cuda_mem_alloc(size_t bytes, int device);
@@ -306,6 +310,10 @@ static inline picoll_status_t picoll_cuda_deregister(void *handle)
 {
     (void)handle;
     return PICOLL_ERR_NOT_SUPPORTED;
+}
+static inline void picoll_cuda_zc_scope_end(const void *scope)
+{
+    (void)scope;
 }
 static inline void *picoll_cuda_mem_alloc(size_t bytes, int device)
 {

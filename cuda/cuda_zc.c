@@ -24,6 +24,7 @@
 #include "cuda/cuda_ipc_cache.h"
 #include "mem/memkind.h"
 #include "util/config.h"
+#include "util/export.h"
 #include "util/log.h"
 
 #include <pthread.h>
@@ -49,6 +50,10 @@ typedef struct {
 } zc_reg_t;
 
 static zc_reg_t zc_reg[ZC_REG_MAX];
+/* The scope of a range whose communicator was freed (picoll_cuda_zc_scope_end): no call matches
+ * it, and its slot stays its handle's until picoll_deregister. */
+static const char zc_scope_ended;
+#define ZC_SCOPE_ENDED ((const void *)&zc_scope_ended)
 static picoll_cuda_zc_stats_t zc_stats;
 static pthread_mutex_t zc_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -111,11 +116,37 @@ picoll_status_t picoll_cuda_deregister(void *handle)
     pthread_mutex_lock(&zc_lock);
     picoll_status_t st = e->ptr != NULL ? PICOLL_OK : PICOLL_ERR_INVALID_PARAM;
     if (e->ptr != NULL) {
+        zc_stats.ranges -= e->scope != ZC_SCOPE_ENDED; /* an ended one was counted off then */
         memset(e, 0, sizeof(*e));
-        zc_stats.ranges--;
     }
     pthread_mutex_unlock(&zc_lock);
     return st;
+}
+
+/* For the tests: the ranges registered now that a call may take (not those ended with their
+ * communicator). */
+PICOLL_EXPORT long picoll_test_zc_ranges(void);
+long picoll_test_zc_ranges(void)
+{
+    pthread_mutex_lock(&zc_lock);
+    long n = zc_stats.ranges;
+    pthread_mutex_unlock(&zc_lock);
+    return n;
+}
+
+void picoll_cuda_zc_scope_end(const void *scope)
+{
+    if (scope == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&zc_lock);
+    for (int i = 0; i < ZC_REG_MAX; i++) {
+        if (zc_reg[i].ptr != NULL && zc_reg[i].scope == scope) {
+            zc_reg[i].scope = ZC_SCOPE_ENDED;
+            zc_stats.ranges--;
+        }
+    }
+    pthread_mutex_unlock(&zc_lock);
 }
 
 void *picoll_cuda_reg_find_ptr(const void *ptr)

@@ -163,7 +163,9 @@ int picoll_device_barrier_floor(MPI_Comm comm, int what, void *cuda_stream, int 
  * picoll_register: bytes of device memory at ptr, inside one allocation (cudaMalloc, cuMemAlloc),
  * registered for the calls on comm (MPI_COMM_NULL: on every communicator); *handle is for
  * picoll_deregister, which must come before the memory is freed. Not collective: each rank
- * registers its own buffers. MPI_SUCCESS; MPI_ERR_ARG for a NULL pointer or handle, 0 bytes, a
+ * registers its own buffers, and the call waits for no other rank. The ranges registered for comm
+ * end with it (MPI_Comm_free): no call takes them after, not even one on a communicator made
+ * later; their handles still deregister, once. MPI_SUCCESS; MPI_ERR_ARG for a NULL pointer or handle, 0 bytes, a
  * range that is not device memory or runs past its allocation; MPI_ERR_COMM where picoll is not
  * active on comm; MPI_ERR_OTHER where picoll has no device support or holds 4096 ranges already.
  * picoll_deregister: MPI_SUCCESS, or MPI_ERR_ARG for what is not a registered range's handle

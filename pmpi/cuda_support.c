@@ -85,12 +85,12 @@ PICOLL_EXPORT int picoll_register(MPI_Comm comm, void *ptr, size_t bytes, void *
 {
     const void *scope = NULL;
     if (comm != MPI_COMM_NULL) {
-        picoll_comm_t *ctx = picoll_g.active ? picoll_comm_get(comm) : NULL;
-        if (ctx == NULL) {
+        /* local: the communicator's scope, no context made (that would be collective) */
+        scope = picoll_g.active ? picoll_comm_reg_scope(comm) : NULL;
+        if (scope == NULL) {
             picoll_warn("picoll_register: picoll is not active on the communicator");
             return MPI_ERR_COMM;
         }
-        scope = &ctx->coll;
     }
     if (ptr == NULL || handle == NULL || bytes == 0) {
         picoll_warn("picoll_register: %s", ptr == NULL      ? "ptr is NULL"

@@ -43,6 +43,9 @@ typedef struct {
     uint64_t hot_calls;     /* calls that took the hot path so far (the same on every rank) */
     picoll_cuda_zc_skip_t zc_skip; /* the zero-copy votes skipped (nothing registered on the
                                     * node: cuda_dev.h), the same on every rank */
+    const void *reg_scope;         /* the ranges registered for this communicator are those of this
+                            * scope (core/comm.c, picoll_comm_reg_scope); NULL: none (only those
+                            * for every one). Read and written with __atomic */
     picoll_cuda_ws_t *cuda_enq;    /* a stream communicator's workspace on the application's stream
                                  * (MPIX_Stream_comm_create, on one node): its enqueued
                                  * collectives' kernels (picoll_enq_call); NULL: none, on every

@@ -77,8 +77,9 @@ picoll_status_t picoll_enq_call(picoll_coll_ctx_t *ctx, picoll_enq_args_t *args)
     size_t sbytes = 0, rbytes = 0;
     int zc = picoll_zero_copy_form(args->coll, alg, args->bytes, ctx->size,
                                    args->sendbuf == MPI_IN_PLACE, &sbytes, &rbytes);
-    zc = zc != 0 && picoll_cuda_zc_stream_exchange(ctx->cuda_enq, ctx, args->sendbuf, args->recvbuf,
-                                                   sbytes, rbytes, "an enqueued collective")
+    zc = zc != 0 && picoll_cuda_zc_stream_exchange(
+                        ctx->cuda_enq, __atomic_load_n(&ctx->reg_scope, __ATOMIC_ACQUIRE),
+                        args->sendbuf, args->recvbuf, sbytes, rbytes, "an enqueued collective")
              ? zc
              : 0;
     status = enq_launch(ctx->cuda_enq, ctx->size, args, alg);

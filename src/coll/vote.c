@@ -50,6 +50,12 @@ static int zc_candidate(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *
     return call->ops->zero_copy(call->arg, alg, sbytes, rbytes);
 }
 
+/* The scope of the ranges registered for ctx's communicator (picoll_register). */
+static const void *zc_scope(const picoll_coll_ctx_t *ctx)
+{
+    return __atomic_load_n(&ctx->reg_scope, __ATOMIC_ACQUIRE);
+}
+
 /* The host algorithm, asked for once a call. */
 static int host_alg(const picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call, picoll_vote_t *v)
 {
@@ -140,8 +146,9 @@ static int zc_after_setup(picoll_coll_ctx_t *ctx, const picoll_vote_call_t *call
     if (zc == 0) {
         return 0;
     }
-    int mine = picoll_cuda_zc_export(ctx->cuda, ctx, call->sendbuf, call->recvbuf, sbytes, rbytes,
-                                     picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
+    int mine =
+        picoll_cuda_zc_export(ctx->cuda, zc_scope(ctx), call->sendbuf, call->recvbuf, sbytes,
+                              rbytes, picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
     uint32_t all = picoll_shm_barrier_mask(
         ctx->shm, (mine ? PATH_ZC : 0u) | (picoll_cuda_zc_nothing_registered() ? PATH_NOREG : 0u),
         call->name);
@@ -203,10 +210,10 @@ static picoll_path_t pick_path(picoll_coll_ctx_t *ctx, const picoll_vote_call_t 
     }
     /* the description goes into this rank's data buffer of the barrier's epoch, which only the
      * host algorithms use otherwise (and they write theirs after this barrier) */
-    int zc_mine =
-        zc != 0 && dev && home &&
-        picoll_cuda_zc_export(ctx->cuda, ctx, call->sendbuf, call->recvbuf, zc_sbytes, zc_rbytes,
-                              picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
+    int zc_mine = zc != 0 && dev && home &&
+                  picoll_cuda_zc_export(
+                      ctx->cuda, zc_scope(ctx), call->sendbuf, call->recvbuf, zc_sbytes, zc_rbytes,
+                      picoll_shm_slot(ctx->shm, ctx->shm->me, ctx->shm->epoch + 1));
     uint32_t mine = (host_ok ? PICOLL_PATH_HOST : 0u) | (dev ? PICOLL_PATH_CUDA : 0u) |
                     (home ? PATH_HOME : 0u) | (zc_mine ? PATH_ZC : 0u) |
                     (zc != 0 && picoll_cuda_zc_nothing_registered() ? PATH_NOREG : 0u);

@@ -101,14 +101,50 @@ static int comm_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+/* Delete callback of a registration scope (MPI_Comm_free): the ranges registered for the
+ * communicator end with it. Not copied by MPI_Comm_dup (a dup registers its own). */
+static int reg_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    picoll_cuda_zc_scope_end(attr);
+    free(attr);
+    return MPI_SUCCESS;
+}
+
 picoll_status_t picoll_comm_keyval_create(void)
 {
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete_fn, &picoll_g.comm_keyval,
-                                NULL) != MPI_SUCCESS) {
+                                NULL) != MPI_SUCCESS ||
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, reg_delete_fn, &picoll_g.reg_keyval, NULL) !=
+            MPI_SUCCESS) {
         picoll_error("MPI_Comm_create_keyval failed");
         return PICOLL_ERR_MPI;
     }
     return PICOLL_OK;
+}
+
+const void *picoll_comm_reg_scope(MPI_Comm comm)
+{
+    void *scope = NULL;
+    int found = 0;
+    picoll_reentry++;
+    if (PMPI_Comm_get_attr(comm, picoll_g.reg_keyval, &scope, &found) != MPI_SUCCESS || !found) {
+        scope = malloc(1); /* a unique address, for as long as comm lives */
+        if (scope != NULL && PMPI_Comm_set_attr(comm, picoll_g.reg_keyval, scope) != MPI_SUCCESS) {
+            free(scope);
+            scope = NULL;
+        }
+    }
+    /* a context made before: its calls take the scope from now on (one made later reads it at
+     * its creation) */
+    picoll_comm_t *ctx = NULL;
+    if (scope != NULL &&
+        PMPI_Comm_get_attr(comm, picoll_g.comm_keyval, &ctx, &found) == MPI_SUCCESS && found &&
+        ctx != NULL) {
+        __atomic_store_n(&ctx->coll.reg_scope, scope, __ATOMIC_RELEASE);
+    }
+    picoll_reentry--;
+    return scope;
 }
 
 void picoll_comm_finalize(void)
@@ -126,6 +162,7 @@ void picoll_comm_finalize(void)
         }
     }
     PMPI_Comm_free_keyval(&picoll_g.comm_keyval);
+    PMPI_Comm_free_keyval(&picoll_g.reg_keyval); /* the scopes go with their communicators */
 }
 
 picoll_comm_t *picoll_comm_create(MPI_Comm comm)
@@ -205,6 +242,12 @@ attach:
                      ctx->coll.shm && picoll_cfg.host != PICOLL_HOST_OFF ? "on" : "off",
                      ctx->coll.shm && ctx->coll.shm->cma ? "on" : "off",
                      ctx->coll.cuda_possible ? "on" : "off", ctx->coll.hier ? "on" : "off");
+    }
+    void *scope = NULL;
+    int has_scope = 0;
+    if (PMPI_Comm_get_attr(comm, picoll_g.reg_keyval, &scope, &has_scope) == MPI_SUCCESS &&
+        has_scope) {
+        __atomic_store_n(&ctx->coll.reg_scope, scope, __ATOMIC_RELEASE); /* registered before */
     }
     if (PMPI_Comm_set_attr(comm, picoll_g.comm_keyval, ctx) != MPI_SUCCESS) {
         picoll_error("MPI_Comm_set_attr failed: context %lu not cached", ctx->id);

@@ -24,8 +24,12 @@ typedef struct picoll_comm {
  * workspace and network step are ready. The caller agrees on the outcome. */
 int picoll_comm_setup(picoll_comm_t *ctx, int *shm_ok, int *hier_ok);
 
-/* Create the keyval; once, from picoll_init. */
+/* Create the keyvals; once, from picoll_init. */
 picoll_status_t picoll_comm_keyval_create(void);
+/* The registration scope of comm (picoll_register): made and attached to comm on first use, a
+ * local call (no context is made for it). Freeing comm ends the ranges registered for it
+ * (picoll_cuda_zc_scope_end). NULL where the attribute cannot be set. */
+const void *picoll_comm_reg_scope(MPI_Comm comm);
 /* Destroy every live context and free the keyval; from picoll_finalize. */
 void picoll_comm_finalize(void);
 

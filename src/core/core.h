@@ -22,6 +22,7 @@ typedef struct {
     int world_rank;
     int world_size;
     int comm_keyval; /* attribute caching picoll_comm_t on communicators */
+    int reg_keyval;  /* attribute holding a communicator's registration scope (picoll_register) */
 } picoll_global_t;
 
 extern picoll_global_t picoll_g;

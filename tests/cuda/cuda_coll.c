@@ -58,6 +58,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +381,18 @@ static void *hog_main(void *arg)
     return NULL;
 }
 
+/* SIGALRM in mode_zc: picoll_register waited for the other ranks */
+static void register_hung(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL [rank 0] picoll_register did not return within 20 s while "
+                              "the other ranks waited in a barrier: it waited for them\n";
+    if (write(1, msg, sizeof(msg) - 1) < 0) {
+        _exit(1);
+    }
+    _exit(1);
+}
+
 /* The zero-copy path's end and picoll's allocator (issue 50): allgathers of 96 KiB blocks from
  * buffers of picoll_cuda_alloc (registered: PICOLL_CUDA_ZERO_COPY=registered, the default, takes
  * them), each checked to take cuda_zc; the last rank's process spins a thread beside its call (its
@@ -492,6 +505,51 @@ static int mode_zc(int argc, char **argv)
                "path again after %d calls\n",
                votes, k);
     }
+    /* picoll_register is local: rank 0 registers for a communicator no call has used yet (its
+     * context not made), while the others wait for it in a barrier of the world; a registration
+     * that made the context (collective) would wait for them: a hang, ended by the alarm */
+    long (*ranges)(void);
+    *(void **)&ranges = dlsym(RTLD_DEFAULT, "picoll_test_zc_ranges");
+    MT_CHECK(ranges != NULL, "picoll_test_zc_ranges is not in the process");
+    MPI_Comm world = test_comm, d;
+    dbuf_t rs, rr;
+    dbuf_alloc(&rs, block, 0, 0);
+    dbuf_alloc(&rr, total, 0, 0);
+    void *hs = NULL, *hr = NULL;
+    MPI_Comm_dup(world, &d);
+    long before = ranges != NULL ? ranges() : 0;
+    if (mt_rank == 0) {
+        signal(SIGALRM, register_hung);
+        alarm(20);
+        MT_CHECK(reg(d, rs.p, block, &hs) == MPI_SUCCESS, "picoll_register for a dup failed");
+        alarm(0);
+    }
+    PMPI_Barrier(world);
+    if (mt_rank != 0) {
+        MT_CHECK(reg(d, rs.p, block, &hs) == MPI_SUCCESS, "picoll_register for a dup failed");
+    }
+    MT_CHECK(reg(d, rr.p, total, &hr) == MPI_SUCCESS, "picoll_register for a dup failed");
+    test_comm = d;
+    call_blocks(0, rs.p, rr.p, block, "cuda_zc", "MPI_Allgather of ranges registered for it");
+    /* the ranges end with their communicator: none is counted once it is freed, and a
+     * communicator made after copies the same buffers; the handles still deregister, once */
+    MT_CHECK(ranges == NULL || ranges() == before + 2, "%ld ranges registered, expected %ld",
+             ranges != NULL ? ranges() : 0L, before + 2);
+    MPI_Comm_free(&d);
+    MT_CHECK(ranges == NULL || ranges() == before,
+             "%ld ranges still registered after their communicator was freed (expected %ld)",
+             ranges != NULL ? ranges() : 0L, before);
+    MPI_Comm_dup(world, &d);
+    test_comm = d;
+    call_blocks(0, rs.p, rr.p, block, "cuda_ipc",
+                "MPI_Allgather on a new communicator, of ranges registered for a freed one");
+    test_comm = world;
+    MPI_Comm_free(&d);
+    MT_CHECK(dereg(hs) == MPI_SUCCESS && dereg(hr) == MPI_SUCCESS,
+             "the handles of ranges whose communicator was freed do not deregister");
+    MT_CHECK(dereg(hs) == MPI_ERR_ARG, "a range deregistered twice");
+    dbuf_free(&rs);
+    dbuf_free(&rr);
     free(in);
     free(got);
     free(want);
