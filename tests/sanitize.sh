@@ -2,7 +2,8 @@
 # sanitize.sh [--thread] BUILD [CTEST ARGS...]: picoll and its tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer (no recovery: the first report ends the process, and so fails its
 # test), configured against Open MPI in BUILD (made where missing), then CTest there. Not part of
-# the test command (about 25 minutes on the 2-core machine); docs/testing.md, "Sanitizers".
+# the test command (its CTest took 1248 s on the 2-core machine, other work beside it);
+# docs/testing.md, "Sanitizers".
 #
 # - The emulated GPU (tests/cuda/emu/libcuda.so.1, with the kernels' code compiled for the CPU)
 #   is built under UndefinedBehaviorSanitizer only: it runs each kernel's threads as fibers on
