@@ -138,17 +138,28 @@ static uint16_t bf16_from_double(double v)
  * reduces in an order of its own, and with its own bugs. */
 void gen(const type_t *t, op_t op, uint64_t seed, int r, size_t i, int exact, void *p)
 {
+    /* 2^-1, 2^0, 2^1: the products' exact factors (ldexp's values, without its call) */
+    static const double pow2[3] = {0.5, 1.0, 2.0};
     uint64_t x = mt_rand(seed, (uint64_t)r, i);
-    double re, im;
-    if (exact) {
-        re = op == PROD ? ldexp((x >> 4) & 1 ? -1.0 : 1.0, (int)(x % 3) - 1)
+    double re = 0.0, im = 0.0;
+    /* the floating-point value, for the kinds that take it (the complex ones its second half):
+     * the matrices' generator runs for every element of every rank, most of them integers */
+    int fp = t->kind == K_FLOAT || t->kind == K_DOUBLE || t->kind == K_CFLOAT ||
+             t->kind == K_CDOUBLE || t->kind == K_F16 || t->kind == K_BF16;
+    int cplx = t->kind == K_CFLOAT || t->kind == K_CDOUBLE;
+    if (fp && exact) {
+        re = op == PROD ? ((x >> 4) & 1 ? -1.0 : 1.0) * pow2[x % 3]
                         : (double)(int64_t)(x % 33) - 16.0;
-        im = op == PROD ? ldexp((x >> 20) & 1 ? -1.0 : 1.0, -(int)((x >> 21) & 1))
-                        : (double)(int64_t)((x >> 20) % 33) - 16.0;
-    } else {
+        if (cplx) {
+            im = op == PROD ? ((x >> 20) & 1 ? -1.0 : 1.0) * pow2[1 - (int)((x >> 21) & 1)]
+                            : (double)(int64_t)((x >> 20) % 33) - 16.0;
+        }
+    } else if (fp) {
         double f = (double)(int64_t)(x % 2000001 - 1000000) / 1024.0;
         re = op == PROD ? 0.75 + (double)(x % 1000) / 2000.0 : f;
-        im = op == PROD ? (double)((x >> 20) % 1000) / 2000.0 - 0.25 : f / 3.0;
+        if (cplx) {
+            im = op == PROD ? (double)((x >> 20) % 1000) / 2000.0 - 0.25 : f / 3.0;
+        }
     }
     switch (t->kind) {
     case K_INT:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-bundle.sh BUILD_DIR OUT_DIR: (OUT_DIR a folder at the top of this source tree) packs a built picoll tree and the Debian MPI it was built
+# gpu-bundle.sh BUILD_DIR OUT_DIR [--no-xz]: (OUT_DIR a folder at the top of this source tree) packs a built picoll tree and the Debian MPI it was built
 # against into OUT_DIR/bundle.tar.xz (with OUT_DIR/unpack.sh), for a GPU machine that has the
 # NVIDIA driver but no MPI and no package registry. On that machine, from a copy of this source
 # tree:
@@ -15,9 +15,13 @@
 #   - every shared library those files and the build's programs need that the C library, the
 #     C++ runtime or the driver do not provide, in one folder of its own (/opt/picoll-gpu/lib),
 #     reached through LD_LIBRARY_PATH only, so the machine's own libraries stay as they were.
+# --no-xz: OUT_DIR/bundle.tar, not compressed (CTest cuda.gpu_bundle, which checks the contents:
+# xz took 14 of its 22 s of CPU, 2026-11-29), and an unpack.sh that unpacks that.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 out=$(mkdir -p "$2" && cd "$2" && pwd)
+bundle=bundle.tar.xz zip=J
+if [ "${3-}" = --no-xz ]; then bundle=bundle.tar zip=""; fi
 flavour=$(sed -n 's/^MPI_FLAVOUR = //p' "$build/Makefile")
 case $flavour in
     openmpi) pkgs="openmpi-bin libopenmpi3 openmpi-common libpmix2 libopenmpi-dev" ;;
@@ -81,9 +85,9 @@ if [ -d /usr/lib/x86_64-linux-gnu/ucx ]; then cp -r /usr/lib/x86_64-linux-gnu/uc
 aside=$(cd "$stage" && for d in usr/lib/x86_64-linux-gnu/* usr/share/* etc/*; do
             if [ -d "$d" ] && [ ! -L "$d" ]; then printf '/%s ' "$d"; fi; done)
 # named, not ".": the archive must carry no entry for / itself
-tar -cJf "$out/bundle.tar.xz" -C "$stage" $(cd "$stage" && ls)
+tar -c${zip}f "$out/$bundle" -C "$stage" $(cd "$stage" && ls)
 cat > "$out/unpack.sh" <<EOF
-# . unpack.sh: unpacks bundle.tar.xz beside it into / (the build tree, the MPI's files and
+# . unpack.sh: unpacks $bundle beside it into / (the build tree, the MPI's files and
 # /opt/picoll-gpu; the MPI's own folders found there are moved aside first: $aside)
 # and sets PATH and LD_LIBRARY_PATH for it.
 _b=\$(cd "\$(dirname "\${BASH_SOURCE[0]:-\$0}")" && pwd)
@@ -92,7 +96,7 @@ _src=$(cd "$build/$(sed -n 's/^top_srcdir = //p' "$build/Makefile")" && pwd)
 if [ ! -e "\$_src" ]; then mkdir -p "\$(dirname "\$_src")"; ln -s "\$(cd "\$_b/.." && pwd)" "\$_src"; fi
 if [ ! -e /opt/picoll-gpu/unpacked ]; then
     for d in $aside; do if [ -e "\$d" ]; then mv "\$d" "\$d.picoll-aside" && echo "unpack.sh: \$d moved aside"; fi; done
-    tar -xJf "\$_b/bundle.tar.xz" -C / --no-overwrite-dir --keep-directory-symlink && touch /opt/picoll-gpu/unpacked
+    tar -x${zip}f "\$_b/$bundle" -C / --no-overwrite-dir --keep-directory-symlink && touch /opt/picoll-gpu/unpacked
 fi
 export LD_LIBRARY_PATH=/opt/picoll-gpu/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 export PATH=\$PATH:/opt/picoll-gpu/bin

@@ -16,8 +16,10 @@
  * synchronises. Of a launch of several blocks, some start late (emu_late_start): CUDA promises
  * no co-scheduling. The choices
  * come from FAKECUDA_SEED (printed by each process at its first launch, and in every "kernel-race"
- * failure; random when unset). When every fiber had its turn the worker calls sched_yield(), so
- * that the peers' processes run on a machine with fewer cores than ranks.
+ * failure; random when unset). When every fiber that had a turn only read again a flag that had
+ * not changed (each waits for another process), the worker calls sched_yield(), so that the
+ * peers' processes run on a machine with fewer cores than ranks, and after EMU_STUCK_YIELDS such
+ * rounds in a row it sleeps instead, so that the tests side by side get the CPU.
  *
  * The memory model: PTX's, for the accesses the kernel makes, checked rather than simulated.
  * Stores reach memory at once, but each 16-byte granule of device memory has a shadow (emu_mem.c:
@@ -64,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -77,7 +80,12 @@ _Static_assert(EMU_MAX_THREADS <= 512, "emu_shadow_t's who has 9 bits for the th
 #define EMU_SWITCH_EVERY 16 /* a global access switches fibers one time in 16, on average */
 #define EMU_FIBERS 1024     /* fibers a worker runs at once: the blocks of a launch that fit */
 #define EMU_WINDOW 64       /* blocks at once at most (PICOLL_CUDA_MAX_BLOCKS: a launch's most) */
-#define EMU_SHARED 256      /* bytes of shared memory a block has (the kernel uses 4) */
+/* Rounds of a launch in which every fiber only re-read an unchanged flag: the first
+ * EMU_STUCK_YIELDS in a row each yield the CPU, every later one sleeps EMU_STUCK_NAP_NS (the
+ * worker's timer slack 1 us) */
+#define EMU_STUCK_YIELDS 32
+#define EMU_STUCK_NAP_NS 20000L
+#define EMU_SHARED 256 /* bytes of shared memory a block has (the kernel uses 4) */
 
 /* the CPU build of the kernel's entries (emu_kernel.cc): entry `name`'s function, its name as
  * kept, and its index (below EMU_ENTRIES), or -1 */
@@ -129,9 +137,11 @@ typedef struct {
     int done;
     int waiting; /* at the barrier of generation wait_gen */
     unsigned wait_gen;
-    uint64_t acq;      /* acquire point: publications up to this time are ordered before it */
-    uint64_t fence_t;  /* its last system fence: a relaxed store after it still releases */
-    uint64_t pend_acq; /* release seen by a relaxed flag load: acquired at the next fence */
+    uint64_t acq;            /* acquire point: publications up to this time are ordered before it */
+    uint64_t fence_t;        /* its last system fence: a relaxed store after it still releases */
+    uint64_t pend_acq;       /* release seen by a relaxed flag load: acquired at the next fence */
+    const uint64_t *spin_at; /* its last flag load's word and the value it read there: a load */
+    uint64_t spin_val;       /* of the same word that reads the same value spins */
 } emu_fiber_t;
 
 typedef struct {
@@ -167,8 +177,9 @@ typedef struct {
     uint64_t gen_acq;  /* that of the barrier that opened last */
     int told;          /* the block stored its done word */
     uint64_t last_pub; /* when a store of the block was published last */
-    int spun;          /* a fiber of this round waits for another process */
+    int spun;          /* the turn that just ended re-read an unchanged flag (or a line) */
     int range_last;    /* the cache entry found last */
+    int range_prev;    /* and the one before it (a copy alternates between two ranges) */
     uint64_t rng;
     unsigned switch_in;                   /* global accesses before the next switch */
     _Alignas(16) char shared[EMU_SHARED]; /* its shared memory (DEV_SHARED) */
@@ -183,6 +194,7 @@ struct emu_worker {
     emu_pending_t *pend;
     size_t npend, cap;
     uint64_t rng;
+    pid_t pid;
 };
 
 /* initial-exec: every global access of the kernel reads it (no __tls_get_addr call). The block
@@ -380,8 +392,10 @@ static const emu_cached_range_t *emu_range_slow(emu_block_t *b, const void *p, s
  * switch (emu_maybe_switch), when its other threads may refill the cache (held across one, it
  * named another range's shadow, or none, and the shadow read faulted: about one run in four of 40
  * enqueued allreduces of their own buffers at np 3). */
-static inline const emu_cached_range_t *emu_range(emu_block_t *b, const void *p, size_t n,
-                                                  const char *what)
+static inline __attribute__((always_inline)) const emu_cached_range_t *emu_range(emu_block_t *b,
+                                                                                 const void *p,
+                                                                                 size_t n,
+                                                                                 const char *what)
 {
     uintptr_t a = (uintptr_t)p;
     /* rule "kernel-align": a GPU's load or store of a unit of n bytes (1, 2, 4, 8 or 16) needs an
@@ -398,11 +412,20 @@ static inline const emu_cached_range_t *emu_range(emu_block_t *b, const void *p,
             "%zu bytes (a GPU stops the kernel: misaligned address)",
             what, n, p, emu_block_idx.x, emu_thread_idx.x, align);
     }
-    emu_cached_range_t *last = &b->range[b->range_last];
-    if (b->range_gen == __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE) &&
-        a >= last->start && a + n <= last->end &&
-        !emu_mapping_stale(last->owner_word, last->owner_id)) {
-        return last;
+    if (b->range_gen == __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE)) {
+        emu_cached_range_t *last = &b->range[b->range_last];
+        if (a >= last->start && a + n <= last->end &&
+            !emu_mapping_stale(last->owner_word, last->owner_id)) {
+            return last;
+        }
+        emu_cached_range_t *prev = &b->range[b->range_prev];
+        if (a >= prev->start && a + n <= prev->end &&
+            !emu_mapping_stale(prev->owner_word, prev->owner_id)) {
+            int k = b->range_prev;
+            b->range_prev = b->range_last;
+            b->range_last = k;
+            return prev;
+        }
     }
     return emu_range_slow(b, p, n, what);
 }
@@ -421,7 +444,10 @@ __attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_bl
     for (int i = 0; i < EMU_RANGE_CACHE; i++) {
         if (a >= b->range[i].start && a + n <= b->range[i].end &&
             !emu_mapping_stale(b->range[i].owner_word, b->range[i].owner_id)) {
-            b->range_last = i;
+            if (i != b->range_last) {
+                b->range_prev = b->range_last;
+                b->range_last = i;
+            }
             return &b->range[i];
         }
     }
@@ -443,6 +469,7 @@ __attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_bl
     c->shadow = r.shadow;
     c->owner_word = r.owner_word;
     c->owner_id = r.owner_id;
+    b->range_prev = b->range_last;
     b->range_last = b->range_next;
     b->range_next = (b->range_next + 1) % EMU_RANGE_CACHE;
     return c;
@@ -545,7 +572,7 @@ void emu_load(const void *p, size_t n)
                      n, p, EMU_FIBER(who), (unsigned long long)(EMU_RUN(who) & 0x1ffff),
                      (unsigned long long)EMU_PID(who));
         }
-        if (same_run || st <= f->acq || (EMU_PID(who) == (uint64_t)getpid() && st <= b->start)) {
+        if (same_run || st <= f->acq || (EMU_PID(who) == EMU_PID(b->me) && st <= b->start)) {
             continue;
         }
         emu_race(b,
@@ -679,7 +706,14 @@ uint64_t emu_flag_load(const uint64_t *fl, int acquire)
             *into = t;
         }
     }
-    b->spun = 1;
+    /* the fiber spins (reads again what it read last) or moves on (a new word or value) */
+    emu_fiber_t *sf = &b->fiber[b->cur];
+    if (sf->spin_at == fl && sf->spin_val == v) {
+        b->spun = 1;
+    } else {
+        sf->spin_at = fl;
+        sf->spin_val = v;
+    }
     emu_yield();
     return v;
 }
@@ -878,6 +912,8 @@ static emu_worker_t *emu_worker_get(void)
         mprotect(s + (size_t)i * (EMU_STACK + EMU_GUARD), EMU_GUARD, PROT_NONE);
     }
     w->stacks = s;
+    w->pid = getpid(); /* a worker is a thread of one process: no system call per block run */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* its naps when stuck: 20 us, not 70 */
     w->rng = emu_seed_get();
     if (!__atomic_exchange_n(&emu_seed_told, 1, __ATOMIC_ACQ_REL)) {
         fprintf(stderr, "fakecuda: rank %d: kernel schedule seed FAKECUDA_SEED=%llu\n", emu_rank(),
@@ -930,7 +966,7 @@ static void emu_block_start(emu_block_t *b, unsigned idx, uint64_t start, unsign
     b->live = b->n;
     b->arrived = 0;
     b->gen = 0;
-    b->me = (uint64_t)getpid() << 42 |
+    b->me = (uint64_t)b->wk->pid << 42 |
             (uint64_t)(__atomic_add_fetch(&emu_runs, 1, __ATOMIC_RELAXED) & 0x1ffffu) << 25;
     b->start = start;
     b->acc_acq = b->gen_acq = 0;
@@ -943,6 +979,7 @@ static void emu_block_start(emu_block_t *b, unsigned idx, uint64_t start, unsign
         emu_fiber_t *f = &b->fiber[i];
         f->done = f->waiting = 0;
         f->acq = f->fence_t = f->pend_acq = 0;
+        f->spin_at = NULL;
         char *stack = b->stacks + (size_t)i * (EMU_STACK + EMU_GUARD) + EMU_GUARD;
 #ifdef __x86_64__
         /* a frame emu_switch resumes: zero registers, this thread's MXCSR and x87 control word,
@@ -982,7 +1019,7 @@ void emu_kernel_run(emu_op_t *op)
     uint64_t start = emu_globaltimer();
     emu_grid_dim = (emu_dim3_t){.x = grid, .y = 1, .z = 1};
     emu_block_dim = (emu_dim3_t){.x = (unsigned)n, .y = 1, .z = 1};
-    unsigned next = 0;
+    unsigned next = 0, stuck = 0;
     unsigned long switches = 0;
     emu_block_t *prev = NULL;
     for (int k = 0; k < win; k++) {
@@ -1000,11 +1037,12 @@ void emu_kernel_run(emu_op_t *op)
     }
     for (int active = win; active > 0;) {
         /* a round from a (thread, block) chosen at random, block after block */
-        int total = win * n, first = (int)(emu_rand(&w->rng) >> 33) % total, spun = 0;
-        for (int j = 0; j < total; j++) {
-            int x = (first + j) % total;
-            emu_block_t *b = w->slot[x % win];
-            int i = x / win;
+        int total = win * n, first = (int)(emu_rand(&w->rng) >> 33) % total, spun = 0, moved = 0;
+        /* x = (first + j) % total goes over slot x % win, thread x / win: counted, not divided */
+        int sk = first % win, i = first / win;
+        for (int j = 0; j < total;
+             j++, sk = sk + 1 < win ? sk + 1 : (i = i + 1 < n ? i + 1 : 0, 0)) {
+            emu_block_t *b = w->slot[sk];
             emu_fiber_t *f = &b->fiber[i];
             if (!b->active || b->late > 0 || f->done || (f->waiting && f->wait_gen == b->gen)) {
                 continue;
@@ -1017,11 +1055,15 @@ void emu_kernel_run(emu_op_t *op)
             b->cur = i;
             emu_block_idx = (emu_dim3_t){.x = b->idx, .y = 0, .z = 0};
             emu_thread_idx = (emu_dim3_t){.x = (unsigned)i, .y = 0, .z = 0};
+            b->spun = 0;
 #ifdef __x86_64__
             emu_switch(&emu_sched_sp, f->sp);
 #else
             swapcontext(&emu_sched, &f->uc);
 #endif
+            /* the turn ended re-reading an unchanged flag (or a line), or having moved on */
+            spun |= b->spun;
+            moved |= !b->spun;
         }
         emu_blk = NULL;
         /* a late block starts once its rounds are up, or no other block of the window runs */
@@ -1037,8 +1079,6 @@ void emu_kernel_run(emu_op_t *op)
         }
         for (int k = 0; k < win; k++) {
             emu_block_t *b = w->slot[k];
-            spun |= b->spun;
-            b->spun = 0;
             /* a finished block (or, frozen, one whose threads all wait at a barrier that never
              * opens) gives its slot to the next block of the grid */
             if (b->active && (b->live == 0 || (b->frozen && b->arrived == b->live))) {
@@ -1050,9 +1090,20 @@ void emu_kernel_run(emu_op_t *op)
                 }
             }
         }
-        if (spun) {
-            /* some fiber waits for another process: let it run */
-            sched_yield();
+        if (spun && !moved) {
+            /* every fiber that had a turn waits for another process (or this one's host, or
+             * the clock): let them run; after EMU_STUCK_YIELDS such rounds in a row, sleep, so
+             * that a wait for a process without a CPU burns none (tests side by side on a few
+             * cores: a yield there gives the CPU to whichever is next, a sleep to the others) */
+            if (stuck < EMU_STUCK_YIELDS) {
+                stuck++;
+                sched_yield();
+            } else {
+                struct timespec nap = {0, EMU_STUCK_NAP_NS};
+                nanosleep(&nap, NULL);
+            }
+        } else {
+            stuck = 0;
         }
     }
     if (op->u.kernel.frozen) {
