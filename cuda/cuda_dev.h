@@ -128,6 +128,18 @@ picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const p
 /* Collective over the node when shm is not NULL (the node's barrier): closes the peers' mappings,
  * waits until every rank did, then frees. */
 void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
+/* The release of a freed communicator's workspaces a and b (either NULL) without waiting for the
+ * node's other ranks: each waits for its kernels on an application's stream and closes its
+ * mappings of the peers' workspaces now, arrives at shm's next barrier, and is freed once every
+ * local rank has arrived there (each then maps nothing of this rank's), at a later
+ * picoll_cuda_retired_poll. shm (the communicator's, never used again) goes with them. So a rank
+ * that frees a communicator goes on at once, as MPI_Comm_free does without picoll, while a peer
+ * still waits elsewhere. */
+void picoll_cuda_ws_retire(picoll_cuda_ws_t *a, picoll_cuda_ws_t *b, picoll_shm_t *shm);
+/* Frees the retired workspaces whose node ranks have all arrived (wait 0: a look, no wait), or
+ * all of them, waiting for the ranks as picoll_shm_barrier does (wait 1: MPI_Finalize, where
+ * every rank releases every communicator). */
+void picoll_cuda_retired_poll(int wait);
 
 /* This rank's vote for running a call on the device (send is NULL in place): every buffer it
  * passes is device memory of one context (*ctx), the type is one the kernels reduce
@@ -354,6 +366,15 @@ static inline void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *sh
 {
     (void)ws;
     (void)shm;
+}
+static inline void picoll_cuda_ws_retire(picoll_cuda_ws_t *a, picoll_cuda_ws_t *b,
+                                         picoll_shm_t *shm)
+{
+    (void)a, (void)b, (void)shm;
+}
+static inline void picoll_cuda_retired_poll(int wait)
+{
+    (void)wait;
 }
 static inline int picoll_cuda_vote(const picoll_cuda_ws_t *ws, const picoll_meminfo_t *send,
                                    const picoll_meminfo_t *recv, picoll_dtype_t dt,

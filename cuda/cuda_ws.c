@@ -7,11 +7,14 @@
 #include "cuda/cuda_ws_int.h"
 #include "host/shm.h"
 #include "topo/node.h"
+#include "util/export.h"
 #include "util/fatal.h"
 #include "util/log.h"
 #include "util/proc.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -230,24 +233,19 @@ static picoll_topo_reach_t ws_reach(picoll_cuda_ws_t *ws, MPI_Comm node_comm,
     return nr.reach;
 }
 
-/* CUDA leaves freeing memory that another process still maps undefined: every rank closes its
- * mappings, all pass a barrier (after which no rank maps anything, and no kernel can run: each
- * rank's last call ended with its own kernel's completion), then each frees its own. The barrier:
- * the node's shared-memory one where shm is not NULL, else PMPI_Barrier over node_comm where that
- * is not MPI_COMM_NULL (a failed creation, which has no shm). */
-static void ws_release(picoll_cuda_ws_t *ws, picoll_shm_t *shm, MPI_Comm node_comm)
+/* The local half of a workspace's release: its kernels on an application's stream waited for,
+ * the peers' workspaces unmapped. Returns whether its context was entered (into *saved: left by
+ * ws_free); 0 for a context reset or destroyed since the workspace was made, which took its
+ * memory, mappings and module with it: nothing is closed or freed then, as their addresses may
+ * belong to others now. */
+static int ws_quiesce(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t *saved)
 {
-    picoll_cuda_saved_ctx_t saved = {0};
-    int entered;
-
-    /* a context reset (or destroyed) since the workspace was made took its memory, mappings and
-     * module with it: nothing is closed or freed, as their addresses may belong to others now */
     int stale = ws->ctx != NULL && ws->ctx_id != picoll_cudrv_ctx_id(ws->ctx);
     if (stale) {
         picoll_debug("device workspace of a context reset or destroyed since: its memory and "
                      "mappings went with it");
     }
-    entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, &saved) == PICOLL_OK;
+    int entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, saved) == PICOLL_OK;
     if (ws->on_stream) {
         picoll_cuda_watch_remove(ws);
         /* the kernels enqueued on the application's stream read the workspace until they end
@@ -262,11 +260,13 @@ static void ws_release(picoll_cuda_ws_t *ws, picoll_shm_t *shm, MPI_Comm node_co
         }
     }
     picoll_cuda_ipc_unmap_peers(ws, entered);
-    if (shm != NULL) {
-        picoll_shm_barrier(shm, 1, "the release of the device workspace");
-    } else if (node_comm != MPI_COMM_NULL && PMPI_Barrier(node_comm) != MPI_SUCCESS) {
-        picoll_warn("PMPI_Barrier before the release of the device workspace failed");
-    }
+    return entered;
+}
+
+/* The second half, once no peer maps this rank's workspace any more: its memory freed (in its
+ * context, entered again where retired apart from the first half), ws with it. */
+static void ws_free(picoll_cuda_ws_t *ws, int entered, picoll_cuda_saved_ctx_t *saved)
+{
     if (entered && ws->base != NULL) {
         picoll_cudrv_check(picoll_cu.mem_free((picoll_cu_deviceptr_t)(uintptr_t)ws->base),
                            "cuMemFree");
@@ -275,10 +275,27 @@ static void ws_release(picoll_cuda_ws_t *ws, picoll_shm_t *shm, MPI_Comm node_co
         picoll_cudrv_check(picoll_cu.mem_free_host(ws->status), "cuMemFreeHost");
     }
     if (entered) {
-        picoll_cuda_leave(&saved);
+        picoll_cuda_leave(saved);
     }
     picoll_cuda_zc_forget(ws);
     free(ws);
+}
+
+/* CUDA leaves freeing memory that another process still maps undefined: every rank closes its
+ * mappings, all pass a barrier (after which no rank maps anything, and no kernel can run: each
+ * rank's last call ended with its own kernel's completion), then each frees its own. The barrier:
+ * the node's shared-memory one where shm is not NULL, else PMPI_Barrier over node_comm where that
+ * is not MPI_COMM_NULL (a failed creation, which has no shm). */
+static void ws_release(picoll_cuda_ws_t *ws, picoll_shm_t *shm, MPI_Comm node_comm)
+{
+    picoll_cuda_saved_ctx_t saved = {0};
+    int entered = ws_quiesce(ws, &saved);
+    if (shm != NULL) {
+        picoll_shm_barrier(shm, 1, "the release of the device workspace");
+    } else if (node_comm != MPI_COMM_NULL && PMPI_Barrier(node_comm) != MPI_SUCCESS) {
+        picoll_warn("PMPI_Barrier before the release of the device workspace failed");
+    }
+    ws_free(ws, entered, &saved);
 }
 
 void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
@@ -286,6 +303,103 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
     if (ws != NULL) {
         ws_release(ws, shm, MPI_COMM_NULL);
     }
+}
+
+/* The workspaces of freed communicators, waiting for the node's other ranks to unmap them: the
+ * free's barrier, arrived at and not waited for (picoll_cuda_ws_retire). */
+typedef struct retired {
+    picoll_cuda_ws_t *ws[2];
+    int stale[2]; /* its context was reset or destroyed: nothing of it to free */
+    picoll_shm_t *shm;
+    uint64_t epoch;
+    struct retired *next;
+} retired_t;
+static retired_t *retired_list;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int retired_count;
+
+static void retired_free(retired_t *r)
+{
+    for (int k = 0; k < 2; k++) {
+        picoll_cuda_saved_ctx_t saved = {0};
+        picoll_cuda_ws_t *ws = r->ws[k];
+        if (ws == NULL) {
+            continue;
+        }
+        /* a context reset or destroyed since the free took the memory with it */
+        int entered = !r->stale[k] && ws->ctx != NULL &&
+                      ws->ctx_id == picoll_cudrv_ctx_id(ws->ctx) &&
+                      picoll_cuda_enter_setup(ws->ctx, &saved) == PICOLL_OK;
+        ws_free(ws, entered, &saved);
+    }
+    picoll_shm_destroy(r->shm);
+    free(r->shm);
+    free(r);
+}
+
+void picoll_cuda_ws_retire(picoll_cuda_ws_t *a, picoll_cuda_ws_t *b, picoll_shm_t *shm)
+{
+    retired_t *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        /* no room to keep them: the release as it was, a barrier of the node */
+        picoll_cuda_ws_destroy(a, shm);
+        picoll_cuda_ws_destroy(b, shm);
+        picoll_shm_destroy(shm);
+        free(shm);
+        return;
+    }
+    r->ws[0] = a;
+    r->ws[1] = b;
+    for (int k = 0; k < 2; k++) {
+        picoll_cuda_saved_ctx_t saved = {0};
+        if (r->ws[k] != NULL) {
+            int entered = ws_quiesce(r->ws[k], &saved);
+            r->stale[k] = !entered;
+            if (entered) {
+                picoll_cuda_leave(&saved);
+            }
+        }
+    }
+    r->shm = shm;
+    r->epoch = picoll_shm_arrive(shm, 1);
+    pthread_mutex_lock(&retired_lock);
+    r->next = retired_list;
+    retired_list = r;
+    atomic_fetch_add_explicit(&retired_count, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&retired_lock);
+    picoll_debug("device workspace retired: freed once every rank of the node has unmapped it "
+                 "(%d waiting)",
+                 atomic_load_explicit(&retired_count, memory_order_relaxed));
+    picoll_cuda_retired_poll(0);
+}
+
+void picoll_cuda_retired_poll(int wait)
+{
+    if (atomic_load_explicit(&retired_count, memory_order_relaxed) == 0) {
+        return;
+    }
+    pthread_mutex_lock(&retired_lock);
+    for (retired_t **at = &retired_list; *at != NULL;) {
+        retired_t *r = *at;
+        if (wait) {
+            picoll_shm_wait_all(r->shm, r->epoch, 1,
+                                "the release of a freed communicator's "
+                                "device workspace");
+        } else if (!picoll_shm_reached(r->shm, r->epoch)) {
+            at = &r->next;
+            continue;
+        }
+        *at = r->next;
+        atomic_fetch_sub_explicit(&retired_count, 1, memory_order_relaxed);
+        retired_free(r);
+    }
+    pthread_mutex_unlock(&retired_lock);
+}
+
+PICOLL_EXPORT int picoll_test_cuda_retired(void);
+int picoll_test_cuda_retired(void)
+{
+    return atomic_load_explicit(&retired_count, memory_order_relaxed);
 }
 
 picoll_status_t picoll_cuda_ws_create(MPI_Comm comm, MPI_Comm node_comm, const picoll_config_t *cfg,

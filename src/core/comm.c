@@ -74,10 +74,18 @@ static void comm_destroy(picoll_comm_t *ctx)
     atomic_fetch_add_explicit(&picoll_comm_generation, 1, memory_order_acq_rel);
     comm_list_remove(ctx);
     picoll_hier_destroy(ctx->coll.hier);
-    /* collective over the node (MPI_Comm_free and MPI_Finalize are) */
-    picoll_cuda_ws_destroy(ctx->coll.cuda, ctx->coll.shm);
+    if ((ctx->coll.cuda != NULL || ctx->coll.cuda_enq != NULL) && ctx->coll.shm != NULL) {
+        /* the device workspaces are freed once every rank of the node has unmapped them, later:
+         * this rank goes on now, as the MPI's own free does (a peer may still wait in a
+         * collective of another communicator for this rank); the node's segment goes with them */
+        picoll_cuda_ws_retire(ctx->coll.cuda, ctx->coll.cuda_enq, ctx->coll.shm);
+        ctx->coll.shm = NULL;
+    } else {
+        /* without a node segment (none is made without one): collective over the node */
+        picoll_cuda_ws_destroy(ctx->coll.cuda, ctx->coll.shm);
+        picoll_cuda_ws_destroy(ctx->coll.cuda_enq, ctx->coll.shm);
+    }
     ctx->coll.cuda = NULL;
-    picoll_cuda_ws_destroy(ctx->coll.cuda_enq, ctx->coll.shm);
     ctx->coll.cuda_enq = NULL;
     if (ctx->coll.shm != NULL) {
         picoll_shm_destroy(ctx->coll.shm);
@@ -97,6 +105,7 @@ static int comm_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)extra;
     picoll_reentry++;
     comm_destroy(attr);
+    picoll_cuda_retired_poll(0);
     picoll_reentry--;
     return MPI_SUCCESS;
 }
@@ -163,6 +172,9 @@ void picoll_comm_finalize(void)
     }
     PMPI_Comm_free_keyval(&picoll_g.comm_keyval);
     PMPI_Comm_free_keyval(&picoll_g.reg_keyval); /* the scopes go with their communicators */
+    /* every rank releases every communicator here: the device workspaces still mapped by a
+     * peer are freed once it has unmapped them */
+    picoll_cuda_retired_poll(1);
 }
 
 picoll_comm_t *picoll_comm_create(MPI_Comm comm)
@@ -173,6 +185,7 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     int shm_ok = 0, hier_ok = 0;
 
     picoll_reentry++;
+    picoll_cuda_retired_poll(0); /* the workspaces of freed communicators the peers let go of */
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         /* the other ranks are entering the set-up exchanges: leaving them would hang the job */

@@ -252,15 +252,37 @@ unsigned long long picoll_test_shm_barriers(void)
     return atomic_load_explicit(&shm_barriers, memory_order_relaxed);
 }
 
-uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
+uint64_t picoll_shm_arrive(picoll_shm_t *shm, uint32_t vote)
 {
     uint64_t epoch = ++shm->epoch;
     picoll_shm_line_t *mine = &shm->flags[shm->me].line[epoch & 1];
-    uint32_t all = vote;
 
     atomic_fetch_add_explicit(&shm_barriers, 1, memory_order_relaxed);
     atomic_store_explicit(&mine->vote, vote, memory_order_relaxed);
     atomic_store_explicit(&mine->arrived, epoch, memory_order_release);
+    return epoch;
+}
+
+int picoll_shm_reached(const picoll_shm_t *shm, uint64_t epoch)
+{
+    for (int r = 0; r < shm->nlocal; r++) {
+        if (atomic_load_explicit(&shm->flags[r].line[epoch & 1].arrived, memory_order_acquire) <
+            epoch) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll)
+{
+    return picoll_shm_wait_all(shm, picoll_shm_arrive(shm, vote), vote, coll);
+}
+
+uint32_t picoll_shm_wait_all(picoll_shm_t *shm, uint64_t epoch, uint32_t vote, const char *coll)
+{
+    uint32_t all = vote;
+
     for (int r = 0; r < shm->nlocal; r++) {
         if (r == shm->me) {
             continue;

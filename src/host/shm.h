@@ -107,6 +107,14 @@ static inline char *picoll_shm_small(picoll_shm_t *shm, int rank, uint64_t buf, 
 int picoll_shm_barrier(picoll_shm_t *shm, int vote, const char *coll);
 /* The same barrier with a vote of several bits: returns the bitwise AND of every rank's vote. */
 uint32_t picoll_shm_barrier_mask(picoll_shm_t *shm, uint32_t vote, const char *coll);
+/* The barrier in two halves, for a wait that may come later (the release of a device workspace
+ * whose communicator was freed, cuda_ws.c): picoll_shm_arrive arrives at the next barrier with my
+ * vote and returns its epoch; picoll_shm_reached says, without waiting, whether every local rank
+ * has arrived there; picoll_shm_wait_all waits for them as picoll_shm_barrier does and returns
+ * the AND of the votes (mine: vote). */
+uint64_t picoll_shm_arrive(picoll_shm_t *shm, uint32_t vote);
+int picoll_shm_reached(const picoll_shm_t *shm, uint64_t epoch);
+uint32_t picoll_shm_wait_all(picoll_shm_t *shm, uint64_t epoch, uint32_t vote, const char *coll);
 /* Exported for the tests, which count the barriers of a call: picoll_test_shm_barriers(), the
  * barriers this process has entered (every node workspace, every thread). */
 

@@ -360,10 +360,80 @@ int mode_mixed(int argc, char **argv)
 
 /* ---------------------------------------------------------------- commfree, finalize */
 
+/* SIGALRM in mode_commfree: rank 0's MPI_Comm_free waited for the other ranks */
+static void free_hung(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL [rank 0] MPI_Comm_free did not return within 20 s while the "
+                              "other ranks waited in a barrier of another communicator: it "
+                              "waited for them (the MPI's own free does not)\n";
+    if (write(1, msg, sizeof(msg) - 1) < 0) {
+        _exit(1);
+    }
+    _exit(1);
+}
+
+/* The free in another order on rank 0 than on the others: rank 0 frees a communicator that has a
+ * device workspace, then waits in a barrier of MPI_COMM_WORLD, where the others wait before they
+ * free it. Without picoll this passes (the MPI's free does not wait for the peers). picoll's free
+ * must not wait either: the workspace is kept until every rank of the node has unmapped it
+ * (picoll_test_cuda_retired counts those kept) and freed at a later communicator's making or
+ * freeing, or at MPI_Finalize. */
+static void commfree_out_of_order(void)
+{
+    int (*retired)(void) = NULL;
+    *(void **)&retired = dlsym(RTLD_DEFAULT, "picoll_test_cuda_retired");
+    MT_CHECK(retired != NULL, "picoll_test_cuda_retired is not in the process");
+    MPI_Comm early;
+    MPI_Comm_dup(MPI_COMM_WORLD, &early);
+    test_comm = early;
+    allreduce_case(T_FLOAT, &types[T_FLOAT], SUM, 2 * SLOT / 4 + 3, 0, 0);
+    blocks_case(1, 1000, 0, 0);
+    test_comm = MPI_COMM_WORLD;
+    if (mt_rank == 0) {
+        signal(SIGALRM, free_hung);
+        alarm(20);
+        MPI_Comm_free(&early);
+        alarm(0);
+        /* the others have not unmapped it: kept, not freed */
+        MT_CHECK(retired == NULL || retired() == 1,
+                 "after rank 0's free, before the others': %d workspace pairs kept, expected 1",
+                 retired != NULL ? retired() : -1);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Comm_free(&early);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* every rank has freed it: the next communicator made releases what was kept */
+    MPI_Comm_dup(MPI_COMM_WORLD, &test_comm);
+    allreduce_case(T_INT32, &types[T_INT32], SUM, 100, 0, 0);
+    MT_CHECK(retired == NULL || retired() == 0,
+             "after every rank's free and a communicator made since: %d workspace pairs still "
+             "kept, expected 0",
+             retired != NULL ? retired() : -1);
+    /* and once more, the last free left to MPI_Finalize to release */
+    MPI_Comm_free(&test_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &early);
+    test_comm = early;
+    allreduce_case(T_DOUBLE, &types[T_DOUBLE], SUM, 64, 1, 0);
+    test_comm = MPI_COMM_WORLD;
+    if (mt_rank == 0) {
+        alarm(20);
+        MPI_Comm_free(&early);
+        alarm(0);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Comm_free(&early);
+    }
+}
+
 int mode_commfree(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    commfree_out_of_order();
     for (int i = 0; i < 20; i++) {
         MPI_Comm_dup(MPI_COMM_WORLD, &test_comm);
         allreduce_case(T_INT32, &types[T_INT32], SUM, 100 + (size_t)i, i & 1, 0);
