@@ -105,6 +105,9 @@ static int comm_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)extra;
     picoll_reentry++;
     comm_destroy(attr);
+    /* the workspaces of freed communicators the peers let go of since: freed here, where a free
+     * always freed them (not at a communicator's making, where a cuMemFree, which may wait for
+     * the device, would be new) */
     picoll_cuda_retired_poll(0);
     picoll_reentry--;
     return MPI_SUCCESS;
@@ -185,7 +188,6 @@ picoll_comm_t *picoll_comm_create(MPI_Comm comm)
     int shm_ok = 0, hier_ok = 0;
 
     picoll_reentry++;
-    picoll_cuda_retired_poll(0); /* the workspaces of freed communicators the peers let go of */
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         /* the other ranks are entering the set-up exchanges: leaving them would hang the job */
