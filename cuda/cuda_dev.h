@@ -131,10 +131,10 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm);
 /* The release of a freed communicator's workspaces a and b (either NULL) without waiting for the
  * node's other ranks: each waits for its kernels on an application's stream and closes its
  * mappings of the peers' workspaces now, arrives at shm's next barrier, and is freed once every
- * local rank has arrived there (each then maps nothing of this rank's), at a later
- * picoll_cuda_retired_poll. shm (the communicator's, never used again) goes with them. So a rank
- * that frees a communicator goes on at once, as MPI_Comm_free does without picoll, while a peer
- * still waits elsewhere. */
+ * local rank has arrived there (each then maps nothing of this rank's), at a
+ * picoll_cuda_retired_poll (the free's own, right after, or a later one). shm (the
+ * communicator's, never used again) goes with them. So a rank that frees a communicator goes on
+ * at once, as MPI_Comm_free does without picoll, while a peer still waits elsewhere. */
 void picoll_cuda_ws_retire(picoll_cuda_ws_t *a, picoll_cuda_ws_t *b, picoll_shm_t *shm);
 /* Frees the retired workspaces whose node ranks have all arrived (wait 0: a look, no wait), or
  * all of them, waiting for the ranks as picoll_shm_barrier does (wait 1: MPI_Finalize, where

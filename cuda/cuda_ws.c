@@ -238,14 +238,19 @@ static picoll_topo_reach_t ws_reach(picoll_cuda_ws_t *ws, MPI_Comm node_comm,
  * ws_free); 0 for a context reset or destroyed since the workspace was made, which took its
  * memory, mappings and module with it: nothing is closed or freed then, as their addresses may
  * belong to others now. */
-static int ws_quiesce(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t *saved)
+static int ws_enter(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t *saved)
 {
     int stale = ws->ctx != NULL && ws->ctx_id != picoll_cudrv_ctx_id(ws->ctx);
     if (stale) {
         picoll_debug("device workspace of a context reset or destroyed since: its memory and "
                      "mappings went with it");
     }
-    int entered = ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, saved) == PICOLL_OK;
+    return ws->ctx != NULL && !stale && picoll_cuda_enter_setup(ws->ctx, saved) == PICOLL_OK;
+}
+
+static int ws_quiesce(picoll_cuda_ws_t *ws, picoll_cuda_saved_ctx_t *saved)
+{
+    int entered = ws_enter(ws, saved);
     if (ws->on_stream) {
         picoll_cuda_watch_remove(ws);
         /* the kernels enqueued on the application's stream read the workspace until they end
@@ -309,7 +314,6 @@ void picoll_cuda_ws_destroy(picoll_cuda_ws_t *ws, picoll_shm_t *shm)
  * free's barrier, arrived at and not waited for (picoll_cuda_ws_retire). */
 typedef struct retired {
     picoll_cuda_ws_t *ws[2];
-    int stale[2]; /* its context was reset or destroyed: nothing of it to free */
     picoll_shm_t *shm;
     uint64_t epoch;
     struct retired *next;
@@ -322,15 +326,10 @@ static void retired_free(retired_t *r)
 {
     for (int k = 0; k < 2; k++) {
         picoll_cuda_saved_ctx_t saved = {0};
-        picoll_cuda_ws_t *ws = r->ws[k];
-        if (ws == NULL) {
-            continue;
+        if (r->ws[k] != NULL) {
+            /* a context reset or destroyed since (or before) the free took the memory with it */
+            ws_free(r->ws[k], ws_enter(r->ws[k], &saved), &saved);
         }
-        /* a context reset or destroyed since the free took the memory with it */
-        int entered = !r->stale[k] && ws->ctx != NULL &&
-                      ws->ctx_id == picoll_cudrv_ctx_id(ws->ctx) &&
-                      picoll_cuda_enter_setup(ws->ctx, &saved) == PICOLL_OK;
-        ws_free(ws, entered, &saved);
     }
     picoll_shm_destroy(r->shm);
     free(r->shm);
@@ -352,12 +351,8 @@ void picoll_cuda_ws_retire(picoll_cuda_ws_t *a, picoll_cuda_ws_t *b, picoll_shm_
     r->ws[1] = b;
     for (int k = 0; k < 2; k++) {
         picoll_cuda_saved_ctx_t saved = {0};
-        if (r->ws[k] != NULL) {
-            int entered = ws_quiesce(r->ws[k], &saved);
-            r->stale[k] = !entered;
-            if (entered) {
-                picoll_cuda_leave(&saved);
-            }
+        if (r->ws[k] != NULL && ws_quiesce(r->ws[k], &saved)) {
+            picoll_cuda_leave(&saved);
         }
     }
     r->shm = shm;
@@ -370,7 +365,6 @@ void picoll_cuda_ws_retire(picoll_cuda_ws_t *a, picoll_cuda_ws_t *b, picoll_shm_
     picoll_debug("device workspace retired: freed once every rank of the node has unmapped it "
                  "(%d waiting)",
                  atomic_load_explicit(&retired_count, memory_order_relaxed));
-    picoll_cuda_retired_poll(0);
 }
 
 void picoll_cuda_retired_poll(int wait)

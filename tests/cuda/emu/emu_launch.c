@@ -387,6 +387,12 @@ static int emu_rank(void)
 static const emu_cached_range_t *emu_range_slow(emu_block_t *b, const void *p, size_t n,
                                                 const char *what);
 
+/* Whether cache entry c holds [a, a + n) and its mapping is not of a freed allocation. */
+static inline int emu_range_holds(const emu_cached_range_t *c, uintptr_t a, size_t n)
+{
+    return a >= c->start && a + n <= c->end && !emu_mapping_stale(c->owner_word, c->owner_id);
+}
+
 /* The range holding [p, p + n), from the worker's cache or the allocation table; rule
  * "kernel-bounds". The answer points into the block's cache: valid until the block's next
  * switch (emu_maybe_switch), when its other threads may refill the cache (held across one, it
@@ -414,13 +420,11 @@ static inline __attribute__((always_inline)) const emu_cached_range_t *emu_range
     }
     if (b->range_gen == __atomic_load_n(&emu_mem_generation, __ATOMIC_ACQUIRE)) {
         emu_cached_range_t *last = &b->range[b->range_last];
-        if (a >= last->start && a + n <= last->end &&
-            !emu_mapping_stale(last->owner_word, last->owner_id)) {
+        if (emu_range_holds(last, a, n)) {
             return last;
         }
         emu_cached_range_t *prev = &b->range[b->range_prev];
-        if (a >= prev->start && a + n <= prev->end &&
-            !emu_mapping_stale(prev->owner_word, prev->owner_id)) {
+        if (emu_range_holds(prev, a, n)) {
             int k = b->range_prev;
             b->range_prev = b->range_last;
             b->range_last = k;
@@ -442,8 +446,7 @@ __attribute__((noinline)) static const emu_cached_range_t *emu_range_slow(emu_bl
         b->range_gen = gen;
     }
     for (int i = 0; i < EMU_RANGE_CACHE; i++) {
-        if (a >= b->range[i].start && a + n <= b->range[i].end &&
-            !emu_mapping_stale(b->range[i].owner_word, b->range[i].owner_id)) {
+        if (emu_range_holds(&b->range[i], a, n)) {
             if (i != b->range_last) {
                 b->range_prev = b->range_last;
                 b->range_last = i;
